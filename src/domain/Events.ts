@@ -1,0 +1,319 @@
+/**
+ * The event log's vocabulary (DESIGN §2): the envelope and one Schema per v1 event type.
+ *
+ * An event is `{ type, payload }`; the store wraps it in an envelope (`id`, `sessionId`, `seq`,
+ * `at`, `parentId`, `v`). Decoding an unknown type or a malformed payload gives an
+ * `EventDecodeError`, never a crash.
+ */
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { ActionId, CallId, EventId, MessageId, PartId, SessionId, TurnId } from "./Ids.js"
+import { Usage, UserMode } from "./Message.js"
+
+const event = <T extends string, F extends Schema.Struct.Fields>(type: T, fields: F) =>
+  Schema.Struct({ type: Schema.Literal(type), payload: Schema.Struct(fields) })
+
+// ---------------------------------------------------------------------------------------------
+// session
+
+export const SessionCreated = event("session.created", {
+  title: Schema.optional(Schema.String),
+  /** the workspace directory the session works in */
+  cwd: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String)
+})
+export const SessionTitled = event("session.titled", { title: Schema.String })
+export const SessionDeleted = event("session.deleted", {})
+
+export const StatusIdle = Schema.TaggedStruct("idle", {})
+export const StatusBusy = Schema.TaggedStruct("busy", {})
+export const StatusRetry = Schema.TaggedStruct("retry", {
+  attempt: Schema.Int,
+  /** UTC epoch ms of the next attempt */
+  nextAt: Schema.Number,
+  message: Schema.String
+})
+export const SessionStatus = Schema.Union(StatusIdle, StatusBusy, StatusRetry)
+export type SessionStatus = typeof SessionStatus.Type
+export const SessionStatusChanged = event("session.status", { status: SessionStatus })
+
+// ---------------------------------------------------------------------------------------------
+// turns and messages
+
+export const UserMessageEvent = event("user.message", {
+  messageId: MessageId,
+  text: Schema.String,
+  mode: UserMode
+})
+export const TurnStarted = event("turn.started", {
+  turnId: TurnId,
+  /** the user messages this turn delivers to the model */
+  messageIds: Schema.Array(MessageId)
+})
+export const TurnFinished = event("turn.finished", {
+  turnId: TurnId,
+  /** why the turn ended: `stop`, `max-steps`, `error` */
+  reason: Schema.String
+})
+export const TurnInterrupted = event("turn.interrupted", {
+  turnId: Schema.optional(TurnId),
+  /** `user`, `crash`, `shutdown` … */
+  reason: Schema.String
+})
+
+export const ChatStateName = Schema.Literal("idle", "streaming", "awaiting_tool", "interrupted")
+export type ChatStateName = typeof ChatStateName.Type
+export const ChatStateChanged = event("chat.state", { state: ChatStateName })
+
+export const AssistantStarted = event("assistant.started", {
+  messageId: MessageId,
+  model: Schema.optional(Schema.String)
+})
+export const StepStarted = event("step.started", {
+  messageId: MessageId,
+  step: Schema.NonNegativeInt,
+  /** steered user messages delivered with this step */
+  deliveredMessageIds: Schema.optional(Schema.Array(MessageId))
+})
+export const TextDelta = event("text.delta", { messageId: MessageId, partId: PartId, delta: Schema.String })
+export const ReasoningDelta = event("reasoning.delta", { messageId: MessageId, partId: PartId, delta: Schema.String })
+export const StepFinished = event("step.finished", {
+  messageId: MessageId,
+  step: Schema.NonNegativeInt,
+  finishReason: Schema.String,
+  usage: Usage,
+  /** true when the step was cut (retryable failure, interrupt); its partial output is not sent again */
+  aborted: Schema.optional(Schema.Boolean)
+})
+export const AssistantCompleted = event("assistant.completed", {
+  messageId: MessageId,
+  finishReason: Schema.optional(Schema.String)
+})
+
+// ---------------------------------------------------------------------------------------------
+// tools
+
+export const ToolPendingEvent = event("tool.pending", { messageId: MessageId, callId: CallId, tool: Schema.String })
+/** ToolCallInvoked: committed before the tool runs (write-ahead). */
+export const ToolInvoked = event("tool.invoked", {
+  messageId: MessageId,
+  callId: CallId,
+  tool: Schema.String,
+  input: Schema.Unknown
+})
+export const ToolProgress = event("tool.progress", { callId: CallId, output: Schema.String })
+/** ToolCallFinished */
+export const ToolFinished = event("tool.finished", {
+  callId: CallId,
+  output: Schema.String,
+  metadata: Schema.optional(Schema.Unknown)
+})
+export const ToolFailed = event("tool.failed", {
+  callId: CallId,
+  error: Schema.String,
+  interrupted: Schema.optional(Schema.Boolean),
+  timedOut: Schema.optional(Schema.Boolean),
+  /** for interrupted calls: `user`, `crash`, `shutdown` … */
+  reason: Schema.optional(Schema.String)
+})
+export const ToolTimeout = event("tool.timeout", { callId: CallId, timeoutMs: Schema.NonNegativeInt })
+
+export const ActionStateName = Schema.Literal("pending", "running", "archived", "failed")
+export type ActionStateName = typeof ActionStateName.Type
+export const ActionStateChanged = event("action.state", {
+  actionId: ActionId,
+  state: ActionStateName,
+  callIds: Schema.Array(CallId)
+})
+
+// ---------------------------------------------------------------------------------------------
+// model
+
+export const ModelRetry = event("model.retry", {
+  attempt: Schema.Int,
+  delayMs: Schema.NonNegative,
+  nextAt: Schema.Number,
+  message: Schema.String,
+  status: Schema.optional(Schema.Int)
+})
+export const ModelErrorEvent = event("model.error", {
+  message: Schema.String,
+  status: Schema.optional(Schema.Int),
+  retryable: Schema.Boolean
+})
+
+// ---------------------------------------------------------------------------------------------
+// permissions, files, compaction
+
+export const PermissionAsked = event("permission.asked", {
+  permissionId: Schema.String,
+  callId: Schema.optional(CallId),
+  tool: Schema.String,
+  pattern: Schema.String
+})
+export const PermissionReplied = event("permission.replied", {
+  permissionId: Schema.String,
+  reply: Schema.Literal("once", "always", "reject")
+})
+export const FileChanged = event("file.changed", {
+  path: Schema.String,
+  op: Schema.Literal("create", "update", "delete"),
+  beforeHash: Schema.optional(Schema.String),
+  afterHash: Schema.optional(Schema.String),
+  callId: Schema.optional(CallId)
+})
+export const CompactionDone = event("compaction.done", {
+  /** messages before this one are summarised */
+  upToMessageId: MessageId,
+  summary: Schema.String
+})
+
+/** Every v1 event, discriminated by `type`. */
+export const Event = Schema.Union(
+  SessionCreated,
+  SessionTitled,
+  SessionDeleted,
+  SessionStatusChanged,
+  UserMessageEvent,
+  TurnStarted,
+  TurnFinished,
+  TurnInterrupted,
+  ChatStateChanged,
+  AssistantStarted,
+  StepStarted,
+  TextDelta,
+  ReasoningDelta,
+  StepFinished,
+  AssistantCompleted,
+  ToolPendingEvent,
+  ToolInvoked,
+  ToolProgress,
+  ToolFinished,
+  ToolFailed,
+  ToolTimeout,
+  ActionStateChanged,
+  ModelRetry,
+  ModelErrorEvent,
+  PermissionAsked,
+  PermissionReplied,
+  FileChanged,
+  CompactionDone
+)
+export type Event = typeof Event.Type
+export type EventType = Event["type"]
+export type EventOf<T extends EventType> = Extract<Event, { readonly type: T }>
+export type PayloadOf<T extends EventType> = EventOf<T>["payload"]
+
+const schemaByType: ReadonlyMap<string, Schema.Schema<any, any>> = new Map(
+  Event.members.map((m) => [m.fields.type.literals[0] as string, m.fields.payload])
+)
+
+/** The names of all known event types. */
+export const eventTypes: ReadonlyArray<EventType> = Array.from(schemaByType.keys()) as Array<EventType>
+
+export const isEventType = (type: string): type is EventType => schemaByType.has(type)
+
+/** The payload schema version written with every event of this release. */
+export const PAYLOAD_VERSION = 1
+
+/** Builds a typed event with the payload type checked. */
+export const make = <T extends EventType>(type: T, payload: PayloadOf<T>): EventOf<T> =>
+  ({ type, payload }) as unknown as EventOf<T>
+
+// ---------------------------------------------------------------------------------------------
+// envelope
+
+/** The envelope fields common to every stored event. */
+export const EnvelopeHeader = Schema.Struct({
+  id: EventId,
+  sessionId: SessionId,
+  seq: Schema.Int.pipe(Schema.positive()),
+  type: Schema.String,
+  at: Schema.Int,
+  parentId: Schema.NullOr(EventId),
+  v: Schema.Int
+})
+export type EnvelopeHeader = typeof EnvelopeHeader.Type
+
+/** A stored event, decoded: the header plus a typed `type`/`payload`. */
+export type Envelope = Omit<EnvelopeHeader, "type"> & Event
+export type EnvelopeOf<T extends EventType> = Omit<EnvelopeHeader, "type"> & EventOf<T>
+
+/** A stored event whose payload has not been decoded (JSON value). */
+export interface RawEnvelope extends EnvelopeHeader {
+  readonly payload: unknown
+}
+
+/** What a caller hands to `EventStore.append`: an event, optionally with its id, cause and time. */
+export type NewEvent = Event & {
+  readonly id?: EventId | undefined
+  readonly parentId?: EventId | null | undefined
+  readonly at?: number | undefined
+}
+
+export class EventDecodeError extends Schema.TaggedError<EventDecodeError>()("EventDecodeError", {
+  sessionId: Schema.String,
+  seq: Schema.Number,
+  type: Schema.String,
+  message: Schema.String
+}) {}
+
+/** Decodes a raw envelope into a typed one, failing with `EventDecodeError`. */
+export const decodeEnvelope = (raw: RawEnvelope): Either.Either<Envelope, EventDecodeError> => {
+  const schema = schemaByType.get(raw.type)
+  if (schema === undefined) {
+    return Either.left(
+      new EventDecodeError({
+        sessionId: raw.sessionId,
+        seq: raw.seq,
+        type: raw.type,
+        message: `unknown event type "${raw.type}" (written by a newer logbook?)`
+      })
+    )
+  }
+  if (raw.v > PAYLOAD_VERSION) {
+    return Either.left(
+      new EventDecodeError({
+        sessionId: raw.sessionId,
+        seq: raw.seq,
+        type: raw.type,
+        message: `payload version ${raw.v} is newer than this logbook understands (${PAYLOAD_VERSION})`
+      })
+    )
+  }
+  const decoded = ParseResult.decodeUnknownEither(schema)(raw.payload)
+  if (Either.isLeft(decoded)) {
+    return Either.left(
+      new EventDecodeError({
+        sessionId: raw.sessionId,
+        seq: raw.seq,
+        type: raw.type,
+        message: `malformed payload: ${ParseResult.TreeFormatter.formatIssueSync(decoded.left)}`
+      })
+    )
+  }
+  return Either.right({ ...raw, payload: decoded.right } as Envelope)
+}
+
+export const decodeEnvelopeEffect = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> =>
+  decodeEnvelope(raw)
+
+/** Encodes an event's payload to a JSON-ready value, validating it against its schema. */
+export const encodePayload = (event: Event): Either.Either<unknown, EventDecodeError> => {
+  const schema = schemaByType.get(event.type)
+  if (schema === undefined) {
+    return Either.left(
+      new EventDecodeError({ sessionId: "", seq: 0, type: event.type, message: `unknown event type "${event.type}"` })
+    )
+  }
+  return ParseResult.encodeUnknownEither(schema)(event.payload).pipe(
+    Either.mapLeft(
+      (e) =>
+        new EventDecodeError({
+          sessionId: "",
+          seq: 0,
+          type: event.type,
+          message: `invalid payload: ${ParseResult.TreeFormatter.formatIssueSync(e)}`
+        })
+    )
+  )
+}

@@ -1,0 +1,67 @@
+/**
+ * Branded identifiers and their generators.
+ *
+ * Event ids are UUIDv7: 48 bits of UTC milliseconds, then random bits, so ids sort by creation
+ * time. They are generated from the `Clock` and `Random` services, never from `Date.now()` or
+ * `Math.random()`, so tests under `TestClock` produce stable, ordered ids.
+ */
+import { Clock, Effect, Random, Schema } from "effect"
+
+export const SessionId = Schema.String.pipe(Schema.minLength(1), Schema.brand("SessionId"))
+export type SessionId = typeof SessionId.Type
+
+export const EventId = Schema.String.pipe(Schema.minLength(1), Schema.brand("EventId"))
+export type EventId = typeof EventId.Type
+
+export const MessageId = Schema.String.pipe(Schema.minLength(1), Schema.brand("MessageId"))
+export type MessageId = typeof MessageId.Type
+
+export const PartId = Schema.String.pipe(Schema.minLength(1), Schema.brand("PartId"))
+export type PartId = typeof PartId.Type
+
+export const CallId = Schema.String.pipe(Schema.minLength(1), Schema.brand("CallId"))
+export type CallId = typeof CallId.Type
+
+export const ActionId = Schema.String.pipe(Schema.minLength(1), Schema.brand("ActionId"))
+export type ActionId = typeof ActionId.Type
+
+export const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.brand("TurnId"))
+export type TurnId = typeof TurnId.Type
+
+const hex = (n: number, width: number): string => n.toString(16).padStart(width, "0")
+
+/** Formats a UUIDv7 from a millisecond timestamp and 10 random bytes. */
+export const formatUuidV7 = (millis: number, random: ReadonlyArray<number>): string => {
+  const ms = Math.max(0, Math.floor(millis))
+  const high = Math.floor(ms / 0x10000) // top 32 bits of the 48-bit timestamp
+  const low = ms % 0x10000
+  const b = random
+  const timeHex = hex(high, 8) + hex(low, 4)
+  const verRand = hex(0x7000 | (((b[0]! & 0x0f) << 8) | b[1]!), 4)
+  const variant = hex(0x8000 | (((b[2]! & 0x3f) << 8) | b[3]!), 4)
+  const tail = b
+    .slice(4, 10)
+    .map((x) => hex(x, 2))
+    .join("")
+  return `${timeHex.slice(0, 8)}-${timeHex.slice(8, 12)}-${verRand}-${variant}-${tail}`
+}
+
+/** A new UUIDv7 string, using `Clock` and `Random`. */
+export const uuidV7: Effect.Effect<string> = Effect.gen(function* () {
+  const millis = yield* Clock.currentTimeMillis
+  const bytes: Array<number> = []
+  // four 24-bit draws give the 80 random bits the format needs
+  for (let i = 0; i < 4; i++) {
+    const n = yield* Random.nextIntBetween(0, 0x1000000)
+    bytes.push(n >> 16, (n >> 8) & 0xff, n & 0xff)
+  }
+  return formatUuidV7(millis, bytes)
+})
+
+export const makeSessionId: Effect.Effect<SessionId> = Effect.map(uuidV7, (s) => SessionId.make(s))
+export const makeEventId: Effect.Effect<EventId> = Effect.map(uuidV7, (s) => EventId.make(s))
+export const makeMessageId: Effect.Effect<MessageId> = Effect.map(uuidV7, (s) => MessageId.make(s))
+export const makePartId: Effect.Effect<PartId> = Effect.map(uuidV7, (s) => PartId.make(s))
+export const makeCallId: Effect.Effect<CallId> = Effect.map(uuidV7, (s) => CallId.make(s))
+export const makeActionId: Effect.Effect<ActionId> = Effect.map(uuidV7, (s) => ActionId.make(s))
+export const makeTurnId: Effect.Effect<TurnId> = Effect.map(uuidV7, (s) => TurnId.make(s))

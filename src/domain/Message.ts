@@ -1,0 +1,139 @@
+/**
+ * The message / part model that the projection builds from events (DESIGN §3).
+ */
+import { Schema } from "effect"
+import { CallId, MessageId, PartId } from "./Ids.js"
+
+/** Token usage of one model step, or a sum of steps. */
+export const Usage = Schema.Struct({
+  input: Schema.NonNegativeInt,
+  output: Schema.NonNegativeInt,
+  reasoning: Schema.NonNegativeInt,
+  cacheRead: Schema.NonNegativeInt,
+  cacheWrite: Schema.NonNegativeInt,
+  /** cost in US dollars */
+  cost: Schema.NonNegative
+})
+export type Usage = typeof Usage.Type
+
+export const emptyUsage: Usage = { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }
+
+export const addUsage = (a: Usage, b: Usage): Usage => ({
+  input: a.input + b.input,
+  output: a.output + b.output,
+  reasoning: a.reasoning + b.reasoning,
+  cacheRead: a.cacheRead + b.cacheRead,
+  cacheWrite: a.cacheWrite + b.cacheWrite,
+  cost: a.cost + b.cost
+})
+
+export const UserMode = Schema.Literal("prompt", "steer", "queue")
+export type UserMode = typeof UserMode.Type
+
+/**
+ * The ToolPart state machine (DESIGN §3):
+ * `pending -> running -> completed | error`, and `pending -> error` on cleanup.
+ * `completed` and `error` are final.
+ */
+export const ToolPending = Schema.TaggedStruct("pending", {
+  /** the raw input text streamed so far */
+  inputText: Schema.String,
+  createdAt: Schema.Number
+})
+export const ToolRunning = Schema.TaggedStruct("running", {
+  input: Schema.Unknown,
+  startedAt: Schema.Number,
+  /** the latest progress text, if any */
+  progress: Schema.optional(Schema.String),
+  /** set by `tool.timeout` while the tool is being stopped */
+  timedOut: Schema.Boolean
+})
+export const ToolCompleted = Schema.TaggedStruct("completed", {
+  input: Schema.Unknown,
+  output: Schema.String,
+  metadata: Schema.optional(Schema.Unknown),
+  startedAt: Schema.Number,
+  endedAt: Schema.Number
+})
+export const ToolError = Schema.TaggedStruct("error", {
+  input: Schema.Unknown,
+  error: Schema.String,
+  interrupted: Schema.Boolean,
+  timedOut: Schema.Boolean,
+  reason: Schema.optional(Schema.String),
+  startedAt: Schema.optional(Schema.Number),
+  endedAt: Schema.Number
+})
+export const ToolState = Schema.Union(ToolPending, ToolRunning, ToolCompleted, ToolError)
+export type ToolState = typeof ToolState.Type
+export type ToolStatus = ToolState["_tag"]
+
+export const ToolPart = Schema.Struct({
+  type: Schema.Literal("tool"),
+  callId: CallId,
+  tool: Schema.String,
+  messageId: MessageId,
+  state: ToolState
+})
+export type ToolPart = typeof ToolPart.Type
+
+export const TextPart = Schema.Struct({
+  type: Schema.Literal("text"),
+  id: PartId,
+  text: Schema.String
+})
+export type TextPart = typeof TextPart.Type
+
+export const ReasoningPart = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  id: PartId,
+  text: Schema.String
+})
+export type ReasoningPart = typeof ReasoningPart.Type
+
+/** A reference to the tool part kept in `SessionState.toolParts`, in message order. */
+export const ToolPartRef = Schema.Struct({
+  type: Schema.Literal("tool"),
+  callId: CallId
+})
+export type ToolPartRef = typeof ToolPartRef.Type
+
+export const AssistantPart = Schema.Union(TextPart, ReasoningPart, ToolPartRef)
+export type AssistantPart = typeof AssistantPart.Type
+
+export const StepInfo = Schema.Struct({
+  step: Schema.NonNegativeInt,
+  startedAt: Schema.Number,
+  endedAt: Schema.optional(Schema.Number),
+  finishReason: Schema.optional(Schema.String),
+  usage: Schema.optional(Usage),
+  aborted: Schema.Boolean
+})
+export type StepInfo = typeof StepInfo.Type
+
+export const UserMessage = Schema.Struct({
+  role: Schema.Literal("user"),
+  id: MessageId,
+  text: Schema.String,
+  mode: UserMode,
+  at: Schema.Number,
+  /** false while a steered or queued message waits for delivery to the model */
+  delivered: Schema.Boolean
+})
+export type UserMessage = typeof UserMessage.Type
+
+export const AssistantMessage = Schema.Struct({
+  role: Schema.Literal("assistant"),
+  id: MessageId,
+  model: Schema.optional(Schema.String),
+  startedAt: Schema.Number,
+  completedAt: Schema.optional(Schema.Number),
+  finishReason: Schema.optional(Schema.String),
+  parts: Schema.Array(AssistantPart),
+  steps: Schema.Array(StepInfo),
+  usage: Usage
+})
+export type AssistantMessage = typeof AssistantMessage.Type
+
+export const Message = Schema.Union(UserMessage, AssistantMessage)
+export type Message = typeof Message.Type

@@ -1,0 +1,3 @@
+export * as Events from "./Events.js"
+export * from "./Ids.js"
+export * from "./Message.js"

@@ -1,0 +1,122 @@
+/**
+ * The append-only event log (DESIGN §2): events, the session index, snapshots, blobs and leases.
+ *
+ * Two layers implement it: `layerSqlite` (the default, a SQLite file) and `layerMemory`; one
+ * conformance suite (`test/store/conformance.ts`) runs against both.
+ */
+import { Context, type Effect, type Option, type Stream } from "effect"
+import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import type { EventStoreError, LeaseHeld } from "./Errors.js"
+
+export { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
+
+/** Inclusive seq bounds. */
+export interface SeqRange {
+  readonly from?: number | undefined
+  readonly to?: number | undefined
+}
+
+/** A query across sessions on indexed columns only: payloads are never parsed. */
+export interface EventQuery {
+  readonly types?: ReadonlyArray<string> | undefined
+  readonly sessionId?: SessionId | undefined
+  /** inclusive lower bound on `at` (UTC ms) */
+  readonly since?: number | undefined
+  /** exclusive upper bound on `at` (UTC ms) */
+  readonly until?: number | undefined
+  readonly limit?: number | undefined
+}
+
+export type SessionStatusName = "idle" | "busy" | "retry"
+
+/** One row of the session index, kept up to date inside every append transaction. */
+export interface SessionSummary {
+  readonly id: SessionId
+  readonly title: string | null
+  readonly cwd: string | null
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly lastSeq: number
+  readonly status: SessionStatusName
+  readonly deleted: boolean
+}
+
+export interface ListSessionsOptions {
+  readonly includeDeleted?: boolean | undefined
+  readonly cwd?: string | undefined
+  readonly limit?: number | undefined
+}
+
+/** A projection of a session at `seq`, as JSON. `version` is the projection's format version. */
+export interface Snapshot {
+  readonly sessionId: SessionId
+  readonly seq: number
+  readonly version: number
+  readonly at: number
+  readonly state: unknown
+}
+
+export interface Lease {
+  readonly sessionId: SessionId
+  readonly owner: string
+  readonly expiresAt: number
+}
+
+export class EventStore extends Context.Tag("logbook/EventStore")<
+  EventStore,
+  {
+    /**
+     * Appends events to a session in one transaction, assigning gapless `seq`s, and returns the
+     * committed envelopes (published on `EventBus` after the commit). Goes through the writer
+     * fiber, so concurrent callers share group commits.
+     */
+    readonly append: (
+      sessionId: SessionId,
+      events: ReadonlyArray<NewEvent>
+    ) => Effect.Effect<ReadonlyArray<Envelope>, EventStoreError>
+    /**
+     * Hands events to the writer fiber without waiting for the commit (text deltas). Order with
+     * later `append`s of the same process is kept. A failed group commit is reported by the
+     * next `append` or `flush`.
+     */
+    readonly appendLater: (sessionId: SessionId, events: ReadonlyArray<NewEvent>) => Effect.Effect<void, EventStoreError>
+    /** Waits until everything handed over so far is committed. */
+    readonly flush: Effect.Effect<void, EventStoreError>
+    /** The events of a session in seq order, decoded. */
+    readonly read: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
+    /** The events of a session in seq order, payloads as JSON values. */
+    readonly readRaw: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<RawEnvelope, EventStoreError>
+    /**
+     * Stored events from `from` (default 1), then live ones as they are committed — by this
+     * process or by another one writing the same database — with no gap and no duplicate.
+     */
+    readonly follow: (sessionId: SessionId, from?: number) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
+    /** Envelope headers across sessions by type and time, ordered by `at` then session and seq. */
+    readonly query: (query: EventQuery) => Stream.Stream<EnvelopeHeader, EventStoreError>
+    /** The last committed seq of a session (0 when it has none). */
+    readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
+    /** The session index, most recently updated first. */
+    readonly sessions: (options?: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
+    readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
+    readonly saveSnapshot: (snapshot: Snapshot) => Effect.Effect<void, EventStoreError>
+    /** The newest snapshot at or below `atOrBelow` (default: any) with the given format version. */
+    readonly loadSnapshot: (
+      sessionId: SessionId,
+      options: { readonly version: number; readonly atOrBelow?: number | undefined }
+    ) => Effect.Effect<Option.Option<Snapshot>, EventStoreError>
+    /** Stores content by its SHA-256 (hex) and returns the hash. Idempotent. */
+    readonly putBlob: (content: Uint8Array | string) => Effect.Effect<string, EventStoreError>
+    readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>
+    /** Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is live. */
+    readonly acquireLease: (
+      sessionId: SessionId,
+      owner: string,
+      ttlMs: number
+    ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
+    readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
+    readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
+  }
+>() {}
+
+export type EventStoreService = Context.Tag.Service<EventStore>
