@@ -5,7 +5,7 @@
  * `at`, `parentId`, `v`). Decoding an unknown type or a malformed payload gives an
  * `EventDecodeError`, never a crash.
  */
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { type Effect, Either, ParseResult, Schema } from "effect"
 import { ActionId, CallId, EventId, MessageId, PartId, SessionId, TurnId } from "./Ids.js"
 import { Usage, UserMode } from "./Message.js"
 
@@ -294,8 +294,7 @@ export const decodeEnvelope = (raw: RawEnvelope): Either.Either<Envelope, EventD
   return Either.right({ ...raw, payload: decoded.right } as Envelope)
 }
 
-export const decodeEnvelopeEffect = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> =>
-  decodeEnvelope(raw)
+export const decodeEnvelopeEffect = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> => decodeEnvelope(raw)
 
 /** Encodes an event's payload to a JSON-ready value, validating it against its schema. */
 export const encodePayload = (event: Event): Either.Either<unknown, EventDecodeError> => {

@@ -33,4 +33,3 @@ export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()("LeaseHeld", {
     return `session ${this.sessionId} is driven by another process (${this.owner}) until ${new Date(this.expiresAt).toISOString()}`
   }
 }
-

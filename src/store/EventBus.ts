@@ -16,7 +16,8 @@ export class EventBus extends Context.Tag("logbook/EventBus")<
   static readonly layer: Layer.Layer<EventBus> = Layer.effect(
     EventBus,
     Effect.map(PubSub.unbounded<Envelope>(), (pubsub) => ({
-      publish: (envelopes) => (envelopes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, envelopes))),
+      publish: (envelopes) =>
+        envelopes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, envelopes)),
       subscribe: PubSub.subscribe(pubsub)
     }))
   )
@@ -24,5 +25,8 @@ export class EventBus extends Context.Tag("logbook/EventBus")<
 
 /** Everything published from the moment the stream is run. */
 export const stream: Stream.Stream<Envelope, never, EventBus> = Stream.unwrapScoped(
-  Effect.map(Effect.flatMap(EventBus, (bus) => bus.subscribe), (queue) => Stream.fromQueue(queue))
+  Effect.map(
+    Effect.flatMap(EventBus, (bus) => bus.subscribe),
+    (queue) => Stream.fromQueue(queue)
+  )
 )

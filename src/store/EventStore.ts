@@ -4,10 +4,14 @@
  * Two layers implement it: `layerSqlite` (the default, a SQLite file) and `layerMemory`; one
  * conformance suite (`test/store/conformance.ts`) runs against both.
  */
-import { Context, type Effect, type Option, type Stream } from "effect"
+import { Context, Effect, Layer, type Option, type Stream } from "effect"
 import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
-import type { EventStoreError, LeaseHeld } from "./Errors.js"
+import type { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
+import { EventBus } from "./EventBus.js"
+import { makeService, type StoreOptions } from "./internal/core.js"
+import { makeMemoryBackend } from "./Memory.js"
+import { layerClient, makeSqliteBackend, type SqliteOptions } from "./Sqlite.js"
 
 export { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 
@@ -80,18 +84,27 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
      * later `append`s of the same process is kept. A failed group commit is reported by the
      * next `append` or `flush`.
      */
-    readonly appendLater: (sessionId: SessionId, events: ReadonlyArray<NewEvent>) => Effect.Effect<void, EventStoreError>
+    readonly appendLater: (
+      sessionId: SessionId,
+      events: ReadonlyArray<NewEvent>
+    ) => Effect.Effect<void, EventStoreError>
     /** Waits until everything handed over so far is committed. */
     readonly flush: Effect.Effect<void, EventStoreError>
     /** The events of a session in seq order, decoded. */
-    readonly read: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
+    readonly read: (
+      sessionId: SessionId,
+      range?: SeqRange
+    ) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
     /** The events of a session in seq order, payloads as JSON values. */
     readonly readRaw: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<RawEnvelope, EventStoreError>
     /**
      * Stored events from `from` (default 1), then live ones as they are committed — by this
      * process or by another one writing the same database — with no gap and no duplicate.
      */
-    readonly follow: (sessionId: SessionId, from?: number) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
+    readonly follow: (
+      sessionId: SessionId,
+      from?: number
+    ) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
     /** Envelope headers across sessions by type and time, ordered by `at` then session and seq. */
     readonly query: (query: EventQuery) => Stream.Stream<EnvelopeHeader, EventStoreError>
     /** The last committed seq of a session (0 when it has none). */
@@ -117,6 +130,21 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
     readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
   }
->() {}
+>() {
+  /** The in-memory log (with its own EventBus): tests and embedders without durable history. */
+  static readonly layerMemory: Layer.Layer<EventStore | EventBus> = Layer.scoped(
+    EventStore,
+    Effect.flatMap(makeMemoryBackend, (backend) => makeService(backend))
+  ).pipe(Layer.provideMerge(EventBus.layer))
+
+  /** The default: a SQLite file (with its own EventBus). Fails with `DatabaseError` for a file it must not touch. */
+  static readonly layerSqlite = (
+    options: SqliteOptions & StoreOptions
+  ): Layer.Layer<EventStore | EventBus, DatabaseError> =>
+    Layer.scoped(
+      EventStore,
+      Effect.flatMap(makeSqliteBackend, (backend) => makeService(backend, options))
+    ).pipe(Layer.provide(layerClient(options)), Layer.provideMerge(EventBus.layer))
+}
 
 export type EventStoreService = Context.Tag.Service<EventStore>

@@ -1,0 +1,191 @@
+/**
+ * Plain-text rendering helpers for the CLI: local time, durations, truncation, tables and ANSI
+ * styles. Storage is UTC epoch ms (DESIGN §2); only this module turns times into local time.
+ *
+ * Color is used only when stdout is a TTY and `NO_COLOR` is not set (https://no-color.org);
+ * `FORCE_COLOR` (non-empty, not `0`) turns it on for pipes. `NO_COLOR` wins over `FORCE_COLOR`.
+ */
+import { Config, Effect, Option } from "effect"
+
+// ---------------------------------------------------------------------------------------------
+// styles
+
+export interface Style {
+  readonly enabled: boolean
+  readonly bold: (text: string) => string
+  readonly dim: (text: string) => string
+  readonly italic: (text: string) => string
+  readonly red: (text: string) => string
+  readonly green: (text: string) => string
+  readonly yellow: (text: string) => string
+  readonly blue: (text: string) => string
+  readonly magenta: (text: string) => string
+  readonly cyan: (text: string) => string
+}
+
+const sgr =
+  (open: number, close: number) =>
+  (text: string): string =>
+    `\u001b[${open}m${text}\u001b[${close}m`
+const plainText = (text: string): string => text
+
+export const makeStyle = (enabled: boolean): Style =>
+  enabled
+    ? {
+        enabled,
+        bold: sgr(1, 22),
+        dim: sgr(2, 22),
+        italic: sgr(3, 23),
+        red: sgr(31, 39),
+        green: sgr(32, 39),
+        yellow: sgr(33, 39),
+        blue: sgr(34, 39),
+        magenta: sgr(35, 39),
+        cyan: sgr(36, 39)
+      }
+    : {
+        enabled,
+        bold: plainText,
+        dim: plainText,
+        italic: plainText,
+        red: plainText,
+        green: plainText,
+        yellow: plainText,
+        blue: plainText,
+        magenta: plainText,
+        cyan: plainText
+      }
+
+/** Decides whether to color, from the environment and whether `isTTY` (stdout) is a terminal. */
+export const colorEnabled = (options: {
+  readonly isTTY: boolean
+  readonly noColor: string | undefined
+  readonly forceColor: string | undefined
+}): boolean => {
+  if (options.noColor !== undefined && options.noColor !== "") return false
+  if (options.forceColor !== undefined && options.forceColor !== "" && options.forceColor !== "0") return true
+  return options.isTTY
+}
+
+/** The style for stdout of this process. */
+export const stdoutStyle: Effect.Effect<Style> = Effect.gen(function* () {
+  const env = (name: string) => Config.string(name).pipe(Config.option, Config.map(Option.getOrUndefined))
+  const noColor = yield* env("NO_COLOR").pipe(Effect.orElseSucceed(() => undefined))
+  const forceColor = yield* env("FORCE_COLOR").pipe(Effect.orElseSucceed(() => undefined))
+  const isTTY = yield* Effect.sync(() => process.stdout.isTTY === true)
+  return makeStyle(colorEnabled({ isTTY, noColor, forceColor }))
+})
+
+// eslint-disable-next-line no-control-regex
+const ansiPattern = /\u001b\[[0-9;]*m/g
+
+/** The text without ANSI styles. */
+export const stripAnsi = (text: string): string => text.replace(ansiPattern, "")
+
+/** Display width: code points without ANSI styles (wide characters count as one). */
+export const visibleWidth = (text: string): number => Array.from(stripAnsi(text)).length
+
+// ---------------------------------------------------------------------------------------------
+// time
+
+const pad2 = (n: number): string => String(n).padStart(2, "0")
+const pad3 = (n: number): string => String(n).padStart(3, "0")
+
+/** `YYYY-MM-DD HH:MM:SS` in the local time zone (TZ). */
+export const formatLocalTime = (epochMs: number): string => {
+  const d = new Date(epochMs)
+  return (
+    `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
+    `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`
+  )
+}
+
+/** `HH:MM:SS.mmm` in the local time zone, for event lines. */
+export const formatLocalClock = (epochMs: number): string => {
+  const d = new Date(epochMs)
+  return `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}.${pad3(d.getMilliseconds())}`
+}
+
+/** `YYYY-MM-DD HH:MM:SS.mmm` in the local time zone. */
+export const formatLocalTimestamp = (epochMs: number): string => {
+  const d = new Date(epochMs)
+  return `${formatLocalTime(epochMs)}.${pad3(d.getMilliseconds())}`
+}
+
+/**
+ * A duration for people: `850ms`, `1.2s`, `12.3s`, `2m05s`, `1h02m`. Negative or non-finite
+ * values (a clock that went back) are shown as `0ms`.
+ */
+export const formatDuration = (ms: number): string => {
+  if (!Number.isFinite(ms) || ms < 0) return "0ms"
+  if (ms < 1000) return `${Math.round(ms)}ms`
+  if (ms < 60_000) {
+    const s = ms / 1000
+    return `${s < 10 ? s.toFixed(1) : Math.round(s).toString()}s`
+  }
+  const totalSeconds = Math.round(ms / 1000)
+  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)}m${pad2(totalSeconds % 60)}s`
+  const totalMinutes = Math.round(ms / 60_000)
+  return `${Math.floor(totalMinutes / 60)}h${pad2(totalMinutes % 60)}m`
+}
+
+// ---------------------------------------------------------------------------------------------
+// text
+
+/** Newlines and tabs shown as `⏎` and spaces, so the text fits on one line. */
+export const oneLine = (text: string): string => text.replace(/\r?\n/g, "⏎").replace(/[\t\r]/g, " ")
+
+/**
+ * At most `max` code points; a cut text ends with `…` and the number of characters left out.
+ */
+export const truncate = (text: string, max: number): string => {
+  const chars = Array.from(text)
+  if (chars.length <= max) return text
+  const omitted = chars.length - max
+  return `${chars.slice(0, max).join("")}… (+${omitted} chars)`
+}
+
+/** At most `maxLines` lines, each cut to `maxWidth`; says how many lines were left out. */
+export const truncateLines = (text: string, maxLines: number, maxWidth: number): Array<string> => {
+  const lines = text.replace(/\r\n/g, "\n").replace(/\n$/, "").split("\n")
+  const shown = lines.slice(0, maxLines).map((line) => truncate(line.replace(/\t/g, "  "), maxWidth))
+  if (lines.length > maxLines) shown.push(`… (+${lines.length - maxLines} more lines)`)
+  return shown
+}
+
+/** A compact JSON rendering of any value, cut to `max` characters. */
+export const compactJson = (value: unknown, max: number): string => {
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return truncate(text, max)
+}
+
+/** A string shown in double quotes on one line, cut to `max` characters. */
+export const quoted = (text: string, max: number): string => JSON.stringify(truncate(text, max))
+
+/** Whole numbers with thousands separators (`12,345`). */
+export const formatCount = (n: number): string => Math.round(n).toLocaleString("en-US")
+
+/** US dollars: `$0.0123`, `$1.25`. */
+export const formatCost = (usd: number): string => (usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`)
+
+/** Pads to a display width (ANSI styles do not count). */
+export const padEnd = (text: string, width: number): string =>
+  text + " ".repeat(Math.max(0, width - visibleWidth(text)))
+
+/**
+ * A plain table: one header row, columns separated by two spaces, the last column not padded.
+ */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>, style: Style) => {
+  const widths = header.map((h, i) => Math.max(visibleWidth(h), ...rows.map((row) => visibleWidth(row[i] ?? ""))))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : padEnd(cell, widths[i]!)))
+      .join("  ")
+      .trimEnd()
+  return [style.bold(line(header)), ...rows.map(line)]
+}

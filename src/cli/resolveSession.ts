@@ -1,0 +1,29 @@
+/**
+ * Finds the session a user means: a full id, or a prefix that matches exactly one session.
+ */
+import { Effect, Option } from "effect"
+import { SessionId } from "../domain/Ids.js"
+import { EventStore, type SessionSummary } from "../store/EventStore.js"
+import { CliError } from "./errors.js"
+
+/** The session with this id or unique id prefix; `CliError` (exit 2) when none or several match. */
+export const resolveSession = Effect.fn("cli.resolveSession")(function* (idOrPrefix: string) {
+  const store = yield* EventStore
+  const text = idOrPrefix.trim()
+  if (text === "") return yield* CliError.usage("the session id is empty; see `logbook sessions list`")
+  const exact = yield* store.session(SessionId.make(text))
+  if (Option.isSome(exact)) return exact.value
+  const all = yield* store.sessions({ includeDeleted: true })
+  const matches = all.filter((s) => s.id.toLowerCase().startsWith(text.toLowerCase()))
+  if (matches.length === 1) return matches[0]!
+  if (matches.length === 0) {
+    return yield* CliError.usage(`no session matches "${text}"; see \`logbook sessions list\` for the ids`)
+  }
+  const shown = matches
+    .slice(0, 5)
+    .map((s: SessionSummary) => s.id)
+    .join(", ")
+  return yield* CliError.usage(
+    `"${text}" matches ${matches.length} sessions (${shown}${matches.length > 5 ? ", …" : ""}); give more of the id`
+  )
+})

@@ -1,0 +1,83 @@
+/**
+ * `logbook sessions list`: the session index, most recently updated first.
+ */
+import { Command, Options } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { EventStore, type SessionSummary } from "../store/EventStore.js"
+import { dbOption, existingStore, resolveDbPath } from "./db.js"
+import { formatLocalTime, oneLine, type Style, stdoutStyle, table, truncate } from "./render.js"
+
+const formatOption = Options.choice("format", ["table", "json"]).pipe(
+  Options.withDefault("table" as const),
+  Options.withDescription("table: aligned columns for people; json: one JSON array of session objects.")
+)
+
+const allOption = Options.boolean("all").pipe(
+  Options.withAlias("a"),
+  Options.withDescription("Also list deleted sessions.")
+)
+
+const limitOption = Options.integer("limit").pipe(
+  Options.optional,
+  Options.withAlias("n"),
+  Options.withDescription("Show at most this many sessions (the most recently updated).")
+)
+
+/** The JSON form of a session summary: times are UTC epoch milliseconds, as stored. */
+export const summaryJson = (s: SessionSummary) => ({
+  id: s.id,
+  title: s.title,
+  status: s.status,
+  cwd: s.cwd,
+  createdAt: s.createdAt,
+  updatedAt: s.updatedAt,
+  lastSeq: s.lastSeq,
+  deleted: s.deleted
+})
+
+const statusText = (s: SessionSummary, style: Style): string => {
+  if (s.deleted) return style.dim("deleted")
+  switch (s.status) {
+    case "busy":
+      return style.yellow("busy")
+    case "retry":
+      return style.yellow("retry")
+    case "idle":
+      return "idle"
+  }
+}
+
+export const renderTable = (sessions: ReadonlyArray<SessionSummary>, style: Style): Array<string> =>
+  table(
+    ["ID", "TITLE", "STATUS", "UPDATED", "EVENTS", "CWD"],
+    sessions.map((s) => [
+      s.id,
+      s.title === null || s.title === "" ? style.dim("(untitled)") : truncate(oneLine(s.title), 48),
+      statusText(s, style),
+      formatLocalTime(s.updatedAt),
+      String(s.lastSeq),
+      s.cwd ?? style.dim("-")
+    ]),
+    style
+  )
+
+export const sessionsList = Command.make(
+  "list",
+  { db: dbOption, format: formatOption, all: allOption, limit: limitOption },
+  Effect.fn("cli.sessions.list")(function* ({ all, db, format, limit }) {
+    const file = yield* resolveDbPath(db)
+    const store = yield* EventStore
+    const listed = yield* store.sessions({ includeDeleted: all })
+    const sessions = limit._tag === "Some" ? listed.slice(0, Math.max(0, limit.value)) : listed
+    if (format === "json") {
+      yield* Console.log(JSON.stringify(sessions.map(summaryJson), null, 2))
+      return
+    }
+    if (sessions.length === 0) {
+      yield* Console.log(`No sessions in ${file} yet. Start one with \`logbook run\`.`)
+      return
+    }
+    const style = yield* stdoutStyle
+    yield* Console.log(renderTable(sessions, style).join("\n"))
+  }, (effect, { db }) => Effect.provide(effect, existingStore(db)))
+).pipe(Command.withDescription("List the sessions in the database, most recently updated first."))

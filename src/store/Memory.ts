@@ -1,0 +1,150 @@
+/**
+ * The in-memory EventStore backend: for tests and for programs that embed logbook without
+ * durable history. It behaves like the SQLite layer (same conformance suite), minus durability.
+ */
+import { Effect, Option } from "effect"
+import type { EnvelopeHeader } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import { LeaseHeld } from "./Errors.js"
+import type { Lease, SessionSummary } from "./EventStore.js"
+import { type Backend, type StoredRow, summarize } from "./internal/core.js"
+
+interface SnapshotRow {
+  readonly seq: number
+  readonly version: number
+  readonly at: number
+  readonly json: string
+}
+
+export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
+  const events = new Map<string, Array<StoredRow>>()
+  const index = new Map<string, SessionSummary>()
+  const snapshots = new Map<string, Array<SnapshotRow>>()
+  const blobs = new Map<string, Uint8Array>()
+  const leases = new Map<string, Lease>()
+  /** every row in commit order, for queries across sessions */
+  const all: Array<StoredRow> = []
+
+  const rowsOf = (sessionId: string) => {
+    let rows = events.get(sessionId)
+    if (rows === undefined) {
+      rows = []
+      events.set(sessionId, rows)
+    }
+    return rows
+  }
+
+  const backend: Backend = {
+    commit: (requests) =>
+      Effect.sync(() => {
+        const out: Array<ReadonlyArray<EnvelopeHeader>> = []
+        for (const request of requests) {
+          const rows = rowsOf(request.sessionId)
+          const headers: Array<EnvelopeHeader> = []
+          const indexed: Array<{ seq: number; type: string; at: number; payload: unknown }> = []
+          for (const e of request.events) {
+            const row: StoredRow = {
+              id: e.id,
+              sessionId: request.sessionId,
+              seq: rows.length + 1,
+              type: e.type,
+              at: e.at,
+              parentId: e.parentId,
+              v: e.v,
+              json: e.json
+            }
+            rows.push(row)
+            all.push(row)
+            const { json: _json, ...header } = row
+            headers.push(header)
+            indexed.push({ seq: row.seq, type: row.type, at: row.at, payload: e.payload })
+          }
+          index.set(request.sessionId, summarize(index.get(request.sessionId), request.sessionId, indexed))
+          out.push(headers)
+        }
+        return out
+      }),
+    readPage: (sessionId, from, to, limit) =>
+      Effect.sync(() => (events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
+    queryPage: (query, after, limit) =>
+      Effect.sync(() => {
+        const types = query.types === undefined ? undefined : new Set(query.types)
+        const matches = all.filter(
+          (r) =>
+            (types === undefined || types.has(r.type)) &&
+            (query.sessionId === undefined || r.sessionId === query.sessionId) &&
+            (query.since === undefined || r.at >= query.since) &&
+            (query.until === undefined || r.at < query.until) &&
+            (after === undefined ||
+              r.at > after.at ||
+              (r.at === after.at &&
+                (r.sessionId > after.sessionId || (r.sessionId === after.sessionId && r.seq > after.seq))))
+        )
+        matches.sort((a, b) =>
+          a.at !== b.at
+            ? a.at - b.at
+            : a.sessionId !== b.sessionId
+              ? a.sessionId < b.sessionId
+                ? -1
+                : 1
+              : a.seq - b.seq
+        )
+        return matches.slice(0, limit).map(({ json: _json, ...header }) => header)
+      }),
+    lastSeq: (sessionId) => Effect.sync(() => events.get(sessionId)?.length ?? 0),
+    sessions: (options) =>
+      Effect.sync(() =>
+        Array.from(index.values())
+          .filter((s) => (options.includeDeleted || !s.deleted) && (options.cwd === undefined || s.cwd === options.cwd))
+          .sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1))
+          .slice(0, options.limit ?? Number.MAX_SAFE_INTEGER)
+      ),
+    session: (sessionId) => Effect.sync(() => Option.fromNullable(index.get(sessionId))),
+    saveSnapshot: (snapshot, json) =>
+      Effect.sync(() => {
+        const list = (snapshots.get(snapshot.sessionId) ?? []).filter(
+          (s) => !(s.seq === snapshot.seq && s.version === snapshot.version)
+        )
+        list.push({ seq: snapshot.seq, version: snapshot.version, at: snapshot.at, json })
+        snapshots.set(snapshot.sessionId, list)
+      }),
+    loadSnapshot: (sessionId, version, atOrBelow) =>
+      Effect.sync(() => {
+        let best: SnapshotRow | undefined
+        for (const s of snapshots.get(sessionId) ?? []) {
+          if (s.version === version && s.seq <= atOrBelow && (best === undefined || s.seq > best.seq)) best = s
+        }
+        return best === undefined
+          ? Option.none()
+          : Option.some({
+              sessionId: sessionId as SessionId,
+              seq: best.seq,
+              version: best.version,
+              at: best.at,
+              json: best.json
+            })
+      }),
+    putBlob: (hash, content) =>
+      Effect.sync(() => {
+        if (!blobs.has(hash)) blobs.set(hash, Uint8Array.from(content))
+      }),
+    getBlob: (hash) =>
+      Effect.sync(() => Option.fromNullable(blobs.get(hash)).pipe(Option.map((b) => Uint8Array.from(b)))),
+    acquireLease: (sessionId, owner, now, ttlMs) =>
+      Effect.suspend(() => {
+        const current = leases.get(sessionId)
+        if (current !== undefined && current.owner !== owner && current.expiresAt > now) {
+          return Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expiresAt }))
+        }
+        const lease: Lease = { sessionId, owner, expiresAt: now + ttlMs }
+        leases.set(sessionId, lease)
+        return Effect.succeed(lease)
+      }),
+    releaseLease: (sessionId, owner) =>
+      Effect.sync(() => {
+        if (leases.get(sessionId)?.owner === owner) leases.delete(sessionId)
+      }),
+    lease: (sessionId) => Effect.sync(() => Option.fromNullable(leases.get(sessionId)))
+  }
+  return backend
+})

@@ -1,0 +1,430 @@
+/**
+ * The SQLite EventStore backend (the default): one database file, WAL, `synchronous=NORMAL`,
+ * a busy timeout, created with mode 0600, migrations as an append-only record.
+ *
+ * Before anything touches the file, `preflight` opens it read-only and checks that it is a
+ * logbook database this version understands; a foreign, corrupt or newer file gets a
+ * `DatabaseError` naming the file and is never modified.
+ *
+ * Every write runs in `BEGIN IMMEDIATE`, so two processes appending to the same session queue on
+ * SQLite's write lock (with the busy timeout) instead of failing on a stale read snapshot; seqs
+ * are computed inside that transaction and stay gapless.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import Database from "better-sqlite3"
+import { Effect, Layer, Option, Scope } from "effect"
+import type { EnvelopeHeader } from "../domain/Events.js"
+import type { EventId, SessionId } from "../domain/Ids.js"
+import { DatabaseError, type EventStoreError, LeaseHeld } from "./Errors.js"
+import type { Lease, SessionStatusName, SessionSummary } from "./EventStore.js"
+import { type Backend, type StoredRow, storeError, summarize } from "./internal/core.js"
+
+/** `PRAGMA application_id` of every logbook database: "LOGB". */
+export const APPLICATION_ID = 0x4c4f4742
+export const MIGRATIONS_TABLE = "logbook_migrations"
+
+/** The append-only migration record. Never edit an entry; add a new one. */
+export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> = {
+  "1_init": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE events (
+      session_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      id TEXT NOT NULL,
+      type TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      parent_id TEXT,
+      v INTEGER NOT NULL,
+      payload TEXT NOT NULL,
+      PRIMARY KEY (session_id, seq)
+    )`
+    yield* sql`CREATE UNIQUE INDEX events_id ON events (id)`
+    yield* sql`CREATE INDEX events_type_at ON events (type, at)`
+    yield* sql`CREATE INDEX events_at ON events (at)`
+    yield* sql`CREATE TABLE sessions (
+      id TEXT PRIMARY KEY,
+      title TEXT,
+      cwd TEXT,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      last_seq INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      deleted INTEGER NOT NULL DEFAULT 0
+    )`
+    yield* sql`CREATE INDEX sessions_updated ON sessions (updated_at)`
+    yield* sql`CREATE TABLE snapshots (
+      session_id TEXT NOT NULL,
+      version INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      at INTEGER NOT NULL,
+      state TEXT NOT NULL,
+      PRIMARY KEY (session_id, version, seq)
+    )`
+    yield* sql`CREATE TABLE blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)`
+    yield* sql`CREATE TABLE leases (session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL)`
+    yield* sql.unsafe(`PRAGMA application_id = ${APPLICATION_ID}`)
+  })
+}
+
+export const LATEST_MIGRATION = Math.max(...Object.keys(migrations).map((k) => Number(k.split("_")[0])))
+
+export interface SqliteOptions {
+  readonly filename: string
+  /** create the file (and its directory) when missing; default true */
+  readonly create?: boolean | undefined
+  /** how long a write waits for another process's lock (ms); default 10000 */
+  readonly busyTimeoutMs?: number | undefined
+}
+
+const SQLITE_MAGIC = "SQLite format 3\u0000"
+
+const dbError = (file: string, reason: DatabaseError["reason"], message: string) =>
+  new DatabaseError({ file, reason, message })
+
+/**
+ * Checks a database file without modifying it. Returns whether the file is new (absent or empty).
+ */
+export const preflight = (file: string, create: boolean): Effect.Effect<void, DatabaseError> =>
+  Effect.suspend(() => {
+    let stat: fs.Stats | undefined
+    try {
+      stat = fs.statSync(file)
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
+        return Effect.fail(dbError(file, "unreadable", `cannot read ${file}: ${(e as Error).message}`))
+      }
+    }
+    if (stat === undefined) {
+      if (!create) return Effect.fail(dbError(file, "missing", `no logbook database at ${file}`))
+      try {
+        fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+        fs.closeSync(fs.openSync(file, "wx", 0o600))
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
+          return Effect.fail(dbError(file, "unreadable", `cannot create ${file}: ${(e as Error).message}`))
+        }
+      }
+      return Effect.void
+    }
+    if (stat.isDirectory())
+      return Effect.fail(dbError(file, "unreadable", `${file} is a directory, not a database file`))
+    if (stat.size === 0) return Effect.void
+    let header: Buffer
+    try {
+      const fd = fs.openSync(file, "r")
+      try {
+        header = Buffer.alloc(16)
+        fs.readSync(fd, header, 0, 16, 0)
+      } finally {
+        fs.closeSync(fd)
+      }
+    } catch (e) {
+      return Effect.fail(dbError(file, "unreadable", `cannot read ${file}: ${(e as Error).message}`))
+    }
+    if (header.toString("latin1") !== SQLITE_MAGIC) {
+      return Effect.fail(dbError(file, "not-logbook", `${file} is not a logbook database (not an SQLite file)`))
+    }
+    let db: Database.Database | undefined
+    try {
+      db = new Database(file, { readonly: true, fileMustExist: true })
+      const appId = db.pragma("application_id", { simple: true }) as number
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as Array<string>
+      if (appId !== APPLICATION_ID) {
+        if (tables.length === 0 && appId === 0) return Effect.void
+        return Effect.fail(dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`))
+      }
+      if (tables.includes(MIGRATIONS_TABLE)) {
+        const latest = db.prepare(`SELECT max(migration_id) FROM ${MIGRATIONS_TABLE}`).pluck().get() as number | null
+        if (latest !== null && latest > LATEST_MIGRATION) {
+          return Effect.fail(
+            dbError(
+              file,
+              "newer-schema",
+              `${file} was written by a newer logbook (schema ${latest}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
+            )
+          )
+        }
+      }
+      return Effect.void
+    } catch (e) {
+      const code = (e as { code?: string }).code ?? ""
+      if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") {
+        return Effect.fail(
+          dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+        )
+      }
+      return Effect.fail(dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`))
+    } finally {
+      db?.close()
+    }
+  })
+
+/** Runs an effect in a `BEGIN IMMEDIATE` transaction (nested calls use savepoints). */
+const makeImmediate = (sql: SqlClient.SqlClient) =>
+  SqlClient.makeWithTransaction({
+    transactionTag: SqlClient.TransactionConnection,
+    spanAttributes: [],
+    acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
+    ),
+    begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
+    savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT logbook_${id}`, [], undefined),
+    commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
+    rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+    rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT logbook_${id}`, [], undefined)
+  })
+
+interface SessionRow {
+  readonly id: string
+  readonly title: string | null
+  readonly cwd: string | null
+  readonly created_at: number
+  readonly updated_at: number
+  readonly last_seq: number
+  readonly status: string
+  readonly deleted: number
+}
+
+const toSummary = (r: SessionRow): SessionSummary => ({
+  id: r.id as SessionId,
+  title: r.title,
+  cwd: r.cwd,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  lastSeq: r.last_seq,
+  status: r.status as SessionStatusName,
+  deleted: r.deleted !== 0
+})
+
+interface EventRow {
+  readonly session_id: string
+  readonly seq: number
+  readonly id: string
+  readonly type: string
+  readonly at: number
+  readonly parent_id: string | null
+  readonly v: number
+}
+
+const toHeader = (r: EventRow): EnvelopeHeader => ({
+  id: r.id as EventId,
+  sessionId: r.session_id as SessionId,
+  seq: r.seq,
+  type: r.type,
+  at: r.at,
+  parentId: r.parent_id as EventId | null,
+  v: r.v
+})
+
+/** Rows per multi-row INSERT statement (8 parameters each, well below SQLite's limit). */
+const INSERT_CHUNK = 100
+
+export const makeSqliteBackend: Effect.Effect<Backend, never, SqlClient.SqlClient> = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const immediate = makeImmediate(sql)
+  const fail =
+    (method: string) =>
+    <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
+      Effect.mapError(effect, (e) => storeError(method, e.cause ?? e, `${method}: ${describeSqlError(e)}`))
+
+  const commit: Backend["commit"] = (requests) =>
+    immediate(
+      Effect.gen(function* () {
+        const out: Array<ReadonlyArray<EnvelopeHeader>> = []
+        for (const request of requests) {
+          const current = yield* sql<SessionRow>`SELECT * FROM sessions WHERE id = ${request.sessionId}`
+          const last = yield* sql<{
+            last: number | null
+          }>`SELECT max(seq) AS last FROM events WHERE session_id = ${request.sessionId}`
+          let seq = last[0]?.last ?? 0
+          const headers: Array<EnvelopeHeader> = []
+          const rows: Array<Record<string, string | number | null>> = []
+          const indexed: Array<{ seq: number; type: string; at: number; payload: unknown }> = []
+          for (const e of request.events) {
+            seq++
+            headers.push({
+              id: e.id,
+              sessionId: request.sessionId,
+              seq,
+              type: e.type,
+              at: e.at,
+              parentId: e.parentId,
+              v: e.v
+            })
+            rows.push({
+              session_id: request.sessionId,
+              seq,
+              id: e.id,
+              type: e.type,
+              at: e.at,
+              parent_id: e.parentId,
+              v: e.v,
+              payload: e.json
+            })
+            indexed.push({ seq, type: e.type, at: e.at, payload: e.payload })
+          }
+          for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+            yield* sql`INSERT INTO events ${sql.insert(rows.slice(i, i + INSERT_CHUNK))}`
+          }
+          const s = summarize(current[0] ? toSummary(current[0]) : undefined, request.sessionId, indexed)
+          yield* sql`INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted)
+            VALUES (${s.id}, ${s.title}, ${s.cwd}, ${s.createdAt}, ${s.updatedAt}, ${s.lastSeq}, ${s.status}, ${s.deleted ? 1 : 0})
+            ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
+              last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted`
+          out.push(headers)
+        }
+        return out
+      })
+    ).pipe(fail("append"))
+
+  const backend: Backend = {
+    commit,
+    readPage: (sessionId, from, to, limit) =>
+      sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
+        fail("read")
+      ),
+    queryPage: (query, after, limit) => {
+      const conditions = [
+        query.types === undefined ? undefined : sql.in("type", query.types),
+        query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
+        query.since === undefined ? undefined : sql`at >= ${query.since}`,
+        query.until === undefined ? undefined : sql`at < ${query.until}`,
+        after === undefined
+          ? undefined
+          : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
+      ].filter((c) => c !== undefined)
+      return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
+        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toHeader)),
+        fail("query")
+      )
+    },
+    lastSeq: (sessionId) =>
+      sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((r) => r[0]?.last ?? 0),
+        fail("lastSeq")
+      ),
+    sessions: (options) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
+        ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
+        ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
+      ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit ?? -1}`.pipe(
+        Effect.map((rows) => rows.map(toSummary)),
+        fail("sessions")
+      ),
+    session: (sessionId) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
+        fail("session")
+      ),
+    saveSnapshot: (snapshot, json) =>
+      sql`INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state)
+        VALUES (${snapshot.sessionId}, ${snapshot.version}, ${snapshot.seq}, ${snapshot.at}, ${json})`.pipe(
+        Effect.asVoid,
+        fail("saveSnapshot")
+      ),
+    loadSnapshot: (sessionId, version, atOrBelow) =>
+      sql<{ seq: number; at: number; state: string }>`SELECT seq, at, state FROM snapshots
+        WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
+        ORDER BY seq DESC LIMIT 1`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state }))
+          )
+        ),
+        fail("loadSnapshot")
+      ),
+    putBlob: (hash, content) =>
+      sql`INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (${hash}, ${content.byteLength}, ${content})`.pipe(
+        Effect.asVoid,
+        fail("putBlob")
+      ),
+    getBlob: (hash) =>
+      sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
+        fail("getBlob")
+      ),
+    acquireLease: (sessionId, owner, now, ttlMs) =>
+      immediate(
+        Effect.gen(function* () {
+          const rows = yield* sql<{ owner: string; expires_at: number }>`SELECT owner, expires_at FROM leases
+            WHERE session_id = ${sessionId}`
+          const current = rows[0]
+          if (current !== undefined && current.owner !== owner && current.expires_at > now) {
+            return yield* new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at })
+          }
+          const expiresAt = now + ttlMs
+          yield* sql`INSERT INTO leases (session_id, owner, expires_at) VALUES (${sessionId}, ${owner}, ${expiresAt})
+            ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`
+          return { sessionId, owner, expiresAt } satisfies Lease
+        })
+      ).pipe(
+        Effect.catchTag("SqlError", (e) =>
+          Effect.fail(storeError("acquireLease", e.cause ?? e, `acquireLease: ${describeSqlError(e)}`))
+        )
+      ),
+    releaseLease: (sessionId, owner) =>
+      sql`DELETE FROM leases WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
+        Effect.asVoid,
+        fail("releaseLease")
+      ),
+    lease: (sessionId) =>
+      sql<{
+        owner: string
+        expires_at: number
+      }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
+          )
+        ),
+        fail("lease")
+      )
+  }
+  return backend
+})
+
+const describeSqlError = (e: SqlError): string => {
+  const cause = e.cause as { code?: string; message?: string } | undefined
+  if (cause?.code === "SQLITE_BUSY") return "the database is locked by another process (busy timeout reached)"
+  if (cause?.code === "SQLITE_CORRUPT") return `the database is damaged (${cause.message})`
+  if (cause?.code === "SQLITE_FULL") return "the disk is full"
+  return cause?.message ?? e.message
+}
+
+/**
+ * The SqlClient for a logbook database: preflight, connection pragmas and migrations.
+ * Fails with `DatabaseError` before touching a file that is not ours.
+ */
+export const layerClient = (
+  options: SqliteOptions
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseError> => {
+  const file = path.resolve(options.filename)
+  const client = SqliteClient.layer({ filename: file })
+  const setup = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`)
+      yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      yield* makeImmediate(sql)(Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }))
+    }).pipe(
+      Effect.mapError((e) =>
+        dbError(
+          file,
+          "unreadable",
+          `cannot prepare ${file}: ${"cause" in e && e.cause ? String((e.cause as Error).message ?? e.cause) : e.message}`
+        )
+      )
+    )
+  )
+  return Layer.unwrapEffect(
+    Effect.as(preflight(file, options.create ?? true), Layer.provideMerge(setup, Layer.orDie(client)))
+  )
+}
