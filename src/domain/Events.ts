@@ -203,8 +203,8 @@ export type EventType = Event["type"]
 export type EventOf<T extends EventType> = Extract<Event, { readonly type: T }>
 export type PayloadOf<T extends EventType> = EventOf<T>["payload"]
 
-const schemaByType: ReadonlyMap<string, Schema.Schema<any, any>> = new Map(
-  Event.members.map((m) => [m.fields.type.literals[0] as string, m.fields.payload])
+const schemaByType: ReadonlyMap<string, Schema.Schema<unknown, unknown>> = new Map(
+  Event.members.map((m) => [m.fields.type.literals[0] as string, m.fields.payload as Schema.Schema<unknown, unknown>])
 )
 
 /** The names of all known event types. */

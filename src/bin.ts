@@ -1,0 +1,38 @@
+/**
+ * The `logbook` executable: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
+ * Each command opens the store it needs (the database path comes from its flags), so this entry
+ * only provides the platform.
+ *
+ * The exit code comes from the program (0 done, 1 failed, 2 usage or config error); an interrupt
+ * (SIGINT, SIGTERM) gives 130 and a defect 1. Errors are printed by the program as one sentence,
+ * so the runtime's own error reporting is off.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import type { Teardown } from "@effect/platform/Runtime"
+import { Cause, Effect, Exit } from "effect"
+import { ExitCode } from "./cli/errors.js"
+import { main } from "./cli/main.js"
+
+// `logbook events … | head` closes stdout early: stop quietly instead of crashing on EPIPE.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0)
+  throw error
+})
+
+const teardown: Teardown = (exit, onExit) => {
+  const code = Exit.isSuccess(exit)
+    ? typeof exit.value === "number"
+      ? exit.value
+      : ExitCode.ok
+    : Cause.isInterruptedOnly(exit.cause)
+      ? ExitCode.interrupted
+      : ExitCode.failed
+  process.exitCode = code
+  onExit(code)
+}
+
+main(process.argv).pipe(
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true, teardown })
+)

@@ -1,0 +1,152 @@
+/**
+ * `logbook events <session>`: the event log of one session, as text lines or JSON envelopes, with
+ * `--follow` to keep printing events as they are committed (by this or another process).
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Chunk, Console, Effect, Option, Stream } from "effect"
+import * as Events from "../domain/Events.js"
+import { EventStore } from "../store/EventStore.js"
+import { dbOption, existingStore } from "./db.js"
+import { CliError } from "./errors.js"
+import { eventLine } from "./eventText.js"
+import { stdoutStyle } from "./render.js"
+import { resolveSession } from "./resolveSession.js"
+
+const sessionArg = Args.text({ name: "session" }).pipe(
+  Args.withDescription("The session id, or a prefix of it that matches one session.")
+)
+
+const typeOption = Options.text("type").pipe(
+  Options.withAlias("t"),
+  Options.repeated,
+  Options.withPseudoName("type"),
+  Options.withDescription(
+    "Only events of this type, e.g. tool.invoked. Repeat the flag or separate types with commas; " +
+      "`tool.*` matches every type that starts with `tool.`."
+  )
+)
+
+const fromOption = Options.integer("from").pipe(
+  Options.optional,
+  Options.withPseudoName("seq"),
+  Options.withDescription("Start at this seq (inclusive).")
+)
+
+const toOption = Options.integer("to").pipe(
+  Options.optional,
+  Options.withPseudoName("seq"),
+  Options.withDescription("Stop at this seq (inclusive). With --follow, exit once it is reached.")
+)
+
+const formatOption = Options.choice("format", ["text", "json"]).pipe(
+  Options.withDefault("text" as const),
+  Options.withDescription(
+    "text: one line per event (seq, local time, type, summary); " +
+      "json: one stored envelope per line (id, sessionId, seq, type, at, parentId, v, payload)."
+  )
+)
+
+const followOption = Options.boolean("follow").pipe(
+  Options.withAlias("f"),
+  Options.withDescription(
+    "After the stored events, keep printing new ones as they are committed, until Ctrl-C (exit 130)."
+  )
+)
+
+/**
+ * The type filter from `--type` values: a predicate, or none to keep everything. Unknown names
+ * are a usage error, so a typo does not silently print nothing.
+ */
+export const parseTypeFilter = (values: ReadonlyArray<string>): Effect.Effect<Option.Option<(type: string) => boolean>, CliError> => {
+  const names = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "")
+  if (names.length === 0) return Effect.succeed(Option.none())
+  const exact = new Set<string>()
+  const prefixes: Array<string> = []
+  for (const name of names) {
+    if (name.endsWith(".*") || name.endsWith("*")) {
+      const prefix = name.slice(0, name.endsWith(".*") ? -1 : -1)
+      if (!Events.eventTypes.some((t) => t.startsWith(prefix))) {
+        return Effect.fail(CliError.usage(`--type ${name} matches no event type; known types: ${Events.eventTypes.join(", ")}`))
+      }
+      prefixes.push(prefix)
+    } else if (Events.isEventType(name)) {
+      exact.add(name)
+    } else {
+      return Effect.fail(CliError.usage(`unknown event type "${name}"; known types: ${Events.eventTypes.join(", ")}`))
+    }
+  }
+  return Effect.succeed(Option.some((type: string) => exact.has(type) || prefixes.some((p) => type.startsWith(p))))
+}
+
+const checkRange = (from: Option.Option<number>, to: Option.Option<number>): Effect.Effect<void, CliError> => {
+  if (Option.isSome(from) && from.value < 1) return Effect.fail(CliError.usage("--from must be 1 or more (seqs start at 1)"))
+  if (Option.isSome(to) && to.value < 1) return Effect.fail(CliError.usage("--to must be 1 or more (seqs start at 1)"))
+  if (Option.isSome(from) && Option.isSome(to) && from.value > to.value) {
+    return Effect.fail(CliError.usage(`--from ${from.value} is after --to ${to.value}`))
+  }
+  return Effect.void
+}
+
+/** The stored envelope as JSON, fields in the documented order. */
+export const envelopeJson = (e: Events.RawEnvelope | Events.Envelope): string =>
+  JSON.stringify({
+    id: e.id,
+    sessionId: e.sessionId,
+    seq: e.seq,
+    type: e.type,
+    at: e.at,
+    parentId: e.parentId,
+    v: e.v,
+    payload: e.payload
+  })
+
+export const events = Command.make(
+  "events",
+  {
+    session: sessionArg,
+    db: dbOption,
+    type: typeOption,
+    from: fromOption,
+    to: toOption,
+    format: formatOption,
+    follow: followOption
+  },
+  Effect.fn("cli.events")(
+    function* ({ follow, format, from, session, to, type }) {
+      const filter = yield* parseTypeFilter(type)
+      yield* checkRange(from, to)
+      const store = yield* EventStore
+      const summary = yield* resolveSession(session)
+      const style = yield* stdoutStyle
+      const keep = Option.getOrElse(filter, () => (_: string) => true)
+      const seqWidth = Math.max(4, String(summary.lastSeq).length)
+      const render = (e: Events.RawEnvelope | Events.Envelope) =>
+        format === "json" ? envelopeJson(e) : eventLine(e, style, seqWidth)
+      const print = <E>(stream: Stream.Stream<Events.RawEnvelope | Events.Envelope, E>) =>
+        stream.pipe(
+          Stream.filter((e) => keep(e.type)),
+          Stream.runForEachChunk((chunk) =>
+            Chunk.isEmpty(chunk) ? Effect.void : Console.log(Chunk.toReadonlyArray(chunk).map(render).join("\n"))
+          )
+        )
+      if (!follow) {
+        return yield* print(
+          store.readRaw(summary.id, { from: Option.getOrUndefined(from), to: Option.getOrUndefined(to) })
+        )
+      }
+      const live = store.follow(summary.id, Option.getOrUndefined(from))
+      return yield* print(
+        Option.match(to, {
+          onNone: () => live,
+          onSome: (last) => live.pipe(Stream.takeUntil((e) => e.seq >= last))
+        })
+      )
+    },
+    (effect, { db }) => Effect.provide(effect, existingStore(db))
+  )
+).pipe(
+  Command.withDescription(
+    "Print the event log of a session: every step the agent took, in seq order. " +
+      "Use --follow to watch a session that another process is running."
+  )
+)

@@ -1,0 +1,717 @@
+/**
+ * The projection of a session (DESIGN §2, §3, §4): current state as a pure fold of the event log.
+ *
+ * `apply(state, envelope)` is one fold step; `applyAll(state, envelopes)` folds many with the same
+ * result. Neither mutates its input: `applyAll` copies each object it changes at most once per
+ * call (copy-on-write, tracked with a `WeakSet` of the objects the call owns), so folding a
+ * million text deltas is linear. The rules of every event type, and which transitions are
+ * illegal, are written down in `docs/projection.md`.
+ *
+ * `SessionState` is a `Schema`, so a snapshot is plain JSON and decodes with a typed error.
+ * `PROJECTION_VERSION` is bumped whenever the shape or the rules change; snapshots of another
+ * version are ignored and the state is rebuilt from the events.
+ */
+import { Either, type ParseResult, Schema } from "effect"
+import {
+  ActionStateName,
+  ChatStateName,
+  type Envelope,
+  type EventOf,
+  type EventType,
+  SessionStatus
+} from "../domain/Events.js"
+import { ActionId, CallId, MessageId, PartId, SessionId, TurnId } from "../domain/Ids.js"
+import {
+  type AssistantMessage,
+  type AssistantPart,
+  addUsage,
+  emptyUsage,
+  Message,
+  type StepInfo,
+  ToolPart,
+  type ToolState,
+  Usage,
+  type UserMessage
+} from "../domain/Message.js"
+
+/** The format version of `SessionState`; snapshots written with another version are ignored. */
+export const PROJECTION_VERSION = 1
+
+// ---------------------------------------------------------------------------------------------
+// state
+
+/** The open turn. */
+export const Turn = Schema.Struct({
+  turnId: TurnId,
+  startedAt: Schema.Number,
+  /** the user messages `turn.started` delivered */
+  messageIds: Schema.Array(MessageId)
+})
+export type Turn = typeof Turn.Type
+
+/** How the last turn ended. */
+export const TurnEnd = Schema.Struct({
+  turnId: Schema.optional(TurnId),
+  reason: Schema.String,
+  interrupted: Schema.Boolean,
+  at: Schema.Number
+})
+export type TurnEnd = typeof TurnEnd.Type
+
+/** An execution session (one batch of tool calls). */
+export const ActionInfo = Schema.Struct({
+  state: ActionStateName,
+  callIds: Schema.Array(CallId),
+  updatedAt: Schema.Number
+})
+export type ActionInfo = typeof ActionInfo.Type
+
+export const RetryInfo = Schema.Struct({
+  attempt: Schema.Int,
+  delayMs: Schema.Number,
+  nextAt: Schema.Number,
+  message: Schema.String,
+  status: Schema.optional(Schema.Int),
+  at: Schema.Number
+})
+export type RetryInfo = typeof RetryInfo.Type
+
+export const ModelErrorInfo = Schema.Struct({
+  message: Schema.String,
+  status: Schema.optional(Schema.Int),
+  retryable: Schema.Boolean,
+  at: Schema.Number
+})
+export type ModelErrorInfo = typeof ModelErrorInfo.Type
+
+export const PermissionReply = Schema.Literal("once", "always", "reject")
+export type PermissionReply = typeof PermissionReply.Type
+
+export const PermissionInfo = Schema.Struct({
+  permissionId: Schema.String,
+  callId: Schema.optional(CallId),
+  tool: Schema.String,
+  pattern: Schema.String,
+  askedAt: Schema.Number,
+  /** null while the ask is open */
+  reply: Schema.NullOr(PermissionReply),
+  repliedAt: Schema.optional(Schema.Number)
+})
+export type PermissionInfo = typeof PermissionInfo.Type
+
+/** The latest change of one file path. */
+export const FileChange = Schema.Struct({
+  op: Schema.Literal("create", "update", "delete"),
+  beforeHash: Schema.optional(Schema.String),
+  afterHash: Schema.optional(Schema.String),
+  callId: Schema.optional(CallId),
+  seq: Schema.Int,
+  at: Schema.Number
+})
+export type FileChange = typeof FileChange.Type
+
+export const Compaction = Schema.Struct({
+  upToMessageId: MessageId,
+  summary: Schema.String,
+  at: Schema.Number
+})
+export type Compaction = typeof Compaction.Type
+
+export const SessionState = Schema.Struct({
+  sessionId: SessionId,
+  title: Schema.NullOr(Schema.String),
+  cwd: Schema.NullOr(Schema.String),
+  /** the model of `session.created`, then of the latest `assistant.started` that names one */
+  model: Schema.NullOr(Schema.String),
+  /** `at` of the first event (0 before any) */
+  createdAt: Schema.Number,
+  /** `at` of the latest event */
+  updatedAt: Schema.Number,
+  lastSeq: Schema.Int,
+  deleted: Schema.Boolean,
+  /** user and assistant messages in log order */
+  messages: Schema.Array(Message),
+  /** the ToolPart state machine, one part per call; messages hold `{type: "tool", callId}` refs */
+  toolParts: Schema.Record({ key: CallId, value: ToolPart }),
+  chatState: ChatStateName,
+  status: SessionStatus,
+  actions: Schema.Record({ key: ActionId, value: ActionInfo }),
+  /** usage summed over every `step.finished` */
+  totals: Usage,
+  turn: Schema.NullOr(Turn),
+  lastTurn: Schema.NullOr(TurnEnd),
+  /** mode `queue` user messages not yet delivered, oldest first */
+  queued: Schema.Array(MessageId),
+  lastRetry: Schema.NullOr(RetryInfo),
+  lastError: Schema.NullOr(ModelErrorInfo),
+  permissions: Schema.Record({ key: Schema.String, value: PermissionInfo }),
+  files: Schema.Record({ key: Schema.String, value: FileChange }),
+  compaction: Schema.NullOr(Compaction)
+})
+export type SessionState = typeof SessionState.Type
+export type SessionStateEncoded = typeof SessionState.Encoded
+
+/** An illegal event for the state it is applied to: the log (or the caller) is inconsistent. */
+export class ProjectionError extends Schema.TaggedError<ProjectionError>()("ProjectionError", {
+  sessionId: Schema.String,
+  seq: Schema.Number,
+  type: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The state of a session before its first event. */
+export const empty = (sessionId: SessionId): SessionState => ({
+  sessionId,
+  title: null,
+  cwd: null,
+  model: null,
+  createdAt: 0,
+  updatedAt: 0,
+  lastSeq: 0,
+  deleted: false,
+  messages: [],
+  toolParts: {},
+  chatState: "idle",
+  status: { _tag: "idle" },
+  actions: {},
+  totals: emptyUsage,
+  turn: null,
+  lastTurn: null,
+  queued: [],
+  lastRetry: null,
+  lastError: null,
+  permissions: {},
+  files: {},
+  compaction: null
+})
+
+/** Decodes a snapshot's JSON state. */
+export const decodeState = (json: unknown): Either.Either<SessionState, ParseResult.ParseError> =>
+  Schema.decodeUnknownEither(SessionState)(json)
+
+/** Encodes a state to a JSON-ready value (the identity on a valid state, validated). */
+export const encodeState = (state: SessionState): Either.Either<SessionStateEncoded, ParseResult.ParseError> =>
+  Schema.encodeEither(SessionState)(state)
+
+/** Tool parts in `completed` or `error` never change again. */
+export const isToolFinal = (state: ToolState): boolean => state._tag === "completed" || state._tag === "error"
+
+/** Tool parts still `pending` or `running` (what a cleanup or the crash sweep must end). */
+export const openToolParts = (state: SessionState): ReadonlyArray<ToolPart> =>
+  Object.values(state.toolParts).filter((part) => !isToolFinal(part.state))
+
+/** Actions still `pending` or `running`. */
+export const openActions = (state: SessionState): ReadonlyArray<readonly [ActionId, ActionInfo]> =>
+  (Object.entries(state.actions) as Array<[ActionId, ActionInfo]>).filter(
+    ([, action]) => action.state === "pending" || action.state === "running"
+  )
+
+// ---------------------------------------------------------------------------------------------
+// copy-on-write
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+type MState = Mutable<SessionState>
+type MAssistant = Mutable<AssistantMessage>
+
+/**
+ * One fold's bookkeeping. `owned` holds the objects this fold created (copies or new objects):
+ * those, and only those, may be mutated in place. Everything else is shared with the input and
+ * copied before its first change.
+ */
+interface Ctx {
+  owned: WeakSet<object>
+  /** messageId -> index in `messages`, built on first use in bulk folds */
+  index: Map<string, number> | undefined
+  readonly bulk: boolean
+}
+
+const own = <T extends object>(ctx: Ctx, value: T): Mutable<T> => {
+  if (ctx.owned.has(value)) return value as Mutable<T>
+  const copy = (Array.isArray(value) ? value.slice() : { ...value }) as Mutable<T>
+  ctx.owned.add(copy)
+  return copy
+}
+
+const ownArray = <T>(ctx: Ctx, value: ReadonlyArray<T>): Array<T> => own(ctx, value) as unknown as Array<T>
+
+const fresh = <T extends object>(ctx: Ctx, value: T): T => {
+  ctx.owned.add(value)
+  return value
+}
+
+/** Thrown inside a fold step and turned into `Either.left` at the boundary. */
+const illegal = (s: SessionState, env: Envelope, message: string): never => {
+  throw new ProjectionError({ sessionId: s.sessionId, seq: env.seq, type: env.type, message })
+}
+
+// ---------------------------------------------------------------------------------------------
+// lookups
+
+const findMessageIndex = (ctx: Ctx, s: SessionState, id: MessageId): number => {
+  const messages = s.messages
+  if (ctx.bulk) {
+    if (ctx.index === undefined) {
+      ctx.index = new Map()
+      for (let i = 0; i < messages.length; i++) ctx.index.set(messages[i]!.id, i)
+    }
+    return ctx.index.get(id) ?? -1
+  }
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.id === id) return i
+  return -1
+}
+
+const pushMessage = (ctx: Ctx, s: MState, message: UserMessage | AssistantMessage): void => {
+  const messages = ownArray(ctx, s.messages)
+  s.messages = messages
+  messages.push(fresh(ctx, message))
+  ctx.index?.set(message.id, messages.length - 1)
+}
+
+/** The assistant message `id`, owned and ready to change; illegal when unknown or a user message. */
+const assistantFor = (
+  ctx: Ctx,
+  s: MState,
+  env: Envelope,
+  id: MessageId,
+  options: { readonly open: boolean }
+): MAssistant => {
+  const i = findMessageIndex(ctx, s, id)
+  if (i < 0) return illegal(s, env, `unknown message ${id}`)
+  const message = s.messages[i]!
+  if (message.role !== "assistant") return illegal(s, env, `message ${id} is a user message, not an assistant message`)
+  if (options.open && message.completedAt !== undefined) {
+    return illegal(s, env, `assistant message ${id} is already completed`)
+  }
+  const messages = ownArray(ctx, s.messages)
+  s.messages = messages
+  const owned = own(ctx, message)
+  messages[i] = owned
+  return owned
+}
+
+const markDelivered = (ctx: Ctx, s: MState, env: Envelope, ids: ReadonlyArray<MessageId>): void => {
+  if (ids.length === 0) return
+  for (const id of ids) {
+    const i = findMessageIndex(ctx, s, id)
+    if (i < 0) illegal(s, env, `unknown message ${id}`)
+    const message = s.messages[i]!
+    if (message.role !== "user") illegal(s, env, `message ${id} is not a user message`)
+    if (!(message as UserMessage).delivered) {
+      const messages = ownArray(ctx, s.messages)
+      s.messages = messages
+      const owned = own(ctx, message as UserMessage)
+      owned.delivered = true
+      messages[i] = owned
+    }
+  }
+  if (s.queued.length > 0) {
+    const delivered = new Set<string>(ids)
+    if (s.queued.some((id) => delivered.has(id))) {
+      s.queued = fresh(
+        ctx,
+        s.queued.filter((id) => !delivered.has(id))
+      )
+    }
+  }
+}
+
+const setToolState = (ctx: Ctx, s: MState, part: ToolPart, state: ToolState): void => {
+  const parts = own(ctx, s.toolParts)
+  s.toolParts = parts
+  const owned = own(ctx, part)
+  owned.state = fresh(ctx, state)
+  parts[part.callId] = owned
+}
+
+const newToolPart = (
+  ctx: Ctx,
+  s: MState,
+  env: Envelope,
+  messageId: MessageId,
+  callId: CallId,
+  tool: string,
+  state: ToolState
+): void => {
+  const message = assistantFor(ctx, s, env, messageId, { open: true })
+  const refs = ownArray(ctx, message.parts)
+  message.parts = refs
+  refs.push(fresh(ctx, { type: "tool", callId }))
+  const parts = own(ctx, s.toolParts)
+  s.toolParts = parts
+  parts[callId] = fresh(ctx, { type: "tool", callId, tool, messageId, state: fresh(ctx, state) })
+}
+
+const appendDelta = (
+  ctx: Ctx,
+  s: MState,
+  env: Envelope,
+  kind: "text" | "reasoning",
+  payload: { readonly messageId: MessageId; readonly partId: PartId; readonly delta: string }
+): void => {
+  const message = assistantFor(ctx, s, env, payload.messageId, { open: true })
+  const parts = ownArray(ctx, message.parts)
+  message.parts = parts
+  for (let j = parts.length - 1; j >= 0; j--) {
+    const part = parts[j]!
+    if (part.type !== "tool" && part.id === payload.partId) {
+      if (part.type !== kind) {
+        return illegal(s, env, `part ${payload.partId} of message ${payload.messageId} is a ${part.type} part`)
+      }
+      const owned = own(ctx, part)
+      owned.text = owned.text + payload.delta
+      parts[j] = owned
+      return
+    }
+  }
+  parts.push(fresh(ctx, { type: kind, id: payload.partId, text: payload.delta }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the fold step
+
+type Handlers = { readonly [T in EventType]: (ctx: Ctx, s: MState, env: Envelope & EventOf<T>) => void }
+
+const handlers: Handlers = {
+  "session.created": (_ctx, s, env) => {
+    if (env.seq !== 1) illegal(s, env, "session.created must be the first event of a session")
+    const p = env.payload
+    if (p.title !== undefined) s.title = p.title
+    if (p.cwd !== undefined) s.cwd = p.cwd
+    if (p.model !== undefined) s.model = p.model
+  },
+  "session.titled": (_ctx, s, env) => {
+    s.title = env.payload.title
+  },
+  "session.deleted": (_ctx, s) => {
+    s.deleted = true
+  },
+  "session.status": (_ctx, s, env) => {
+    s.status = env.payload.status
+  },
+  "user.message": (ctx, s, env) => {
+    const p = env.payload
+    if (findMessageIndex(ctx, s, p.messageId) >= 0) illegal(s, env, `message ${p.messageId} already exists`)
+    pushMessage(ctx, s, { role: "user", id: p.messageId, text: p.text, mode: p.mode, at: env.at, delivered: false })
+    if (p.mode === "queue") {
+      const queued = ownArray(ctx, s.queued)
+      queued.push(p.messageId)
+      s.queued = queued
+    }
+  },
+  "turn.started": (ctx, s, env) => {
+    const p = env.payload
+    if (s.turn !== null) illegal(s, env, `turn ${s.turn.turnId} is still open`)
+    markDelivered(ctx, s, env, p.messageIds)
+    s.turn = { turnId: p.turnId, startedAt: env.at, messageIds: p.messageIds }
+  },
+  "turn.finished": (_ctx, s, env) => {
+    const p = env.payload
+    if (s.turn === null) illegal(s, env, `turn ${p.turnId} is not open`)
+    else if (s.turn.turnId !== p.turnId) illegal(s, env, `turn ${p.turnId} is not the open turn (${s.turn.turnId})`)
+    s.turn = null
+    s.lastTurn = { turnId: p.turnId, reason: p.reason, interrupted: false, at: env.at }
+  },
+  "turn.interrupted": (_ctx, s, env) => {
+    const p = env.payload
+    if (p.turnId !== undefined && s.turn?.turnId !== p.turnId) {
+      illegal(s, env, `turn ${p.turnId} is not the open turn (${s.turn?.turnId ?? "none"})`)
+    }
+    const turnId = p.turnId ?? s.turn?.turnId
+    s.lastTurn = { ...(turnId !== undefined ? { turnId } : {}), reason: p.reason, interrupted: true, at: env.at }
+    s.turn = null
+  },
+  "chat.state": (_ctx, s, env) => {
+    s.chatState = env.payload.state
+  },
+  "assistant.started": (ctx, s, env) => {
+    const p = env.payload
+    if (findMessageIndex(ctx, s, p.messageId) >= 0) illegal(s, env, `message ${p.messageId} already exists`)
+    pushMessage(ctx, s, {
+      role: "assistant",
+      id: p.messageId,
+      ...(p.model !== undefined ? { model: p.model } : {}),
+      startedAt: env.at,
+      parts: [],
+      steps: [],
+      usage: emptyUsage
+    })
+    if (p.model !== undefined) s.model = p.model
+  },
+  "step.started": (ctx, s, env) => {
+    const p = env.payload
+    const message = assistantFor(ctx, s, env, p.messageId, { open: true })
+    const last = message.steps[message.steps.length - 1]
+    if (last !== undefined && last.endedAt === undefined) {
+      illegal(s, env, `step ${last.step} of message ${p.messageId} is still open`)
+    }
+    const steps = ownArray(ctx, message.steps)
+    steps.push(fresh(ctx, { step: p.step, startedAt: env.at, aborted: false }))
+    message.steps = steps
+    if (p.deliveredMessageIds !== undefined) markDelivered(ctx, s, env, p.deliveredMessageIds)
+  },
+  "text.delta": (ctx, s, env) => appendDelta(ctx, s, env, "text", env.payload),
+  "reasoning.delta": (ctx, s, env) => appendDelta(ctx, s, env, "reasoning", env.payload),
+  "step.finished": (ctx, s, env) => {
+    const p = env.payload
+    const message = assistantFor(ctx, s, env, p.messageId, { open: false })
+    const i = message.steps.length - 1
+    const last = message.steps[i]
+    if (last === undefined || last.endedAt !== undefined || last.step !== p.step) {
+      return illegal(s, env, `step ${p.step} of message ${p.messageId} is not open`)
+    }
+    const steps = ownArray(ctx, message.steps)
+    const step: StepInfo = {
+      ...last,
+      endedAt: env.at,
+      finishReason: p.finishReason,
+      usage: p.usage,
+      aborted: p.aborted ?? false
+    }
+    steps[i] = fresh(ctx, step)
+    message.steps = steps
+    message.usage = addUsage(message.usage, p.usage)
+    s.totals = addUsage(s.totals, p.usage)
+  },
+  "assistant.completed": (ctx, s, env) => {
+    const p = env.payload
+    const message = assistantFor(ctx, s, env, p.messageId, { open: true })
+    message.completedAt = env.at
+    if (p.finishReason !== undefined) message.finishReason = p.finishReason
+  },
+  "tool.pending": (ctx, s, env) => {
+    const p = env.payload
+    const part = s.toolParts[p.callId]
+    if (part !== undefined) illegal(s, env, `call ${p.callId} already exists (${part.state._tag})`)
+    newToolPart(ctx, s, env, p.messageId, p.callId, p.tool, { _tag: "pending", inputText: "", createdAt: env.at })
+  },
+  "tool.invoked": (ctx, s, env) => {
+    const p = env.payload
+    const running: ToolState = { _tag: "running", input: p.input, startedAt: env.at, timedOut: false }
+    const part = s.toolParts[p.callId]
+    if (part === undefined) {
+      newToolPart(ctx, s, env, p.messageId, p.callId, p.tool, running)
+      return
+    }
+    if (part.state._tag !== "pending") illegal(s, env, `call ${p.callId} is ${part.state._tag}, not pending`)
+    if (part.messageId !== p.messageId) {
+      illegal(s, env, `call ${p.callId} belongs to message ${part.messageId}, not ${p.messageId}`)
+    }
+    if (part.tool !== p.tool) illegal(s, env, `call ${p.callId} is a ${part.tool} call, not ${p.tool}`)
+    setToolState(ctx, s, part, running)
+  },
+  "tool.progress": (ctx, s, env) => {
+    const part = runningPart(s, env, env.payload.callId)
+    setToolState(ctx, s, part, { ...(part.state as RunningState), progress: env.payload.output })
+  },
+  "tool.timeout": (ctx, s, env) => {
+    const part = runningPart(s, env, env.payload.callId)
+    setToolState(ctx, s, part, { ...(part.state as RunningState), timedOut: true })
+  },
+  "tool.finished": (ctx, s, env) => {
+    const p = env.payload
+    const part = runningPart(s, env, p.callId)
+    const running = part.state as RunningState
+    setToolState(ctx, s, part, {
+      _tag: "completed",
+      input: running.input,
+      output: p.output,
+      ...(p.metadata !== undefined ? { metadata: p.metadata } : {}),
+      startedAt: running.startedAt,
+      endedAt: env.at
+    })
+  },
+  "tool.failed": (ctx, s, env) => {
+    const p = env.payload
+    const part = s.toolParts[p.callId]
+    if (part === undefined) return illegal(s, env, `unknown call ${p.callId}`)
+    const state = part.state
+    if (state._tag !== "pending" && state._tag !== "running") {
+      return illegal(s, env, `call ${p.callId} is already ${state._tag}`)
+    }
+    setToolState(ctx, s, part, {
+      _tag: "error",
+      // a pending call's input never fully arrived: it is sent back to the model as `{}`
+      input: state._tag === "running" ? state.input : {},
+      error: p.error,
+      interrupted: p.interrupted ?? false,
+      timedOut: p.timedOut ?? (state._tag === "running" && state.timedOut),
+      ...(p.reason !== undefined ? { reason: p.reason } : {}),
+      ...(state._tag === "running" ? { startedAt: state.startedAt } : {}),
+      endedAt: env.at
+    })
+  },
+  "action.state": (ctx, s, env) => {
+    const p = env.payload
+    const current = s.actions[p.actionId]
+    const from = current?.state ?? "none"
+    if (!(legalActionTransitions[from] as ReadonlyArray<string>).includes(p.state)) {
+      illegal(s, env, `action ${p.actionId} cannot go from ${from} to ${p.state}`)
+    }
+    const actions = own(ctx, s.actions)
+    actions[p.actionId] = { state: p.state, callIds: p.callIds, updatedAt: env.at }
+    s.actions = actions
+  },
+  "model.retry": (_ctx, s, env) => {
+    const p = env.payload
+    s.lastRetry = {
+      attempt: p.attempt,
+      delayMs: p.delayMs,
+      nextAt: p.nextAt,
+      message: p.message,
+      ...(p.status !== undefined ? { status: p.status } : {}),
+      at: env.at
+    }
+  },
+  "model.error": (_ctx, s, env) => {
+    const p = env.payload
+    s.lastError = {
+      message: p.message,
+      ...(p.status !== undefined ? { status: p.status } : {}),
+      retryable: p.retryable,
+      at: env.at
+    }
+  },
+  "permission.asked": (ctx, s, env) => {
+    const p = env.payload
+    if (s.permissions[p.permissionId] !== undefined) illegal(s, env, `permission ${p.permissionId} was already asked`)
+    const permissions = own(ctx, s.permissions)
+    permissions[p.permissionId] = {
+      permissionId: p.permissionId,
+      ...(p.callId !== undefined ? { callId: p.callId } : {}),
+      tool: p.tool,
+      pattern: p.pattern,
+      askedAt: env.at,
+      reply: null
+    }
+    s.permissions = permissions
+  },
+  "permission.replied": (ctx, s, env) => {
+    const p = env.payload
+    const asked = s.permissions[p.permissionId]
+    if (asked === undefined) return illegal(s, env, `permission ${p.permissionId} was never asked`)
+    if (asked.reply !== null) illegal(s, env, `permission ${p.permissionId} was already answered (${asked.reply})`)
+    const permissions = own(ctx, s.permissions)
+    permissions[p.permissionId] = { ...asked, reply: p.reply, repliedAt: env.at }
+    s.permissions = permissions
+  },
+  "file.changed": (ctx, s, env) => {
+    const p = env.payload
+    const files = own(ctx, s.files)
+    files[p.path] = {
+      op: p.op,
+      ...(p.beforeHash !== undefined ? { beforeHash: p.beforeHash } : {}),
+      ...(p.afterHash !== undefined ? { afterHash: p.afterHash } : {}),
+      ...(p.callId !== undefined ? { callId: p.callId } : {}),
+      seq: env.seq,
+      at: env.at
+    }
+    s.files = files
+  },
+  "compaction.done": (ctx, s, env) => {
+    const p = env.payload
+    if (findMessageIndex(ctx, s, p.upToMessageId) < 0) illegal(s, env, `unknown message ${p.upToMessageId}`)
+    s.compaction = { upToMessageId: p.upToMessageId, summary: p.summary, at: env.at }
+  }
+}
+
+type RunningState = Extract<ToolState, { readonly _tag: "running" }>
+
+const runningPart = (s: SessionState, env: Envelope, callId: CallId): ToolPart => {
+  const part = s.toolParts[callId]
+  if (part === undefined) return illegal(s, env, `unknown call ${callId}`)
+  if (part.state._tag !== "running") return illegal(s, env, `call ${callId} is ${part.state._tag}, not running`)
+  return part
+}
+
+/** The legal `action.state` transitions; `archived` and `failed` are final. */
+export const legalActionTransitions: Readonly<Record<ActionStateName | "none", ReadonlyArray<ActionStateName>>> = {
+  none: ["pending", "running"],
+  pending: ["running", "archived", "failed"],
+  running: ["archived", "failed"],
+  archived: [],
+  failed: []
+}
+
+const step = (ctx: Ctx, state: SessionState, env: Envelope): SessionState => {
+  if (env.sessionId !== state.sessionId) {
+    illegal(state, env, `event of session ${env.sessionId} applied to session ${state.sessionId}`)
+  }
+  if (env.seq !== state.lastSeq + 1) illegal(state, env, `expected seq ${state.lastSeq + 1}, got seq ${env.seq}`)
+  const s = own(ctx, state)
+  const handler = handlers[env.type] as (ctx: Ctx, s: MState, env: Envelope) => void
+  handler(ctx, s, env)
+  if (s.lastSeq === 0) s.createdAt = env.at
+  s.lastSeq = env.seq
+  s.updatedAt = env.at
+  return s
+}
+
+const run = <A>(f: () => A): Either.Either<A, ProjectionError> => {
+  try {
+    return Either.right(f())
+  } catch (e) {
+    if (e instanceof ProjectionError) return Either.left(e)
+    throw e
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// public fold
+
+/** One fold step. Never mutates `state`. */
+export const apply = (state: SessionState, envelope: Envelope): Either.Either<SessionState, ProjectionError> =>
+  run(() => step({ owned: new WeakSet(), index: undefined, bulk: false }, state, envelope))
+
+/**
+ * An incremental fold: feed envelopes one by one or in chunks, read the state at any time.
+ * Objects are copied at most once between two reads of `state`, so a long fold is linear.
+ * After an error the folder is spent: the failing step may have changed objects it owned, so
+ * every later push returns the same error (inputs handed to `folder` are never changed).
+ */
+export interface Folder {
+  readonly push: (envelope: Envelope) => Either.Either<void, ProjectionError>
+  readonly pushAll: (envelopes: Iterable<Envelope>) => Either.Either<void, ProjectionError>
+  /** The state so far. Reading it ends the folder's ownership: later pushes copy again. */
+  readonly state: () => Either.Either<SessionState, ProjectionError>
+}
+
+const bulkCtx = (): Ctx => ({ owned: new WeakSet(), index: undefined, bulk: true })
+
+export const folder = (initial: SessionState): Folder => {
+  let current = initial
+  let ctx = bulkCtx()
+  let failed: ProjectionError | undefined
+  const pushAll = (envelopes: Iterable<Envelope>): Either.Either<void, ProjectionError> => {
+    if (failed !== undefined) return Either.left(failed)
+    const result = run(() => {
+      for (const env of envelopes) current = step(ctx, current, env)
+    })
+    if (Either.isLeft(result)) failed = result.left
+    return result
+  }
+  return {
+    push: (envelope) => pushAll([envelope]),
+    pushAll,
+    state: () => {
+      if (failed !== undefined) return Either.left(failed)
+      ctx = bulkCtx()
+      return Either.right(current)
+    }
+  }
+}
+
+/** Folds many envelopes; the same result as folding `apply`, in linear time. Never mutates `state`. */
+export const applyAll = (
+  state: SessionState,
+  envelopes: Iterable<Envelope>
+): Either.Either<SessionState, ProjectionError> => {
+  const f = folder(state)
+  return Either.flatMap(f.pushAll(envelopes), f.state)
+}
+
+/** The parts of an assistant message with the tool refs resolved. */
+export const resolveParts = (
+  state: SessionState,
+  message: AssistantMessage
+): ReadonlyArray<Exclude<AssistantPart, { readonly type: "tool" }> | ToolPart> =>
+  message.parts.map((part) => (part.type === "tool" ? state.toolParts[part.callId]! : part))

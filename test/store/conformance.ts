@@ -1,0 +1,315 @@
+/**
+ * The EventStore conformance suite: every layer (memory, SQLite, later Postgres) must pass it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Either, Fiber, type Layer, Option, Queue, Stream, TestClock } from "effect"
+import * as Events from "../../src/domain/Events.js"
+import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
+import { EventBus } from "../../src/store/EventBus.js"
+import { EventStore } from "../../src/store/EventStore.js"
+
+const sid = (s: string) => SessionId.make(s)
+const created = (title = "a session") => Events.make("session.created", { title, cwd: "/work" })
+const userMsg = (text: string) => Events.make("user.message", { messageId: MessageId.make(`m-${text}`), text, mode: "prompt" })
+const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
+
+const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
+
+export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStore | EventBus, unknown>) =>
+  describe(`EventStore conformance: ${name}`, () => {
+    const run = <A, E>(effect: Effect.Effect<A, E, EventStore | EventBus>) =>
+      Effect.provide(effect, makeLayer()) as Effect.Effect<A, E>
+
+    it.effect("append assigns gapless seqs and returns the committed envelopes", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* TestClock.setTime(1_000)
+          const first = yield* store.append(sid("s1"), [created(), userMsg("hello")])
+          const second = yield* store.append(sid("s1"), [userMsg("again")])
+          expect(first.map((e) => e.seq)).toEqual([1, 2])
+          expect(second.map((e) => e.seq)).toEqual([3])
+          expect(first[0]).toMatchObject({ sessionId: "s1", type: "session.created", at: 1_000, parentId: null, v: 1 })
+          expect(new Set([...first, ...second].map((e) => e.id)).size).toBe(3)
+          expect(yield* store.lastSeq(sid("s1"))).toBe(3)
+          expect(yield* store.lastSeq(sid("nobody"))).toBe(0)
+          expect(yield* store.append(sid("s1"), [])).toEqual([])
+          const stored = yield* collect(store.read(sid("s1")))
+          expect(stored).toEqual([...first, ...second])
+        })
+      )
+    )
+
+    it.effect("keeps the caller's id, parent and time, and sessions are independent", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const [a] = yield* store.append(sid("s1"), [created()])
+          const [b] = yield* store.append(sid("s2"), [{ ...userMsg("x"), parentId: a!.id, at: 42 }])
+          expect(b).toMatchObject({ seq: 1, sessionId: "s2", parentId: a!.id, at: 42 })
+          const [c] = yield* store.append(sid("s1"), [{ ...userMsg("y"), id: Events.EnvelopeHeader.fields.id.make("fixed-id") }])
+          expect(c).toMatchObject({ seq: 2, id: "fixed-id" })
+        })
+      )
+    )
+
+    it.effect("read honours inclusive from/to bounds and pages through long sessions", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(
+            sid("s1"),
+            Array.from({ length: 2_500 }, (_, i) => progress(i))
+          )
+          const middle = yield* collect(store.read(sid("s1"), { from: 10, to: 12 }))
+          expect(middle.map((e) => e.seq)).toEqual([10, 11, 12])
+          const all = yield* collect(store.read(sid("s1")))
+          expect(all.length).toBe(2_500)
+          expect(all.every((e, i) => e.seq === i + 1)).toBe(true)
+          expect((yield* collect(store.read(sid("s1"), { from: 2_501 }))).length).toBe(0)
+          const raw = yield* collect(store.readRaw(sid("s1"), { from: 5, to: 5 }))
+          expect(raw[0]!.payload).toEqual({ callId: "c1", output: "line 4" })
+        })
+      )
+    )
+
+    it.effect("rejects an invalid payload without appending anything", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid("s1"), [created()])
+          const bad = { type: "user.message", payload: { text: 3 } } as unknown as Events.NewEvent
+          const result = yield* Effect.either(store.append(sid("s1"), [userMsg("ok"), bad]))
+          expect(Either.isLeft(result)).toBe(true)
+          if (Either.isLeft(result)) expect(result.left.message).toContain("user.message")
+          expect(yield* store.lastSeq(sid("s1"))).toBe(1)
+        })
+      )
+    )
+
+    it.effect("many fibers appending to one session produce a gapless seq with nothing lost", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* Effect.forEach(
+            Array.from({ length: 40 }, (_, f) => f),
+            (f) =>
+              Effect.forEach(
+                Array.from({ length: 10 }, (_, i) => i),
+                (i) =>
+                  i % 2 === 0
+                    ? store.append(sid("s1"), [progress(f * 100 + i)])
+                    : store.appendLater(sid("s1"), [progress(f * 100 + i)]),
+                { discard: true }
+              ),
+            { concurrency: "unbounded", discard: true }
+          )
+          yield* store.flush
+          const all = yield* collect(store.read(sid("s1")))
+          expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1))
+          const outputs = new Set(all.map((e) => (e.payload as { output: string }).output))
+          expect(outputs.size).toBe(400)
+          // each fiber's own events keep their order
+          for (let f = 0; f < 40; f++) {
+            const mine = all
+              .map((e) => Number((e.payload as { output: string }).output.slice(5)))
+              .filter((n) => Math.floor(n / 100) === f)
+            expect(mine).toEqual([...mine].sort((a, b) => a - b))
+          }
+        })
+      )
+    )
+
+    it.effect("appendLater keeps order with later appends of the same fiber", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.appendLater(sid("s1"), [progress(1), progress(2)])
+          const [third] = yield* store.append(sid("s1"), [progress(3)])
+          expect(third!.seq).toBe(3)
+          const all = yield* collect(store.read(sid("s1")))
+          expect(all.map((e) => (e.payload as { output: string }).output)).toEqual(["line 1", "line 2", "line 3"])
+        })
+      )
+    )
+
+    it.scoped("publishes committed envelopes on the EventBus, in commit order", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const bus = yield* EventBus
+          const sub = yield* bus.subscribe
+          const appended = yield* store.append(sid("s1"), [created(), userMsg("a")])
+          yield* store.appendLater(sid("s2"), [created("other")])
+          yield* store.flush
+          const seen = Chunk.toArray(yield* Queue.takeAll(sub))
+          expect(seen.slice(0, 2)).toEqual(appended)
+          expect(seen.map((e) => `${e.sessionId}:${e.seq}`)).toEqual(["s1:1", "s1:2", "s2:1"])
+          // a rejected append publishes nothing
+          yield* Effect.either(store.append(sid("s1"), [{ type: "nope", payload: {} } as unknown as Events.NewEvent]))
+          expect(Chunk.size(yield* Queue.takeAll(sub))).toBe(0)
+        })
+      ).pipe(Effect.scoped)
+    )
+
+    it.effect("follow gives stored events then live ones with no gap and no duplicate", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(
+            sid("s1"),
+            Array.from({ length: 5 }, (_, i) => progress(i + 1))
+          )
+          const fiber = yield* Effect.fork(collect(Stream.take(store.follow(sid("s1"), 3), 13)))
+          // appended while the follower starts: each must appear exactly once
+          for (let i = 6; i <= 15; i++) {
+            if (i % 3 === 0) yield* store.appendLater(sid("s1"), [progress(i)])
+            else yield* store.append(sid("s1"), [progress(i)])
+            yield* store.append(sid("other"), [progress(i)])
+          }
+          yield* store.flush
+          const seen = yield* Fiber.join(fiber)
+          expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: 13 }, (_, i) => i + 3))
+          expect(seen.every((e) => e.sessionId === "s1")).toBe(true)
+        })
+      )
+    )
+
+    it.effect("follow of an empty session waits for the first event", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const fiber = yield* Effect.fork(collect(Stream.take(store.follow(sid("new")), 2)))
+          yield* Effect.yieldNow()
+          yield* store.append(sid("new"), [created(), userMsg("hi")])
+          const seen = yield* Fiber.join(fiber)
+          expect(seen.map((e) => e.type)).toEqual(["session.created", "user.message"])
+        })
+      )
+    )
+
+    it.effect("query filters by type, session and time across sessions, in time order, with paging", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid("b"), [{ ...created(), at: 10 }, { ...userMsg("1"), at: 20 }])
+          yield* store.append(sid("a"), [{ ...created(), at: 10 }, { ...userMsg("2"), at: 30 }])
+          yield* store.append(
+            sid("c"),
+            Array.from({ length: 1_500 }, (_, i) => ({ ...progress(i), at: 100 + i }))
+          )
+          const createdRows = yield* collect(store.query({ types: ["session.created"] }))
+          expect(createdRows.map((r) => r.sessionId)).toEqual(["a", "b"])
+          expect(createdRows[0]).not.toHaveProperty("payload")
+          const msgs = yield* collect(store.query({ types: ["user.message", "session.created"], since: 15, until: 30 }))
+          expect(msgs.map((r) => `${r.sessionId}:${r.seq}`)).toEqual(["b:2"])
+          const onlyA = yield* collect(store.query({ sessionId: sid("a") }))
+          expect(onlyA.map((r) => r.seq)).toEqual([1, 2])
+          const progressRows = yield* collect(store.query({ types: ["tool.progress"] }))
+          expect(progressRows.length).toBe(1_500)
+          expect(progressRows.every((r, i) => r.seq === i + 1)).toBe(true)
+          const limited = yield* collect(store.query({ types: ["tool.progress"], limit: 1_200 }))
+          expect(limited.length).toBe(1_200)
+        })
+      )
+    )
+
+    it.effect("keeps the session index up to date", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid("s1"), [{ ...created("first"), at: 100 }])
+          yield* store.append(sid("s2"), [{ ...created("second"), at: 200 }])
+          yield* store.append(sid("s1"), [
+            { ...Events.make("session.titled", { title: "renamed" }), at: 300 },
+            { ...Events.make("session.status", { status: { _tag: "busy" } }), at: 301 }
+          ])
+          const list = yield* store.sessions()
+          expect(list.map((s) => s.id)).toEqual(["s1", "s2"])
+          expect(list[0]).toEqual({
+            id: "s1",
+            title: "renamed",
+            cwd: "/work",
+            createdAt: 100,
+            updatedAt: 301,
+            lastSeq: 3,
+            status: "busy",
+            deleted: false
+          })
+          yield* store.append(sid("s2"), [{ ...Events.make("session.deleted", {}), at: 400 }])
+          expect((yield* store.sessions()).map((s) => s.id)).toEqual(["s1"])
+          expect((yield* store.sessions({ includeDeleted: true })).map((s) => s.id)).toEqual(["s2", "s1"])
+          expect((yield* store.sessions({ limit: 1, includeDeleted: true })).length).toBe(1)
+          expect((yield* store.sessions({ cwd: "/elsewhere" })).length).toBe(0)
+          expect(Option.isNone(yield* store.session(sid("nobody")))).toBe(true)
+          expect(Option.getOrThrow(yield* store.session(sid("s2"))).deleted).toBe(true)
+        })
+      )
+    )
+
+    it.effect("snapshots: newest at or below a seq, per format version", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const s = sid("s1")
+          yield* store.saveSnapshot({ sessionId: s, seq: 10, version: 1, at: 1, state: { n: 10 } })
+          yield* store.saveSnapshot({ sessionId: s, seq: 20, version: 1, at: 2, state: { n: 20 } })
+          yield* store.saveSnapshot({ sessionId: s, seq: 30, version: 2, at: 3, state: { n: 30 } })
+          const newest = yield* store.loadSnapshot(s, { version: 1 })
+          expect(Option.getOrThrow(newest)).toEqual({ sessionId: s, seq: 20, version: 1, at: 2, state: { n: 20 } })
+          expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 19 })).seq).toBe(10)
+          expect(Option.isNone(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 9 }))).toBe(true)
+          expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 2 })).state).toEqual({ n: 30 })
+          expect(Option.isNone(yield* store.loadSnapshot(sid("other"), { version: 1 }))).toBe(true)
+          // saving the same seq again replaces it
+          yield* store.saveSnapshot({ sessionId: s, seq: 20, version: 1, at: 5, state: { n: 21 } })
+          expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 1 })).state).toEqual({ n: 21 })
+        })
+      )
+    )
+
+    it.effect("blobs are content-addressed by SHA-256", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const hash = yield* store.putBlob("hello\n")
+          expect(hash).toBe("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
+          expect(yield* store.putBlob(new TextEncoder().encode("hello\n"))).toBe(hash)
+          const bytes = Option.getOrThrow(yield* store.getBlob(hash))
+          expect(new TextDecoder().decode(bytes)).toBe("hello\n")
+          const binary = Uint8Array.from([0, 255, 1, 254])
+          const binHash = yield* store.putBlob(binary)
+          expect(Array.from(Option.getOrThrow(yield* store.getBlob(binHash)))).toEqual([0, 255, 1, 254])
+          expect(Option.isNone(yield* store.getBlob("0".repeat(64)))).toBe(true)
+        })
+      )
+    )
+
+    it.effect("leases: one owner at a time until expiry or release", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const s = sid("s1")
+          yield* TestClock.setTime(1_000)
+          const lease = yield* store.acquireLease(s, "proc-a", 5_000)
+          expect(lease).toEqual({ sessionId: s, owner: "proc-a", expiresAt: 6_000 })
+          const held = yield* Effect.either(store.acquireLease(s, "proc-b", 5_000))
+          expect(Either.isLeft(held) && held.left._tag === "LeaseHeld" && held.left.owner === "proc-a").toBe(true)
+          // the owner renews
+          yield* TestClock.adjust(4_000)
+          expect((yield* store.acquireLease(s, "proc-a", 5_000)).expiresAt).toBe(10_000)
+          yield* TestClock.adjust(4_999)
+          expect(Either.isLeft(yield* Effect.either(store.acquireLease(s, "proc-b", 5_000)))).toBe(true)
+          // expired: another owner takes over
+          yield* TestClock.adjust(1)
+          expect((yield* store.acquireLease(s, "proc-b", 1_000)).owner).toBe("proc-b")
+          // release by a non-owner does nothing; by the owner frees it
+          yield* store.releaseLease(s, "proc-a")
+          expect(Option.getOrThrow(yield* store.lease(s)).owner).toBe("proc-b")
+          yield* store.releaseLease(s, "proc-b")
+          expect(Option.isNone(yield* store.lease(s))).toBe(true)
+          expect((yield* store.acquireLease(s, "proc-c", 1_000)).owner).toBe("proc-c")
+        })
+      )
+    )
+  })
