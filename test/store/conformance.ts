@@ -10,7 +10,8 @@ import { EventStore } from "../../src/store/EventStore.js"
 
 const sid = (s: string) => SessionId.make(s)
 const created = (title = "a session") => Events.make("session.created", { title, cwd: "/work" })
-const userMsg = (text: string) => Events.make("user.message", { messageId: MessageId.make(`m-${text}`), text, mode: "prompt" })
+const userMsg = (text: string) =>
+  Events.make("user.message", { messageId: MessageId.make(`m-${text}`), text, mode: "prompt" })
 const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
 
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
@@ -47,7 +48,9 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           const [a] = yield* store.append(sid("s1"), [created()])
           const [b] = yield* store.append(sid("s2"), [{ ...userMsg("x"), parentId: a!.id, at: 42 }])
           expect(b).toMatchObject({ seq: 1, sessionId: "s2", parentId: a!.id, at: 42 })
-          const [c] = yield* store.append(sid("s1"), [{ ...userMsg("y"), id: Events.EnvelopeHeader.fields.id.make("fixed-id") }])
+          const [c] = yield* store.append(sid("s1"), [
+            { ...userMsg("y"), id: Events.EnvelopeHeader.fields.id.make("fixed-id") }
+          ])
           expect(c).toMatchObject({ seq: 2, id: "fixed-id" })
         })
       )
@@ -192,8 +195,14 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       run(
         Effect.gen(function* () {
           const store = yield* EventStore
-          yield* store.append(sid("b"), [{ ...created(), at: 10 }, { ...userMsg("1"), at: 20 }])
-          yield* store.append(sid("a"), [{ ...created(), at: 10 }, { ...userMsg("2"), at: 30 }])
+          yield* store.append(sid("b"), [
+            { ...created(), at: 10 },
+            { ...userMsg("1"), at: 20 }
+          ])
+          yield* store.append(sid("a"), [
+            { ...created(), at: 10 },
+            { ...userMsg("2"), at: 30 }
+          ])
           yield* store.append(
             sid("c"),
             Array.from({ length: 1_500 }, (_, i) => ({ ...progress(i), at: 100 + i }))

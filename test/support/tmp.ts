@@ -2,10 +2,15 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 
+const created: Array<string> = []
+process.once("exit", () => {
+  for (const dir of created) fs.rmSync(dir, { recursive: true, force: true })
+})
+
 /** A new temporary directory for one test; removed when the process exits. */
 export const tempDir = (prefix = "logbook-test-"): string => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
-  process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }))
+  created.push(dir)
   return dir
 }
 

@@ -1,0 +1,236 @@
+/**
+ * What only the SQLite layer has: a real file (mode, persistence), protection of files that are
+ * not ours, and several OS processes writing one database.
+ */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import Database from "better-sqlite3"
+import { Chunk, Effect, Either, Exit, Fiber, Stream } from "effect"
+import * as Events from "../../src/domain/Events.js"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { exitCode, spawnTs, waitForLine } from "../support/processes.js"
+import { tempDb, tempDir } from "../support/tmp.js"
+
+const sid = SessionId.make("s1")
+const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
+const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
+
+const fingerprint = (file: string) => {
+  const stat = fs.statSync(file)
+  return { sha: createHash("sha256").update(fs.readFileSync(file)).digest("hex"), mtime: stat.mtimeMs, size: stat.size }
+}
+
+const openError = (file: string, options: { create?: boolean } = {}) =>
+  Effect.flatMap(
+    Effect.exit(Effect.provide(EventStore, EventStore.layerSqlite({ filename: file, ...options }))),
+    (exit) =>
+      Exit.isFailure(exit) && exit.cause._tag === "Fail"
+        ? Effect.succeed(exit.cause.error)
+        : Effect.die(new Error(`expected a DatabaseError, got ${String(exit)}`))
+  )
+
+describe("EventStore SQLite file", () => {
+  it.effect("creates the file (and its directory) with mode 0600, and keeps what was committed", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "nested", "dir", "logbook.db")
+      const appended = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          return yield* store.append(sid, [Events.make("session.created", { title: "kept" }), progress(1)])
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      )
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+      const reopened = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append(sid, [progress(2)])
+        return yield* collect(store.read(sid))
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      expect(reopened.slice(0, 2)).toEqual(appended)
+      expect(reopened.map((e) => e.seq)).toEqual([1, 2, 3])
+    })
+  )
+
+  it.effect("uses WAL and synchronous=NORMAL", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.provide(EventStore, EventStore.layerSqlite({ filename: file }))
+      const db = new Database(file, { readonly: true })
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal")
+      expect(db.pragma("application_id", { simple: true })).toBe(0x4c4f4742)
+      db.close()
+    })
+  )
+
+  it.effect("does not create a missing database when asked not to", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "absent.db")
+      const error = yield* openError(file, { create: false })
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "missing", file })
+      expect(fs.existsSync(file)).toBe(false)
+    })
+  )
+
+  it.effect("refuses a file that is not SQLite, naming it, without modifying it", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "notes.txt")
+      fs.writeFileSync(file, "these are my notes, not a database\n".repeat(100))
+      const before = fingerprint(file)
+      const error = yield* openError(file)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "not-logbook", file })
+      expect(error.message).toContain(file)
+      expect(fingerprint(file)).toEqual(before)
+      expect(fs.readdirSync(path.dirname(file))).toEqual(["notes.txt"])
+    })
+  )
+
+  it.effect("refuses another application's SQLite database without modifying it", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "other.db")
+      const db = new Database(file)
+      db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('x')")
+      db.close()
+      const before = fingerprint(file)
+      const error = yield* openError(file)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "not-logbook", file })
+      expect(error.message).toContain("not a logbook database")
+      expect(fingerprint(file)).toEqual(before)
+    })
+  )
+
+  it.effect("refuses a damaged database without modifying it", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append(
+          sid,
+          Array.from({ length: 200 }, (_, i) => progress(i))
+        )
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      // keep the header, destroy the pages after it
+      const bytes = fs.readFileSync(file)
+      for (let i = 100; i < bytes.length; i++) bytes[i] = (i * 7919) & 0xff
+      fs.writeFileSync(file, bytes)
+      const before = fingerprint(file)
+      const error = yield* openError(file)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "corrupt", file })
+      expect(error.message).toContain(file)
+      expect(fingerprint(file)).toEqual(before)
+    })
+  )
+
+  it.effect("refuses a database written by a newer logbook without modifying it", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.provide(EventStore, EventStore.layerSqlite({ filename: file }))
+      const db = new Database(file)
+      db.prepare("INSERT INTO logbook_migrations (migration_id, name) VALUES (999, 'from_the_future')").run()
+      db.pragma("wal_checkpoint(TRUNCATE)")
+      db.close()
+      const before = fingerprint(file)
+      const error = yield* openError(file)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "newer-schema", file })
+      expect(error.message).toContain("newer logbook")
+      expect(fingerprint(file)).toEqual(before)
+    })
+  )
+
+  it.effect("refuses a directory", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const error = yield* openError(dir)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "unreadable", file: dir })
+    })
+  )
+
+  it.effect("an event of a type this version does not know is a typed decode error, not a crash", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append(sid, [progress(1)])
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      const db = new Database(file)
+      db.prepare(
+        "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload) VALUES ('s1', 2, 'x', 'future.event', 0, NULL, 1, '{}')"
+      ).run()
+      db.prepare(
+        "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload) VALUES ('s1', 3, 'y', 'tool.progress', 0, NULL, 1, '{\"callId\":5}')"
+      ).run()
+      db.close()
+      const result = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        const unknownType = yield* Effect.either(collect(store.read(sid)))
+        const malformed = yield* Effect.either(collect(store.read(sid, { from: 3 })))
+        const raw = yield* collect(store.readRaw(sid))
+        return { unknownType, malformed, raw }
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      expect(Either.isLeft(result.unknownType)).toBe(true)
+      if (Either.isLeft(result.unknownType)) {
+        expect(result.unknownType.left).toMatchObject({ _tag: "EventDecodeError", seq: 2, type: "future.event" })
+      }
+      expect(Either.isLeft(result.malformed) && result.malformed.left._tag === "EventDecodeError").toBe(true)
+      expect(result.raw.map((r) => r.type)).toEqual(["tool.progress", "future.event", "tool.progress"])
+    })
+  )
+
+  it.live(
+    "two OS processes appending to one session produce a gapless seq with nothing lost",
+    () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        // the first open creates the schema; the workers then race on the same file
+        yield* Effect.provide(EventStore, EventStore.layerSqlite({ filename: file }))
+        const count = 300
+        const workers = ["alpha", "beta", "gamma"].map((label) =>
+          spawnTs("test/support/append-worker.ts", [file, "s1", label, String(count)])
+        )
+        yield* Effect.promise(() => Promise.all(workers.map((w) => waitForLine(w, "ready"))))
+        const done = workers.map((w) => waitForLine(w, "done"))
+        for (const w of workers) w.stdin!.end("go\n")
+        yield* Effect.promise(() => Promise.all(done))
+        const codes = yield* Effect.promise(() => Promise.all(workers.map(exitCode)))
+        expect(codes).toEqual([0, 0, 0])
+        const all = yield* Effect.gen(function* () {
+          const store = yield* EventStore
+          return yield* collect(store.read(sid))
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+        expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 3 * count }, (_, i) => i + 1))
+        for (const label of ["alpha", "beta", "gamma"]) {
+          const mine = all
+            .map((e) => (e.payload as { output: string }).output)
+            .filter((o) => o.startsWith(`${label}:`))
+            .map((o) => Number(o.split(":")[1]))
+          // everything arrived, once, in the order each process wrote it
+          expect(mine).toEqual(Array.from({ length: count }, (_, i) => i))
+        }
+        // the processes really interleaved: not all of one before all of another
+        const labels = all.map((e) => (e.payload as { output: string }).output.split(":")[0])
+        const switches = labels.filter((l, i) => i > 0 && l !== labels[i - 1]).length
+        expect(switches).toBeGreaterThan(2)
+      }),
+    120_000
+  )
+
+  it.live(
+    "follow sees events that another process appends",
+    () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        const worker = spawnTs("test/support/append-worker.ts", [file, "s1", "remote", "50"])
+        yield* Effect.promise(() => waitForLine(worker, "ready"))
+        const seen = yield* Effect.gen(function* () {
+          const store = yield* EventStore
+          const fiber = yield* Effect.fork(collect(Stream.take(store.follow(sid), 50)))
+          worker.stdin!.end("go\n")
+          return yield* Fiber.join(fiber).pipe(Effect.timeout("60 seconds"))
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file, followPollMs: 20 })))
+        expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1))
+        expect(yield* Effect.promise(() => exitCode(worker))).toBe(0)
+      }),
+    120_000
+  )
+})
