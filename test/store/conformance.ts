@@ -136,23 +136,25 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
-    it.scoped("publishes committed envelopes on the EventBus, in commit order", () =>
+    it.effect("publishes committed envelopes on the EventBus, in commit order", () =>
       run(
-        Effect.gen(function* () {
-          const store = yield* EventStore
-          const bus = yield* EventBus
-          const sub = yield* bus.subscribe
-          const appended = yield* store.append(sid("s1"), [created(), userMsg("a")])
-          yield* store.appendLater(sid("s2"), [created("other")])
-          yield* store.flush
-          const seen = Chunk.toArray(yield* Queue.takeAll(sub))
-          expect(seen.slice(0, 2)).toEqual(appended)
-          expect(seen.map((e) => `${e.sessionId}:${e.seq}`)).toEqual(["s1:1", "s1:2", "s2:1"])
-          // a rejected append publishes nothing
-          yield* Effect.either(store.append(sid("s1"), [{ type: "nope", payload: {} } as unknown as Events.NewEvent]))
-          expect(Chunk.size(yield* Queue.takeAll(sub))).toBe(0)
-        })
-      ).pipe(Effect.scoped)
+        Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* EventStore
+            const bus = yield* EventBus
+            const sub = yield* bus.subscribe
+            const appended = yield* store.append(sid("s1"), [created(), userMsg("a")])
+            yield* store.appendLater(sid("s2"), [created("other")])
+            yield* store.flush
+            const seen = Chunk.toArray(yield* Queue.takeAll(sub))
+            expect(seen.slice(0, 2)).toEqual(appended)
+            expect(seen.map((e) => `${e.sessionId}:${e.seq}`)).toEqual(["s1:1", "s1:2", "s2:1"])
+            // a rejected append publishes nothing
+            yield* Effect.either(store.append(sid("s1"), [{ type: "nope", payload: {} } as unknown as Events.NewEvent]))
+            expect(Chunk.size(yield* Queue.takeAll(sub))).toBe(0)
+          })
+        )
+      )
     )
 
     it.effect("follow gives stored events then live ones with no gap and no duplicate", () =>
