@@ -7,9 +7,10 @@
  * (SIGINT, SIGTERM) gives 130 and a defect 1. Errors are printed by the program as one sentence,
  * so the runtime's own error reporting is off.
  */
+
+import type { Teardown } from "@effect/platform/Runtime"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import type { Teardown } from "@effect/platform/Runtime"
 import { Cause, Effect, Exit } from "effect"
 import { ExitCode } from "./cli/errors.js"
 import { main } from "./cli/main.js"

@@ -3,15 +3,16 @@
  * `$XDG_DATA_HOME/logbook/logbook.db` (`~/.local/share/logbook/logbook.db` when XDG_DATA_HOME is
  * unset, empty or relative, per the XDG spec).
  *
- * Commands that only read never create a database: the file must exist before the store layer
- * opens it, and a file that is not a logbook database is reported, never touched.
+ * Commands that only read never create a database: they open it with `create: false`, so a
+ * missing file, or one that is not a logbook database, is reported (`DatabaseError`) and never
+ * touched. Commands that write (`logbook run`) use `resolveDbPath` with the default `create: true`.
  */
-import { Options } from "@effect/cli"
-import { FileSystem, Path } from "@effect/platform"
-import { Config, Effect, Layer, Option } from "effect"
+
 import { homedir } from "node:os"
+import * as Options from "@effect/cli/Options"
+import * as Path from "@effect/platform/Path"
+import { Config, Effect, Layer, Option } from "effect"
 import { EventStore } from "../store/EventStore.js"
-import { CliError } from "./errors.js"
 
 /** `--db <file>`, falling back to `LOGBOOK_DB`; put on every command that opens the database. */
 export const dbOption: Options.Options<Option.Option<string>> = Options.text("db").pipe(
@@ -25,9 +26,13 @@ export const dbOption: Options.Options<Option.Option<string>> = Options.text("db
 )
 
 /** The default database path from XDG_DATA_HOME and the home directory. */
-export const defaultDbPath = (path: Path.Path, env: { readonly xdgDataHome?: string | undefined; readonly home: string }) => {
+export const defaultDbPath = (
+  path: Path.Path,
+  env: { readonly xdgDataHome?: string | undefined; readonly home: string }
+) => {
   const xdg = env.xdgDataHome
-  const dataHome = xdg !== undefined && xdg !== "" && path.isAbsolute(xdg) ? xdg : path.join(env.home, ".local", "share")
+  const dataHome =
+    xdg !== undefined && xdg !== "" && path.isAbsolute(xdg) ? xdg : path.join(env.home, ".local", "share")
   return path.join(dataHome, "logbook", "logbook.db")
 }
 
@@ -41,30 +46,9 @@ export const resolveDbPath = Effect.fn("cli.resolveDbPath")(function* (db: Optio
   return defaultDbPath(path, { xdgDataHome, home })
 })
 
-/** Fails with a `CliError` (exit 2) unless `file` exists and is a regular file. */
-export const requireExisting = Effect.fn("cli.requireExisting")(function* (file: string) {
-  const fs = yield* FileSystem.FileSystem
-  const info = yield* fs.stat(file).pipe(
-    Effect.mapError((error) =>
-      error._tag === "SystemError" && error.reason === "NotFound"
-        ? CliError.usage(`no logbook database at ${file}; run \`logbook run\` first or pass --db <file>`)
-        : CliError.usage(`cannot open the logbook database ${file}: ${error.message}`)
-    )
-  )
-  if (info.type === "Directory") {
-    return yield* CliError.usage(`${file} is a directory, not a logbook database; pass --db <file>`)
-  }
-})
-
 /**
- * The store of an existing database, for commands that read: checks the file exists, then opens
- * it with `EventStore.layerSqlite` (which reports foreign, damaged or newer files as `DatabaseError`).
+ * The store of an existing database, for commands that only read: the file is never created, and
+ * a missing, foreign, damaged or newer file fails the layer with `DatabaseError` (exit 2).
  */
 export const existingStore = (db: Option.Option<string>) =>
-  Layer.unwrapEffect(
-    Effect.gen(function* () {
-      const file = yield* resolveDbPath(db)
-      yield* requireExisting(file)
-      return EventStore.layerSqlite({ filename: file })
-    })
-  )
+  Layer.unwrapEffect(Effect.map(resolveDbPath(db), (file) => EventStore.layerSqlite({ filename: file, create: false })))

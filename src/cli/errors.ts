@@ -5,10 +5,11 @@
  * Every expected failure becomes one sentence on stderr, prefixed with `logbook:`; stack traces are
  * shown only for defects, and only when `LOGBOOK_DEBUG` is set.
  */
-import { ValidationError } from "@effect/cli"
-import { Cause, Console, Effect, Option, Schema } from "effect"
+import * as ValidationError from "@effect/cli/ValidationError"
+import { Cause, Config, Console, Effect, Logger, Option, Schema } from "effect"
 import { EventDecodeError } from "../domain/Events.js"
 import { DatabaseError, EventStoreError } from "../store/Errors.js"
+import { ProjectionError } from "../store/Projection.js"
 
 export const ExitCode = {
   ok: 0,
@@ -35,7 +36,7 @@ export class CliError extends Schema.TaggedError<CliError>()("CliError", {
 const databaseSentence = (error: DatabaseError): string => {
   switch (error.reason) {
     case "missing":
-      return `no logbook database at ${error.file}; run \`logbook run\` first or pass --db`
+      return `no logbook database at ${error.file}; run \`logbook run\` first or pass --db <file>`
     case "not-logbook":
       return `${error.file} is not a logbook database; pass --db <file> to choose another file`
     case "corrupt":
@@ -43,12 +44,12 @@ const databaseSentence = (error: DatabaseError): string => {
     case "newer-schema":
       return `${error.file} was written by a newer version of logbook; upgrade logbook to read it`
     case "unreadable":
-      return `cannot open the logbook database ${error.file}: ${error.message}`
+      return error.message.includes(error.file) ? error.message : `cannot open ${error.file}: ${error.message}`
   }
 }
 
 /** The sentence and exit code for an expected failure. */
-export const describe = (error: unknown): { readonly message: string; readonly exitCode: number } => {
+export const describeFailure = (error: unknown): { readonly message: string; readonly exitCode: number } => {
   if (error instanceof CliError) return { message: error.message, exitCode: error.exitCode }
   if (error instanceof DatabaseError) return { message: databaseSentence(error), exitCode: ExitCode.usage }
   if (error instanceof EventStoreError) {
@@ -57,6 +58,12 @@ export const describe = (error: unknown): { readonly message: string; readonly e
   if (error instanceof EventDecodeError) {
     return {
       message: `cannot read event ${error.seq} (${error.type}) of session ${error.sessionId}: ${error.message}`,
+      exitCode: ExitCode.failed
+    }
+  }
+  if (error instanceof ProjectionError) {
+    return {
+      message: `cannot replay session ${error.sessionId}: event ${error.seq} (${error.type}) does not fit the state before it: ${error.message}`,
       exitCode: ExitCode.failed
     }
   }
@@ -79,16 +86,44 @@ export const toExitCode = <R>(program: Effect.Effect<void, unknown, R>): Effect.
       if (Option.isSome(failure)) {
         // @effect/cli has already printed its own message (and help for --help) for these
         if (ValidationError.isValidationError(failure.value)) return Effect.succeed(ExitCode.usage as number)
-        const { exitCode, message } = describe(failure.value)
+        const { exitCode, message } = describeFailure(failure.value)
         return Console.error(`logbook: ${oneLine(message)}`).pipe(Effect.as(exitCode))
       }
       const defect = Cause.squash(cause)
       const message = defect instanceof Error ? defect.message : String(defect)
       return Effect.gen(function* () {
-        yield* Console.error(`logbook: unexpected error: ${oneLine(message)}`)
-        if (process.env.LOGBOOK_DEBUG) yield* Console.error(Cause.pretty(cause))
-        else yield* Console.error("logbook: set LOGBOOK_DEBUG=1 to see the details")
+        const debug = yield* Config.boolean("LOGBOOK_DEBUG").pipe(
+          Config.withDefault(false),
+          Effect.orElseSucceed(() => true)
+        )
+        const details = debug ? `\n${Cause.pretty(cause)}` : " (set LOGBOOK_DEBUG=1 for the details)"
+        yield* Console.error(`logbook: unexpected error: ${oneLine(message)}${details}`)
         return ExitCode.failed as number
       })
     })
   )
+
+const logText = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts
+    .map((part) =>
+      typeof part === "string"
+        ? part
+        : part instanceof Error || (typeof part === "object" && part !== null && "message" in part)
+          ? String((part as { message: unknown }).message)
+          : String(part)
+    )
+    .join(": ")
+}
+
+/**
+ * Log lines go to stderr as `logbook: warning: …`, one line each, so they never mix with the
+ * output of a command (JSON on stdout stays valid).
+ */
+export const cliLogger = Logger.make(({ logLevel, message }) => {
+  globalThis.console.error(`logbook: ${logLevel.label.toLowerCase()}: ${oneLine(logText(message))}`)
+})
+
+/** Runs `effect` with `cliLogger` in place of the default logger. */
+export const withCliLogger = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provide(effect, Logger.replace(Logger.defaultLogger, cliLogger))

@@ -141,5 +141,5 @@ export interface EventLine {
 export const eventLine = (event: EventLine, style: Style, seqWidth = 4): string => {
   const seq = String(event.seq).padStart(seqWidth)
   const summary = summarize(event.type, event.payload, style)
-  return `${style.dim(seq)}  ${style.dim(formatLocalTimestamp(event.at))}  ${style.cyan(event.type.padEnd(18))}${summary === "" ? "" : ` ${summary}`}`.trimEnd()
+  return `${style.dim(seq)}  ${style.dim(formatLocalTimestamp(event.at))}  ${style.cyan(event.type.padEnd(19))}${summary === "" ? "" : ` ${summary}`}`.trimEnd()
 }

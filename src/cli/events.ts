@@ -2,7 +2,9 @@
  * `logbook events <session>`: the event log of one session, as text lines or JSON envelopes, with
  * `--follow` to keep printing events as they are committed (by this or another process).
  */
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Chunk, Console, Effect, Option, Stream } from "effect"
 import * as Events from "../domain/Events.js"
 import { EventStore } from "../store/EventStore.js"
@@ -57,16 +59,23 @@ const followOption = Options.boolean("follow").pipe(
  * The type filter from `--type` values: a predicate, or none to keep everything. Unknown names
  * are a usage error, so a typo does not silently print nothing.
  */
-export const parseTypeFilter = (values: ReadonlyArray<string>): Effect.Effect<Option.Option<(type: string) => boolean>, CliError> => {
-  const names = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "")
+export const parseTypeFilter = (
+  values: ReadonlyArray<string>
+): Effect.Effect<Option.Option<(type: string) => boolean>, CliError> => {
+  const names = values
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "")
   if (names.length === 0) return Effect.succeed(Option.none())
   const exact = new Set<string>()
   const prefixes: Array<string> = []
   for (const name of names) {
-    if (name.endsWith(".*") || name.endsWith("*")) {
-      const prefix = name.slice(0, name.endsWith(".*") ? -1 : -1)
+    if (name.endsWith("*")) {
+      const prefix = name.slice(0, -1)
       if (!Events.eventTypes.some((t) => t.startsWith(prefix))) {
-        return Effect.fail(CliError.usage(`--type ${name} matches no event type; known types: ${Events.eventTypes.join(", ")}`))
+        return Effect.fail(
+          CliError.usage(`--type ${name} matches no event type; known types: ${Events.eventTypes.join(", ")}`)
+        )
       }
       prefixes.push(prefix)
     } else if (Events.isEventType(name)) {
@@ -79,7 +88,8 @@ export const parseTypeFilter = (values: ReadonlyArray<string>): Effect.Effect<Op
 }
 
 const checkRange = (from: Option.Option<number>, to: Option.Option<number>): Effect.Effect<void, CliError> => {
-  if (Option.isSome(from) && from.value < 1) return Effect.fail(CliError.usage("--from must be 1 or more (seqs start at 1)"))
+  if (Option.isSome(from) && from.value < 1)
+    return Effect.fail(CliError.usage("--from must be 1 or more (seqs start at 1)"))
   if (Option.isSome(to) && to.value < 1) return Effect.fail(CliError.usage("--to must be 1 or more (seqs start at 1)"))
   if (Option.isSome(from) && Option.isSome(to) && from.value > to.value) {
     return Effect.fail(CliError.usage(`--from ${from.value} is after --to ${to.value}`))

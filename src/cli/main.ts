@@ -4,10 +4,11 @@
  * Exit codes (DESIGN §9): 0 done, 1 failed, 2 usage or configuration error (bad flags, unknown
  * session, missing or unusable database), 130 interrupted (SIGINT or SIGTERM).
  */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console } from "effect"
-import { toExitCode } from "./errors.js"
+import { toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
+import { withTerminalAwareConsole } from "./render.js"
 import { sessions } from "./sessions.js"
 import { version } from "./version.js"
 
@@ -33,6 +34,25 @@ export const root = Command.make("logbook", {}, () =>
 
 export const cli = Command.run(root, { name: "logbook", version })
 
-/** Runs the CLI on `process.argv` and yields the exit code; interruption is left to the runtime. */
-export const main = (argv: ReadonlyArray<string>) => toExitCode(cli(argv))
+/**
+ * `--db` belongs to each command that opens the database, so @effect/cli expects it after the
+ * command name. Users also write it first (`logbook --db x.db sessions list`), as a global flag:
+ * leading `--db <file>` / `--db=<file>` arguments are moved after the command.
+ */
+export const hoistDbOption = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const head = argv.slice(0, 2)
+  const rest = argv.slice(2)
+  const moved: Array<string> = []
+  while (rest.length > 0) {
+    const arg = rest[0]!
+    if (arg === "--db" && rest.length > 1) moved.push(...rest.splice(0, 2))
+    else if (arg.startsWith("--db=")) moved.push(...rest.splice(0, 1))
+    else break
+  }
+  if (moved.length === 0 || rest.length === 0 || rest[0]!.startsWith("-")) return argv
+  return [...head, ...rest, ...moved]
+}
 
+/** Runs the CLI on `process.argv` and yields the exit code; interruption is left to the runtime. */
+export const main = (argv: ReadonlyArray<string>) =>
+  toExitCode(cli(hoistDbOption(argv))).pipe(withCliLogger, withTerminalAwareConsole)

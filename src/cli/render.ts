@@ -5,7 +5,7 @@
  * Color is used only when stdout is a TTY and `NO_COLOR` is not set (https://no-color.org);
  * `FORCE_COLOR` (non-empty, not `0`) turns it on for pipes. `NO_COLOR` wins over `FORCE_COLOR`.
  */
-import { Config, Effect, Option } from "effect"
+import { Config, Console, Effect, Option } from "effect"
 
 // ---------------------------------------------------------------------------------------------
 // styles
@@ -67,17 +67,22 @@ export const colorEnabled = (options: {
   return options.isTTY
 }
 
+const envVar = (name: string) =>
+  Config.string(name).pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Effect.orElseSucceed(() => undefined)
+  )
+
 /** The style for stdout of this process. */
 export const stdoutStyle: Effect.Effect<Style> = Effect.gen(function* () {
-  const env = (name: string) => Config.string(name).pipe(Config.option, Config.map(Option.getOrUndefined))
-  const noColor = yield* env("NO_COLOR").pipe(Effect.orElseSucceed(() => undefined))
-  const forceColor = yield* env("FORCE_COLOR").pipe(Effect.orElseSucceed(() => undefined))
+  const noColor = yield* envVar("NO_COLOR")
+  const forceColor = yield* envVar("FORCE_COLOR")
   const isTTY = yield* Effect.sync(() => process.stdout.isTTY === true)
   return makeStyle(colorEnabled({ isTTY, noColor, forceColor }))
 })
 
-// eslint-disable-next-line no-control-regex
-const ansiPattern = /\u001b\[[0-9;]*m/g
+const ansiPattern = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 
 /** The text without ANSI styles. */
 export const stripAnsi = (text: string): string => text.replace(ansiPattern, "")
@@ -170,8 +175,9 @@ export const quoted = (text: string, max: number): string => JSON.stringify(trun
 /** Whole numbers with thousands separators (`12,345`). */
 export const formatCount = (n: number): string => Math.round(n).toLocaleString("en-US")
 
-/** US dollars: `$0.0123`, `$1.25`. */
-export const formatCost = (usd: number): string => (usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`)
+/** US dollars: `$0`, `$0.0123`, `$1.25`. */
+export const formatCost = (usd: number): string =>
+  usd === 0 ? "$0" : usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`
 
 /** Pads to a display width (ANSI styles do not count). */
 export const padEnd = (text: string, width: number): string =>
@@ -189,3 +195,57 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
       .trimEnd()
   return [style.bold(line(header)), ...rows.map(line)]
 }
+
+// ---------------------------------------------------------------------------------------------
+// console
+
+const stripArgs = (args: ReadonlyArray<unknown>): Array<unknown> =>
+  args.map((arg) => (typeof arg === "string" ? stripAnsi(arg) : arg))
+
+/**
+ * A Console that removes ANSI styles from what goes to stdout (`log`, `info`, `debug`) and/or
+ * stderr (`error`, `warn`): @effect/cli always styles its help and errors, and those must be plain
+ * text in a pipe or with NO_COLOR.
+ */
+export const plainConsole = (
+  current: Console.Console,
+  options: { readonly stdout: boolean; readonly stderr: boolean }
+): Console.Console => {
+  const out =
+    (f: (...args: ReadonlyArray<unknown>) => Effect.Effect<void>, strip: boolean) =>
+    (...args: ReadonlyArray<unknown>) =>
+      f(...(strip ? stripArgs(args) : args))
+  const unsafeOut =
+    (f: (...args: ReadonlyArray<unknown>) => void, strip: boolean) =>
+    (...args: ReadonlyArray<unknown>) =>
+      f(...(strip ? stripArgs(args) : args))
+  return {
+    ...current,
+    log: out(current.log.bind(current), options.stdout),
+    info: out(current.info.bind(current), options.stdout),
+    debug: out(current.debug.bind(current), options.stdout),
+    error: out(current.error.bind(current), options.stderr),
+    warn: out(current.warn.bind(current), options.stderr),
+    unsafe: {
+      ...current.unsafe,
+      log: unsafeOut(current.unsafe.log.bind(current.unsafe), options.stdout),
+      info: unsafeOut(current.unsafe.info.bind(current.unsafe), options.stdout),
+      debug: unsafeOut(current.unsafe.debug.bind(current.unsafe), options.stdout),
+      error: unsafeOut(current.unsafe.error.bind(current.unsafe), options.stderr),
+      warn: unsafeOut(current.unsafe.warn.bind(current.unsafe), options.stderr)
+    }
+  }
+}
+
+/** Runs `effect` with ANSI styles removed from stdout / stderr where those must be plain. */
+export const withTerminalAwareConsole = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.gen(function* () {
+    const noColor = yield* envVar("NO_COLOR")
+    const forceColor = yield* envVar("FORCE_COLOR")
+    const stdout = colorEnabled({ isTTY: process.stdout.isTTY === true, noColor, forceColor })
+    const stderr = colorEnabled({ isTTY: process.stderr.isTTY === true, noColor, forceColor })
+    if (stdout && stderr) return yield* effect
+    return yield* Console.consoleWith((current) =>
+      Effect.withConsole(effect, plainConsole(current, { stdout: !stdout, stderr: !stderr }))
+    )
+  })

@@ -1,7 +1,7 @@
 /**
  * `logbook sessions`: the session index (`list`) and one session's conversation (`show`).
  */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console } from "effect"
 import { sessionsList } from "./sessionsList.js"
 import { sessionsShow } from "./sessionsShow.js"

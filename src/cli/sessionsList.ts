@@ -1,7 +1,8 @@
 /**
  * `logbook sessions list`: the session index, most recently updated first.
  */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Effect } from "effect"
 import { EventStore, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
@@ -64,20 +65,23 @@ export const renderTable = (sessions: ReadonlyArray<SessionSummary>, style: Styl
 export const sessionsList = Command.make(
   "list",
   { db: dbOption, format: formatOption, all: allOption, limit: limitOption },
-  Effect.fn("cli.sessions.list")(function* ({ all, db, format, limit }) {
-    const file = yield* resolveDbPath(db)
-    const store = yield* EventStore
-    const listed = yield* store.sessions({ includeDeleted: all })
-    const sessions = limit._tag === "Some" ? listed.slice(0, Math.max(0, limit.value)) : listed
-    if (format === "json") {
-      yield* Console.log(JSON.stringify(sessions.map(summaryJson), null, 2))
-      return
-    }
-    if (sessions.length === 0) {
-      yield* Console.log(`No sessions in ${file} yet. Start one with \`logbook run\`.`)
-      return
-    }
-    const style = yield* stdoutStyle
-    yield* Console.log(renderTable(sessions, style).join("\n"))
-  }, (effect, { db }) => Effect.provide(effect, existingStore(db)))
+  Effect.fn("cli.sessions.list")(
+    function* ({ all, db, format, limit }) {
+      const file = yield* resolveDbPath(db)
+      const store = yield* EventStore
+      const listed = yield* store.sessions({ includeDeleted: all })
+      const sessions = limit._tag === "Some" ? listed.slice(0, Math.max(0, limit.value)) : listed
+      if (format === "json") {
+        yield* Console.log(JSON.stringify(sessions.map(summaryJson), null, 2))
+        return
+      }
+      if (sessions.length === 0) {
+        yield* Console.log(`No sessions in ${file} yet. Start one with \`logbook run\`.`)
+        return
+      }
+      const style = yield* stdoutStyle
+      yield* Console.log(renderTable(sessions, style).join("\n"))
+    },
+    (effect, { db }) => Effect.provide(effect, existingStore(db))
+  )
 ).pipe(Command.withDescription("List the sessions in the database, most recently updated first."))

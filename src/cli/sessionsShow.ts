@@ -1,11 +1,244 @@
-import { Args, Command } from "@effect/cli"
-import { Console, Effect } from "effect"
-import { dbOption } from "./db.js"
+/**
+ * `logbook sessions show <session>`: one session as a conversation, built from the projection
+ * (`Snapshots.restore`: the newest snapshot plus the events after it).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { Console, Effect, Either, Option } from "effect"
+import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.js"
+import * as Projection from "../store/Projection.js"
+import * as Snapshots from "../store/Snapshots.js"
+import { dbOption, existingStore } from "./db.js"
+import { CliError } from "./errors.js"
+import {
+  compactJson,
+  formatCost,
+  formatCount,
+  formatDuration,
+  formatLocalTime,
+  type Style,
+  stdoutStyle,
+  truncateLines
+} from "./render.js"
+import { resolveSession } from "./resolveSession.js"
+
+const sessionArg = Args.text({ name: "session" }).pipe(
+  Args.withDescription("The session id, or a prefix of it that matches one session.")
+)
+
+const atOption = Options.integer("at").pipe(
+  Options.optional,
+  Options.withPseudoName("seq"),
+  Options.withDescription("Show the session as it was after event <seq> (replay to that point).")
+)
+
+const formatOption = Options.choice("format", ["text", "json"]).pipe(
+  Options.withDefault("text" as const),
+  Options.withDescription("text: the conversation for people; json: the projected session state as one JSON object.")
+)
+
+const fullOption = Options.boolean("full").pipe(
+  Options.withDescription("Show tool inputs and outputs in full instead of cutting them.")
+)
+
+export interface ShowOptions {
+  readonly full: boolean
+}
+
+const indent = (text: string, prefix: string): Array<string> =>
+  text
+    .replace(/\r\n/g, "\n")
+    .replace(/\n+$/, "")
+    .split("\n")
+    .map((line) => `${prefix}${line}`.trimEnd())
+
+const usageLine = (u: Projection.SessionState["totals"]): string => {
+  const parts = [`in ${formatCount(u.input)}`, `out ${formatCount(u.output)}`]
+  if (u.reasoning > 0) parts.push(`reasoning ${formatCount(u.reasoning)}`)
+  if (u.cacheRead > 0 || u.cacheWrite > 0) {
+    parts.push(`cache read ${formatCount(u.cacheRead)}`, `cache write ${formatCount(u.cacheWrite)}`)
+  }
+  parts.push(`cost ${formatCost(u.cost)}`)
+  return parts.join(" · ")
+}
+
+const statusText = (state: Projection.SessionState, style: Style): string => {
+  if (state.deleted) return style.dim("deleted")
+  const status = state.status
+  switch (status._tag) {
+    case "idle":
+      return "idle"
+    case "busy":
+      return style.yellow("busy")
+    case "retry":
+      return style.yellow(`retrying (attempt ${status.attempt}: ${status.message})`)
+  }
+}
+
+/** `completed`, `error (interrupted: user)`, `running` … with the duration when it is known. */
+export const toolStateText = (part: ToolPart, style: Style): string => {
+  const state = part.state
+  switch (state._tag) {
+    case "pending":
+      return style.dim("pending")
+    case "running":
+      return `${style.yellow(state.timedOut ? "running (timed out, stopping)" : "running")} since ${formatLocalTime(state.startedAt)}`
+    case "completed":
+      return `${style.green("completed")} ${formatDuration(state.endedAt - state.startedAt)}`
+    case "error": {
+      const flags = [
+        state.interrupted ? `interrupted${state.reason !== undefined ? `: ${state.reason}` : ""}` : "",
+        state.timedOut ? "timed out" : ""
+      ].filter((f) => f !== "")
+      const label = style.red(flags.length > 0 ? `error (${flags.join(", ")})` : "error")
+      return state.startedAt === undefined ? label : `${label} ${formatDuration(state.endedAt - state.startedAt)}`
+    }
+  }
+}
+
+const toolLines = (part: ToolPart, style: Style, options: ShowOptions): Array<string> => {
+  const state = part.state
+  const lines = [
+    `  ${style.bold("▸")} ${style.bold(part.tool)} ${toolStateText(part, style)}  ${style.dim(part.callId)}`
+  ]
+  const field = (label: string, text: string, color: (s: string) => string = (s) => s) => {
+    const body = options.full ? indent(text, "") : truncateLines(text, 8, 160)
+    if (body.length === 0) body.push("")
+    lines.push(`      ${style.dim(label.padEnd(7))} ${color(body[0]!)}`)
+    for (const rest of body.slice(1)) lines.push(`              ${color(rest)}`.trimEnd())
+  }
+  const input = (value: unknown) =>
+    options.full ? (JSON.stringify(value, null, 2) ?? String(value)) : compactJson(value, 160)
+  switch (state._tag) {
+    case "pending":
+      if (state.inputText !== "") field("input", state.inputText)
+      break
+    case "running":
+      field("input", input(state.input))
+      if (state.progress !== undefined) field("output", state.progress)
+      break
+    case "completed":
+      field("input", input(state.input))
+      field("output", state.output)
+      break
+    case "error":
+      field("input", input(state.input))
+      field("error", state.error, style.red)
+      break
+  }
+  return lines
+}
+
+const userLines = (message: UserMessage, style: Style): Array<string> => {
+  const notes = [message.mode === "prompt" ? "" : message.mode, message.delivered ? "" : "not delivered yet"]
+    .filter((n) => n !== "")
+    .join(", ")
+  return [
+    `${style.bold(style.blue("user"))}  ${style.dim(formatLocalTime(message.at))}${notes === "" ? "" : `  ${style.dim(`(${notes})`)}`}`,
+    ...indent(message.text, "  ")
+  ]
+}
+
+const assistantLines = (
+  state: Projection.SessionState,
+  message: AssistantMessage,
+  style: Style,
+  options: ShowOptions
+): Array<string> => {
+  const info = [
+    formatLocalTime(message.startedAt),
+    message.model ?? "",
+    message.completedAt === undefined ? "not completed" : formatDuration(message.completedAt - message.startedAt),
+    message.finishReason ?? "",
+    message.steps.length > 1 ? `${message.steps.length} steps` : "",
+    usageLine(message.usage)
+  ].filter((s) => s !== "")
+  const lines = [`${style.bold(style.magenta("assistant"))}  ${style.dim(info.join(" · "))}`]
+  for (const part of Projection.resolveParts(state, message)) {
+    switch (part.type) {
+      case "text":
+        lines.push(...indent(part.text, "  "))
+        break
+      case "reasoning":
+        lines.push(...indent(part.text, "  ~ ").map((line) => style.dim(style.italic(line))))
+        break
+      case "tool":
+        lines.push(...toolLines(part, style, options))
+        break
+    }
+  }
+  if (message.parts.length === 0) lines.push(style.dim("  (no output)"))
+  return lines
+}
+
+/** The conversation view of a session state. */
+export const renderSession = (
+  state: Projection.SessionState,
+  style: Style,
+  options: ShowOptions & { readonly atSeq?: number | undefined; readonly totalEvents?: number | undefined }
+): string => {
+  const header = [
+    `${style.bold(state.title ?? "(untitled)")}`,
+    `  ${style.dim("id")}       ${state.sessionId}`,
+    `  ${style.dim("status")}   ${statusText(state, style)}`,
+    ...(state.cwd === null ? [] : [`  ${style.dim("cwd")}      ${state.cwd}`]),
+    ...(state.model === null ? [] : [`  ${style.dim("model")}    ${state.model}`]),
+    `  ${style.dim("created")}  ${formatLocalTime(state.createdAt)}`,
+    `  ${style.dim("updated")}  ${formatLocalTime(state.updatedAt)}`,
+    `  ${style.dim("events")}   ${
+      options.atSeq === undefined
+        ? state.lastSeq
+        : `${state.lastSeq} of ${options.totalEvents ?? "?"} ${style.yellow(`(replayed to seq ${options.atSeq})`)}`
+    }`,
+    `  ${style.dim("tokens")}   ${usageLine(state.totals)}`
+  ]
+  if (state.turn !== null) {
+    header.push(`  ${style.dim("turn")}     ${style.yellow(`open since ${formatLocalTime(state.turn.startedAt)}`)}`)
+  } else if (state.lastTurn !== null) {
+    const end = state.lastTurn
+    header.push(
+      `  ${style.dim("turn")}     ${end.interrupted ? style.yellow(`interrupted (${end.reason})`) : `finished (${end.reason})`} at ${formatLocalTime(end.at)}`
+    )
+  }
+  if (state.queued.length > 0) header.push(`  ${style.dim("queued")}   ${state.queued.length} message(s)`)
+  if (state.lastError !== null) {
+    header.push(`  ${style.dim("error")}    ${style.red(state.lastError.message)}`)
+  }
+  const blocks = state.messages.map((message) =>
+    message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
+  )
+  if (blocks.length === 0) blocks.push([style.dim("(no messages yet)")])
+  return [header.join("\n"), ...blocks.map((b) => b.join("\n"))].join("\n\n")
+}
 
 export const sessionsShow = Command.make(
   "show",
-  { session: Args.text({ name: "session" }), db: dbOption },
-  Effect.fn("cli.sessions.show")(function* () {
-    yield* Console.log("todo")
-  })
+  { session: sessionArg, db: dbOption, at: atOption, format: formatOption, full: fullOption },
+  Effect.fn("cli.sessions.show")(
+    function* ({ at, format, full, session }) {
+      const summary = yield* resolveSession(session)
+      if (Option.isSome(at) && (at.value < 1 || at.value > summary.lastSeq)) {
+        return yield* CliError.usage(`--at ${at.value} is outside the session's events (1 to ${summary.lastSeq})`)
+      }
+      const atSeq = Option.getOrUndefined(at)
+      const state = yield* Snapshots.restore(summary.id, atSeq === undefined ? {} : { atSeq })
+      if (format === "json") {
+        const encoded = Projection.encodeState(state)
+        if (Either.isLeft(encoded)) {
+          return yield* CliError.failed(`cannot encode the state of session ${summary.id}: ${encoded.left.message}`)
+        }
+        yield* Console.log(JSON.stringify(encoded.right, null, 2))
+        return
+      }
+      const style = yield* stdoutStyle
+      yield* Console.log(renderSession(state, style, { full, atSeq, totalEvents: summary.lastSeq }))
+    },
+    (effect, { db }) => Effect.provide(effect, existingStore(db))
+  )
+).pipe(
+  Command.withDescription(
+    "Show one session as a conversation: user and assistant messages, reasoning, tool calls with " +
+      "their state, duration, input and output, and token and cost totals."
+  )
 )

@@ -28,22 +28,54 @@ export type ActionId = typeof ActionId.Type
 export const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.brand("TurnId"))
 export type TurnId = typeof TurnId.Type
 
-const hex = (n: number, width: number): string => n.toString(16).padStart(width, "0")
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
 /** Formats a UUIDv7 from a millisecond timestamp and 10 random bytes. */
-export const formatUuidV7 = (millis: number, random: ReadonlyArray<number>): string => {
+export const formatUuidV7 = (millis: number, random: ArrayLike<number>): string => {
   const ms = Math.max(0, Math.floor(millis))
   const high = Math.floor(ms / 0x10000) // top 32 bits of the 48-bit timestamp
   const low = ms % 0x10000
   const b = random
-  const timeHex = hex(high, 8) + hex(low, 4)
-  const verRand = hex(0x7000 | (((b[0]! & 0x0f) << 8) | b[1]!), 4)
-  const variant = hex(0x8000 | (((b[2]! & 0x3f) << 8) | b[3]!), 4)
-  const tail = b
-    .slice(4, 10)
-    .map((x) => hex(x, 2))
-    .join("")
-  return `${timeHex.slice(0, 8)}-${timeHex.slice(8, 12)}-${verRand}-${variant}-${tail}`
+  return (
+    HEX[(high >>> 24) & 0xff]! +
+    HEX[(high >>> 16) & 0xff]! +
+    HEX[(high >>> 8) & 0xff]! +
+    HEX[high & 0xff]! +
+    "-" +
+    HEX[low >>> 8]! +
+    HEX[low & 0xff]! +
+    "-" +
+    HEX[0x70 | (b[0]! & 0x0f)]! +
+    HEX[b[1]! & 0xff]! +
+    "-" +
+    HEX[0x80 | (b[2]! & 0x3f)]! +
+    HEX[b[3]! & 0xff]! +
+    "-" +
+    HEX[b[4]! & 0xff]! +
+    HEX[b[5]! & 0xff]! +
+    HEX[b[6]! & 0xff]! +
+    HEX[b[7]! & 0xff]! +
+    HEX[b[8]! & 0xff]! +
+    HEX[b[9]! & 0xff]!
+  )
+}
+
+const randomPool = new Uint8Array(10 * 256)
+let randomOffset = randomPool.length
+
+/**
+ * A UUIDv7 for a given time with random bits from the platform's CSPRNG, without an effect per id:
+ * for hot paths (the store stamps every event) where ids need to be unique and time-ordered but
+ * not reproducible. Kernel code uses `uuidV7`, which draws from the `Random` service.
+ */
+export const uuidV7At = (millis: number): string => {
+  if (randomOffset + 10 > randomPool.length) {
+    globalThis.crypto.getRandomValues(randomPool)
+    randomOffset = 0
+  }
+  const bytes = randomPool.subarray(randomOffset, randomOffset + 10)
+  randomOffset += 10
+  return formatUuidV7(millis, bytes)
 }
 
 /** A new UUIDv7 string, using `Clock` and `Random`. */

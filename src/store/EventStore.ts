@@ -143,7 +143,7 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
   ): Layer.Layer<EventStore | EventBus, DatabaseError> =>
     Layer.scoped(
       EventStore,
-      Effect.flatMap(makeSqliteBackend, (backend) => makeService(backend, options))
+      Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend, options))
     ).pipe(Layer.provide(layerClient(options)), Layer.provideMerge(EventBus.layer))
 }
 

@@ -3,7 +3,6 @@
  * durable history. It behaves like the SQLite layer (same conformance suite), minus durability.
  */
 import { Effect, Option } from "effect"
-import type { EnvelopeHeader } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
@@ -36,12 +35,10 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
 
   const backend: Backend = {
     commit: (requests) =>
-      Effect.sync(() => {
-        const out: Array<ReadonlyArray<EnvelopeHeader>> = []
-        for (const request of requests) {
+      Effect.sync(() =>
+        requests.map((request) => {
           const rows = rowsOf(request.sessionId)
-          const headers: Array<EnvelopeHeader> = []
-          const indexed: Array<{ seq: number; type: string; at: number; payload: unknown }> = []
+          const first = rows.length + 1
           for (const e of request.events) {
             const row: StoredRow = {
               id: e.id,
@@ -55,15 +52,14 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
             }
             rows.push(row)
             all.push(row)
-            const { json: _json, ...header } = row
-            headers.push(header)
-            indexed.push({ seq: row.seq, type: row.type, at: row.at, payload: e.payload })
           }
-          index.set(request.sessionId, summarize(index.get(request.sessionId), request.sessionId, indexed))
-          out.push(headers)
-        }
-        return out
-      }),
+          index.set(
+            request.sessionId,
+            summarize(index.get(request.sessionId), request.sessionId, first, request.events)
+          )
+          return first
+        })
+      ),
     readPage: (sessionId, from, to, limit) =>
       Effect.sync(() => (events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
     queryPage: (query, after, limit) =>

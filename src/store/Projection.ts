@@ -20,7 +20,7 @@ import {
   type EventType,
   SessionStatus
 } from "../domain/Events.js"
-import { ActionId, CallId, MessageId, PartId, SessionId, TurnId } from "../domain/Ids.js"
+import { ActionId, CallId, MessageId, type PartId, SessionId, TurnId } from "../domain/Ids.js"
 import {
   type AssistantMessage,
   type AssistantPart,
@@ -240,7 +240,7 @@ const fresh = <T extends object>(ctx: Ctx, value: T): T => {
 }
 
 /** Thrown inside a fold step and turned into `Either.left` at the boundary. */
-const illegal = (s: SessionState, env: Envelope, message: string): never => {
+function illegal(s: SessionState, env: Envelope, message: string): never {
   throw new ProjectionError({ sessionId: s.sessionId, seq: env.seq, type: env.type, message })
 }
 
@@ -355,7 +355,7 @@ const appendDelta = (
     const part = parts[j]!
     if (part.type !== "tool" && part.id === payload.partId) {
       if (part.type !== kind) {
-        return illegal(s, env, `part ${payload.partId} of message ${payload.messageId} is a ${part.type} part`)
+        illegal(s, env, `part ${payload.partId} of message ${payload.messageId} is a ${part.type} part`)
       }
       const owned = own(ctx, part)
       owned.text = owned.text + payload.delta
@@ -457,7 +457,7 @@ const handlers: Handlers = {
     const i = message.steps.length - 1
     const last = message.steps[i]
     if (last === undefined || last.endedAt !== undefined || last.step !== p.step) {
-      return illegal(s, env, `step ${p.step} of message ${p.messageId} is not open`)
+      illegal(s, env, `step ${p.step} of message ${p.messageId} is not open`)
     }
     const steps = ownArray(ctx, message.steps)
     const step: StepInfo = {
@@ -523,10 +523,10 @@ const handlers: Handlers = {
   "tool.failed": (ctx, s, env) => {
     const p = env.payload
     const part = s.toolParts[p.callId]
-    if (part === undefined) return illegal(s, env, `unknown call ${p.callId}`)
+    if (part === undefined) illegal(s, env, `unknown call ${p.callId}`)
     const state = part.state
     if (state._tag !== "pending" && state._tag !== "running") {
-      return illegal(s, env, `call ${p.callId} is already ${state._tag}`)
+      illegal(s, env, `call ${p.callId} is already ${state._tag}`)
     }
     setToolState(ctx, s, part, {
       _tag: "error",
@@ -588,7 +588,7 @@ const handlers: Handlers = {
   "permission.replied": (ctx, s, env) => {
     const p = env.payload
     const asked = s.permissions[p.permissionId]
-    if (asked === undefined) return illegal(s, env, `permission ${p.permissionId} was never asked`)
+    if (asked === undefined) illegal(s, env, `permission ${p.permissionId} was never asked`)
     if (asked.reply !== null) illegal(s, env, `permission ${p.permissionId} was already answered (${asked.reply})`)
     const permissions = own(ctx, s.permissions)
     permissions[p.permissionId] = { ...asked, reply: p.reply, repliedAt: env.at }

@@ -22,7 +22,7 @@ import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, type EventStoreError, LeaseHeld } from "./Errors.js"
 import type { Lease, SessionStatusName, SessionSummary } from "./EventStore.js"
-import { type Backend, type StoredRow, storeError, summarize } from "./internal/core.js"
+import { type Backend, type CommitRequest, type StoredRow, storeError, summarize } from "./internal/core.js"
 
 /** `PRAGMA application_id` of every logbook database: "LOGB". */
 export const APPLICATION_ID = 0x4c4f4742
@@ -45,7 +45,6 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
     )`
     yield* sql`CREATE UNIQUE INDEX events_id ON events (id)`
     yield* sql`CREATE INDEX events_type_at ON events (type, at)`
-    yield* sql`CREATE INDEX events_at ON events (at)`
     yield* sql`CREATE TABLE sessions (
       id TEXT PRIMARY KEY,
       title TEXT,
@@ -87,7 +86,8 @@ const dbError = (file: string, reason: DatabaseError["reason"], message: string)
   new DatabaseError({ file, reason, message })
 
 /**
- * Checks a database file without modifying it. Returns whether the file is new (absent or empty).
+ * Checks a database file without modifying it: absent (created when `create`), empty, or a logbook
+ * database this version understands. Anything else is a `DatabaseError` naming the file.
  */
 export const preflight = (file: string, create: boolean): Effect.Effect<void, DatabaseError> =>
   Effect.suspend(() => {
@@ -113,7 +113,9 @@ export const preflight = (file: string, create: boolean): Effect.Effect<void, Da
     }
     if (stat.isDirectory())
       return Effect.fail(dbError(file, "unreadable", `${file} is a directory, not a database file`))
-    if (stat.size === 0) return Effect.void
+    if (stat.size === 0) {
+      return create ? Effect.void : Effect.fail(dbError(file, "missing", `${file} is empty: no logbook database yet`))
+    }
     let header: Buffer
     try {
       const fd = fs.openSync(file, "r")
@@ -129,40 +131,48 @@ export const preflight = (file: string, create: boolean): Effect.Effect<void, Da
     if (header.toString("latin1") !== SQLITE_MAGIC) {
       return Effect.fail(dbError(file, "not-logbook", `${file} is not a logbook database (not an SQLite file)`))
     }
-    let db: Database.Database | undefined
-    try {
-      db = new Database(file, { readonly: true, fileMustExist: true })
-      const appId = db.pragma("application_id", { simple: true }) as number
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as Array<string>
-      if (appId !== APPLICATION_ID) {
-        if (tables.length === 0 && appId === 0) return Effect.void
-        return Effect.fail(dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`))
-      }
-      if (tables.includes(MIGRATIONS_TABLE)) {
-        const latest = db.prepare(`SELECT max(migration_id) FROM ${MIGRATIONS_TABLE}`).pluck().get() as number | null
-        if (latest !== null && latest > LATEST_MIGRATION) {
-          return Effect.fail(
-            dbError(
-              file,
-              "newer-schema",
-              `${file} was written by a newer logbook (schema ${latest}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
-            )
-          )
-        }
-      }
-      return Effect.void
-    } catch (e) {
-      const code = (e as { code?: string }).code ?? ""
-      if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") {
-        return Effect.fail(
-          dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+    // A read-only connection to a WAL database may create -wal / -shm files. When the file turns out
+    // not to be ours, remove the ones this check made (a logbook database keeps them: another
+    // logbook process may be about to use them).
+    const sidecars = [`${file}-wal`, `${file}-shm`].filter((f) => !fs.existsSync(f))
+    const error = inspect(file)
+    if (error === undefined) return Effect.void
+    for (const f of sidecars) fs.rmSync(f, { force: true })
+    return Effect.fail(error)
+  })
+
+/** Reads an SQLite file's header tables read-only: is it a logbook database this version understands? */
+const inspect = (file: string): DatabaseError | undefined => {
+  let db: Database.Database | undefined
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true })
+    const appId = db.pragma("application_id", { simple: true }) as number
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as Array<string>
+    if (appId !== APPLICATION_ID) {
+      if (tables.length === 0 && appId === 0) return undefined
+      return dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`)
+    }
+    if (tables.includes(MIGRATIONS_TABLE)) {
+      const latest = db.prepare(`SELECT max(migration_id) FROM ${MIGRATIONS_TABLE}`).pluck().get() as number | null
+      if (latest !== null && latest > LATEST_MIGRATION) {
+        return dbError(
+          file,
+          "newer-schema",
+          `${file} was written by a newer logbook (schema ${latest}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
         )
       }
-      return Effect.fail(dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`))
-    } finally {
-      db?.close()
     }
-  })
+    return undefined
+  } catch (e) {
+    const code = (e as { code?: string }).code ?? ""
+    if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") {
+      return dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+    }
+    return dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`)
+  } finally {
+    db?.close()
+  }
+}
 
 /** Runs an effect in a `BEGIN IMMEDIATE` transaction (nested calls use savepoints). */
 const makeImmediate = (sql: SqlClient.SqlClient) =>
@@ -223,180 +233,228 @@ const toHeader = (r: EventRow): EnvelopeHeader => ({
 
 /** Rows per multi-row INSERT statement (8 parameters each, well below SQLite's limit). */
 const INSERT_CHUNK = 100
+const EVENT_COLUMNS = 8
+const INSERT_PREFIX = "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload) VALUES "
+const INSERT_ONE = `${INSERT_PREFIX}(?, ?, ?, ?, ?, ?, ?, ?)`
+const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")
+const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
+const SELECT_LAST_SEQ = "SELECT max(seq) AS last FROM events WHERE session_id = ?"
+const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
+    last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted`
 
-export const makeSqliteBackend: Effect.Effect<Backend, never, SqlClient.SqlClient> = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const immediate = makeImmediate(sql)
-  const fail =
-    (method: string) =>
-    <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
-      Effect.mapError(effect, (e) => storeError(method, e.cause ?? e, `${method}: ${describeSqlError(e)}`))
+/**
+ * The writer connection: every write of this process goes through it, each write one synchronous
+ * better-sqlite3 transaction (`BEGIN IMMEDIATE … COMMIT` inside a single call), so a transaction
+ * never spans an event-loop turn and in-process writers can never wait on each other's lock.
+ * Reads go through the `SqlClient` (WAL readers never block the writer).
+ */
+const openWriter = (file: string, busyTimeoutMs: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const db = new Database(file, { fileMustExist: true, timeout: busyTimeoutMs })
+      db.pragma("synchronous = NORMAL")
+      const insertOne = db.prepare(INSERT_ONE)
+      const insertMany = db.prepare(INSERT_MANY)
+      const selectSession = db.prepare<[string], SessionRow>(SELECT_SESSION)
+      const selectLastSeq = db.prepare<[string], { last: number | null }>(SELECT_LAST_SEQ)
+      const upsertSession = db.prepare(UPSERT_SESSION)
 
-  const commit: Backend["commit"] = (requests) =>
-    immediate(
-      Effect.gen(function* () {
-        const out: Array<ReadonlyArray<EnvelopeHeader>> = []
-        for (const request of requests) {
-          const current = yield* sql<SessionRow>`SELECT * FROM sessions WHERE id = ${request.sessionId}`
-          const last = yield* sql<{
-            last: number | null
-          }>`SELECT max(seq) AS last FROM events WHERE session_id = ${request.sessionId}`
-          let seq = last[0]?.last ?? 0
-          const headers: Array<EnvelopeHeader> = []
-          const rows: Array<Record<string, string | number | null>> = []
-          const indexed: Array<{ seq: number; type: string; at: number; payload: unknown }> = []
-          for (const e of request.events) {
-            seq++
-            headers.push({
-              id: e.id,
-              sessionId: request.sessionId,
-              seq,
-              type: e.type,
-              at: e.at,
-              parentId: e.parentId,
-              v: e.v
-            })
-            rows.push({
-              session_id: request.sessionId,
-              seq,
-              id: e.id,
-              type: e.type,
-              at: e.at,
-              parent_id: e.parentId,
-              v: e.v,
-              payload: e.json
-            })
-            indexed.push({ seq, type: e.type, at: e.at, payload: e.payload })
+      const commit = db.transaction((requests: ReadonlyArray<CommitRequest>): ReadonlyArray<number> => {
+        // one read of the last seq and one index update per session, however many requests it has
+        const bySession = new Map<SessionId, Array<number>>()
+        requests.forEach((r, i) => {
+          const list = bySession.get(r.sessionId)
+          if (list === undefined) bySession.set(r.sessionId, [i])
+          else list.push(i)
+        })
+        const out: Array<number> = new Array(requests.length)
+        for (const [sessionId, indexes] of bySession) {
+          const current = selectSession.get(sessionId)
+          let seq = selectLastSeq.get(sessionId)?.last ?? 0
+          let summary = current ? toSummary(current) : undefined
+          const params: Array<unknown> = []
+          for (const i of indexes) {
+            const events = requests[i]!.events
+            out[i] = seq + 1
+            summary = summarize(summary, sessionId, seq + 1, events)
+            for (const e of events) {
+              seq++
+              params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json)
+            }
           }
-          for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-            yield* sql`INSERT INTO events ${sql.insert(rows.slice(i, i + INSERT_CHUNK))}`
+          const rows = params.length / EVENT_COLUMNS
+          const whole = rows - (rows % INSERT_CHUNK)
+          for (let r = 0; r < whole; r += INSERT_CHUNK) {
+            insertMany.run(params.slice(r * EVENT_COLUMNS, (r + INSERT_CHUNK) * EVENT_COLUMNS))
           }
-          const s = summarize(current[0] ? toSummary(current[0]) : undefined, request.sessionId, indexed)
-          yield* sql`INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted)
-            VALUES (${s.id}, ${s.title}, ${s.cwd}, ${s.createdAt}, ${s.updatedAt}, ${s.lastSeq}, ${s.status}, ${s.deleted ? 1 : 0})
-            ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
-              last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted`
-          out.push(headers)
+          for (let r = whole; r < rows; r++) {
+            insertOne.run(params.slice(r * EVENT_COLUMNS, (r + 1) * EVENT_COLUMNS))
+          }
+          const s = summary!
+          upsertSession.run([s.id, s.title, s.cwd, s.createdAt, s.updatedAt, s.lastSeq, s.status, s.deleted ? 1 : 0])
         }
         return out
       })
-    ).pipe(fail("append"))
 
-  const backend: Backend = {
-    commit,
-    readPage: (sessionId, from, to, limit) =>
-      sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
-        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
-        Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
-        fail("read")
-      ),
-    queryPage: (query, after, limit) => {
-      const conditions = [
-        query.types === undefined ? undefined : sql.in("type", query.types),
-        query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
-        query.since === undefined ? undefined : sql`at >= ${query.since}`,
-        query.until === undefined ? undefined : sql`at < ${query.until}`,
-        after === undefined
-          ? undefined
-          : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
-      ].filter((c) => c !== undefined)
-      return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
-        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map(toHeader)),
-        fail("query")
+      const saveSnapshot = db.prepare(
+        "INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state) VALUES (?, ?, ?, ?, ?)"
       )
-    },
-    lastSeq: (sessionId) =>
-      sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
-        Effect.map((r) => r[0]?.last ?? 0),
-        fail("lastSeq")
-      ),
-    sessions: (options) =>
-      sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
-        ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
-        ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
-      ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit ?? -1}`.pipe(
-        Effect.map((rows) => rows.map(toSummary)),
-        fail("sessions")
-      ),
-    session: (sessionId) =>
-      sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
-        fail("session")
-      ),
-    saveSnapshot: (snapshot, json) =>
-      sql`INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state)
-        VALUES (${snapshot.sessionId}, ${snapshot.version}, ${snapshot.seq}, ${snapshot.at}, ${json})`.pipe(
-        Effect.asVoid,
-        fail("saveSnapshot")
-      ),
-    loadSnapshot: (sessionId, version, atOrBelow) =>
-      sql<{ seq: number; at: number; state: string }>`SELECT seq, at, state FROM snapshots
+      const putBlob = db.prepare("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
+      const selectLease = db.prepare<[string], { owner: string; expires_at: number }>(
+        "SELECT owner, expires_at FROM leases WHERE session_id = ?"
+      )
+      const upsertLease = db.prepare(`INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)
+        ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`)
+      const deleteLease = db.prepare("DELETE FROM leases WHERE session_id = ? AND owner = ?")
+      const acquireLease = db.transaction(
+        (sessionId: string, owner: string, now: number, ttlMs: number): Lease | LeaseHeld => {
+          const current = selectLease.get(sessionId)
+          if (current !== undefined && current.owner !== owner && current.expires_at > now) {
+            return new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at })
+          }
+          upsertLease.run(sessionId, owner, now + ttlMs)
+          return { sessionId: sessionId as SessionId, owner, expiresAt: now + ttlMs }
+        }
+      )
+
+      return {
+        db,
+        commit: (requests: ReadonlyArray<CommitRequest>) => commit.immediate(requests),
+        saveSnapshot,
+        putBlob,
+        acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number) =>
+          acquireLease.immediate(sessionId, owner, now, ttlMs),
+        deleteLease
+      }
+    }),
+    (writer) => Effect.sync(() => writer.db.close())
+  )
+
+/** Runs a synchronous write, mapping SQLite's exceptions to `EventStoreError`. */
+const write = <A>(method: string, f: () => A): Effect.Effect<A, EventStoreError> =>
+  Effect.try({ try: f, catch: (e) => storeError(method, e, `${method}: ${describeSqliteError(e)}`) })
+
+const DEFAULT_BUSY_TIMEOUT_MS = 10_000
+
+export const makeSqliteBackend = (
+  options: SqliteOptions
+): Effect.Effect<Backend, never, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const writer = yield* openWriter(
+      path.resolve(options.filename),
+      Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
+    )
+    const fail =
+      (method: string) =>
+      <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
+        Effect.mapError(effect, (e) =>
+          storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`)
+        )
+
+    const backend: Backend = {
+      commit: (requests) => write("append", () => writer.commit(requests)),
+      saveSnapshot: (snapshot, json) =>
+        write("saveSnapshot", () => {
+          writer.saveSnapshot.run(snapshot.sessionId, snapshot.version, snapshot.seq, snapshot.at, json)
+        }),
+      putBlob: (hash, content) =>
+        write("putBlob", () => {
+          writer.putBlob.run(
+            hash,
+            content.byteLength,
+            Buffer.from(content.buffer, content.byteOffset, content.byteLength)
+          )
+        }),
+      acquireLease: (sessionId, owner, now, ttlMs) =>
+        Effect.flatMap(
+          write("acquireLease", () => writer.acquireLease(sessionId, owner, now, ttlMs)),
+          (result) => (result instanceof LeaseHeld ? Effect.fail(result) : Effect.succeed(result))
+        ),
+      releaseLease: (sessionId, owner) =>
+        write("releaseLease", () => {
+          writer.deleteLease.run(sessionId, owner)
+        }),
+      readPage: (sessionId, from, to, limit) =>
+        sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+          Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
+          fail("read")
+        ),
+      queryPage: (query, after, limit) => {
+        const conditions = [
+          query.types === undefined ? undefined : sql.in("type", query.types),
+          query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
+          query.since === undefined ? undefined : sql`at >= ${query.since}`,
+          query.until === undefined ? undefined : sql`at < ${query.until}`,
+          after === undefined
+            ? undefined
+            : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
+        ].filter((c) => c !== undefined)
+        return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
+        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
+          Effect.map((rows) => rows.map(toHeader)),
+          fail("query")
+        )
+      },
+      lastSeq: (sessionId) =>
+        sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((r) => r[0]?.last ?? 0),
+          fail("lastSeq")
+        ),
+      sessions: (options) =>
+        sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
+          ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
+          ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
+        ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit ?? -1}`.pipe(
+          Effect.map((rows) => rows.map(toSummary)),
+          fail("sessions")
+        ),
+      session: (sessionId) =>
+        sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
+          fail("session")
+        ),
+      loadSnapshot: (sessionId, version, atOrBelow) =>
+        sql<{ seq: number; at: number; state: string }>`SELECT seq, at, state FROM snapshots
         WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
         ORDER BY seq DESC LIMIT 1`.pipe(
-        Effect.map((rows) =>
-          Option.fromNullable(rows[0]).pipe(
-            Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state }))
-          )
+          Effect.map((rows) =>
+            Option.fromNullable(rows[0]).pipe(
+              Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state }))
+            )
+          ),
+          fail("loadSnapshot")
         ),
-        fail("loadSnapshot")
-      ),
-    putBlob: (hash, content) =>
-      sql`INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (${hash}, ${content.byteLength}, ${content})`.pipe(
-        Effect.asVoid,
-        fail("putBlob")
-      ),
-    getBlob: (hash) =>
-      sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
-        fail("getBlob")
-      ),
-    acquireLease: (sessionId, owner, now, ttlMs) =>
-      immediate(
-        Effect.gen(function* () {
-          const rows = yield* sql<{ owner: string; expires_at: number }>`SELECT owner, expires_at FROM leases
-            WHERE session_id = ${sessionId}`
-          const current = rows[0]
-          if (current !== undefined && current.owner !== owner && current.expires_at > now) {
-            return yield* new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at })
-          }
-          const expiresAt = now + ttlMs
-          yield* sql`INSERT INTO leases (session_id, owner, expires_at) VALUES (${sessionId}, ${owner}, ${expiresAt})
-            ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`
-          return { sessionId, owner, expiresAt } satisfies Lease
-        })
-      ).pipe(
-        Effect.catchTag("SqlError", (e) =>
-          Effect.fail(storeError("acquireLease", e.cause ?? e, `acquireLease: ${describeSqlError(e)}`))
+      getBlob: (hash) =>
+        sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
+          fail("getBlob")
+        ),
+      lease: (sessionId) =>
+        sql<{
+          owner: string
+          expires_at: number
+        }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((rows) =>
+            Option.fromNullable(rows[0]).pipe(
+              Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
+            )
+          ),
+          fail("lease")
         )
-      ),
-    releaseLease: (sessionId, owner) =>
-      sql`DELETE FROM leases WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
-        Effect.asVoid,
-        fail("releaseLease")
-      ),
-    lease: (sessionId) =>
-      sql<{
-        owner: string
-        expires_at: number
-      }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
-        Effect.map((rows) =>
-          Option.fromNullable(rows[0]).pipe(
-            Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
-          )
-        ),
-        fail("lease")
-      )
-  }
-  return backend
-})
+    }
+    return backend
+  })
 
-const describeSqlError = (e: SqlError): string => {
-  const cause = e.cause as { code?: string; message?: string } | undefined
+const describeSqliteError = (e: unknown): string => {
+  const cause = e as { code?: string; message?: string } | undefined
   if (cause?.code === "SQLITE_BUSY") return "the database is locked by another process (busy timeout reached)"
   if (cause?.code === "SQLITE_CORRUPT") return `the database is damaged (${cause.message})`
   if (cause?.code === "SQLITE_FULL") return "the disk is full"
-  return cause?.message ?? e.message
+  return cause?.message ?? String(e)
 }
 
 /**
@@ -411,7 +469,9 @@ export const layerClient = (
   const setup = Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`)
+      yield* sql.unsafe(
+        `PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`
+      )
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
       yield* makeImmediate(sql)(Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }))
     }).pipe(

@@ -6,6 +6,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "@effect/vitest"
 import Database from "better-sqlite3"
+import * as Events from "../../src/domain/Events.js"
+import { CallId } from "../../src/domain/Ids.js"
 import { runCli, sampleSession, scratchDb, scratchDir, seed, testHome } from "../support/cli.js"
 
 const id = "0195a0b0-0000-7000-8000-000000000001"
@@ -129,6 +131,27 @@ describe("logbook database selection and errors", () => {
       `logbook: ${file} was written by a newer version of logbook; upgrade logbook to read it\n`
     )
     expect(fs.readFileSync(file).equals(before)).toBe(true)
+  })
+
+  it("a log the projection cannot replay: show exits 1 with one sentence, events still prints it", async () => {
+    const file = scratchDb()
+    await seed(file, [
+      {
+        id: "broken",
+        events: [
+          Events.make("session.created", {}),
+          Events.make("tool.finished", { callId: CallId.make("never-invoked"), output: "x" })
+        ]
+      }
+    ])
+    const show = await runCli(["sessions", "show", "broken", "--db", file])
+    expect(show.code).toBe(1)
+    expect(show.stdout).toBe("")
+    expectOneSentence(show.stderr)
+    expect(show.stderr).toContain("cannot replay session broken: event 2 (tool.finished)")
+    const events = await runCli(["events", "broken", "--db", file])
+    expect(events.code).toBe(0)
+    expect(events.stdout).toContain("tool.finished")
   })
 
   it("a directory given as --db exits 2 with one sentence", async () => {

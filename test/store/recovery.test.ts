@@ -196,7 +196,9 @@ for (const [name, makeLayer] of layers) {
         // another process takes the session over (as if owner-a had stalled past its ttl)
         yield* store.releaseLease(SESSION_ID, "owner-a")
         yield* store.acquireLease(SESSION_ID, "owner-b", 60_000)
+        expect(yield* handle.isLost).toBe(false)
         yield* TestClock.adjust(1_000)
+        expect(yield* handle.isLost).toBe(true)
         const lost = yield* handle.lost
         expect(lost).toMatchObject({ _tag: "LeaseHeld", owner: "owner-b" })
         expect(Option.getOrThrow(yield* store.lease(SESSION_ID)).owner).toBe("owner-b")

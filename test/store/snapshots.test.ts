@@ -3,10 +3,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import BetterSqlite3 from "better-sqlite3"
-import { Effect, Either, FastCheck, type Layer, Option, Stream, TestClock } from "effect"
+import { Effect, Either, FastCheck, Layer, Option, Ref, Stream, TestClock } from "effect"
 import {
   type Envelope,
   type Event,
+  type EventDecodeError,
   type EventType,
   make,
   type NewEvent,
@@ -14,7 +15,7 @@ import {
 } from "../../src/domain/Events.js"
 import { CallId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import type { EventBus } from "../../src/store/EventBus.js"
-import { EventStore } from "../../src/store/EventStore.js"
+import { EventStore, EventStoreError } from "../../src/store/EventStore.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
 import * as Snapshots from "../../src/store/Snapshots.js"
@@ -57,6 +58,15 @@ const appendAll = (events: ReadonlyArray<Event>) =>
   )
 
 describe("Snapshots.shouldSnapshot", () => {
+  it("restore has the documented signature (checked by the compiler)", () => {
+    const restore: (
+      sessionId: SessionId,
+      options?: Snapshots.RestoreOptions
+    ) => Effect.Effect<SessionState, EventStoreError | EventDecodeError | Projection.ProjectionError, EventStore> =
+      Snapshots.restore
+    expect(restore).toBe(Snapshots.restore)
+  })
+
   const batch = (from: number, types: ReadonlyArray<string>) => types.map((type, i) => ({ seq: from + i, type }))
 
   it("is true when a batch crosses a multiple of `every`", () => {
@@ -302,6 +312,41 @@ for (const [name, makeLayer] of layers) {
             expect((yield* journal.state).title).toBe("d")
           })
         )
+      )
+
+      it.effect("after a failed commit its state is rebuilt from what the log holds", () =>
+        Effect.gen(function* () {
+          const failing = yield* Ref.make(false)
+          // a store whose writer loses what `appendLater` hands over and whose next append fails
+          const flaky = Layer.effect(
+            EventStore,
+            Effect.map(EventStore, (store) => ({
+              ...store,
+              appendLater: () => Effect.void,
+              append: (sessionId: SessionId, events: Parameters<typeof store.append>[1]) =>
+                Effect.flatMap(Ref.get(failing), (fail) =>
+                  fail
+                    ? Effect.fail(new EventStoreError({ method: "append", message: "disk full" }))
+                    : store.append(sessionId, events)
+                )
+            }))
+          ).pipe(Layer.provideMerge(makeLayer()))
+          yield* Effect.gen(function* () {
+            const journal = yield* Snapshots.makeJournal(SESSION_ID)
+            yield* journal.append([e("session.created", { title: "kept" })])
+            yield* journal.appendLater([e("session.titled", { title: "lost" })])
+            expect((yield* journal.state).title).toBe("lost")
+            yield* Ref.set(failing, true)
+            const error = yield* Effect.flip(journal.append([e("session.titled", { title: "failed" })]))
+            expect(error._tag).toBe("EventStoreError")
+            const state = yield* journal.state
+            expect(state.title).toBe("kept")
+            expect(state.lastSeq).toBe(1)
+            yield* Ref.set(failing, false)
+            yield* journal.append([e("session.titled", { title: "next" })])
+            expect(yield* journal.state).toEqual(yield* Snapshots.foldAll(SESSION_ID))
+          }).pipe(Effect.provide(flaky))
+        })
       )
 
       it.effect("starts from the restored state of an existing session", () =>

@@ -73,6 +73,17 @@ describe("EventStore SQLite file", () => {
     })
   )
 
+  it.effect("an empty file is not a database to read: with create=false it is reported and left alone", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "empty.db")
+      fs.writeFileSync(file, "")
+      const error = yield* openError(file, { create: false })
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "missing", file })
+      expect(fs.statSync(file).size).toBe(0)
+      expect(fs.readdirSync(path.dirname(file))).toEqual(["empty.db"])
+    })
+  )
+
   it.effect("refuses a file that is not SQLite, naming it, without modifying it", () =>
     Effect.gen(function* () {
       const file = path.join(tempDir(), "notes.txt")
@@ -115,10 +126,13 @@ describe("EventStore SQLite file", () => {
       for (let i = 100; i < bytes.length; i++) bytes[i] = (i * 7919) & 0xff
       fs.writeFileSync(file, bytes)
       const before = fingerprint(file)
+      const filesBefore = fs.readdirSync(path.dirname(file)).sort()
       const error = yield* openError(file)
       expect(error).toMatchObject({ _tag: "DatabaseError", reason: "corrupt", file })
       expect(error.message).toContain(file)
       expect(fingerprint(file)).toEqual(before)
+      // the read-only check leaves no -wal / -shm files behind
+      expect(fs.readdirSync(path.dirname(file)).sort()).toEqual(filesBefore)
     })
   )
 

@@ -4,7 +4,7 @@
  * `Backend` (how rows are stored) and gets the whole `EventStore` service from `makeService`.
  */
 import { createHash } from "node:crypto"
-import { Chunk, Clock, Deferred, Effect, Either, Option, Queue, Ref, type Scope, Stream } from "effect"
+import { Chunk, Clock, Deferred, Effect, Either, Option, Queue, type Scope, Stream } from "effect"
 import {
   decodeEnvelope,
   type Envelope,
@@ -15,7 +15,7 @@ import {
   PAYLOAD_VERSION,
   type RawEnvelope
 } from "../../domain/Events.js"
-import { type EventId, type SessionId, uuidV7 } from "../../domain/Ids.js"
+import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
 import type {
@@ -55,11 +55,10 @@ export interface StoredRow extends EnvelopeHeader {
 export interface Backend {
   /**
    * Commits all requests in ONE transaction, assigning gapless per-session seqs in request
-   * order and updating the session index; returns the stored envelopes per request.
+   * order and updating the session index; returns the seq of each request's first event (the
+   * others follow it without a gap).
    */
-  readonly commit: (
-    requests: ReadonlyArray<CommitRequest>
-  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<EnvelopeHeader>>, EventStoreError>
+  readonly commit: (requests: ReadonlyArray<CommitRequest>) => Effect.Effect<ReadonlyArray<number>, EventStoreError>
   readonly readPage: (
     sessionId: SessionId,
     from: number,
@@ -125,40 +124,38 @@ export const toBytes = (content: Uint8Array | string): Uint8Array =>
 export const prepareEvents = (
   events: ReadonlyArray<NewEvent>
 ): Effect.Effect<ReadonlyArray<PreparedEvent>, EventStoreError> =>
-  Effect.gen(function* () {
-    const out: Array<PreparedEvent> = []
-    let now: number | undefined
-    for (const event of events) {
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const out: Array<PreparedEvent> = new Array(events.length)
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!
       const encoded = encodePayload(event)
       if (Either.isLeft(encoded)) {
-        return yield* new EventStoreError({
-          method: "append",
-          message: `cannot append ${event.type}: ${encoded.left.message}`
-        })
+        return Effect.fail(
+          new EventStoreError({ method: "append", message: `cannot append ${event.type}: ${encoded.left.message}` })
+        )
       }
-      if (now === undefined && event.at === undefined) now = yield* Clock.currentTimeMillis
-      out.push({
-        id: event.id ?? ((yield* uuidV7) as EventId),
+      const at = event.at ?? now
+      out[i] = {
+        id: event.id ?? (uuidV7At(at) as EventId),
         type: event.type,
-        at: event.at ?? now!,
+        at,
         parentId: event.parentId ?? null,
         v: PAYLOAD_VERSION,
         payload: event.payload,
         json: JSON.stringify(encoded.right)
-      })
+      }
     }
-    return out
+    return Effect.succeed(out)
   })
 
-/** The session index after some committed events: a small fold over event types. */
+/** The session index after a request's events (the first has seq `firstSeq`): a small fold over event types. */
 export const summarize = (
   previous: SessionSummary | undefined,
   sessionId: SessionId,
-  events: ReadonlyArray<{ readonly seq: number; readonly type: string; readonly at: number; readonly payload: unknown }>
+  firstSeq: number,
+  events: ReadonlyArray<PreparedEvent>
 ): SessionSummary => {
-  let s: {
-    -readonly [K in keyof SessionSummary]: SessionSummary[K]
-  } = previous
+  const s: { -readonly [K in keyof SessionSummary]: SessionSummary[K] } = previous
     ? { ...previous }
     : {
         id: sessionId,
@@ -171,30 +168,26 @@ export const summarize = (
         deleted: false
       }
   for (const e of events) {
-    const p = e.payload as Record<string, unknown>
     switch (e.type) {
-      case "session.created":
-        s = {
-          ...s,
-          title: typeof p.title === "string" ? p.title : s.title,
-          cwd: typeof p.cwd === "string" ? p.cwd : s.cwd
-        }
+      case "session.created": {
+        const p = e.payload as { title?: string; cwd?: string }
+        if (p.title !== undefined) s.title = p.title
+        if (p.cwd !== undefined) s.cwd = p.cwd
         break
+      }
       case "session.titled":
-        s.title = p.title as string
+        s.title = (e.payload as { title: string }).title
         break
       case "session.deleted":
         s.deleted = true
         break
-      case "session.status": {
-        const tag = (p.status as { _tag: SessionSummary["status"] })._tag
-        s.status = tag
+      case "session.status":
+        s.status = (e.payload as { status: { _tag: SessionSummary["status"] } }).status._tag
         break
-      }
     }
-    s.lastSeq = e.seq
-    s.updatedAt = Math.max(s.updatedAt, e.at)
+    if (e.at > s.updatedAt) s.updatedAt = e.at
   }
+  s.lastSeq = firstSeq + events.length - 1
   return s
 }
 
@@ -209,100 +202,133 @@ export const rowToRaw = (sessionId: SessionId, row: StoredRow): RawEnvelope => (
   payload: JSON.parse(row.json)
 })
 
-type Pending =
-  | {
-      readonly _tag: "append"
-      readonly request: CommitRequest
-      readonly done: Deferred.Deferred<ReadonlyArray<Envelope>, EventStoreError> | undefined
-    }
-  | { readonly _tag: "flush"; readonly done: Deferred.Deferred<void, EventStoreError> }
+interface Pending {
+  readonly request: CommitRequest
+  /** the caller waiting for the commit; none for `appendLater` */
+  readonly done: Deferred.Deferred<ReadonlyArray<Envelope>, EventStoreError> | undefined
+}
 
-/** Builds the EventStore service over a backend: writer fiber, bus publishing, paging, follow. */
+/**
+ * Builds the EventStore service over a backend: group commit, bus publishing, paging, follow.
+ *
+ * Group commit without a hand-off: requests wait in `pending` in call order. A caller of `append`
+ * takes the commit lock and commits everything pending at that moment (its own request and
+ * whatever others handed over) in one transaction; callers that arrive meanwhile queue up behind
+ * the lock and usually find their request already committed by the one before. `appendLater`
+ * only queues and wakes a background writer fiber, which drains in the same way.
+ */
 export const makeService = (
   backend: Backend,
   options: StoreOptions = {}
 ): Effect.Effect<EventStoreService, never, Scope.Scope | EventBus> =>
   Effect.gen(function* () {
     const bus = yield* EventBus
-    const queue = yield* Queue.unbounded<Pending>()
+    const pending: Array<Pending> = []
+    const lock = yield* Effect.makeSemaphore(1)
+    const wake = yield* Queue.sliding<void>(1)
     /** a failed group commit of `appendLater` events, reported by the next append or flush */
-    const laterFailure = yield* Ref.make<Option.Option<EventStoreError>>(Option.none())
-    const maxBatch = options.maxBatch ?? 256
+    let laterFailure: EventStoreError | undefined
+    const maxBatch = options.maxBatch ?? 1024
     const pollMs = options.followPollMs ?? 200
 
-    const takeLaterFailure = Ref.getAndSet(laterFailure, Option.none())
+    const takeLaterFailure = Effect.sync(() => {
+      const failure = laterFailure
+      laterFailure = undefined
+      return failure
+    })
 
-    const commitBatch = (batch: ReadonlyArray<Pending>) =>
-      Effect.gen(function* () {
-        const appends = batch.filter((p): p is Extract<Pending, { _tag: "append" }> => p._tag === "append")
-        const result =
-          appends.length === 0
-            ? Either.right([] as ReadonlyArray<ReadonlyArray<EnvelopeHeader>>)
-            : yield* Effect.either(backend.commit(appends.map((a) => a.request)))
+    /** Commits one batch and settles its callers; never fails (failures go to the callers). */
+    const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
+      Effect.flatMap(Effect.either(backend.commit(batch.map((p) => p.request))), (result): Effect.Effect<void> => {
         if (Either.isLeft(result)) {
           const error = result.left
-          for (const p of batch) {
-            if (p.done !== undefined) yield* Deferred.fail(p.done as Deferred.Deferred<unknown, EventStoreError>, error)
-          }
           // events handed over without waiting have nobody to tell but the next append or flush
-          if (appends.some((a) => a.done === undefined) && !batch.some((p) => p._tag === "flush")) {
-            yield* Ref.set(laterFailure, Option.some(error))
-          }
-          return
+          if (batch.some((p) => p.done === undefined)) laterFailure = error
+          return Effect.forEach(batch, (p) => (p.done === undefined ? Effect.void : Deferred.fail(p.done, error)), {
+            discard: true
+          })
         }
         const published: Array<Envelope> = []
-        for (let i = 0; i < appends.length; i++) {
-          const a = appends[i]!
-          const headers = result.right[i]!
-          const envelopes = headers.map(
-            (h, j) => ({ ...h, type: a.request.events[j]!.type, payload: a.request.events[j]!.payload }) as Envelope
-          )
-          for (const e of envelopes) published.push(e)
-          if (a.done !== undefined) yield* Deferred.succeed(a.done, envelopes)
-        }
-        yield* bus.publish(published)
-        for (const p of batch) {
-          if (p._tag === "flush") {
-            const failure = yield* takeLaterFailure
-            yield* Option.match(failure, {
-              onNone: () => Deferred.succeed(p.done, undefined),
-              onSome: (e) => Deferred.fail(p.done, e)
-            })
+        const settle: Array<Effect.Effect<boolean>> = []
+        for (let i = 0; i < batch.length; i++) {
+          const { request, done } = batch[i]!
+          const first = result.right[i]!
+          const envelopes: Array<Envelope> = new Array(request.events.length)
+          for (let j = 0; j < request.events.length; j++) {
+            const e = request.events[j]!
+            const envelope = {
+              id: e.id,
+              sessionId: request.sessionId,
+              seq: first + j,
+              type: e.type,
+              at: e.at,
+              parentId: e.parentId,
+              v: e.v,
+              payload: e.payload
+            } as Envelope
+            envelopes[j] = envelope
+            published.push(envelope)
           }
+          if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
         }
+        return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
       })
 
-    yield* Queue.takeBetween(queue, 1, maxBatch).pipe(
-      Effect.flatMap((chunk) => commitBatch(Chunk.toReadonlyArray(chunk))),
+    /** Commits what is pending when the lock is taken (all of it when `all`), in batches. */
+    const drain = (all: boolean): Effect.Effect<void> =>
+      lock.withPermits(1)(
+        Effect.suspend(() => {
+          let remaining = pending.length
+          const loop = (): Effect.Effect<void> => {
+            if (pending.length === 0 || (!all && remaining <= 0)) return Effect.void
+            const batch = pending.splice(0, maxBatch)
+            remaining -= batch.length
+            return Effect.flatMap(commitBatch(batch), loop)
+          }
+          return loop()
+        })
+      )
+
+    const signal = Effect.asVoid(Queue.offer(wake, undefined))
+
+    // the background writer commits what `appendLater` handed over
+    yield* Queue.take(wake).pipe(
+      Effect.zipRight(Effect.yieldNow()),
+      Effect.zipRight(drain(true)),
       Effect.forever,
       Effect.forkScoped
     )
 
-    const flush: Effect.Effect<void, EventStoreError> = Effect.gen(function* () {
-      const done = yield* Deferred.make<void, EventStoreError>()
-      yield* Queue.offer(queue, { _tag: "flush", done })
-      yield* Deferred.await(done)
-    })
-    // added after the writer, so it runs before the writer is interrupted: nothing handed over is lost
+    const flush: Effect.Effect<void, EventStoreError> = Effect.zipRight(
+      drain(true),
+      Effect.flatMap(takeLaterFailure, (failure) => (failure === undefined ? Effect.void : Effect.fail(failure)))
+    )
+    // added after the writer started, so it runs before the writer is interrupted: nothing handed over is lost
     yield* Effect.addFinalizer(() => Effect.ignore(flush))
 
     const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
-      Effect.gen(function* () {
-        const failure = yield* takeLaterFailure
-        if (Option.isSome(failure)) return yield* failure.value
-        if (events.length === 0) return []
-        const prepared = yield* prepareEvents(events)
-        const done = yield* Deferred.make<ReadonlyArray<Envelope>, EventStoreError>()
-        yield* Queue.offer(queue, { _tag: "append", request: { sessionId, events: prepared }, done })
-        return yield* Deferred.await(done)
-      }).pipe(Effect.withSpan("EventStore.append"))
+      Effect.flatMap(takeLaterFailure, (failure): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
+        if (failure !== undefined) return Effect.fail(failure)
+        if (events.length === 0) return Effect.succeed([])
+        return Effect.flatMap(prepareEvents(events), (prepared) =>
+          Effect.flatMap(Deferred.make<ReadonlyArray<Envelope>, EventStoreError>(), (done) => {
+            pending.push({ request: { sessionId, events: prepared }, done })
+            // if this caller is interrupted before committing, the background writer takes over
+            return Effect.zipRight(
+              Effect.onInterrupt(drain(false), () => signal),
+              Deferred.await(done)
+            )
+          })
+        )
+      })
 
     const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
-      Effect.gen(function* () {
-        if (events.length === 0) return
-        const prepared = yield* prepareEvents(events)
-        yield* Queue.offer(queue, { _tag: "append", request: { sessionId, events: prepared }, done: undefined })
-      })
+      events.length === 0
+        ? Effect.void
+        : Effect.flatMap(prepareEvents(events), (prepared) => {
+            pending.push({ request: { sessionId, events: prepared }, done: undefined })
+            return signal
+          })
 
     const readRaw = (sessionId: SessionId, range: SeqRange = {}): Stream.Stream<RawEnvelope, EventStoreError> => {
       const to = range.to ?? Number.MAX_SAFE_INTEGER

@@ -1,0 +1,175 @@
+/**
+ * Crash recovery and the per-session lease (DESIGN §2).
+ *
+ * A process that drives a session holds its lease (owner id + expiry) and renews it every
+ * ttl/3. When a session is opened, the lease is taken first — so no live process drives it any
+ * more — and then everything the log shows as still open was left by a process that died
+ * (SIGKILL skips finalizers): the sweep ends it with events, in one append.
+ *
+ * The sweep is a pure function of the projection (`sweepEvents`) and is idempotent: on a
+ * repaired state it returns nothing.
+ */
+import { Deferred, Duration, Effect, Schedule } from "effect"
+import { type Envelope, make, type NewEvent } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import { emptyUsage } from "../domain/Message.js"
+import type { LeaseHeld } from "./Errors.js"
+import { EventStore, type Lease } from "./EventStore.js"
+import type { SessionState } from "./Projection.js"
+import * as Projection from "./Projection.js"
+import { restore } from "./Snapshots.js"
+
+/** The `reason` written by the sweep. */
+export const CRASH_REASON = "crash"
+
+/**
+ * The events that repair a state left by a dead process (empty when there is nothing to repair):
+ * - `tool.failed {interrupted: true, reason: "crash"}` for every tool part still pending or running;
+ * - `action.state failed` for every action still pending or running;
+ * - `step.finished {aborted: true}` for an open step and `assistant.completed` for every assistant
+ *   message not completed (finish reason `crash`), so no message looks as if it were still streaming;
+ * - if a turn is open, or the chat state or the session status is not idle:
+ *   `turn.interrupted {reason: "crash"}`, `chat.state idle`, `session.status idle`.
+ * Open permission asks are left alone: they end with their tool call.
+ */
+export const sweepEvents = (state: SessionState): ReadonlyArray<NewEvent> => {
+  const events: Array<NewEvent> = []
+  for (const part of Projection.openToolParts(state)) {
+    events.push(
+      make("tool.failed", {
+        callId: part.callId,
+        error:
+          part.state._tag === "running"
+            ? "The process running this tool stopped before it finished (crash); its outcome is unknown."
+            : "The process stopped before this tool call ran (crash).",
+        interrupted: true,
+        ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
+        reason: CRASH_REASON
+      })
+    )
+  }
+  for (const [actionId, action] of Projection.openActions(state)) {
+    events.push(make("action.state", { actionId, state: "failed", callIds: action.callIds }))
+  }
+  for (const message of state.messages) {
+    if (message.role !== "assistant" || message.completedAt !== undefined) continue
+    const last = message.steps[message.steps.length - 1]
+    if (last !== undefined && last.endedAt === undefined) {
+      events.push(
+        make("step.finished", {
+          messageId: message.id,
+          step: last.step,
+          finishReason: CRASH_REASON,
+          usage: emptyUsage,
+          aborted: true
+        })
+      )
+    }
+    events.push(make("assistant.completed", { messageId: message.id, finishReason: CRASH_REASON }))
+  }
+  if (state.turn !== null || state.chatState !== "idle" || state.status._tag !== "idle") {
+    events.push(
+      make("turn.interrupted", {
+        ...(state.turn !== null ? { turnId: state.turn.turnId } : {}),
+        reason: CRASH_REASON
+      })
+    )
+    events.push(make("chat.state", { state: "idle" }))
+    events.push(make("session.status", { status: { _tag: "idle" } }))
+  }
+  return events
+}
+
+export interface SweepResult {
+  readonly state: SessionState
+  /** the events the sweep appended (none when nothing was open) */
+  readonly appended: ReadonlyArray<Envelope>
+}
+
+/**
+ * Appends `sweepEvents(state)` in one call and returns the repaired state. The caller must hold
+ * the session's lease and `state` must be the current projection.
+ */
+export const sweep = Effect.fn("Recovery.sweep")(function* (state: SessionState) {
+  const events = sweepEvents(state)
+  if (events.length === 0) return { state, appended: [] } satisfies SweepResult
+  const store = yield* EventStore
+  const appended = yield* store.append(state.sessionId, events)
+  const repaired = yield* Projection.applyAll(state, appended)
+  return { state: repaired, appended } satisfies SweepResult
+})
+
+/** Restores a session and sweeps it (the caller holds the lease). */
+export const recover = Effect.fn("Recovery.recover")(function* (sessionId: SessionId) {
+  return yield* sweep(yield* restore(sessionId))
+})
+
+export interface LeaseOptions {
+  /** how long the lease lives without renewal (ms); it is renewed every ttl/3 */
+  readonly ttlMs: number
+}
+
+export interface LeaseHandle {
+  readonly lease: Lease
+  /**
+   * Completes when the lease was lost: a renewal found another owner's live lease (this process
+   * stalled past the ttl). The holder must stop appending.
+   */
+  readonly lost: Effect.Effect<LeaseHeld>
+  /** Whether the lease was lost (check before driving the session further). */
+  readonly isLost: Effect.Effect<boolean>
+}
+
+/**
+ * Takes the session's lease for the life of the scope: fails with `LeaseHeld` while another
+ * owner's lease is live (an expired one is taken over), renews it every ttl/3 from a fiber of the
+ * scope (on the `Clock`), and releases it when the scope closes.
+ */
+export const holdLease = Effect.fn("Recovery.holdLease")(function* (
+  sessionId: SessionId,
+  owner: string,
+  options: LeaseOptions
+) {
+  const store = yield* EventStore
+  const lease = yield* Effect.acquireRelease(store.acquireLease(sessionId, owner, options.ttlMs), () =>
+    store
+      .releaseLease(sessionId, owner)
+      .pipe(Effect.catchAll((error) => Effect.logWarning(`could not release the lease of session ${sessionId}`, error)))
+  )
+  const lost = yield* Deferred.make<LeaseHeld>()
+  const interval = Duration.millis(Math.max(1, Math.floor(options.ttlMs / 3)))
+  const renew = store.acquireLease(sessionId, owner, options.ttlMs).pipe(
+    Effect.asVoid,
+    // a failed write is retried at the next tick; the lease lives ttl, i.e. three ticks
+    Effect.catchTag("EventStoreError", (error) =>
+      Effect.logWarning(`could not renew the lease of session ${sessionId}`, error)
+    )
+  )
+  yield* renew.pipe(
+    Effect.delay(interval),
+    Effect.repeat(Schedule.spaced(interval)),
+    Effect.catchTag("LeaseHeld", (held) =>
+      Effect.logError(`lost the lease of session ${sessionId} to ${held.owner}`).pipe(
+        Effect.zipRight(Deferred.succeed(lost, held))
+      )
+    ),
+    Effect.forkScoped
+  )
+  const handle: LeaseHandle = { lease, lost: Deferred.await(lost), isLost: Deferred.isDone(lost) }
+  return handle
+})
+
+/**
+ * Opens a session to drive it: takes and keeps its lease for the scope (`holdLease`), restores
+ * its state and sweeps what a dead process left open (`sweep`), in one append. Returns the
+ * repaired state. Fails with `LeaseHeld` while another live process drives the session.
+ */
+export const openSession = Effect.fn("Recovery.openSession")(function* (
+  sessionId: SessionId,
+  owner: string,
+  options: LeaseOptions
+) {
+  yield* holdLease(sessionId, owner, options)
+  const { state } = yield* recover(sessionId)
+  return state
+})
