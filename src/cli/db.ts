@@ -3,9 +3,9 @@
  * `$XDG_DATA_HOME/logbook/logbook.db` (`~/.local/share/logbook/logbook.db` when XDG_DATA_HOME is
  * unset, empty or relative, per the XDG spec).
  *
- * Commands that only read never create a database: they open it with `create: false`, so a
+ * Commands that only read never create or change a database: they open it `readonly`, so a
  * missing file, or one that is not a logbook database, is reported (`DatabaseError`) and never
- * touched. Commands that write (`logbook run`) use `resolveDbPath` with the default `create: true`.
+ * touched; read permission is enough, and a writer elsewhere never blocks them. Commands that write (`logbook run`) use `resolveDbPath` with the default `create: true`.
  */
 
 import { homedir } from "node:os"
@@ -47,8 +47,11 @@ export const resolveDbPath = Effect.fn("cli.resolveDbPath")(function* (db: Optio
 })
 
 /**
- * The store of an existing database, for commands that only read: the file is never created, and
- * a missing, foreign, damaged or newer file fails the layer with `DatabaseError` (exit 2).
+ * The store of an existing database, for commands that only read: the file is opened read-only,
+ * never created, migrated or written, and a missing, foreign, damaged or newer file fails the
+ * layer with `DatabaseError` (exit 2).
  */
 export const existingStore = (db: Option.Option<string>) =>
-  Layer.unwrapEffect(Effect.map(resolveDbPath(db), (file) => EventStore.layerSqlite({ filename: file, create: false })))
+  Layer.unwrapEffect(
+    Effect.map(resolveDbPath(db), (file) => EventStore.layerSqlite({ filename: file, readonly: true }))
+  )

@@ -36,13 +36,15 @@ export class CliError extends Schema.TaggedError<CliError>()("CliError", {
 const databaseSentence = (error: DatabaseError): string => {
   switch (error.reason) {
     case "missing":
-      return `no logbook database at ${error.file}; run \`logbook run\` first or pass --db <file>`
+      return `no logbook database at ${error.file}; pass --db <file> or set LOGBOOK_DB to read another one`
     case "not-logbook":
       return `${error.file} is not a logbook database; pass --db <file> to choose another file`
     case "corrupt":
       return `${error.file} is a damaged SQLite database and cannot be read; restore it from a backup or pass --db`
     case "newer-schema":
       return `${error.file} was written by a newer version of logbook; upgrade logbook to read it`
+    case "older-schema":
+      return `${error.file} was written by an older version of logbook and must be upgraded by a command that writes to it before it can be read`
     case "unreadable":
       return error.message.includes(error.file) ? error.message : `cannot open ${error.file}: ${error.message}`
   }

@@ -130,9 +130,8 @@ export const events = Command.make(
       const style = yield* stdoutStyle
       const keep = Option.getOrElse(filter, () => (_: string) => true)
       const seqWidth = Math.max(4, String(summary.lastSeq).length)
-      const render = (e: Events.RawEnvelope | Events.Envelope) =>
-        format === "json" ? envelopeJson(e) : eventLine(e, style, seqWidth)
-      const print = <E>(stream: Stream.Stream<Events.RawEnvelope | Events.Envelope, E>) =>
+      const render = (e: Events.RawEnvelope) => (format === "json" ? envelopeJson(e) : eventLine(e, style, seqWidth))
+      const print = <E>(stream: Stream.Stream<Events.RawEnvelope, E>) =>
         stream.pipe(
           Stream.filter((e) => keep(e.type)),
           Stream.runForEachChunk((chunk) =>
@@ -144,7 +143,7 @@ export const events = Command.make(
           store.readRaw(summary.id, { from: Option.getOrUndefined(from), to: Option.getOrUndefined(to) })
         )
       }
-      const live = store.follow(summary.id, Option.getOrUndefined(from))
+      const live = store.followRaw(summary.id, Option.getOrUndefined(from))
       return yield* print(
         Option.match(to, {
           onNone: () => live,

@@ -37,7 +37,8 @@ export const cli = Command.run(root, { name: "logbook", version })
 /**
  * `--db` belongs to each command that opens the database, so @effect/cli expects it after the
  * command name. Users also write it first (`logbook --db x.db sessions list`), as a global flag:
- * leading `--db <file>` / `--db=<file>` arguments are moved after the command.
+ * leading `--db <file>` / `--db=<file>` arguments are moved after the command (and dropped when no
+ * command follows, as in `logbook --db x.db --help`).
  */
 export const hoistDbOption = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   const head = argv.slice(0, 2)
@@ -49,7 +50,9 @@ export const hoistDbOption = (argv: ReadonlyArray<string>): ReadonlyArray<string
     else if (arg.startsWith("--db=")) moved.push(...rest.splice(0, 1))
     else break
   }
-  if (moved.length === 0 || rest.length === 0 || rest[0]!.startsWith("-")) return argv
+  if (moved.length === 0) return argv
+  // no command after it (`logbook --db x.db --help`): the root command reads no database
+  if (rest.length === 0 || rest[0]!.startsWith("-")) return [...head, ...rest]
   return [...head, ...rest, ...moved]
 }
 

@@ -3,9 +3,10 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Console, Effect } from "effect"
+import { Console, Effect, Option } from "effect"
 import { EventStore, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
+import { CliError } from "./errors.js"
 import { formatLocalTime, oneLine, type Style, stdoutStyle, table, truncate } from "./render.js"
 
 const formatOption = Options.choice("format", ["table", "json"]).pipe(
@@ -69,14 +70,16 @@ export const sessionsList = Command.make(
     function* ({ all, db, format, limit }) {
       const file = yield* resolveDbPath(db)
       const store = yield* EventStore
-      const listed = yield* store.sessions({ includeDeleted: all })
-      const sessions = limit._tag === "Some" ? listed.slice(0, Math.max(0, limit.value)) : listed
+      if (Option.isSome(limit) && limit.value < 1) {
+        return yield* CliError.usage(`--limit must be at least 1 (got ${limit.value})`)
+      }
+      const sessions = yield* store.sessions({ includeDeleted: all, limit: Option.getOrUndefined(limit) })
       if (format === "json") {
         yield* Console.log(JSON.stringify(sessions.map(summaryJson), null, 2))
         return
       }
       if (sessions.length === 0) {
-        yield* Console.log(`No sessions in ${file} yet. Start one with \`logbook run\`.`)
+        yield* Console.log(`No sessions in ${file} yet.`)
         return
       }
       const style = yield* stdoutStyle

@@ -29,7 +29,7 @@ export const StatusBusy = Schema.TaggedStruct("busy", {})
 export const StatusRetry = Schema.TaggedStruct("retry", {
   attempt: Schema.Int,
   /** UTC epoch ms of the next attempt */
-  nextAt: Schema.Number,
+  nextAt: Schema.Finite,
   message: Schema.String
 })
 export const SessionStatus = Schema.Union(StatusIdle, StatusBusy, StatusRetry)
@@ -130,8 +130,8 @@ export const ActionStateChanged = event("action.state", {
 
 export const ModelRetry = event("model.retry", {
   attempt: Schema.Int,
-  delayMs: Schema.NonNegative,
-  nextAt: Schema.Number,
+  delayMs: Schema.NonNegative.pipe(Schema.finite()),
+  nextAt: Schema.Finite,
   message: Schema.String,
   status: Schema.optional(Schema.Int)
 })

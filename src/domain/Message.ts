@@ -12,7 +12,7 @@ export const Usage = Schema.Struct({
   cacheRead: Schema.NonNegativeInt,
   cacheWrite: Schema.NonNegativeInt,
   /** cost in US dollars */
-  cost: Schema.NonNegative
+  cost: Schema.NonNegative.pipe(Schema.finite())
 })
 export type Usage = typeof Usage.Type
 
@@ -38,11 +38,11 @@ export type UserMode = typeof UserMode.Type
 export const ToolPending = Schema.TaggedStruct("pending", {
   /** the raw input text streamed so far */
   inputText: Schema.String,
-  createdAt: Schema.Number
+  createdAt: Schema.Finite
 })
 export const ToolRunning = Schema.TaggedStruct("running", {
   input: Schema.Unknown,
-  startedAt: Schema.Number,
+  startedAt: Schema.Finite,
   /** the latest progress text, if any */
   progress: Schema.optional(Schema.String),
   /** set by `tool.timeout` while the tool is being stopped */
@@ -52,8 +52,8 @@ export const ToolCompleted = Schema.TaggedStruct("completed", {
   input: Schema.Unknown,
   output: Schema.String,
   metadata: Schema.optional(Schema.Unknown),
-  startedAt: Schema.Number,
-  endedAt: Schema.Number
+  startedAt: Schema.Finite,
+  endedAt: Schema.Finite
 })
 export const ToolError = Schema.TaggedStruct("error", {
   input: Schema.Unknown,
@@ -61,8 +61,8 @@ export const ToolError = Schema.TaggedStruct("error", {
   interrupted: Schema.Boolean,
   timedOut: Schema.Boolean,
   reason: Schema.optional(Schema.String),
-  startedAt: Schema.optional(Schema.Number),
-  endedAt: Schema.Number
+  startedAt: Schema.optional(Schema.Finite),
+  endedAt: Schema.Finite
 })
 export const ToolState = Schema.Union(ToolPending, ToolRunning, ToolCompleted, ToolError)
 export type ToolState = typeof ToolState.Type
@@ -103,8 +103,8 @@ export type AssistantPart = typeof AssistantPart.Type
 
 export const StepInfo = Schema.Struct({
   step: Schema.NonNegativeInt,
-  startedAt: Schema.Number,
-  endedAt: Schema.optional(Schema.Number),
+  startedAt: Schema.Finite,
+  endedAt: Schema.optional(Schema.Finite),
   finishReason: Schema.optional(Schema.String),
   usage: Schema.optional(Usage),
   aborted: Schema.Boolean
@@ -116,7 +116,7 @@ export const UserMessage = Schema.Struct({
   id: MessageId,
   text: Schema.String,
   mode: UserMode,
-  at: Schema.Number,
+  at: Schema.Finite,
   /** false while a steered or queued message waits for delivery to the model */
   delivered: Schema.Boolean
 })
@@ -126,8 +126,8 @@ export const AssistantMessage = Schema.Struct({
   role: Schema.Literal("assistant"),
   id: MessageId,
   model: Schema.optional(Schema.String),
-  startedAt: Schema.Number,
-  completedAt: Schema.optional(Schema.Number),
+  startedAt: Schema.Finite,
+  completedAt: Schema.optional(Schema.Finite),
   finishReason: Schema.optional(Schema.String),
   parts: Schema.Array(AssistantPart),
   steps: Schema.Array(StepInfo),

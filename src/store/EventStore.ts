@@ -105,6 +105,8 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
       sessionId: SessionId,
       from?: number
     ) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
+    /** `follow` with payloads as stored (JSON values, undecoded): for tools that show any event. */
+    readonly followRaw: (sessionId: SessionId, from?: number) => Stream.Stream<RawEnvelope, EventStoreError>
     /** Envelope headers across sessions by type and time, ordered by `at` then session and seq. */
     readonly query: (query: EventQuery) => Stream.Stream<EnvelopeHeader, EventStoreError>
     /** The last committed seq of a session (0 when it has none). */

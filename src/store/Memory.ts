@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
-import { type Backend, type StoredRow, summarize } from "./internal/core.js"
+import { type Backend, type StoredRow, storeError, summarize } from "./internal/core.js"
 
 interface SnapshotRow {
   readonly seq: number
@@ -23,6 +23,8 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
   const leases = new Map<string, Lease>()
   /** every row in commit order, for queries across sessions */
   const all: Array<StoredRow> = []
+  /** event ids are unique across the store, as in SQLite */
+  const ids = new Set<string>()
 
   const rowsOf = (sessionId: string) => {
     let rows = events.get(sessionId)
@@ -35,31 +37,44 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
 
   const backend: Backend = {
     commit: (requests) =>
-      Effect.sync(() =>
-        requests.map((request) => {
-          const rows = rowsOf(request.sessionId)
-          const first = rows.length + 1
+      Effect.suspend(() => {
+        // all or nothing, like a transaction: check before writing anything
+        const seen = new Set<string>()
+        for (const request of requests) {
           for (const e of request.events) {
-            const row: StoredRow = {
-              id: e.id,
-              sessionId: request.sessionId,
-              seq: rows.length + 1,
-              type: e.type,
-              at: e.at,
-              parentId: e.parentId,
-              v: e.v,
-              json: e.json
+            if (ids.has(e.id) || seen.has(e.id)) {
+              return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`))
             }
-            rows.push(row)
-            all.push(row)
+            seen.add(e.id)
           }
-          index.set(
-            request.sessionId,
-            summarize(index.get(request.sessionId), request.sessionId, first, request.events)
-          )
-          return first
-        })
-      ),
+        }
+        for (const id of seen) ids.add(id)
+        return Effect.succeed(
+          requests.map((request) => {
+            const rows = rowsOf(request.sessionId)
+            const first = rows.length + 1
+            for (const e of request.events) {
+              const row: StoredRow = {
+                id: e.id,
+                sessionId: request.sessionId,
+                seq: rows.length + 1,
+                type: e.type,
+                at: e.at,
+                parentId: e.parentId,
+                v: e.v,
+                json: e.json
+              }
+              rows.push(row)
+              all.push(row)
+            }
+            index.set(
+              request.sessionId,
+              summarize(index.get(request.sessionId), request.sessionId, first, request.events)
+            )
+            return first
+          })
+        )
+      }),
     readPage: (sessionId, from, to, limit) =>
       Effect.sync(() => (events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
     queryPage: (query, after, limit) =>
@@ -93,7 +108,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
         Array.from(index.values())
           .filter((s) => (options.includeDeleted || !s.deleted) && (options.cwd === undefined || s.cwd === options.cwd))
           .sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1))
-          .slice(0, options.limit ?? Number.MAX_SAFE_INTEGER)
+          .slice(0, options.limit !== undefined && options.limit >= 0 ? options.limit : Number.MAX_SAFE_INTEGER)
       ),
     session: (sessionId) => Effect.sync(() => Option.fromNullable(index.get(sessionId))),
     saveSnapshot: (snapshot, json) =>

@@ -43,7 +43,7 @@ export const PROJECTION_VERSION = 1
 /** The open turn. */
 export const Turn = Schema.Struct({
   turnId: TurnId,
-  startedAt: Schema.Number,
+  startedAt: Schema.Finite,
   /** the user messages `turn.started` delivered */
   messageIds: Schema.Array(MessageId)
 })
@@ -54,7 +54,7 @@ export const TurnEnd = Schema.Struct({
   turnId: Schema.optional(TurnId),
   reason: Schema.String,
   interrupted: Schema.Boolean,
-  at: Schema.Number
+  at: Schema.Finite
 })
 export type TurnEnd = typeof TurnEnd.Type
 
@@ -62,17 +62,17 @@ export type TurnEnd = typeof TurnEnd.Type
 export const ActionInfo = Schema.Struct({
   state: ActionStateName,
   callIds: Schema.Array(CallId),
-  updatedAt: Schema.Number
+  updatedAt: Schema.Finite
 })
 export type ActionInfo = typeof ActionInfo.Type
 
 export const RetryInfo = Schema.Struct({
   attempt: Schema.Int,
-  delayMs: Schema.Number,
-  nextAt: Schema.Number,
+  delayMs: Schema.Finite,
+  nextAt: Schema.Finite,
   message: Schema.String,
   status: Schema.optional(Schema.Int),
-  at: Schema.Number
+  at: Schema.Finite
 })
 export type RetryInfo = typeof RetryInfo.Type
 
@@ -80,7 +80,7 @@ export const ModelErrorInfo = Schema.Struct({
   message: Schema.String,
   status: Schema.optional(Schema.Int),
   retryable: Schema.Boolean,
-  at: Schema.Number
+  at: Schema.Finite
 })
 export type ModelErrorInfo = typeof ModelErrorInfo.Type
 
@@ -92,10 +92,10 @@ export const PermissionInfo = Schema.Struct({
   callId: Schema.optional(CallId),
   tool: Schema.String,
   pattern: Schema.String,
-  askedAt: Schema.Number,
+  askedAt: Schema.Finite,
   /** null while the ask is open */
   reply: Schema.NullOr(PermissionReply),
-  repliedAt: Schema.optional(Schema.Number)
+  repliedAt: Schema.optional(Schema.Finite)
 })
 export type PermissionInfo = typeof PermissionInfo.Type
 
@@ -106,14 +106,14 @@ export const FileChange = Schema.Struct({
   afterHash: Schema.optional(Schema.String),
   callId: Schema.optional(CallId),
   seq: Schema.Int,
-  at: Schema.Number
+  at: Schema.Finite
 })
 export type FileChange = typeof FileChange.Type
 
 export const Compaction = Schema.Struct({
   upToMessageId: MessageId,
   summary: Schema.String,
-  at: Schema.Number
+  at: Schema.Finite
 })
 export type Compaction = typeof Compaction.Type
 
@@ -124,9 +124,9 @@ export const SessionState = Schema.Struct({
   /** the model of `session.created`, then of the latest `assistant.started` that names one */
   model: Schema.NullOr(Schema.String),
   /** `at` of the first event (0 before any) */
-  createdAt: Schema.Number,
+  createdAt: Schema.Finite,
   /** `at` of the latest event */
-  updatedAt: Schema.Number,
+  updatedAt: Schema.Finite,
   lastSeq: Schema.Int,
   deleted: Schema.Boolean,
   /** user and assistant messages in log order */
@@ -154,7 +154,7 @@ export type SessionStateEncoded = typeof SessionState.Encoded
 /** An illegal event for the state it is applied to: the log (or the caller) is inconsistent. */
 export class ProjectionError extends Schema.TaggedError<ProjectionError>()("ProjectionError", {
   sessionId: Schema.String,
-  seq: Schema.Number,
+  seq: Schema.Finite,
   type: Schema.String,
   message: Schema.String
 }) {}

@@ -76,6 +76,12 @@ export interface SqliteOptions {
   readonly filename: string
   /** create the file (and its directory) when missing; default true */
   readonly create?: boolean | undefined
+  /**
+   * open for reading only: nothing is created, migrated or written, and the file may belong to
+   * another user (read permission is enough). Writes fail with `EventStoreError`. Implies
+   * `create: false`.
+   */
+  readonly readonly?: boolean | undefined
   /** how long a write waits for another process's lock (ms); default 10000 */
   readonly busyTimeoutMs?: number | undefined
 }
@@ -85,12 +91,23 @@ const SQLITE_MAGIC = "SQLite format 3\u0000"
 const dbError = (file: string, reason: DatabaseError["reason"], message: string) =>
   new DatabaseError({ file, reason, message })
 
+/** What the read-only look at an existing SQLite file found. */
+type Inspection =
+  | { readonly _tag: "logbook"; readonly schema: number }
+  /** an SQLite file with nothing in it yet (no tables, no ids): ours to set up */
+  | { readonly _tag: "blank" }
+  | { readonly _tag: "refused"; readonly error: DatabaseError }
+
 /**
  * Checks a database file without modifying it: absent (created when `create`), empty, or a logbook
  * database this version understands. Anything else is a `DatabaseError` naming the file.
  */
-export const preflight = (file: string, create: boolean): Effect.Effect<void, DatabaseError> =>
+export const preflight = (
+  file: string,
+  options: { readonly create: boolean; readonly readonly: boolean }
+): Effect.Effect<void, DatabaseError> =>
   Effect.suspend(() => {
+    const create = options.create && !options.readonly
     let stat: fs.Stats | undefined
     try {
       stat = fs.statSync(file)
@@ -111,8 +128,9 @@ export const preflight = (file: string, create: boolean): Effect.Effect<void, Da
       }
       return Effect.void
     }
-    if (stat.isDirectory())
+    if (stat.isDirectory()) {
       return Effect.fail(dbError(file, "unreadable", `${file} is a directory, not a database file`))
+    }
     if (stat.size === 0) {
       return create ? Effect.void : Effect.fail(dbError(file, "missing", `${file} is empty: no logbook database yet`))
     }
@@ -132,47 +150,80 @@ export const preflight = (file: string, create: boolean): Effect.Effect<void, Da
       return Effect.fail(dbError(file, "not-logbook", `${file} is not a logbook database (not an SQLite file)`))
     }
     // A read-only connection to a WAL database may create -wal / -shm files. When the file turns out
-    // not to be ours, remove the ones this check made (a logbook database keeps them: another
-    // logbook process may be about to use them).
-    const sidecars = [`${file}-wal`, `${file}-shm`].filter((f) => !fs.existsSync(f))
-    const error = inspect(file)
-    if (error === undefined) return Effect.void
-    for (const f of sidecars) fs.rmSync(f, { force: true })
-    return Effect.fail(error)
+    // not to be ours, remove the ones this check made — only while they are still empty or alone,
+    // so a file another program has started to use meanwhile is never touched.
+    const wal = `${file}-wal`
+    const shm = `${file}-shm`
+    const hadWal = fs.existsSync(wal)
+    const hadShm = fs.existsSync(shm)
+    const found = inspect(file)
+    const refuse = (error: DatabaseError) => {
+      if (!hadWal && fs.existsSync(wal) && fs.statSync(wal).size === 0) fs.rmSync(wal, { force: true })
+      if (!hadShm && !fs.existsSync(wal)) fs.rmSync(shm, { force: true })
+      return Effect.fail(error)
+    }
+    switch (found._tag) {
+      case "refused":
+        return refuse(found.error)
+      case "blank":
+        return create ? Effect.void : refuse(dbError(file, "missing", `${file} holds no logbook data yet`))
+      case "logbook":
+        if (found.schema > LATEST_MIGRATION) {
+          return Effect.fail(
+            dbError(
+              file,
+              "newer-schema",
+              `${file} was written by a newer logbook (schema ${found.schema}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
+            )
+          )
+        }
+        if (options.readonly && found.schema < LATEST_MIGRATION) {
+          return Effect.fail(
+            dbError(
+              file,
+              "older-schema",
+              `${file} has schema ${found.schema}, older than this logbook's ${LATEST_MIGRATION}; run a logbook command that writes to upgrade it`
+            )
+          )
+        }
+        return Effect.void
+    }
   })
 
-/** Reads an SQLite file's header tables read-only: is it a logbook database this version understands? */
-const inspect = (file: string): DatabaseError | undefined => {
+/** Looks at an SQLite file read-only: is it a logbook database, and of which schema? */
+const inspect = (file: string): Inspection => {
   let db: Database.Database | undefined
   try {
     db = new Database(file, { readonly: true, fileMustExist: true })
     const appId = db.pragma("application_id", { simple: true }) as number
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as Array<string>
+    const userVersion = db.pragma("user_version", { simple: true }) as number
+    const tables = db.prepare("SELECT name FROM sqlite_master").pluck().all() as Array<string>
     if (appId !== APPLICATION_ID) {
-      if (tables.length === 0 && appId === 0) return undefined
-      return dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`)
-    }
-    if (tables.includes(MIGRATIONS_TABLE)) {
-      const latest = db.prepare(`SELECT max(migration_id) FROM ${MIGRATIONS_TABLE}`).pluck().get() as number | null
-      if (latest !== null && latest > LATEST_MIGRATION) {
-        return dbError(
-          file,
-          "newer-schema",
-          `${file} was written by a newer logbook (schema ${latest}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
-        )
+      if (tables.length === 0 && appId === 0 && userVersion === 0) return { _tag: "blank" }
+      return {
+        _tag: "refused",
+        error: dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`)
       }
     }
-    return undefined
+    const schema = tables.includes(MIGRATIONS_TABLE)
+      ? ((db.prepare(`SELECT max(migration_id) FROM ${MIGRATIONS_TABLE}`).pluck().get() as number | null) ?? 0)
+      : 0
+    return { _tag: "logbook", schema }
   } catch (e) {
     const code = (e as { code?: string }).code ?? ""
     if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") {
-      return dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+      return {
+        _tag: "refused",
+        error: dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+      }
     }
-    return dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`)
+    return { _tag: "refused", error: dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`) }
   } finally {
     db?.close()
   }
 }
+
+const isNoTransaction = (e: SqlError): boolean => /no transaction is active/i.test(String((e.cause as Error)?.message))
 
 /** Runs an effect in a `BEGIN IMMEDIATE` transaction (nested calls use savepoints). */
 const makeImmediate = (sql: SqlClient.SqlClient) =>
@@ -185,7 +236,12 @@ const makeImmediate = (sql: SqlClient.SqlClient) =>
     begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
     savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT logbook_${id}`, [], undefined),
     commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
-    rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+    // a BEGIN that failed (busy) leaves no transaction to roll back: that is not a second error
+    rollback: (conn) =>
+      conn.executeUnprepared("ROLLBACK", [], undefined).pipe(
+        Effect.catchIf(isNoTransaction, () => Effect.void),
+        Effect.asVoid
+      ),
     rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT logbook_${id}`, [], undefined)
   })
 
@@ -332,10 +388,6 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
     (writer) => Effect.sync(() => writer.db.close())
   )
 
-/** Runs a synchronous write, mapping SQLite's exceptions to `EventStoreError`. */
-const write = <A>(method: string, f: () => A): Effect.Effect<A, EventStoreError> =>
-  Effect.try({ try: f, catch: (e) => storeError(method, e, `${method}: ${describeSqliteError(e)}`) })
-
 const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
 export const makeSqliteBackend = (
@@ -343,10 +395,20 @@ export const makeSqliteBackend = (
 ): Effect.Effect<Backend, never, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const writer = yield* openWriter(
-      path.resolve(options.filename),
-      Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
-    )
+    const writer = options.readonly
+      ? undefined
+      : yield* openWriter(
+          path.resolve(options.filename),
+          Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
+        )
+    /** Runs a synchronous write on the writer connection, mapping SQLite's exceptions to `EventStoreError`. */
+    const write = <A>(method: string, f: (w: NonNullable<typeof writer>) => A): Effect.Effect<A, EventStoreError> =>
+      writer === undefined
+        ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
+        : Effect.try({
+            try: () => f(writer),
+            catch: (e) => storeError(method, e, `${method}: ${describeSqliteError(e)}`)
+          })
     const fail =
       (method: string) =>
       <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
@@ -355,27 +417,23 @@ export const makeSqliteBackend = (
         )
 
     const backend: Backend = {
-      commit: (requests) => write("append", () => writer.commit(requests)),
+      commit: (requests) => write("append", (w) => w.commit(requests)),
       saveSnapshot: (snapshot, json) =>
-        write("saveSnapshot", () => {
-          writer.saveSnapshot.run(snapshot.sessionId, snapshot.version, snapshot.seq, snapshot.at, json)
+        write("saveSnapshot", (w) => {
+          w.saveSnapshot.run(snapshot.sessionId, snapshot.version, snapshot.seq, snapshot.at, json)
         }),
       putBlob: (hash, content) =>
-        write("putBlob", () => {
-          writer.putBlob.run(
-            hash,
-            content.byteLength,
-            Buffer.from(content.buffer, content.byteOffset, content.byteLength)
-          )
+        write("putBlob", (w) => {
+          w.putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
         }),
       acquireLease: (sessionId, owner, now, ttlMs) =>
         Effect.flatMap(
-          write("acquireLease", () => writer.acquireLease(sessionId, owner, now, ttlMs)),
+          write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs)),
           (result) => (result instanceof LeaseHeld ? Effect.fail(result) : Effect.succeed(result))
         ),
       releaseLease: (sessionId, owner) =>
-        write("releaseLease", () => {
-          writer.deleteLease.run(sessionId, owner)
+        write("releaseLease", (w) => {
+          w.deleteLease.run(sessionId, owner)
         }),
       readPage: (sessionId, from, to, limit) =>
         sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
@@ -408,7 +466,7 @@ export const makeSqliteBackend = (
         sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
           ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
           ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
-        ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit ?? -1}`.pipe(
+        ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit !== undefined && options.limit >= 0 ? options.limit : -1}`.pipe(
           Effect.map((rows) => rows.map(toSummary)),
           fail("sessions")
         ),
@@ -465,13 +523,17 @@ export const layerClient = (
   options: SqliteOptions
 ): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseError> => {
   const file = path.resolve(options.filename)
-  const client = SqliteClient.layer({ filename: file })
+  const readonly = options.readonly ?? false
+  const busyTimeout = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
+  // read-only: no WAL switch, no pragma that writes, no migration
+  const client = SqliteClient.layer(
+    readonly ? { filename: file, readonly: true, disableWAL: true } : { filename: file }
+  )
   const setup = Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(
-        `PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`
-      )
+      yield* sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`)
+      if (readonly) return
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
       yield* makeImmediate(sql)(Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }))
     }).pipe(
@@ -485,6 +547,9 @@ export const layerClient = (
     )
   )
   return Layer.unwrapEffect(
-    Effect.as(preflight(file, options.create ?? true), Layer.provideMerge(setup, Layer.orDie(client)))
+    Effect.as(
+      preflight(file, { create: options.create ?? true, readonly }),
+      Layer.provideMerge(setup, Layer.orDie(client))
+    )
   )
 }

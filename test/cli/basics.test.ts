@@ -45,6 +45,15 @@ describe("logbook (built binary)", () => {
     expect(result.stdout).not.toContain("\u001b[")
   })
 
+  it.each([[["--db", "x.db", "--help"]], [["--db=x.db", "--version"]]])(
+    "a leading --db with no command after it is ignored: %j exits 0",
+    async (args) => {
+      const result = await runCli(args)
+      expect(result.code).toBe(0)
+      expect(result.stdout.length).toBeGreaterThan(0)
+    }
+  )
+
   it("without a command prints a short overview and exits 0", async () => {
     const result = await runCli([])
     expect(result.code).toBe(0)

@@ -52,7 +52,7 @@ describe("logbook database selection and errors", () => {
       expect(result.stdout).toBe("")
       expectOneSentence(result.stderr)
       expect(result.stderr).toBe(
-        `logbook: no logbook database at ${file}; run \`logbook run\` first or pass --db <file>\n`
+        `logbook: no logbook database at ${file}; pass --db <file> or set LOGBOOK_DB to read another one\n`
       )
       expect(filesIn(dir)).toEqual([])
     }

@@ -2,6 +2,7 @@
  * `logbook events`: text and JSON output, filters, and --follow across processes.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import * as Events from "../../src/domain/Events.js"
 import { CallId } from "../../src/domain/Ids.js"
 import { runCli, sampleSession, scratchDb, seed, spawnCli } from "../support/cli.js"
@@ -168,6 +169,31 @@ describe("logbook events", () => {
         live.child.kill("SIGTERM")
       }
       expect(await live.exited).toEqual({ code: 130, signal: null })
+    })
+
+    it("prints events of a type this version does not know, exactly as stored, like plain `events`", async () => {
+      const file = scratchDb()
+      const session = "follow-session-4"
+      await seed(file, [{ id: session, events: [Events.make("session.created", {}), titled(1)] }])
+      const raw = new Database(file)
+      raw
+        .prepare(
+          "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload) VALUES (?, 3, 'future-1', 'tool.approved', 0, NULL, 1, ?)"
+        )
+        .run(session, JSON.stringify({ callId: "c", by: "someone", extra: [1, 2] }))
+      raw.close()
+      const live = spawnCli(["events", session, "--follow", "--to", "3", "--format", "json", "--db", file])
+      try {
+        expect(await live.exited).toEqual({ code: 0, signal: null })
+        const lines = live.lines().map((l) => JSON.parse(l) as Events.RawEnvelope)
+        expect(lines.map((e) => e.seq)).toEqual([1, 2, 3])
+        expect(lines[2]).toMatchObject({
+          type: "tool.approved",
+          payload: { callId: "c", by: "someone", extra: [1, 2] }
+        })
+      } finally {
+        live.child.kill("SIGKILL")
+      }
     })
 
     it("with --to, exits 0 once that seq has been printed", async () => {

@@ -2,7 +2,7 @@
  * The EventStore conformance suite: every layer (memory, SQLite, later Postgres) must pass it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Fiber, type Layer, Option, Queue, Stream, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Either, Fiber, type Layer, Option, Queue, Stream, TestClock } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
@@ -123,6 +123,115 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
+    it.effect("a request the database refuses fails only its own caller; the rest of the group commit is written", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const [first] = yield* store.append(sid("s1"), [created()])
+          // queued together: s3's deltas, a request reusing an existing id, another session's append
+          yield* store.appendLater(sid("s3"), [progress(1), progress(2)])
+          const clash = yield* Effect.fork(Effect.either(store.append(sid("s2"), [{ ...userMsg("x"), id: first!.id }])))
+          const fine = yield* Effect.fork(Effect.either(store.append(sid("s5"), [created("five")])))
+          const clashed = yield* Fiber.join(clash)
+          const succeeded = yield* Fiber.join(fine)
+          expect(Either.isLeft(clashed)).toBe(true)
+          expect(Either.isRight(succeeded)).toBe(true)
+          yield* store.flush
+          expect(yield* store.lastSeq(sid("s2"))).toBe(0)
+          expect(yield* store.lastSeq(sid("s3"))).toBe(2)
+          expect(yield* store.lastSeq(sid("s5"))).toBe(1)
+        })
+      )
+    )
+
+    it.effect("a lost appendLater is reported to that session's next append and to flush, not to others", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const [first] = yield* store.append(sid("s1"), [created()])
+          // refused by the database (the id exists), then a later request of the same session
+          yield* store.appendLater(sid("s2"), [{ ...progress(1), id: first!.id }])
+          yield* store.appendLater(sid("s2"), [progress(2)])
+          // another session is not affected
+          const other = yield* Effect.either(store.append(sid("s3"), [created("three")]))
+          expect(Either.isRight(other)).toBe(true)
+          // nothing of s2 is written past the refused request
+          expect(yield* store.lastSeq(sid("s2"))).toBe(0)
+          const next = yield* Effect.either(store.append(sid("s2"), [progress(3)]))
+          // the refused request's error: the id already exists
+          expect(Either.isLeft(next) && next.left.message).toMatch(
+            /already exists|UNIQUE constraint failed: events\.id/
+          )
+          // reported once: the session can go on afterwards
+          expect((yield* store.append(sid("s2"), [progress(4)]))[0]!.seq).toBe(1)
+          // flush reports a loss nobody asked about yet
+          yield* store.appendLater(sid("s4"), [{ ...progress(5), id: first!.id }])
+          const flushed = yield* Effect.either(store.flush)
+          expect(Either.isLeft(flushed)).toBe(true)
+          expect(Either.isRight(yield* Effect.either(store.flush))).toBe(true)
+        })
+      )
+    )
+
+    it.effect(
+      "refuses what cannot be stored faithfully: non-finite numbers, fractional times, BigInts, repeated ids",
+      () =>
+        run(
+          Effect.gen(function* () {
+            const store = yield* EventStore
+            const s = sid("s1")
+            const attempts: ReadonlyArray<Events.NewEvent> = [
+              Events.make("model.retry", { attempt: 1, delayMs: Number.POSITIVE_INFINITY, nextAt: 0, message: "x" }),
+              Events.make("model.retry", { attempt: 1, delayMs: 1, nextAt: Number.NaN, message: "x" }),
+              { ...created(), at: Number.NaN },
+              { ...created(), at: 1.5 },
+              Events.make("tool.invoked", {
+                messageId: MessageId.make("m"),
+                callId: CallId.make("c"),
+                tool: "bash",
+                input: { n: 10n }
+              })
+            ]
+            for (const event of attempts) {
+              const result = yield* Effect.either(store.append(s, [event]))
+              expect(Either.isLeft(result) && result.left._tag).toBe("EventStoreError")
+            }
+            const id = Events.EnvelopeHeader.fields.id.make("same")
+            const twice = yield* Effect.either(
+              store.append(s, [
+                { ...created(), id },
+                { ...userMsg("a"), id }
+              ])
+            )
+            expect(Either.isLeft(twice)).toBe(true)
+            expect(yield* store.lastSeq(s)).toBe(0)
+            // the log stays readable
+            yield* store.append(s, [created()])
+            expect((yield* collect(store.read(s))).length).toBe(1)
+          })
+        )
+    )
+
+    it.effect("returned and published envelopes carry the payload as stored, not the caller's object", () =>
+      run(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* EventStore
+            const bus = yield* EventBus
+            const sub = yield* bus.subscribe
+            const payload = { messageId: MessageId.make("m1"), text: "hello", mode: "prompt" as const, apiKey: "sk-x" }
+            const [returned] = yield* store.append(sid("s1"), [{ type: "user.message", payload }])
+            payload.text = "changed afterwards"
+            const [published] = Chunk.toArray(yield* Queue.takeAll(sub))
+            const [stored] = yield* collect(store.read(sid("s1")))
+            expect(returned!.payload).toEqual({ messageId: "m1", text: "hello", mode: "prompt" })
+            expect(published).toEqual(returned)
+            expect(stored).toEqual(returned)
+          })
+        )
+      )
+    )
+
     it.effect("appendLater keeps order with later appends of the same fiber", () =>
       run(
         Effect.gen(function* () {
@@ -176,6 +285,43 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           const seen = yield* Fiber.join(fiber)
           expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: 13 }, (_, i) => i + 3))
           expect(seen.every((e) => e.sessionId === "s1")).toBe(true)
+        })
+      )
+    )
+
+    it.effect("follow delivers live events through the bus once it has caught up (no polling under TestClock)", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid("s1"), [progress(1), progress(2)])
+          const caughtUp = yield* Deferred.make<void>()
+          const fiber = yield* Effect.fork(
+            collect(
+              store.follow(sid("s1")).pipe(
+                Stream.tap((e) => (e.seq === 2 ? Deferred.succeed(caughtUp, undefined) : Effect.void)),
+                Stream.take(6)
+              )
+            )
+          )
+          yield* Deferred.await(caughtUp)
+          // the follower now waits; the TestClock never advances, so only the bus can wake it
+          yield* store.append(sid("s1"), [progress(3)])
+          yield* store.appendLater(sid("s1"), [progress(4), progress(5)])
+          yield* store.append(sid("other"), [progress(0)])
+          yield* store.append(sid("s1"), [progress(6)])
+          const seen = yield* Fiber.join(fiber)
+          expect(seen.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6])
+        })
+      )
+    )
+
+    it.effect("followRaw gives the payloads as stored", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid("s1"), [progress(1)])
+          const [first] = yield* collect(Stream.take(store.followRaw(sid("s1")), 1))
+          expect(first!.payload).toEqual({ callId: "c1", output: "line 1" })
         })
       )
     )
@@ -251,6 +397,7 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           expect((yield* store.sessions()).map((s) => s.id)).toEqual(["s1"])
           expect((yield* store.sessions({ includeDeleted: true })).map((s) => s.id)).toEqual(["s2", "s1"])
           expect((yield* store.sessions({ limit: 1, includeDeleted: true })).length).toBe(1)
+          expect((yield* store.sessions({ limit: -1, includeDeleted: true })).length).toBe(2)
           expect((yield* store.sessions({ cwd: "/elsewhere" })).length).toBe(0)
           expect(Option.isNone(yield* store.session(sid("nobody")))).toBe(true)
           expect(Option.getOrThrow(yield* store.session(sid("s2"))).deleted).toBe(true)

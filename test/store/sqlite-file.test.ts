@@ -23,7 +23,10 @@ const fingerprint = (file: string) => {
   return { sha: createHash("sha256").update(fs.readFileSync(file)).digest("hex"), mtime: stat.mtimeMs, size: stat.size }
 }
 
-const openError = (file: string, options: { create?: boolean } = {}) =>
+const openError = (
+  file: string,
+  options: { readonly create?: boolean; readonly readonly?: boolean; readonly busyTimeoutMs?: number } = {}
+) =>
   Effect.flatMap(
     Effect.exit(Effect.provide(EventStore, EventStore.layerSqlite({ filename: file, ...options }))),
     (exit) =>
@@ -149,6 +152,87 @@ describe("EventStore SQLite file", () => {
       expect(error).toMatchObject({ _tag: "DatabaseError", reason: "newer-schema", file })
       expect(error.message).toContain("newer logbook")
       expect(fingerprint(file)).toEqual(before)
+    })
+  )
+
+  it.effect("an SQLite file with no tables but another program's mark is not taken over", () =>
+    Effect.gen(function* () {
+      const file = path.join(tempDir(), "marked.db")
+      const db = new Database(file)
+      db.pragma("user_version = 42")
+      db.close()
+      const before = fingerprint(file)
+      const error = yield* openError(file)
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "not-logbook", file })
+      expect(fingerprint(file)).toEqual(before)
+    })
+  )
+
+  it.effect("read-only: reads, never writes, never migrates, and an unset-up file is reported, not set up", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append(sid, [Events.make("session.created", { title: "t" }), progress(1)])
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      const before = fingerprint(file)
+      const result = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        const events = yield* collect(store.read(sid))
+        const write = yield* Effect.either(store.append(sid, [progress(2)]))
+        const blob = yield* Effect.either(store.putBlob("x"))
+        return { events, write, blob }
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file, readonly: true })))
+      expect(result.events.map((e) => e.seq)).toEqual([1, 2])
+      expect(Either.isLeft(result.write) && result.write.left.message).toContain("read-only")
+      expect(Either.isLeft(result.blob)).toBe(true)
+      expect(fingerprint(file)).toEqual(before)
+
+      const blank = path.join(tempDir(), "blank.db")
+      new Database(blank).close()
+      const error = yield* openError(blank, { readonly: true })
+      expect(error).toMatchObject({ _tag: "DatabaseError", reason: "missing", file: blank })
+    })
+  )
+
+  it.effect("read-only readers are not blocked by a writer that holds the lock", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append(sid, [Events.make("session.created", { title: "t" })])
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      const holder = new Database(file)
+      holder.exec("BEGIN IMMEDIATE")
+      holder.prepare("DELETE FROM sessions").run()
+      try {
+        const listed = yield* Effect.gen(function* () {
+          const store = yield* EventStore
+          return yield* store.sessions()
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file, readonly: true, busyTimeoutMs: 60_000 })))
+        // the reader saw the committed state, without waiting for the writer
+        expect(listed.map((s) => s.id)).toEqual([sid])
+      } finally {
+        holder.exec("ROLLBACK")
+        holder.close()
+      }
+    })
+  )
+
+  it.effect("a writer that cannot get the lock in time fails with a DatabaseError, not a crash", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* Effect.provide(EventStore, EventStore.layerSqlite({ filename: file }))
+      const holder = new Database(file)
+      holder.exec("BEGIN IMMEDIATE")
+      try {
+        const error = yield* openError(file, { busyTimeoutMs: 100 })
+        expect(error).toMatchObject({ _tag: "DatabaseError", file })
+        expect(error.message).toMatch(/locked|busy/)
+      } finally {
+        holder.exec("ROLLBACK")
+        holder.close()
+      }
     })
   )
 

@@ -35,8 +35,6 @@ export interface PreparedEvent {
   readonly at: number
   readonly parentId: EventId | null
   readonly v: number
-  /** the typed payload, returned to the caller after the commit */
-  readonly payload: unknown
   /** the encoded payload as JSON text, as stored */
   readonly json: string
 }
@@ -106,6 +104,8 @@ export interface StoreOptions {
 }
 
 const PAGE = 1000
+/** live envelopes one `follow` keeps while its reader is busy; beyond that it reads from the store */
+const FOLLOW_BUFFER = 1024
 
 export const storeError = (method: string, cause: unknown, message?: string): EventStoreError =>
   new EventStoreError({
@@ -120,29 +120,43 @@ export const hashContent = (content: Uint8Array | string): string => createHash(
 export const toBytes = (content: Uint8Array | string): Uint8Array =>
   typeof content === "string" ? new TextEncoder().encode(content) : content
 
-/** Validates, encodes and stamps events (id, time, version) before they are handed to the writer. */
+const rejected = (event: { readonly type: string }, reason: string) =>
+  new EventStoreError({ method: "append", message: `cannot append ${event.type}: ${reason}` })
+
+/**
+ * Validates, encodes and stamps events (id, time, version) before they are handed to the writer.
+ * Everything a database would refuse is refused here, for the one caller that sent it: a payload
+ * that does not match its Schema or does not survive JSON, a time that is not an integer of
+ * milliseconds, an id used twice in the request.
+ */
 export const prepareEvents = (
   events: ReadonlyArray<NewEvent>
 ): Effect.Effect<ReadonlyArray<PreparedEvent>, EventStoreError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const out: Array<PreparedEvent> = new Array(events.length)
+    const ids = new Set<string>()
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!
       const encoded = encodePayload(event)
-      if (Either.isLeft(encoded)) {
-        return Effect.fail(
-          new EventStoreError({ method: "append", message: `cannot append ${event.type}: ${encoded.left.message}` })
-        )
-      }
+      if (Either.isLeft(encoded)) return Effect.fail(rejected(event, encoded.left.message))
       const at = event.at ?? now
+      if (!Number.isSafeInteger(at)) return Effect.fail(rejected(event, `time ${at} is not an integer of milliseconds`))
+      const id = event.id ?? (uuidV7At(at) as EventId)
+      if (ids.has(id)) return Effect.fail(rejected(event, `event id ${id} is used twice`))
+      ids.add(id)
+      let json: string
+      try {
+        json = JSON.stringify(encoded.right)
+      } catch (e) {
+        return Effect.fail(rejected(event, `the payload cannot be written as JSON (${(e as Error).message})`))
+      }
       out[i] = {
-        id: event.id ?? (uuidV7At(at) as EventId),
+        id,
         type: event.type,
         at,
         parentId: event.parentId ?? null,
         v: PAYLOAD_VERSION,
-        payload: event.payload,
-        json: JSON.stringify(encoded.right)
+        json
       }
     }
     return Effect.succeed(out)
@@ -170,19 +184,19 @@ export const summarize = (
   for (const e of events) {
     switch (e.type) {
       case "session.created": {
-        const p = e.payload as { title?: string; cwd?: string }
+        const p = JSON.parse(e.json) as { title?: string; cwd?: string }
         if (p.title !== undefined) s.title = p.title
         if (p.cwd !== undefined) s.cwd = p.cwd
         break
       }
       case "session.titled":
-        s.title = (e.payload as { title: string }).title
+        s.title = (JSON.parse(e.json) as { title: string }).title
         break
       case "session.deleted":
         s.deleted = true
         break
       case "session.status":
-        s.status = (e.payload as { status: { _tag: SessionSummary["status"] } }).status._tag
+        s.status = (JSON.parse(e.json) as { status: { _tag: SessionSummary["status"] } }).status._tag
         break
     }
     if (e.at > s.updatedAt) s.updatedAt = e.at
@@ -226,67 +240,102 @@ export const makeService = (
     const pending: Array<Pending> = []
     const lock = yield* Effect.makeSemaphore(1)
     const wake = yield* Queue.sliding<void>(1)
-    /** a failed group commit of `appendLater` events, reported by the next append or flush */
-    let laterFailure: EventStoreError | undefined
+    /**
+     * Per session, a failed commit of events handed over with `appendLater`: they are lost, and
+     * the next `append` to that session (or any `flush`) reports it. Never silent.
+     */
+    const lostLater = new Map<SessionId, EventStoreError>()
     const maxBatch = options.maxBatch ?? 1024
     const pollMs = options.followPollMs ?? 200
 
-    const takeLaterFailure = Effect.sync(() => {
-      const failure = laterFailure
-      laterFailure = undefined
-      return failure
-    })
+    const settleFailure = (p: Pending, error: EventStoreError): Effect.Effect<void> => {
+      if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
+      if (!lostLater.has(p.request.sessionId)) lostLater.set(p.request.sessionId, error)
+      return Effect.void
+    }
 
-    /** Commits one batch and settles its callers; never fails (failures go to the callers). */
+    const commitOnce = (batch: ReadonlyArray<Pending>) =>
+      backend.commit(batch.map((p) => p.request)).pipe(
+        Effect.catchAllDefect((defect) => Effect.fail(storeError("append", defect))),
+        Effect.either
+      )
+
+    /**
+     * Commits one batch and settles its callers; never fails (failures go to the callers). When the
+     * batch's transaction fails, its requests are committed one by one, so only the request at fault
+     * fails — together with the requests of the same session after it, which must not be written
+     * past a hole in that session's log.
+     */
     const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
-      Effect.flatMap(Effect.either(backend.commit(batch.map((p) => p.request))), (result): Effect.Effect<void> => {
+      Effect.flatMap(commitOnce(batch), (result): Effect.Effect<void> => {
         if (Either.isLeft(result)) {
-          const error = result.left
-          // events handed over without waiting have nobody to tell but the next append or flush
-          if (batch.some((p) => p.done === undefined)) laterFailure = error
-          return Effect.forEach(batch, (p) => (p.done === undefined ? Effect.void : Deferred.fail(p.done, error)), {
-            discard: true
-          })
+          if (batch.length === 1) return settleFailure(batch[0]!, result.left)
+          const failed = new Map<SessionId, EventStoreError>()
+          return Effect.forEach(
+            batch,
+            (p) => {
+              const earlier = failed.get(p.request.sessionId)
+              if (earlier !== undefined) return settleFailure(p, earlier)
+              return Effect.flatMap(commitOnce([p]), (one) => {
+                if (Either.isRight(one)) return settled([p], one.right)
+                failed.set(p.request.sessionId, one.left)
+                return settleFailure(p, one.left)
+              })
+            },
+            { discard: true }
+          )
         }
-        const published: Array<Envelope> = []
-        const settle: Array<Effect.Effect<boolean>> = []
-        for (let i = 0; i < batch.length; i++) {
-          const { request, done } = batch[i]!
-          const first = result.right[i]!
-          const envelopes: Array<Envelope> = new Array(request.events.length)
-          for (let j = 0; j < request.events.length; j++) {
-            const e = request.events[j]!
-            const envelope = {
-              id: e.id,
-              sessionId: request.sessionId,
-              seq: first + j,
-              type: e.type,
-              at: e.at,
-              parentId: e.parentId,
-              v: e.v,
-              payload: e.payload
-            } as Envelope
-            envelopes[j] = envelope
-            published.push(envelope)
-          }
-          if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
-        }
-        return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
+        return settled(batch, result.right)
       })
 
-    /** Commits what is pending when the lock is taken (all of it when `all`), in batches. */
+    /** Publishes a committed batch and wakes its callers. */
+    const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> => {
+      const published: Array<Envelope> = []
+      const settle: Array<Effect.Effect<boolean>> = []
+      for (let i = 0; i < batch.length; i++) {
+        const { request, done } = batch[i]!
+        const first = firstSeqs[i]!
+        const envelopes: Array<Envelope> = new Array(request.events.length)
+        for (let j = 0; j < request.events.length; j++) {
+          const e = request.events[j]!
+          // the payload as stored (a fresh object): what `read` will return, never the caller's object
+          const envelope = {
+            id: e.id,
+            sessionId: request.sessionId,
+            seq: first + j,
+            type: e.type,
+            at: e.at,
+            parentId: e.parentId,
+            v: e.v,
+            payload: JSON.parse(e.json)
+          } as Envelope
+          envelopes[j] = envelope
+          published.push(envelope)
+        }
+        if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
+      }
+      return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
+    }
+
+    /**
+     * Commits what is pending when the lock is taken (all of it when `all`), in batches. Taking a
+     * batch, committing, publishing and waking its callers is one uninterruptible step: an
+     * interrupt can never leave events taken but not written, or written but not announced.
+     */
     const drain = (all: boolean): Effect.Effect<void> =>
       lock.withPermits(1)(
-        Effect.suspend(() => {
-          let remaining = pending.length
-          const loop = (): Effect.Effect<void> => {
-            if (pending.length === 0 || (!all && remaining <= 0)) return Effect.void
-            const batch = pending.splice(0, maxBatch)
-            remaining -= batch.length
-            return Effect.flatMap(commitBatch(batch), loop)
-          }
-          return loop()
-        })
+        Effect.uninterruptible(
+          Effect.suspend(() => {
+            let remaining = pending.length
+            const loop = (): Effect.Effect<void> => {
+              if (pending.length === 0 || (!all && remaining <= 0)) return Effect.void
+              const batch = pending.splice(0, maxBatch)
+              remaining -= batch.length
+              return Effect.flatMap(commitBatch(batch), loop)
+            }
+            return loop()
+          })
+        )
       )
 
     const signal = Effect.asVoid(Queue.offer(wake, undefined))
@@ -299,28 +348,53 @@ export const makeService = (
       Effect.forkScoped
     )
 
+    const reportLost = (sessionIds: ReadonlyArray<SessionId>): Effect.Effect<void, EventStoreError> => {
+      const errors: Array<EventStoreError> = []
+      for (const id of sessionIds) {
+        const error = lostLater.get(id)
+        if (error !== undefined) {
+          lostLater.delete(id)
+          errors.push(error)
+        }
+      }
+      if (errors.length === 0) return Effect.void
+      if (errors.length === 1) return Effect.fail(errors[0]!)
+      return Effect.fail(
+        new EventStoreError({
+          method: "flush",
+          message: `events of ${errors.length} sessions could not be written: ${errors.map((e) => e.message).join("; ")}`,
+          cause: errors
+        })
+      )
+    }
+
     const flush: Effect.Effect<void, EventStoreError> = Effect.zipRight(
       drain(true),
-      Effect.flatMap(takeLaterFailure, (failure) => (failure === undefined ? Effect.void : Effect.fail(failure)))
+      Effect.suspend(() => reportLost(Array.from(lostLater.keys())))
     )
-    // added after the writer started, so it runs before the writer is interrupted: nothing handed over is lost
-    yield* Effect.addFinalizer(() => Effect.ignore(flush))
+    // added after the writer started, so it runs before the writer is interrupted: nothing handed
+    // over is lost on a normal close, and a failure to write it is logged, not swallowed
+    yield* Effect.addFinalizer(() =>
+      Effect.catchAll(flush, (error) => Effect.logError("logbook: events could not be written before closing", error))
+    )
 
     const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
-      Effect.flatMap(takeLaterFailure, (failure): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
-        if (failure !== undefined) return Effect.fail(failure)
-        if (events.length === 0) return Effect.succeed([])
-        return Effect.flatMap(prepareEvents(events), (prepared) =>
-          Effect.flatMap(Deferred.make<ReadonlyArray<Envelope>, EventStoreError>(), (done) => {
-            pending.push({ request: { sessionId, events: prepared }, done })
-            // if this caller is interrupted before committing, the background writer takes over
-            return Effect.zipRight(
-              Effect.onInterrupt(drain(false), () => signal),
-              Deferred.await(done)
+      Effect.zipRight(
+        Effect.suspend(() => reportLost([sessionId])),
+        events.length === 0
+          ? Effect.succeed([] as ReadonlyArray<Envelope>)
+          : Effect.flatMap(prepareEvents(events), (prepared) =>
+              Effect.flatMap(Deferred.make<ReadonlyArray<Envelope>, EventStoreError>(), (done) => {
+                pending.push({ request: { sessionId, events: prepared }, done })
+                // If this caller is interrupted before its request is committed, the background
+                // writer commits it: an interrupted append may still be written (never half).
+                return Effect.zipRight(
+                  Effect.onInterrupt(drain(false), () => signal),
+                  Deferred.await(done)
+                )
+              })
             )
-          })
-        )
-      })
+      )
 
     const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
       events.length === 0
@@ -350,44 +424,55 @@ export const makeService = (
 
     const read = (sessionId: SessionId, range?: SeqRange) => readRaw(sessionId, range).pipe(Stream.mapEffect(decode))
 
-    const follow = (sessionId: SessionId, from = 1): Stream.Stream<Envelope, EventStoreError | EventDecodeError> =>
+    /**
+     * Stored rows from `from`, then live ones. The bus is only a hint: a forked fiber keeps the
+     * session's live envelopes in a small sliding buffer (so a slow reader holds no more than that
+     * in memory); whenever the buffer does not continue exactly at `next`, the rows are read from
+     * the store instead. Other processes' commits are found by polling.
+     */
+    const followRaw = (sessionId: SessionId, from = 1): Stream.Stream<RawEnvelope, EventStoreError> =>
       Stream.unwrapScoped(
         Effect.gen(function* () {
           // subscribe first, then read: nothing committed in between can be missed
-          const live = yield* bus.subscribe
+          const subscription = yield* bus.subscribe
+          const live = yield* Queue.sliding<RawEnvelope>(FOLLOW_BUFFER)
+          yield* Queue.take(subscription).pipe(
+            Effect.flatMap((e) => (e.sessionId === sessionId ? Queue.offer(live, e) : Effect.void)),
+            Effect.forever,
+            Effect.forkScoped
+          )
           let next = Math.max(1, from)
-          const pull: Effect.Effect<Chunk.Chunk<Envelope>, EventStoreError | EventDecodeError> = Effect.gen(
-            function* () {
-              while (true) {
-                const rows = yield* backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE)
-                if (rows.length > 0) {
-                  const out: Array<Envelope> = []
-                  for (const row of rows) out.push(yield* decode(rowToRaw(sessionId, row)))
-                  next = rows[rows.length - 1]!.seq + 1
-                  return Chunk.unsafeFromArray(out)
+          const pull: Effect.Effect<Chunk.Chunk<RawEnvelope>, EventStoreError> = Effect.gen(function* () {
+            while (true) {
+              const rows = yield* backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE)
+              if (rows.length > 0) {
+                next = rows[rows.length - 1]!.seq + 1
+                return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
+              }
+              // nothing stored past `next`: wait for a commit in this process, or poll for another one
+              const woken = yield* Effect.raceFirst(
+                Effect.map(Queue.take(live), Option.some),
+                Effect.as(Effect.sleep(pollMs), Option.none())
+              )
+              const seen = Option.isSome(woken) ? [woken.value, ...(yield* Queue.takeAll(live))] : []
+              const fresh = seen.filter((e) => e.seq >= next)
+              if (fresh.length > 0 && fresh[0]!.seq === next) {
+                const out: Array<RawEnvelope> = []
+                for (const e of fresh) {
+                  if (e.seq !== next) break
+                  out.push(e)
+                  next++
                 }
-                // nothing stored past `next`: wait for a commit in this process, or poll for another one
-                const woken = yield* Effect.raceFirst(
-                  Effect.map(Queue.take(live), Option.some),
-                  Effect.as(Effect.sleep(pollMs), Option.none())
-                )
-                const seen = Option.isSome(woken) ? [woken.value, ...(yield* Queue.takeAll(live))] : []
-                const mine = seen.filter((e) => e.sessionId === sessionId && e.seq >= next)
-                if (mine.length > 0 && mine[0]!.seq === next) {
-                  const out: Array<Envelope> = []
-                  for (const e of mine) {
-                    if (e.seq !== next) break
-                    out.push(e)
-                    next++
-                  }
-                  return Chunk.unsafeFromArray(out)
-                }
+                return Chunk.unsafeFromArray(out)
               }
             }
-          )
+          })
           return Stream.repeatEffectChunk(pull)
         })
       )
+
+    const follow = (sessionId: SessionId, from = 1): Stream.Stream<Envelope, EventStoreError | EventDecodeError> =>
+      followRaw(sessionId, from).pipe(Stream.mapEffect(decode))
 
     const query = (q: EventQuery): Stream.Stream<EnvelopeHeader, EventStoreError> => {
       const limit = q.limit
@@ -416,6 +501,7 @@ export const makeService = (
       read,
       readRaw,
       follow,
+      followRaw,
       query,
       lastSeq: backend.lastSeq,
       sessions: (o) => backend.sessions(o ?? {}),
