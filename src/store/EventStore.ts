@@ -61,6 +61,14 @@ export interface Snapshot {
   readonly state: unknown
 }
 
+/** A snapshot as loaded: `intact` when its JSON is byte for byte what was saved (SHA-256 checked). */
+export interface LoadedSnapshot extends Snapshot {
+  readonly intact: boolean
+}
+
+/** Snapshots kept per session and format version; older ones are deleted when a new one is saved. */
+export const SNAPSHOTS_KEPT = 3
+
 export interface Lease {
   readonly sessionId: SessionId
   readonly owner: string
@@ -114,12 +122,13 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     /** The session index, most recently updated first. */
     readonly sessions: (options?: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
     readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
+    /** Saves a snapshot, keeping the newest `SNAPSHOTS_KEPT` of the session (and version). */
     readonly saveSnapshot: (snapshot: Snapshot) => Effect.Effect<void, EventStoreError>
     /** The newest snapshot at or below `atOrBelow` (default: any) with the given format version. */
     readonly loadSnapshot: (
       sessionId: SessionId,
       options: { readonly version: number; readonly atOrBelow?: number | undefined }
-    ) => Effect.Effect<Option.Option<Snapshot>, EventStoreError>
+    ) => Effect.Effect<Option.Option<LoadedSnapshot>, EventStoreError>
     /** Stores content by its SHA-256 (hex) and returns the hash. Idempotent. */
     readonly putBlob: (content: Uint8Array | string) => Effect.Effect<string, EventStoreError>
     readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>

@@ -13,6 +13,7 @@ interface SnapshotRow {
   readonly version: number
   readonly at: number
   readonly json: string
+  readonly hash: string | null
 }
 
 export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
@@ -111,13 +112,16 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
           .slice(0, options.limit !== undefined && options.limit >= 0 ? options.limit : Number.MAX_SAFE_INTEGER)
       ),
     session: (sessionId) => Effect.sync(() => Option.fromNullable(index.get(sessionId))),
-    saveSnapshot: (snapshot, json) =>
+    saveSnapshot: (snapshot, stored, keep) =>
       Effect.sync(() => {
         const list = (snapshots.get(snapshot.sessionId) ?? []).filter(
           (s) => !(s.seq === snapshot.seq && s.version === snapshot.version)
         )
-        list.push({ seq: snapshot.seq, version: snapshot.version, at: snapshot.at, json })
-        snapshots.set(snapshot.sessionId, list)
+        list.push({ seq: snapshot.seq, version: snapshot.version, at: snapshot.at, ...stored })
+        list.sort((a, b) => a.version - b.version || b.seq - a.seq)
+        // the newest `keep` of each version
+        const kept = list.filter((s, i) => list.findIndex((t) => t.version === s.version) + keep > i)
+        snapshots.set(snapshot.sessionId, kept)
       }),
     loadSnapshot: (sessionId, version, atOrBelow) =>
       Effect.sync(() => {
@@ -132,7 +136,8 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
               seq: best.seq,
               version: best.version,
               at: best.at,
-              json: best.json
+              json: best.json,
+              hash: best.hash
             })
       }),
     putBlob: (hash, content) =>

@@ -249,6 +249,9 @@ function illegal(s: SessionState, env: Envelope, message: string): never {
 
 const findMessageIndex = (ctx: Ctx, s: SessionState, id: MessageId): number => {
   const messages = s.messages
+  // almost every event is about the newest message: no index needed for it
+  const last = messages.length - 1
+  if (last >= 0 && messages[last]!.id === id) return last
   if (ctx.bulk) {
     if (ctx.index === undefined) {
       ctx.index = new Map()

@@ -21,8 +21,15 @@ import { Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, type EventStoreError, LeaseHeld } from "./Errors.js"
-import type { Lease, SessionStatusName, SessionSummary } from "./EventStore.js"
-import { type Backend, type CommitRequest, type StoredRow, storeError, summarize } from "./internal/core.js"
+import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./EventStore.js"
+import {
+  type Backend,
+  type CommitRequest,
+  type StoredRow,
+  type StoredSnapshot,
+  storeError,
+  summarize
+} from "./internal/core.js"
 
 /** `PRAGMA application_id` of every logbook database: "LOGB". */
 export const APPLICATION_ID = 0x4c4f4742
@@ -62,6 +69,7 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
       seq INTEGER NOT NULL,
       at INTEGER NOT NULL,
       state TEXT NOT NULL,
+      hash TEXT,
       PRIMARY KEY (session_id, version, seq)
     )`
     yield* sql`CREATE TABLE blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)`
@@ -354,9 +362,15 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         return out
       })
 
-      const saveSnapshot = db.prepare(
-        "INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state) VALUES (?, ?, ?, ?, ?)"
+      const insertSnapshot = db.prepare(
+        "INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state, hash) VALUES (?, ?, ?, ?, ?, ?)"
       )
+      const pruneSnapshots = db.prepare(`DELETE FROM snapshots WHERE session_id = ? AND version = ? AND seq NOT IN
+        (SELECT seq FROM snapshots WHERE session_id = ? AND version = ? ORDER BY seq DESC LIMIT ?)`)
+      const saveSnapshot = db.transaction((s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) => {
+        insertSnapshot.run(s.sessionId, s.version, s.seq, s.at, stored.json, stored.hash)
+        pruneSnapshots.run(s.sessionId, s.version, s.sessionId, s.version, keep)
+      })
       const putBlob = db.prepare("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
       const selectLease = db.prepare<[string], { owner: string; expires_at: number }>(
         "SELECT owner, expires_at FROM leases WHERE session_id = ?"
@@ -378,7 +392,8 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
       return {
         db,
         commit: (requests: ReadonlyArray<CommitRequest>) => commit.immediate(requests),
-        saveSnapshot,
+        saveSnapshot: (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
+          saveSnapshot.immediate(s, stored, keep),
         putBlob,
         acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number) =>
           acquireLease.immediate(sessionId, owner, now, ttlMs),
@@ -418,10 +433,7 @@ export const makeSqliteBackend = (
 
     const backend: Backend = {
       commit: (requests) => write("append", (w) => w.commit(requests)),
-      saveSnapshot: (snapshot, json) =>
-        write("saveSnapshot", (w) => {
-          w.saveSnapshot.run(snapshot.sessionId, snapshot.version, snapshot.seq, snapshot.at, json)
-        }),
+      saveSnapshot: (snapshot, stored, keep) => write("saveSnapshot", (w) => w.saveSnapshot(snapshot, stored, keep)),
       putBlob: (hash, content) =>
         write("putBlob", (w) => {
           w.putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
@@ -476,12 +488,12 @@ export const makeSqliteBackend = (
           fail("session")
         ),
       loadSnapshot: (sessionId, version, atOrBelow) =>
-        sql<{ seq: number; at: number; state: string }>`SELECT seq, at, state FROM snapshots
+        sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
         WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
         ORDER BY seq DESC LIMIT 1`.pipe(
           Effect.map((rows) =>
             Option.fromNullable(rows[0]).pipe(
-              Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state }))
+              Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state, hash: r.hash }))
             )
           ),
           fail("loadSnapshot")

@@ -414,7 +414,14 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           yield* store.saveSnapshot({ sessionId: s, seq: 20, version: 1, at: 2, state: { n: 20 } })
           yield* store.saveSnapshot({ sessionId: s, seq: 30, version: 2, at: 3, state: { n: 30 } })
           const newest = yield* store.loadSnapshot(s, { version: 1 })
-          expect(Option.getOrThrow(newest)).toEqual({ sessionId: s, seq: 20, version: 1, at: 2, state: { n: 20 } })
+          expect(Option.getOrThrow(newest)).toEqual({
+            sessionId: s,
+            seq: 20,
+            version: 1,
+            at: 2,
+            state: { n: 20 },
+            intact: true
+          })
           expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 19 })).seq).toBe(10)
           expect(Option.isNone(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 9 }))).toBe(true)
           expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 2 })).state).toEqual({ n: 30 })
@@ -422,6 +429,14 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           // saving the same seq again replaces it
           yield* store.saveSnapshot({ sessionId: s, seq: 20, version: 1, at: 5, state: { n: 21 } })
           expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 1 })).state).toEqual({ n: 21 })
+          // only the newest SNAPSHOTS_KEPT of a version are kept
+          for (const seq of [40, 50, 60]) {
+            yield* store.saveSnapshot({ sessionId: s, seq, version: 1, at: seq, state: { n: seq } })
+          }
+          expect(Option.isNone(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 39 }))).toBe(true)
+          expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 1, atOrBelow: 45 })).seq).toBe(40)
+          // another version's snapshots are not pruned by these
+          expect(Option.getOrThrow(yield* store.loadSnapshot(s, { version: 2 })).seq).toBe(30)
         })
       )
     )

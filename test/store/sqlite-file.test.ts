@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import Database from "better-sqlite3"
-import { Chunk, Effect, Either, Exit, Fiber, Stream } from "effect"
+import { Chunk, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
@@ -53,6 +53,25 @@ describe("EventStore SQLite file", () => {
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
       expect(reopened.slice(0, 2)).toEqual(appended)
       expect(reopened.map((e) => e.seq)).toEqual([1, 2, 3])
+    })
+  )
+
+  it.effect("a snapshot changed on disk is no longer intact", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const layer = EventStore.layerSqlite({ filename: file })
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.saveSnapshot({ sessionId: sid, seq: 7, version: 1, at: 0, state: { title: "as saved" } })
+      }).pipe(Effect.provide(layer))
+      const db = new Database(file)
+      db.prepare("UPDATE snapshots SET state = ?").run(JSON.stringify({ title: "edited" }))
+      db.close()
+      const loaded = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        return Option.getOrThrow(yield* store.loadSnapshot(sid, { version: 1 }))
+      }).pipe(Effect.provide(layer))
+      expect(loaded).toMatchObject({ seq: 7, state: { title: "edited" }, intact: false })
     })
   )
 

@@ -18,14 +18,15 @@ import {
 import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
-import type {
-  EventQuery,
-  EventStoreService,
-  Lease,
-  ListSessionsOptions,
-  SeqRange,
-  SessionSummary,
-  Snapshot
+import {
+  type EventQuery,
+  type EventStoreService,
+  type Lease,
+  type ListSessionsOptions,
+  type SeqRange,
+  type SessionSummary,
+  SNAPSHOTS_KEPT,
+  type Snapshot
 } from "../EventStore.js"
 
 /** An event ready to be written: everything but its seq. */
@@ -72,12 +73,17 @@ export interface Backend {
   readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
   readonly sessions: (options: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
   readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
-  readonly saveSnapshot: (snapshot: Snapshot, json: string) => Effect.Effect<void, EventStoreError>
+  /** Saves the snapshot (its state as `json`, with its SHA-256) and keeps the newest `keep`. */
+  readonly saveSnapshot: (
+    snapshot: Omit<Snapshot, "state">,
+    stored: StoredSnapshot,
+    keep: number
+  ) => Effect.Effect<void, EventStoreError>
   readonly loadSnapshot: (
     sessionId: SessionId,
     version: number,
     atOrBelow: number
-  ) => Effect.Effect<Option.Option<Omit<Snapshot, "state"> & { readonly json: string }>, EventStoreError>
+  ) => Effect.Effect<Option.Option<Omit<Snapshot, "state"> & StoredSnapshot>, EventStoreError>
   readonly putBlob: (hash: string, content: Uint8Array) => Effect.Effect<void, EventStoreError>
   readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>
   readonly acquireLease: (
@@ -88,6 +94,12 @@ export interface Backend {
   ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
   readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
   readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
+}
+
+/** A snapshot's state as stored: JSON text and the SHA-256 it had when saved (null: not recorded). */
+export interface StoredSnapshot {
+  readonly json: string
+  readonly hash: string | null
 }
 
 export interface QueryCursor {
@@ -506,18 +518,20 @@ export const makeService = (
       lastSeq: backend.lastSeq,
       sessions: (o) => backend.sessions(o ?? {}),
       session: backend.session,
-      saveSnapshot: (snapshot) =>
-        Effect.suspend(() => backend.saveSnapshot(snapshot, JSON.stringify(snapshot.state))).pipe(
-          Effect.catchAllDefect((d) => Effect.fail(storeError("saveSnapshot", d)))
-        ),
+      saveSnapshot: ({ state, ...snapshot }) =>
+        Effect.suspend(() => {
+          const json = JSON.stringify(state)
+          return backend.saveSnapshot(snapshot, { json, hash: hashContent(json) }, SNAPSHOTS_KEPT)
+        }).pipe(Effect.catchAllDefect((d) => Effect.fail(storeError("saveSnapshot", d)))),
       loadSnapshot: (sessionId, o) =>
         backend.loadSnapshot(sessionId, o.version, o.atOrBelow ?? Number.MAX_SAFE_INTEGER).pipe(
           Effect.flatMap(
             Option.match({
               onNone: () => Effect.succeedNone,
-              onSome: ({ json, ...rest }) =>
+              onSome: ({ json, hash, ...rest }) =>
                 Effect.try({
-                  try: () => Option.some({ ...rest, state: JSON.parse(json) as unknown }),
+                  try: () =>
+                    Option.some({ ...rest, state: JSON.parse(json) as unknown, intact: hash === hashContent(json) }),
                   catch: (e) => storeError("loadSnapshot", e, `snapshot ${sessionId}@${rest.seq} is not valid JSON`)
                 })
             })

@@ -1,0 +1,354 @@
+/**
+ * Runs the benchmarks and prints each figure as a ratio measured side by side in the same run,
+ * with its goal. Benchmarks are not tests: nothing here fails on a missed goal, only on a wrong
+ * result (e.g. restore and the full fold disagree).
+ *
+ *   npm run bench                               all three
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart
+ *   npm run bench -- --quick                    small sizes, to check that everything runs
+ *   npm run bench -- --write docs/benchmarks.md also put the figures into that file, between
+ *                                               the `<!-- bench:begin -->` / `<!-- bench:end -->` lines
+ *
+ * Temporary databases go to a directory under `os.tmpdir()`, removed at the end.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { type AppendResult, benchAppend } from "./append.js"
+import { benchColdStart, type ColdStartResult } from "./coldstart.js"
+import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
+
+const NAMES = ["append", "restore", "coldstart"] as const
+type Name = (typeof NAMES)[number]
+
+const BEGIN = "<!-- bench:begin -->"
+const END = "<!-- bench:end -->"
+
+interface Args {
+  readonly names: ReadonlyArray<Name>
+  readonly quick: boolean
+  readonly write: string | undefined
+}
+
+const usage = `usage: npm run bench -- [append] [restore] [coldstart] [--quick] [--write FILE]`
+
+const parseArgs = (argv: ReadonlyArray<string>): Args => {
+  const names: Array<Name> = []
+  let quick = false
+  let write: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === "--quick") quick = true
+    else if (arg === "--write") {
+      write = argv[++i]
+      if (write === undefined) throw new Error(`--write needs a file\n${usage}`)
+    } else if ((NAMES as ReadonlyArray<string>).includes(arg)) names.push(arg as Name)
+    else throw new Error(`unknown argument "${arg}"\n${usage}`)
+  }
+  return { names: names.length > 0 ? names : NAMES, quick, write }
+}
+
+// ---------------------------------------------------------------------------------------------
+// formatting
+
+const int = (x: number) => Math.round(x).toLocaleString("en-US")
+const ms = (x: number) => (x >= 100 ? int(x) : x.toFixed(1))
+const ratio = (x: number) => (x >= 10 ? x.toFixed(1) : x.toFixed(3))
+const bytes = (x: number) =>
+  x >= 1e6 ? `${(x / 1e6).toFixed(1)} MB` : x >= 1e3 ? `${(x / 1e3).toFixed(1)} kB` : `${x} B`
+const verdict = (ok: boolean) => (ok ? "PASS" : "MISS")
+
+interface Row {
+  readonly figure: string
+  readonly value: string
+  readonly goal: string
+  readonly result: string
+}
+
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string =>
+  [
+    `| ${header.join(" | ")} |`,
+    `|${header.map(() => "---").join("|")}|`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`)
+  ].join("\n")
+
+const APPEND_GOAL = 0.5
+const APPEND_ROUNDS = 5
+const RESTORE_GOAL = 0.05
+
+const appendRows = (r: AppendResult): Array<Row> =>
+  r.cases.flatMap((c, i) => {
+    const headline = i === r.cases.length - 1
+    const name = `append: ${c.name}${headline ? " (headline)" : ""}`
+    return [
+      {
+        figure: `${name}, over raw batched`,
+        value: ratio(c.ratio),
+        goal: `≥ ${APPEND_GOAL}`,
+        result: verdict(c.ratio >= APPEND_GOAL)
+      },
+      ...(headline
+        ? []
+        : [
+            {
+              figure: `${name}, over raw with the same commits`,
+              value: ratio(c.ratioSameCommits),
+              goal: `≥ ${APPEND_GOAL}`,
+              result: verdict(c.ratioSameCommits >= APPEND_GOAL)
+            }
+          ])
+    ]
+  })
+
+const appendMarkdown = (r: AppendResult): string =>
+  [
+    `### Append throughput (${int(r.count)} events, median of ${APPEND_ROUNDS} rounds)`,
+    "",
+    `Raw better-sqlite3, 1000 rows a transaction: ${int(r.rawPerSec)} events/s. ` +
+      `Raw with the kernel's commit points (one transaction per lifecycle event): ${int(r.rawKernelPerSec)} events/s.`,
+    "",
+    table(
+      ["case", "events/s", "over raw batched", "over raw, same commits", `goal ≥ ${APPEND_GOAL}`],
+      r.cases.map((c, i) => {
+        const headline = i === r.cases.length - 1
+        const judged = headline ? c.ratio : c.ratioSameCommits
+        return [
+          headline ? `**${c.name}**` : c.name,
+          int(c.perSec),
+          ratio(c.ratio),
+          headline ? "(same)" : ratio(c.ratioSameCommits),
+          verdict(judged >= APPEND_GOAL)
+        ]
+      })
+    ),
+    "",
+    "The kernel cases are judged on the ratio over raw inserts with the same commit points (each awaited " +
+      "lifecycle event is its own transaction in both); the headline on the ratio over raw batched inserts."
+  ].join("\n")
+
+const growthOf = (list: ReadonlyArray<RestoreMeasurement>) => {
+  const first = list[0]!
+  const last = list[list.length - 1]!
+  return {
+    first,
+    last,
+    events: last.session.count / first.session.count,
+    state: last.session.stateBytes / first.session.stateBytes,
+    restore: last.restoreMs / first.restoreMs,
+    full: last.fullMs / first.fullMs
+  }
+}
+
+const kindsOf = (r: RestoreResult) => [...new Set(r.growth.map((m) => m.session.kind))]
+
+const restoreRows = (r: RestoreResult): Array<Row> => {
+  const h = r.headline
+  const rows: Array<Row> = [
+    {
+      figure: `restore / full fold, ${h.session.kind} session of ${int(h.session.count)} events`,
+      value: ratio(h.restoreMs / h.fullMs),
+      goal: `≤ ${RESTORE_GOAL}`,
+      result: verdict(h.restoreMs / h.fullMs <= RESTORE_GOAL)
+    }
+  ]
+  for (const kind of kindsOf(r)) {
+    const g = growthOf(r.growth.filter((m) => m.session.kind === kind))
+    if (g.first === g.last) continue
+    rows.push({
+      figure:
+        `restore growth, ${kind}, ${int(g.first.session.count)} → ${int(g.last.session.count)} events ` +
+        `(state ×${ratio(g.state)}, full fold ×${ratio(g.full)})`,
+      value: `×${ratio(g.restore)}`,
+      goal: "follows the state, not the events",
+      result: "(reported)"
+    })
+  }
+  return rows
+}
+
+const restoreMarkdown = (r: RestoreResult): string => {
+  const h = r.headline
+  const s = h.session
+  const lines = [
+    `### Restore (${s.kind} session of ${int(s.count)} events, median of ${h.rounds} rounds)`,
+    "",
+    `${s.snapshots} snapshots saved (every 500 events), the newest at seq ${int(s.snapshotSeq)}: restore reads it and ` +
+      `folds the ${int(s.count - s.snapshotSeq)} events after it. State ${bytes(s.stateBytes)} of JSON; ` +
+      `event payloads ${bytes(s.payloadBytes)}; all snapshots ${bytes(s.snapshotBytes)}.`,
+    "",
+    table(
+      ["", "ms"],
+      [
+        ["`Snapshots.restore`", ms(h.restoreMs)],
+        ["  snapshot row + JSON.parse", ms(h.loadMs)],
+        ["  Schema decode of the state", ms(h.decodeMs)],
+        [`  fold of the ${int(s.count - s.snapshotSeq)}-event tail`, ms(h.tailMs)],
+        ["`Snapshots.foldAll` (every event)", ms(h.fullMs)],
+        [
+          `**restore / full fold** (goal ≤ ${RESTORE_GOAL})`,
+          `**${ratio(h.restoreMs / h.fullMs)}** ${verdict(h.restoreMs / h.fullMs <= RESTORE_GOAL)}`
+        ]
+      ]
+    ),
+    "",
+    "(The three parts are timed separately, after the two runs of each round.)",
+    "",
+    "### Restore growth",
+    "",
+    table(
+      ["session", "events", "state (JSON)", "tail", "restore ms", "full fold ms", "restore / full"],
+      r.growth.map((m) => [
+        m.session.kind,
+        int(m.session.count),
+        bytes(m.session.stateBytes),
+        int(m.session.count - m.session.snapshotSeq),
+        ms(m.restoreMs),
+        ms(m.fullMs),
+        ratio(m.restoreMs / m.fullMs)
+      ])
+    ),
+    ""
+  ]
+  for (const kind of kindsOf(r)) {
+    const g = growthOf(r.growth.filter((m) => m.session.kind === kind))
+    if (g.first === g.last) continue
+    lines.push(
+      `- ${kind}, ${int(g.first.session.count)} → ${int(g.last.session.count)} events (×${ratio(g.events)}): ` +
+        `restore ×${ratio(g.restore)}, state ×${ratio(g.state)}, full fold ×${ratio(g.full)}.`
+    )
+  }
+  return lines.join("\n")
+}
+
+const coldRows = (c: ColdStartResult): Array<Row> => [
+  {
+    figure: `cold start: \`node dist/bin.js --version\` (${ms(c.binMs)} ms) / \`node -e 0\` (${ms(c.nodeMs)} ms)`,
+    value: ratio(c.ratio),
+    goal: "(none: reported)",
+    result: "(reported)"
+  }
+]
+
+const coldMarkdown = (c: ColdStartResult): string =>
+  [
+    `### Cold start (median of ${c.runs} spawns each, alternated, after 2 warm-ups)`,
+    "",
+    table(
+      ["command", "median ms"],
+      [
+        [`\`node dist/bin.js --version\` (bundle ${bytes(c.bundleBytes)})`, ms(c.binMs)],
+        ["`node -e 0`", ms(c.nodeMs)],
+        ["**ratio**", `**${ratio(c.ratio)}** (${ms(c.binMs - c.nodeMs)} ms added)`]
+      ]
+    )
+  ].join("\n")
+
+const machine = () => {
+  const cpus = os.cpus()
+  return (
+    `${os.availableParallelism()} cores (${cpus[0]?.model.trim() ?? "unknown CPU"}), ` +
+    `${(os.totalmem() / 2 ** 30).toFixed(0)} GB RAM, Node ${process.version}, ${os.platform()} ${os.arch()}`
+  )
+}
+
+const load = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")
+
+const writeInto = (file: string, block: string) => {
+  const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+  const begin = current.indexOf(BEGIN)
+  const end = current.indexOf(END)
+  const wrapped = `${BEGIN}\n${block}\n${END}`
+  const next =
+    begin >= 0 && end > begin
+      ? current.slice(0, begin) + wrapped + current.slice(end + END.length)
+      : `${current}${current === "" || current.endsWith("\n") ? "" : "\n"}${wrapped}\n`
+  fs.writeFileSync(file, next)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const main = async () => {
+  const args = parseArgs(process.argv.slice(2))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-bench-"))
+  const cleanup = () => fs.rmSync(dir, { recursive: true, force: true })
+  process.once("SIGINT", () => {
+    cleanup()
+    process.exit(130)
+  })
+  const started = performance.now()
+  const loadBefore = load()
+  console.log(`logbook benchmarks — ${machine()}; load average ${loadBefore}`)
+  const rows: Array<Row> = []
+  const sections: Array<string> = []
+  try {
+    for (const name of args.names) {
+      const t = performance.now()
+      if (name === "append") {
+        const count = args.quick ? 10_000 : 50_000
+        console.log(`\nappend: ${int(count)} events, raw and store variants alternated …`)
+        const sub = fs.mkdtempSync(path.join(dir, "append-"))
+        const r = await benchAppend(sub, count, APPEND_ROUNDS)
+        rows.push(...appendRows(r))
+        sections.push(appendMarkdown(r))
+      } else if (name === "restore") {
+        console.log("\nrestore: building sessions and measuring restore vs full fold …")
+        const sub = fs.mkdtempSync(path.join(dir, "restore-"))
+        const r = await benchRestore(
+          sub,
+          args.quick
+            ? { headlineCount: 20_000, sizes: [2_000, 20_000], rounds: () => 3, log: console.log }
+            : { log: console.log }
+        )
+        rows.push(...restoreRows(r))
+        sections.push(restoreMarkdown(r))
+      } else {
+        const runs = args.quick ? 6 : 20
+        console.log(`\ncoldstart: ${runs} spawns of each, alternated …`)
+        const r = benchColdStart(runs, 2)
+        rows.push(...coldRows(r))
+        sections.push(coldMarkdown(r))
+      }
+      console.log(`  (${((performance.now() - t) / 1000).toFixed(0)} s)`)
+    }
+  } finally {
+    cleanup()
+  }
+  const elapsed = (performance.now() - started) / 1000
+  const loadAfter = load()
+
+  console.log("\nsummary (ratios measured side by side in this run)\n")
+  const width = Math.max(...rows.map((r) => r.figure.length))
+  for (const r of rows) {
+    console.log(`  ${r.figure.padEnd(width)}  ${r.value.padStart(8)}  goal ${r.goal.padEnd(34)} ${r.result}`)
+  }
+
+  const block = [
+    `Run of ${new Date().toISOString().slice(0, 10)}: ${machine()}. ` +
+      `Load average ${loadBefore} before, ${loadAfter} after; ${elapsed.toFixed(0)} s in all` +
+      `${args.quick ? " (`--quick` sizes)" : ""}.`,
+    "",
+    table(
+      ["figure", "ratio", "goal", "result"],
+      rows.map((r) => [r.figure, r.value, r.goal, r.result])
+    ),
+    "",
+    ...sections.flatMap((s) => [s, ""])
+  ]
+    .join("\n")
+    .trimEnd()
+  if (args.write !== undefined) {
+    writeInto(args.write, block)
+    console.log(`\nfigures written to ${args.write}`)
+  } else {
+    console.log(`\n--- markdown (or: npm run bench -- --write docs/benchmarks.md) ---\n\n${block}\n`)
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error))
+  process.exitCode = 1
+})
