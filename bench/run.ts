@@ -84,8 +84,9 @@ const appendRows = (r: AppendResult): Array<Row> =>
       {
         figure: `${name}, over raw batched`,
         value: ratio(c.ratio),
-        goal: `≥ ${APPEND_GOAL}`,
-        result: verdict(c.ratio >= APPEND_GOAL)
+        // the kernel cases commit once per awaited event: judged on the same-commits ratio below
+        goal: headline ? `≥ ${APPEND_GOAL}` : "(judged on same commits)",
+        result: headline ? verdict(c.ratio >= APPEND_GOAL) : "(reported)"
       },
       ...(headline
         ? []
@@ -172,16 +173,17 @@ const restoreMarkdown = (r: RestoreResult): string => {
   const lines = [
     `### Restore (${s.kind} session of ${int(s.count)} events, median of ${h.rounds} rounds)`,
     "",
-    `${s.snapshots} snapshots saved (every 500 events), the newest at seq ${int(s.snapshotSeq)}: restore reads it and ` +
-      `folds the ${int(s.count - s.snapshotSeq)} events after it. State ${bytes(s.stateBytes)} of JSON; ` +
-      `event payloads ${bytes(s.payloadBytes)}; all snapshots ${bytes(s.snapshotBytes)}.`,
+    `${s.snapshots} snapshots taken (every 500 events; the store keeps the newest 3), the newest at seq ` +
+      `${int(s.snapshotSeq)}: restore reads it and folds the ${int(s.count - s.snapshotSeq)} events after it. ` +
+      `State ${bytes(s.stateBytes)} of JSON; event payloads ${bytes(s.payloadBytes)}; all snapshots taken ` +
+      `${bytes(s.snapshotBytes)} (written, most of them since deleted).`,
     "",
     table(
       ["", "ms"],
       [
         ["`Snapshots.restore`", ms(h.restoreMs)],
         ["  snapshot row + JSON.parse", ms(h.loadMs)],
-        ["  Schema decode of the state", ms(h.decodeMs)],
+        ["  (Schema decode of the state: skipped, the snapshot is intact)", ms(h.decodeMs)],
         [`  fold of the ${int(s.count - s.snapshotSeq)}-event tail`, ms(h.tailMs)],
         ["`Snapshots.foldAll` (every event)", ms(h.fullMs)],
         [

@@ -9,17 +9,33 @@ export class EventBus extends Context.Tag("logbook/EventBus")<
   EventBus,
   {
     readonly publish: (envelopes: ReadonlyArray<Envelope>) => Effect.Effect<void>
-    /** A subscription that receives everything published from now on. */
+    /** A subscription that receives everything published from now on, until its scope closes. */
     readonly subscribe: Effect.Effect<Queue.Dequeue<Envelope>, never, Scope.Scope>
+    /** How many subscriptions are open: a publisher with nothing to say to nobody may skip the work. */
+    readonly subscribers: Effect.Effect<number>
   }
 >() {
   static readonly layer: Layer.Layer<EventBus> = Layer.effect(
     EventBus,
-    Effect.map(PubSub.unbounded<Envelope>(), (pubsub) => ({
-      publish: (envelopes) =>
-        envelopes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, envelopes)),
-      subscribe: PubSub.subscribe(pubsub)
-    }))
+    Effect.map(PubSub.unbounded<Envelope>(), (pubsub) => {
+      let open = 0
+      return {
+        publish: (envelopes) =>
+          envelopes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, envelopes)),
+        subscribe: Effect.tap(PubSub.subscribe(pubsub), () =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              open++
+            }),
+            () =>
+              Effect.sync(() => {
+                open--
+              })
+          )
+        ),
+        subscribers: Effect.sync(() => open)
+      }
+    })
   )
 }
 

@@ -266,6 +266,27 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
+    it.effect("the bus counts its open subscriptions (publishers skip building envelopes for nobody)", () =>
+      run(
+        Effect.gen(function* () {
+          const bus = yield* EventBus
+          expect(yield* bus.subscribers).toBe(0)
+          const seen = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const sub = yield* bus.subscribe
+              expect(yield* bus.subscribers).toBe(1)
+              const store = yield* EventStore
+              yield* store.appendLater(sid("s1"), [progress(1)])
+              yield* store.flush
+              return Chunk.toArray(yield* Queue.takeAll(sub))
+            })
+          )
+          expect(seen.map((e) => e.seq)).toEqual([1])
+          expect(yield* bus.subscribers).toBe(0)
+        })
+      )
+    )
+
     it.effect("follow gives stored events then live ones with no gap and no duplicate", () =>
       run(
         Effect.gen(function* () {

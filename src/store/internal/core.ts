@@ -228,6 +228,25 @@ export const rowToRaw = (sessionId: SessionId, row: StoredRow): RawEnvelope => (
   payload: JSON.parse(row.json)
 })
 
+/** The committed envelopes of a request, with the payloads as stored (fresh objects, never the caller's). */
+const toEnvelopes = (request: CommitRequest, first: number): Array<Envelope> => {
+  const envelopes: Array<Envelope> = new Array(request.events.length)
+  for (let j = 0; j < request.events.length; j++) {
+    const e = request.events[j]!
+    envelopes[j] = {
+      id: e.id,
+      sessionId: request.sessionId,
+      seq: first + j,
+      type: e.type,
+      at: e.at,
+      parentId: e.parentId,
+      v: e.v,
+      payload: JSON.parse(e.json)
+    } as Envelope
+  }
+  return envelopes
+}
+
 interface Pending {
   readonly request: CommitRequest
   /** the caller waiting for the commit; none for `appendLater` */
@@ -300,34 +319,24 @@ export const makeService = (
         return settled(batch, result.right)
       })
 
-    /** Publishes a committed batch and wakes its callers. */
-    const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> => {
-      const published: Array<Envelope> = []
-      const settle: Array<Effect.Effect<boolean>> = []
-      for (let i = 0; i < batch.length; i++) {
-        const { request, done } = batch[i]!
-        const first = firstSeqs[i]!
-        const envelopes: Array<Envelope> = new Array(request.events.length)
-        for (let j = 0; j < request.events.length; j++) {
-          const e = request.events[j]!
-          // the payload as stored (a fresh object): what `read` will return, never the caller's object
-          const envelope = {
-            id: e.id,
-            sessionId: request.sessionId,
-            seq: first + j,
-            type: e.type,
-            at: e.at,
-            parentId: e.parentId,
-            v: e.v,
-            payload: JSON.parse(e.json)
-          } as Envelope
-          envelopes[j] = envelope
-          published.push(envelope)
+    /**
+     * Publishes a committed batch and wakes its callers. Envelopes are built only when someone
+     * takes them: a waiting caller, or a bus subscriber (events handed over with `appendLater` in a
+     * process nobody watches cost no more than their row).
+     */
+    const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> =>
+      Effect.flatMap(bus.subscribers, (subscribers) => {
+        const published: Array<Envelope> = []
+        const settle: Array<Effect.Effect<boolean>> = []
+        for (let i = 0; i < batch.length; i++) {
+          const { request, done } = batch[i]!
+          if (done === undefined && subscribers === 0) continue
+          const envelopes = toEnvelopes(request, firstSeqs[i]!)
+          if (subscribers > 0) for (const e of envelopes) published.push(e)
+          if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
         }
-        if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
-      }
-      return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
-    }
+        return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
+      })
 
     /**
      * Commits what is pending when the lock is taken (all of it when `all`), in batches. Taking a
