@@ -2,7 +2,6 @@
  * `logbook events <session>`: the event log of one session, as text lines or JSON envelopes, with
  * `--follow` to keep printing events as they are committed (by this or another process).
  */
-import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Chunk, Console, Effect, Option, Stream } from "effect"
@@ -11,12 +10,9 @@ import { EventStore } from "../store/EventStore.js"
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
 import { eventLine } from "./eventText.js"
+import { formatOption, seqOption, sessionArg } from "./options.js"
 import { stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-
-const sessionArg = Args.text({ name: "session" }).pipe(
-  Args.withDescription("The session id, or a prefix of it that matches one session.")
-)
 
 const typeOption = Options.text("type").pipe(
   Options.withAlias("t"),
@@ -28,24 +24,14 @@ const typeOption = Options.text("type").pipe(
   )
 )
 
-const fromOption = Options.integer("from").pipe(
-  Options.optional,
-  Options.withPseudoName("seq"),
-  Options.withDescription("Start at this seq (inclusive).")
-)
+const fromOption = seqOption("from", "Start at this seq (inclusive).")
 
-const toOption = Options.integer("to").pipe(
-  Options.optional,
-  Options.withPseudoName("seq"),
-  Options.withDescription("Stop at this seq (inclusive). With --follow, exit once it is reached.")
-)
+const toOption = seqOption("to", "Stop at this seq (inclusive). With --follow, exit once it is reached.")
 
-const formatOption = Options.choice("format", ["text", "json"]).pipe(
-  Options.withDefault("text" as const),
-  Options.withDescription(
-    "text: one line per event (seq, local time, type, summary); " +
-      "json: one stored envelope per line (id, sessionId, seq, type, at, parentId, v, payload)."
-  )
+const eventsFormat = formatOption(
+  ["text", "json"],
+  "text: one line per event (seq, local time, type, summary); " +
+    "json: one stored envelope per line (id, sessionId, seq, type, at, parentId, v, payload)."
 )
 
 const followOption = Options.boolean("follow").pipe(
@@ -118,7 +104,7 @@ export const events = Command.make(
     type: typeOption,
     from: fromOption,
     to: toOption,
-    format: formatOption,
+    format: eventsFormat,
     follow: followOption
   },
   Effect.fn("cli.events")(

@@ -7,11 +7,12 @@ import { Console, Effect, Option } from "effect"
 import { EventStore, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
+import { formatOption } from "./options.js"
 import { formatLocalTime, oneLine, type Style, stdoutStyle, table, truncate } from "./render.js"
 
-const formatOption = Options.choice("format", ["table", "json"]).pipe(
-  Options.withDefault("table" as const),
-  Options.withDescription("table: aligned columns for people; json: one JSON array of session objects.")
+const listFormat = formatOption(
+  ["table", "json"],
+  "table: aligned columns for people; json: one JSON array of session objects."
 )
 
 const allOption = Options.boolean("all").pipe(
@@ -65,7 +66,7 @@ export const renderTable = (sessions: ReadonlyArray<SessionSummary>, style: Styl
 
 export const sessionsList = Command.make(
   "list",
-  { db: dbOption, format: formatOption, all: allOption, limit: limitOption },
+  { db: dbOption, format: listFormat, all: allOption, limit: limitOption },
   Effect.fn("cli.sessions.list")(
     function* ({ all, db, format, limit }) {
       const file = yield* resolveDbPath(db)

@@ -2,7 +2,6 @@
  * `logbook sessions show <session>`: one session as a conversation, built from the projection
  * (`Snapshots.restore`: the newest snapshot plus the events after it).
  */
-import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect, Either, Option } from "effect"
@@ -11,6 +10,7 @@ import * as Projection from "../store/Projection.js"
 import * as Snapshots from "../store/Snapshots.js"
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
+import { formatOption, seqOption, sessionArg } from "./options.js"
 import {
   compactJson,
   formatCost,
@@ -23,19 +23,11 @@ import {
 } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 
-const sessionArg = Args.text({ name: "session" }).pipe(
-  Args.withDescription("The session id, or a prefix of it that matches one session.")
-)
+const atOption = seqOption("at", "Show the session as it was after event <seq> (replay to that point).")
 
-const atOption = Options.integer("at").pipe(
-  Options.optional,
-  Options.withPseudoName("seq"),
-  Options.withDescription("Show the session as it was after event <seq> (replay to that point).")
-)
-
-const formatOption = Options.choice("format", ["text", "json"]).pipe(
-  Options.withDefault("text" as const),
-  Options.withDescription("text: the conversation for people; json: the projected session state as one JSON object.")
+const showFormat = formatOption(
+  ["text", "json"],
+  "text: the conversation for people; json: the projected session state as one JSON object."
 )
 
 const fullOption = Options.boolean("full").pipe(
@@ -214,7 +206,7 @@ export const renderSession = (
 
 export const sessionsShow = Command.make(
   "show",
-  { session: sessionArg, db: dbOption, at: atOption, format: formatOption, full: fullOption },
+  { session: sessionArg, db: dbOption, at: atOption, format: showFormat, full: fullOption },
   Effect.fn("cli.sessions.show")(
     function* ({ at, format, full, session }) {
       const summary = yield* resolveSession(session)

@@ -7,25 +7,22 @@
  */
 import { Clock, Effect, Random, Schema } from "effect"
 
-export const SessionId = Schema.String.pipe(Schema.minLength(1), Schema.brand("SessionId"))
+/** A non-empty string branded as one kind of id. */
+const brandedId = <B extends string>(brand: B) => Schema.String.pipe(Schema.minLength(1), Schema.brand(brand))
+
+export const SessionId = brandedId("SessionId")
 export type SessionId = typeof SessionId.Type
-
-export const EventId = Schema.String.pipe(Schema.minLength(1), Schema.brand("EventId"))
+export const EventId = brandedId("EventId")
 export type EventId = typeof EventId.Type
-
-export const MessageId = Schema.String.pipe(Schema.minLength(1), Schema.brand("MessageId"))
+export const MessageId = brandedId("MessageId")
 export type MessageId = typeof MessageId.Type
-
-export const PartId = Schema.String.pipe(Schema.minLength(1), Schema.brand("PartId"))
+export const PartId = brandedId("PartId")
 export type PartId = typeof PartId.Type
-
-export const CallId = Schema.String.pipe(Schema.minLength(1), Schema.brand("CallId"))
+export const CallId = brandedId("CallId")
 export type CallId = typeof CallId.Type
-
-export const ActionId = Schema.String.pipe(Schema.minLength(1), Schema.brand("ActionId"))
+export const ActionId = brandedId("ActionId")
 export type ActionId = typeof ActionId.Type
-
-export const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.brand("TurnId"))
+export const TurnId = brandedId("TurnId")
 export type TurnId = typeof TurnId.Type
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
@@ -90,10 +87,14 @@ export const uuidV7: Effect.Effect<string> = Effect.gen(function* () {
   return formatUuidV7(millis, bytes)
 })
 
-export const makeSessionId: Effect.Effect<SessionId> = Effect.map(uuidV7, (s) => SessionId.make(s))
-export const makeEventId: Effect.Effect<EventId> = Effect.map(uuidV7, (s) => EventId.make(s))
-export const makeMessageId: Effect.Effect<MessageId> = Effect.map(uuidV7, (s) => MessageId.make(s))
-export const makePartId: Effect.Effect<PartId> = Effect.map(uuidV7, (s) => PartId.make(s))
-export const makeCallId: Effect.Effect<CallId> = Effect.map(uuidV7, (s) => CallId.make(s))
-export const makeActionId: Effect.Effect<ActionId> = Effect.map(uuidV7, (s) => ActionId.make(s))
-export const makeTurnId: Effect.Effect<TurnId> = Effect.map(uuidV7, (s) => TurnId.make(s))
+/** A new time-ordered id of the given kind. */
+const makeId = <A>(schema: { readonly make: (s: string) => A }): Effect.Effect<A> =>
+  Effect.map(uuidV7, (s) => schema.make(s))
+
+export const makeSessionId: Effect.Effect<SessionId> = makeId(SessionId)
+export const makeEventId: Effect.Effect<EventId> = makeId(EventId)
+export const makeMessageId: Effect.Effect<MessageId> = makeId(MessageId)
+export const makePartId: Effect.Effect<PartId> = makeId(PartId)
+export const makeCallId: Effect.Effect<CallId> = makeId(CallId)
+export const makeActionId: Effect.Effect<ActionId> = makeId(ActionId)
+export const makeTurnId: Effect.Effect<TurnId> = makeId(TurnId)
