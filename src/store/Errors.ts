@@ -6,6 +6,12 @@ import { Schema } from "effect"
 export class EventStoreError extends Schema.TaggedError<EventStoreError>()("EventStoreError", {
   method: Schema.String,
   message: Schema.String,
+  /**
+   * true when the database refused the data itself (a constraint, such as an event id that exists
+   * already): the same request will always fail, while others may succeed. Otherwise the database
+   * failed (busy, disk full, damaged) and any request may fail the same way.
+   */
+  refused: Schema.optional(Schema.Boolean),
   cause: Schema.optional(Schema.Defect)
 }) {}
 

@@ -44,7 +44,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
         for (const request of requests) {
           for (const e of request.events) {
             if (ids.has(e.id) || seen.has(e.id)) {
-              return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`))
+              return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`, true))
             }
             seen.add(e.id)
           }

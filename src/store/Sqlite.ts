@@ -422,7 +422,13 @@ export const makeSqliteBackend = (
         ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
         : Effect.try({
             try: () => f(writer),
-            catch: (e) => storeError(method, e, `${method}: ${describeSqliteError(e)}`)
+            catch: (e) =>
+              storeError(
+                method,
+                e,
+                `${method}: ${describeSqliteError(e)}`,
+                String((e as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT")
+              )
           })
     const fail =
       (method: string) =>

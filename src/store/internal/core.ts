@@ -119,10 +119,16 @@ const PAGE = 1000
 /** live envelopes one `follow` keeps while its reader is busy; beyond that it reads from the store */
 const FOLLOW_BUFFER = 1024
 
-export const storeError = (method: string, cause: unknown, message?: string): EventStoreError =>
+export const storeError = (
+  method: string,
+  cause: unknown,
+  message?: string,
+  refused?: boolean | undefined
+): EventStoreError =>
   new EventStoreError({
     method,
     message: message ?? (cause instanceof Error ? cause.message : String(cause)),
+    ...(refused ? { refused: true } : {}),
     cause
   })
 
@@ -293,14 +299,18 @@ export const makeService = (
 
     /**
      * Commits one batch and settles its callers; never fails (failures go to the callers). When the
-     * batch's transaction fails, its requests are committed one by one, so only the request at fault
-     * fails — together with the requests of the same session after it, which must not be written
-     * past a hole in that session's log.
+     * database refused the batch's data (a constraint), its requests are committed one by one, so
+     * only the request at fault fails — together with the requests of the same session after it,
+     * which must not be written past a hole in that session's log. When the database itself failed
+     * (busy, disk full), the whole batch fails at once: retrying each request would only wait again.
      */
     const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
       Effect.flatMap(commitOnce(batch), (result): Effect.Effect<void> => {
         if (Either.isLeft(result)) {
-          if (batch.length === 1) return settleFailure(batch[0]!, result.left)
+          if (batch.length === 1 || result.left.refused !== true) {
+            const error = result.left
+            return Effect.forEach(batch, (p) => settleFailure(p, error), { discard: true })
+          }
           const failed = new Map<SessionId, EventStoreError>()
           return Effect.forEach(
             batch,
