@@ -1,0 +1,98 @@
+/**
+ * One streamed model request (DESIGN §7): a request in, a stream of typed events out.
+ *
+ * The contract between the kernel and every model layer: `layerAiSdk` (real providers through the
+ * `ai` package), `layerScripted` (a script, for unit tests), later `layerCassette` (replay).
+ * Aborting a request = interrupting the stream's fiber. Retrying is not the model's job (`Retry`).
+ */
+import { Context, Data, Schema, type Stream } from "effect"
+
+/** What the model is told about a tool. `inputSchema` is a JSON Schema object. */
+export interface ModelTool {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+}
+
+export type ModelAssistantPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "reasoning"; readonly text: string }
+  | { readonly type: "tool-call"; readonly callId: string; readonly tool: string; readonly input: unknown }
+
+export interface ModelToolResult {
+  readonly callId: string
+  readonly tool: string
+  /** the text the model reads: the tool's output, or the error (`isError`) */
+  readonly output: string
+  readonly isError: boolean
+}
+
+/** The conversation as the model sees it. Every tool call of an assistant message has a result after it. */
+export type ModelMessage =
+  | { readonly role: "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly parts: ReadonlyArray<ModelAssistantPart> }
+  | { readonly role: "tool"; readonly results: ReadonlyArray<ModelToolResult> }
+
+export interface ModelRequest {
+  readonly system?: string | undefined
+  readonly messages: ReadonlyArray<ModelMessage>
+  readonly tools: ReadonlyArray<ModelTool>
+  readonly maxOutputTokens?: number | undefined
+}
+
+/** Token counts of one step as the provider reports them (cost is computed from config prices). */
+export interface ModelUsage {
+  readonly input: number
+  readonly output: number
+  readonly reasoning: number
+  readonly cacheRead: number
+  readonly cacheWrite: number
+}
+
+/** The typed events of one model step, in stream order. */
+export type ModelEvent = Data.TaggedEnum<{
+  /** a piece of text of the text part `id` */
+  TextDelta: { readonly id: string; readonly delta: string }
+  ReasoningDelta: { readonly id: string; readonly delta: string }
+  /** the model started streaming the input of a tool call */
+  ToolInputStart: { readonly callId: string; readonly tool: string }
+  ToolInputDelta: { readonly callId: string; readonly delta: string }
+  /**
+   * the whole call has arrived. `input` is the parsed JSON input; when the model sent text that is
+   * not JSON, `input` is undefined and `inputText` holds what it sent (the kernel turns that into
+   * a tool error the model can read).
+   */
+  ToolCall: { readonly callId: string; readonly tool: string; readonly input: unknown; readonly inputText: string }
+  /** the step ended */
+  Finish: { readonly finishReason: string; readonly usage: ModelUsage }
+}>
+export const ModelEvent = Data.taggedEnum<ModelEvent>()
+
+/**
+ * A failed model request. `reason`:
+ * - `http`: the provider answered with an error status (`status`, `headers`, `body` set)
+ * - `network`: no answer (connection refused or reset, DNS, timeout before a response)
+ * - `stream-cut`: the stream ended or broke before the step finished
+ * - `invalid-response`: the provider sent something that cannot be understood (a malformed chunk)
+ * - `config`: the request could not be made (unknown provider, missing API key …)
+ * Whether it is worth retrying is `Retry`'s decision, from these fields.
+ */
+export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
+  reason: Schema.Literal("http", "network", "stream-cut", "invalid-response", "config"),
+  message: Schema.String,
+  status: Schema.optional(Schema.Int),
+  /** response headers, lower-case names (retry-after, retry-after-ms …); never request headers */
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /** the response body, cut to a few kB */
+  body: Schema.optional(Schema.String),
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+export class Model extends Context.Tag("logbook/Model")<
+  Model,
+  {
+    /** the `provider/model` name, for events and cost */
+    readonly name: string
+    readonly stream: (request: ModelRequest) => Stream.Stream<ModelEvent, ModelError>
+  }
+>() {}
