@@ -77,24 +77,28 @@ export const ToolPart = Schema.Struct({
 })
 export type ToolPart = typeof ToolPart.Type
 
+/** `step`: the model step that produced the part (absent when no step was open). */
 export const TextPart = Schema.Struct({
   type: Schema.Literal("text"),
   id: PartId,
-  text: Schema.String
+  text: Schema.String,
+  step: Schema.optional(Schema.NonNegativeInt)
 })
 export type TextPart = typeof TextPart.Type
 
 export const ReasoningPart = Schema.Struct({
   type: Schema.Literal("reasoning"),
   id: PartId,
-  text: Schema.String
+  text: Schema.String,
+  step: Schema.optional(Schema.NonNegativeInt)
 })
 export type ReasoningPart = typeof ReasoningPart.Type
 
 /** A reference to the tool part kept in `SessionState.toolParts`, in message order. */
 export const ToolPartRef = Schema.Struct({
   type: Schema.Literal("tool"),
-  callId: CallId
+  callId: CallId,
+  step: Schema.optional(Schema.NonNegativeInt)
 })
 export type ToolPartRef = typeof ToolPartRef.Type
 

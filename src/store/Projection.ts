@@ -35,7 +35,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 1
+export const PROJECTION_VERSION = 2
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -338,10 +338,20 @@ const newToolPart = (
   const message = assistantFor(ctx, s, env, messageId, { open: true })
   const refs = ownArray(ctx, message.parts)
   message.parts = refs
-  refs.push(fresh(ctx, { type: "tool", callId }))
+  refs.push(fresh(ctx, withStep(message, { type: "tool" as const, callId })))
   const parts = own(ctx, s.toolParts)
   s.toolParts = parts
   parts[callId] = fresh(ctx, { type: "tool", callId, tool, messageId, state: fresh(ctx, state) })
+}
+
+/**
+ * A new part, tagged with the step that is open in its message (if any): a step that ends
+ * `aborted` (cut by a retryable failure or an interrupt) can then be left out of what is sent
+ * to the model again.
+ */
+const withStep = <P extends object>(message: AssistantMessage, part: P): P => {
+  const last = message.steps[message.steps.length - 1]
+  return last !== undefined && last.endedAt === undefined ? { ...part, step: last.step } : part
 }
 
 const appendDelta = (
@@ -366,7 +376,7 @@ const appendDelta = (
       return
     }
   }
-  parts.push(fresh(ctx, { type: kind, id: payload.partId, text: payload.delta }))
+  parts.push(fresh(ctx, withStep(message, { type: kind, id: payload.partId, text: payload.delta })))
 }
 
 // ---------------------------------------------------------------------------------------------

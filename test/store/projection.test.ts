@@ -248,9 +248,25 @@ describe("Projection: messages and turns", () => {
       e("text.delta", { messageId: A1, partId: P2, delta: "!" })
     ])
     expect(assistant(s).parts).toEqual([
-      { type: "reasoning", id: R1, text: "thinking" },
-      { type: "text", id: P1, text: "Hello" },
-      { type: "text", id: P2, text: "!" }
+      { type: "reasoning", id: R1, text: "thinking", step: 0 },
+      { type: "text", id: P1, text: "Hello", step: 0 },
+      { type: "text", id: P2, text: "!", step: 0 }
+    ])
+  })
+
+  it("parts carry the step that produced them, so an aborted step's output can be left out", () => {
+    const P2 = PartId.make("p2")
+    const s = ok([
+      ...prelude,
+      e("text.delta", { messageId: A1, partId: P1, delta: "cut off mid-" }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "error", usage, aborted: true }),
+      e("step.started", { messageId: A1, step: 1 }),
+      e("text.delta", { messageId: A1, partId: P2, delta: "whole answer" })
+    ])
+    const message = assistant(s)
+    const aborted = new Set(message.steps.filter((x) => x.aborted).map((x) => x.step))
+    expect(message.parts.filter((p) => p.step === undefined || !aborted.has(p.step))).toEqual([
+      { type: "text", id: P2, text: "whole answer", step: 1 }
     ])
   })
 
@@ -321,19 +337,19 @@ describe("Projection: ToolPart transitions", () => {
       messageId: A1,
       state: { _tag: "pending", inputText: "", createdAt: at(6) }
     })
-    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1 }])
+    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1, step: 0 }])
   })
 
   it("(none) -> running via tool.invoked", () => {
     const s = ok([...prelude, invoked])
     expect(tool(s).state).toEqual({ _tag: "running", input: { command: "ls" }, startedAt: at(6), timedOut: false })
-    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1 }])
+    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1, step: 0 }])
   })
 
   it("pending -> running via tool.invoked, keeping one ref", () => {
     const s = ok([...prelude, pending, invoked])
     expect(tool(s).state._tag).toBe("running")
-    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1 }])
+    expect(assistant(s).parts).toEqual([{ type: "tool", callId: C1, step: 0 }])
   })
 
   it("running -> running via tool.progress (latest) and tool.timeout", () => {
