@@ -16,9 +16,21 @@
  * ```
  */
 
+export * as Config from "./config/Config.js"
 export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"
 export * from "./domain/Message.js"
+export { layerAiSdk, makeAiSdkModel } from "./model/AiSdk.js"
+export {
+  Model,
+  ModelError,
+  type ModelEvent,
+  type ModelMessage,
+  type ModelRequest,
+  type ModelTool
+} from "./model/Model.js"
+export * as Retry from "./model/Retry.js"
+export { layerScripted, Script, ScriptedModel } from "./model/Scripted.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
 export { EventBus } from "./store/EventBus.js"

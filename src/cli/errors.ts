@@ -7,6 +7,7 @@
  */
 import * as ValidationError from "@effect/cli/ValidationError"
 import { Cause, Config, Console, Effect, Logger, Option, Schema } from "effect"
+import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
 import { DatabaseError, EventStoreError } from "../store/Errors.js"
 import { ProjectionError } from "../store/Projection.js"
@@ -53,6 +54,7 @@ const databaseSentence = (error: DatabaseError): string => {
 /** The sentence and exit code for an expected failure. */
 export const describeFailure = (error: unknown): { readonly message: string; readonly exitCode: number } => {
   if (error instanceof CliError) return { message: error.message, exitCode: error.exitCode }
+  if (error instanceof ConfigError) return { message: error.message, exitCode: ExitCode.usage }
   if (error instanceof DatabaseError) return { message: databaseSentence(error), exitCode: ExitCode.usage }
   if (error instanceof EventStoreError) {
     return { message: `the event store failed (${error.method}): ${error.message}`, exitCode: ExitCode.failed }

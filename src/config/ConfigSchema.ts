@@ -1,0 +1,346 @@
+/**
+ * The config's Schemas (DESIGN §9). Two views of the same keys:
+ *
+ * - `ConfigInput`: what one source may contain (a config file, a `LOGBOOK_*` variable, a flag).
+ *   Every key is optional and unknown keys are errors (typo protection), except `$schema`. The
+ *   JSON Schema for editors (`schema/config.schema.json`) is generated from it.
+ * - `ResolvedConfig`: the result of merging the built-in `defaults` and every source, with every
+ *   setting present. Its type is what the rest of logbook reads.
+ *
+ * Every leaf carries a `message` annotation of the form `expected <what>, got <value>`, so a
+ * validation error can say what was expected; values that look like secrets are never echoed.
+ */
+import { type ParseResult, Schema } from "effect"
+
+// ---------------------------------------------------------------------------------------------
+// messages
+
+/**
+ * A value for an error message: JSON, cut to 60 characters; a string that looks like an API key
+ * or token is not shown at all.
+ */
+export const showValue = (value: unknown): string => {
+  if (value === undefined) return "nothing"
+  if (typeof value === "string" && looksLikeSecret(value)) return "a value that looks like a secret (not shown)"
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text
+}
+
+/** `sk-…`, `sk-ant-…`, `xai-…`, `gsk_…`, `AIza…`, or one long run of key-like characters. */
+export const looksLikeSecret = (text: string): boolean =>
+  /^(sk|pk|rk|xai|gsk|ghp|gho|github_pat|hf)[-_][A-Za-z0-9]/.test(text) ||
+  /^AIza[0-9A-Za-z_-]{20,}/.test(text) ||
+  /^[A-Za-z0-9_\-+/=.]{32,}$/.test(text.trim())
+
+/** The message of a leaf: used for every failure of the schema, its base type's included. */
+const expected =
+  (what: string) =>
+  (issue: ParseResult.ParseIssue): { readonly message: string; readonly override: boolean } => ({
+    message: `expected ${what}, got ${showValue(issue.actual)}`,
+    override: true
+  })
+
+/** The message of an object: used when the value is not an object; its keys keep their own messages. */
+const expectedObject =
+  (what: string) =>
+  (issue: ParseResult.ParseIssue): { readonly message: string; readonly override: boolean } => ({
+    message: `expected ${what}, got ${showValue(issue.actual)}`,
+    override: false
+  })
+
+// ---------------------------------------------------------------------------------------------
+// leaves
+
+const PositiveInt = (description: string) =>
+  Schema.Int.pipe(
+    Schema.positive(),
+    Schema.annotations({
+      description,
+      message: expected("a positive integer"),
+      jsonSchema: { type: "integer", minimum: 1, description }
+    })
+  )
+
+const Millis = (description: string) =>
+  Schema.Int.pipe(
+    Schema.nonNegative(),
+    Schema.annotations({
+      description,
+      message: expected("a whole number of milliseconds (0 or more)"),
+      jsonSchema: { type: "integer", minimum: 0, description }
+    })
+  )
+
+const UsdPerMillion = (description: string) =>
+  Schema.Number.pipe(
+    Schema.finite(),
+    Schema.nonNegative(),
+    Schema.annotations({
+      description,
+      message: expected("a price in USD per million tokens (a number, 0 or more)"),
+      jsonSchema: { type: "number", minimum: 0, description }
+    })
+  )
+
+const providerIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
+
+/** A provider id: the part of `provider/model` before the first `/`. */
+export const ProviderId = Schema.String.pipe(
+  Schema.pattern(providerIdPattern),
+  Schema.annotations({
+    description: "a provider id (letters, digits, '.', '_' and '-'; no '/')",
+    message: expected("a provider id (letters, digits, '.', '_' and '-')"),
+    jsonSchema: { type: "string", pattern: providerIdPattern.source }
+  })
+)
+
+const modelRefPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*\/\S+$/
+
+/** `provider/model`, e.g. `openai/gpt-4o` or `ollama/qwen2.5-coder:7b`; the model part may contain `/`. */
+export const ModelRef = Schema.String.pipe(
+  Schema.pattern(modelRefPattern),
+  Schema.annotations({
+    description: 'The model to use, as "provider/model" (e.g. "openai/gpt-4o"); the provider is a key of "provider".',
+    message: expected('"provider/model", such as "openai/gpt-4o"'),
+    jsonSchema: {
+      type: "string",
+      pattern: modelRefPattern.source,
+      description: 'The model to use, as "provider/model" (e.g. "openai/gpt-4o"); the provider is a key of "provider".'
+    }
+  })
+)
+
+export const ProviderType = Schema.Literal("openai-compatible", "openai", "anthropic").annotations({
+  description:
+    "How to talk to the provider: openai-compatible (any /v1/chat/completions server: Ollama, vLLM, LM Studio, " +
+    "OpenRouter …), openai (the OpenAI API) or anthropic (the Anthropic API).",
+  message: expected('one of "openai-compatible", "openai", "anthropic"')
+})
+export type ProviderType = typeof ProviderType.Type
+
+const isHttpUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const protocol = new URL(text).protocol
+  return protocol === "http:" || protocol === "https:"
+}
+
+export const BaseUrl = Schema.String.pipe(
+  Schema.filter(isHttpUrl),
+  Schema.annotations({
+    description: "The API's base URL, e.g. http://localhost:11434/v1 for Ollama. Required for openai-compatible.",
+    message: expected("a URL starting with http:// or https://"),
+    jsonSchema: {
+      type: "string",
+      format: "uri",
+      pattern: "^https?://",
+      description: "The API's base URL, e.g. http://localhost:11434/v1 for Ollama. Required for openai-compatible."
+    }
+  })
+)
+
+const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** The NAME of an environment variable. The value is never echoed: it may be a key pasted by mistake. */
+export const EnvVarName = Schema.String.pipe(
+  Schema.pattern(envNamePattern),
+  Schema.annotations({
+    description:
+      "The NAME of the environment variable that holds the API key (e.g. OPENAI_API_KEY), never the key itself.",
+    message: () => ({
+      message:
+        "expected the NAME of an environment variable (letters, digits and '_', such as OPENAI_API_KEY), " +
+        "not the key itself (the value is not shown)",
+      override: true
+    }),
+    jsonSchema: {
+      type: "string",
+      pattern: envNamePattern.source,
+      description:
+        "The NAME of the environment variable that holds the API key (e.g. OPENAI_API_KEY), never the key itself."
+    }
+  })
+)
+
+// ---------------------------------------------------------------------------------------------
+// groups: the fields once, as required (resolved) and as optional (input)
+
+type Fields = Schema.Struct.Fields
+
+/** The fields with every key optional (absent, never `undefined`). */
+const optionalFields = <F extends Record<string, Schema.Schema.All>>(
+  fields: F
+): { readonly [K in keyof F]: Schema.optionalWith<F[K], { exact: true }> } => {
+  const out: Record<string, unknown> = {}
+  for (const [key, schema] of Object.entries(fields)) out[key] = Schema.optionalWith(schema, { exact: true })
+  return out as never
+}
+
+const priceFields = {
+  input: UsdPerMillion("USD per million input tokens."),
+  output: UsdPerMillion("USD per million output tokens."),
+  cacheRead: UsdPerMillion("USD per million input tokens read from the provider's prompt cache."),
+  cacheWrite: UsdPerMillion("USD per million input tokens written to the provider's prompt cache.")
+} satisfies Fields
+
+export const Price = Schema.Struct(optionalFields(priceFields)).annotations({
+  message: expectedObject("an object of prices"),
+  description:
+    "Prices in USD per million tokens, used to compute the cost of each step. Missing prices count as unknown."
+})
+export type Price = typeof Price.Type
+
+export const ModelSettings = Schema.Struct({
+  contextWindow: Schema.optionalWith(PositiveInt("The model's context window, in tokens."), { exact: true }),
+  maxOutput: Schema.optionalWith(PositiveInt("The most tokens the model may write in one step."), { exact: true }),
+  price: Schema.optionalWith(Price, { exact: true })
+}).annotations({
+  description: "What logbook knows about one model of the provider.",
+  message: expectedObject("an object of model settings")
+})
+export type ModelSettings = typeof ModelSettings.Type
+
+const ModelId = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.annotations({ description: "a model id, as the provider spells it", message: expected("a model id") })
+)
+
+const providerFields = {
+  type: ProviderType,
+  baseURL: BaseUrl,
+  apiKeyEnv: EnvVarName,
+  models: Schema.Record({ key: ModelId, value: ModelSettings }).annotations({
+    message: expectedObject("an object of models by model id"),
+    description: "Per-model settings, keyed by the model id (the part of provider/model after the first '/')."
+  })
+} satisfies Fields
+
+export const ProviderInput = Schema.Struct(optionalFields(providerFields)).annotations({
+  message: expectedObject("an object of provider settings"),
+  description: "A model provider: how to reach it and where its API key is."
+})
+
+const retryFields = {
+  maxAttempts: PositiveInt("Attempts per model request, the first one included (default 8)."),
+  initialDelayMs: Millis("The first backoff delay, doubled on each retry, with jitter (default 1000)."),
+  maxDelayMs: Millis("The longest computed backoff delay (default 30000)."),
+  maxRetryAfterMs: Millis(
+    "The longest Retry-After wait a server may ask for; a longer one fails the request (default 60000)."
+  ),
+  budgetMs: Millis("The total time one request may spend retrying (default 300000).")
+} satisfies Fields
+
+const bashFields = {
+  timeoutMs: PositiveInt("The timeout of a command when the model gives none (default 120000)."),
+  maxTimeoutMs: PositiveInt("The longest timeout the model may ask for (default 600000).")
+} satisfies Fields
+
+const topFields = {
+  maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
+  snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
+} satisfies Fields
+
+// ---------------------------------------------------------------------------------------------
+// one source
+
+/** What one config file (or env var, or flag) may contain. The JSON Schema is generated from it. */
+export const ConfigInput = Schema.Struct({
+  $schema: Schema.optionalWith(
+    Schema.String.annotations({
+      description: "The JSON Schema of this file, for editors. Ignored by logbook.",
+      message: expected("a string (the URL or path of the JSON Schema)")
+    }),
+    { exact: true }
+  ),
+  model: Schema.optionalWith(ModelRef, { exact: true }),
+  provider: Schema.optionalWith(
+    Schema.Record({ key: ProviderId, value: ProviderInput }).annotations({
+      message: expectedObject("an object of providers by id"),
+      description: "Model providers by id. Built in: openai, anthropic, ollama."
+    }),
+    { exact: true }
+  ),
+  retry: Schema.optionalWith(
+    Schema.Struct(optionalFields(retryFields)).annotations({
+      description: "Retrying failed model requests.",
+      message: expectedObject("an object of retry settings")
+    }),
+    { exact: true }
+  ),
+  tools: Schema.optionalWith(
+    Schema.Struct({
+      bash: Schema.optionalWith(
+        Schema.Struct(optionalFields(bashFields)).annotations({
+          description: "The bash tool.",
+          message: expectedObject("an object of bash settings")
+        }),
+        { exact: true }
+      )
+    }).annotations({
+      description: "Settings of the built-in tools.",
+      message: expectedObject("an object of tool settings")
+    }),
+    { exact: true }
+  ),
+  ...optionalFields(topFields)
+}).annotations({
+  identifier: "LogbookConfig",
+  title: "logbook config",
+  description:
+    "A logbook config file: ~/.config/logbook/config.json (global) or ./logbook.json (project). " +
+    "Comments and trailing commas are allowed."
+})
+export type ConfigInput = typeof ConfigInput.Type
+
+// ---------------------------------------------------------------------------------------------
+// resolved
+
+export const ProviderSettings = Schema.Struct({
+  type: Schema.propertySignature(ProviderType).annotations({
+    missingMessage: () => 'is required: expected one of "openai-compatible", "openai", "anthropic"'
+  }),
+  baseURL: Schema.optionalWith(BaseUrl, { exact: true }),
+  apiKeyEnv: Schema.optionalWith(EnvVarName, { exact: true }),
+  models: Schema.optionalWith(providerFields.models, { exact: true, default: () => ({}) })
+})
+export type ProviderSettings = typeof ProviderSettings.Type
+
+export const RetrySettings = Schema.Struct(retryFields)
+export type RetrySettings = typeof RetrySettings.Type
+
+export const BashSettings = Schema.Struct(bashFields)
+export type BashSettings = typeof BashSettings.Type
+
+/** The merged config, every setting present. */
+export const ResolvedConfig = Schema.Struct({
+  model: Schema.optionalWith(ModelRef, { exact: true }),
+  provider: Schema.Record({ key: ProviderId, value: ProviderSettings }),
+  retry: RetrySettings,
+  tools: Schema.Struct({ bash: BashSettings }),
+  ...topFields
+})
+export type ResolvedConfig = typeof ResolvedConfig.Type
+
+/** The built-in defaults: the lowest layer of every config. */
+export const defaults = {
+  provider: {
+    openai: { type: "openai", apiKeyEnv: "OPENAI_API_KEY" },
+    anthropic: { type: "anthropic", apiKeyEnv: "ANTHROPIC_API_KEY" },
+    ollama: { type: "openai-compatible", baseURL: "http://localhost:11434/v1" }
+  },
+  retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
+  tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } },
+  maxSteps: 50,
+  snapshotEvery: 500
+} as const satisfies ConfigInput
+
+/** The conventional key variable of a provider type, used when `apiKeyEnv` is not set. */
+export const defaultApiKeyEnv: Readonly<Record<ProviderType, string | undefined>> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+  "openai-compatible": undefined
+}

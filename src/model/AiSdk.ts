@@ -1,0 +1,461 @@
+/**
+ * `Model` through the `ai` package (DESIGN §7): `openai-compatible` (any base URL), `openai` and
+ * `anthropic`.
+ *
+ * One `stream` call = one `streamText` step: tools are declared with their JSON Schema and no
+ * `execute` (the kernel runs tools), the SDK's own retries are off (`maxRetries: 0`, `Retry` owns
+ * retrying), and interrupting the stream aborts the HTTP request. Every `fullStream` part is mapped to
+ * a `ModelEvent`; every failure to a `ModelError` whose message, body, headers and cause never contain
+ * the API key (request headers are never copied, and the key's value is redacted from every string).
+ */
+import { createAnthropic } from "@ai-sdk/anthropic"
+import { createOpenAI } from "@ai-sdk/openai"
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+import {
+  APICallError,
+  type JSONSchema7,
+  jsonSchema,
+  type LanguageModel,
+  type LanguageModelUsage,
+  type ModelMessage as SdkMessage,
+  streamText,
+  type TextStreamPart,
+  type ToolSet
+} from "ai"
+import { Effect, Layer, Stream } from "effect"
+import {
+  Model,
+  ModelError,
+  ModelEvent,
+  type ModelMessage,
+  type ModelRequest,
+  type ModelTool,
+  type ModelUsage
+} from "./Model.js"
+
+export type AiSdkProviderType = "openai-compatible" | "openai" | "anthropic"
+
+export interface AiSdkOptions {
+  /** `provider/model`, as in config; the part before the first `/` names the provider */
+  readonly name: string
+  readonly type: AiSdkProviderType
+  /** required for `openai-compatible` (e.g. `http://localhost:11434/v1`); the provider's default otherwise */
+  readonly baseURL?: string | undefined
+  /** read from the env var named in config by the caller; never logged, never put in an error or event */
+  readonly apiKey?: string | undefined
+  /** the provider's model id (`gpt-4.1`, `claude-sonnet-4-5`, `qwen3:8b` …) */
+  readonly modelId: string
+  /** extra request headers */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
+
+/** Response bodies kept in a `ModelError` are cut to this many characters. */
+export const maxErrorBodyLength = 4096
+
+// -----------------------------------------------------------------------------------------------
+// provider
+// -----------------------------------------------------------------------------------------------
+
+const providerName = (name: string): string => name.split("/")[0] || name
+
+/** Builds the SDK model, or says why it cannot be built (reason `config`). */
+export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageModel, ModelError> =>
+  Effect.suspend(() => {
+    const provider = providerName(options.name)
+    const headers = options.headers === undefined ? {} : { headers: { ...options.headers } }
+    const baseURL = options.baseURL === undefined ? {} : { baseURL: options.baseURL }
+    const missingKey = () =>
+      Effect.fail(
+        new ModelError({
+          reason: "config",
+          message: `No API key for provider "${provider}" (${options.type}): set the environment variable named by provider.${provider}.apiKeyEnv in the config.`
+        })
+      )
+    switch (options.type) {
+      case "openai-compatible": {
+        if (options.baseURL === undefined || options.baseURL === "") {
+          return Effect.fail(
+            new ModelError({
+              reason: "config",
+              message: `Provider "${provider}" is openai-compatible but has no baseURL: set provider.${provider}.baseURL (e.g. http://localhost:11434/v1).`
+            })
+          )
+        }
+        const sdk = createOpenAICompatible({
+          name: provider,
+          baseURL: options.baseURL,
+          includeUsage: true,
+          ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+          ...headers
+        })
+        return Effect.succeed(sdk.chatModel(options.modelId))
+      }
+      case "openai": {
+        // without a key the SDK would fall back to OPENAI_API_KEY; the config names the env var instead
+        if (options.apiKey === undefined || options.apiKey === "") return missingKey()
+        const sdk = createOpenAI({ name: provider, apiKey: options.apiKey, ...baseURL, ...headers })
+        // the Chat Completions API: our history carries no provider item ids (which the Responses API wants)
+        return Effect.succeed(sdk.chat(options.modelId))
+      }
+      case "anthropic": {
+        if (options.apiKey === undefined || options.apiKey === "") return missingKey()
+        const sdk = createAnthropic({ apiKey: options.apiKey, ...baseURL, ...headers })
+        return Effect.succeed(sdk.languageModel(options.modelId))
+      }
+    }
+  })
+
+// -----------------------------------------------------------------------------------------------
+// request mapping
+// -----------------------------------------------------------------------------------------------
+
+const toSdkMessage = (message: ModelMessage): SdkMessage => {
+  switch (message.role) {
+    case "user":
+      return { role: "user", content: message.content }
+    case "assistant":
+      return {
+        role: "assistant",
+        content: message.parts.map((part) =>
+          part.type === "tool-call"
+            ? { type: "tool-call" as const, toolCallId: part.callId, toolName: part.tool, input: part.input }
+            : { type: part.type, text: part.text }
+        )
+      }
+    case "tool":
+      return {
+        role: "tool",
+        content: message.results.map((result) => ({
+          type: "tool-result" as const,
+          toolCallId: result.callId,
+          toolName: result.tool,
+          output: result.isError
+            ? { type: "error-text" as const, value: result.output }
+            : { type: "text" as const, value: result.output }
+        }))
+      }
+  }
+}
+
+/** Our conversation in the SDK's message shape. */
+export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>): Array<SdkMessage> => messages.map(toSdkMessage)
+
+/** Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools). */
+export const toSdkTools = (tools: ReadonlyArray<ModelTool>): ToolSet =>
+  Object.fromEntries(
+    tools.map((tool) => [
+      tool.name,
+      { description: tool.description, inputSchema: jsonSchema(tool.inputSchema as JSONSchema7) }
+    ])
+  )
+
+// -----------------------------------------------------------------------------------------------
+// errors
+// -----------------------------------------------------------------------------------------------
+
+/** Replaces every occurrence of the secret (the API key) in a string. */
+const redactor =
+  (secret: string | undefined) =>
+  (text: string): string =>
+    secret === undefined || secret.length === 0 ? text : text.split(secret).join("[redacted]")
+
+const errorName = (error: unknown): string =>
+  error instanceof Error ? error.name : typeof error === "object" && error !== null ? "object" : typeof error
+
+const errorMessage = (error: unknown): string => {
+  if (error instanceof Error) return error.message
+  if (typeof error === "object" && error !== null) {
+    const message = (error as { message?: unknown }).message
+    if (typeof message === "string") return message
+    try {
+      return JSON.stringify(error)
+    } catch {
+      return String(error)
+    }
+  }
+  return String(error)
+}
+
+/** A small, key-free description of a foreign error and its causes (never the raw error: it can hold request data). */
+const describe = (error: unknown, redact: (s: string) => string, depth = 0): unknown => {
+  if (error === undefined || error === null) return undefined
+  const code = typeof error === "object" ? (error as { code?: unknown }).code : undefined
+  const cause = error instanceof Error && depth < 3 ? describe(error.cause, redact, depth + 1) : undefined
+  return {
+    name: errorName(error),
+    message: redact(errorMessage(error)),
+    ...(typeof code === "string" || typeof code === "number" ? { code: String(code) } : {}),
+    ...(cause === undefined ? {} : { cause })
+  }
+}
+
+const causeChain = (error: unknown): Array<unknown> => {
+  const chain: Array<unknown> = []
+  let current: unknown = error
+  while (current !== undefined && current !== null && chain.length < 5) {
+    chain.push(current)
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return chain
+}
+
+const rootCause = (error: unknown): unknown => causeChain(error).at(-1)
+
+const networkCodes = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "UND_ERR_CLOSED"
+])
+
+/** undici's "terminated" / "fetch failed", socket errors and the like */
+const isConnectionError = (error: unknown): boolean =>
+  causeChain(error).some((e) => {
+    const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined
+    if (typeof code === "string" && networkCodes.has(code)) return true
+    return e instanceof TypeError && /^(terminated|fetch failed)$/i.test(e.message)
+  })
+
+const isNamed = (error: unknown, name: string): boolean =>
+  typeof error === "object" && error !== null && (error as { name?: unknown }).name === name
+
+const lowerCaseHeaders = (
+  headers: Record<string, string> | undefined,
+  redact: (s: string) => string
+): Record<string, string> | undefined =>
+  headers === undefined
+    ? undefined
+    : Object.fromEntries(Object.entries(headers).map(([key, value]) => [key.toLowerCase(), redact(String(value))]))
+
+const cut = (text: string): string =>
+  text.length <= maxErrorBodyLength ? text : `${text.slice(0, maxErrorBodyLength)}… (${text.length} characters)`
+
+/**
+ * Maps anything the SDK throws or emits as an `error` part to a `ModelError`. `started`: the response
+ * had begun (a connection error then cut the stream rather than preventing the request).
+ */
+export const toModelError = (
+  error: unknown,
+  context: { readonly model: string; readonly apiKey?: string | undefined; readonly started: boolean }
+): ModelError => {
+  const redact = redactor(context.apiKey)
+  const cause = describe(error, redact)
+  const make = (
+    reason: ModelError["reason"],
+    message: string,
+    extra: { status?: number; headers?: Record<string, string>; body?: string } = {}
+  ) => new ModelError({ reason, message: redact(`${context.model}: ${message}`), cause, ...extra })
+
+  if (APICallError.isInstance(error)) {
+    if (error.statusCode !== undefined && error.statusCode >= 200 && error.statusCode < 300) {
+      // the SDK wraps a failure while reading a successful response ("Failed to process successful response")
+      return isConnectionError(error)
+        ? make("stream-cut", `the connection broke before the step finished: ${errorMessage(rootCause(error))}`)
+        : make("invalid-response", `the response could not be read: ${errorMessage(rootCause(error))}`)
+    }
+    if (error.statusCode !== undefined) {
+      const headers = lowerCaseHeaders(error.responseHeaders, redact)
+      return make("http", `HTTP ${error.statusCode}: ${error.message}`, {
+        status: error.statusCode,
+        ...(headers === undefined ? {} : { headers }),
+        ...(error.responseBody === undefined ? {} : { body: cut(redact(error.responseBody)) })
+      })
+    }
+    return make(context.started ? "stream-cut" : "network", error.message)
+  }
+  if (isNamed(error, "AbortError")) return make("stream-cut", "the request was aborted")
+  if (isNamed(error, "AI_InvalidResponseDataError") && /ended without a finish reason/i.test(errorMessage(error))) {
+    return make("stream-cut", "the stream ended before the step finished")
+  }
+  if (
+    isNamed(error, "AI_InvalidResponseDataError") ||
+    isNamed(error, "AI_JSONParseError") ||
+    isNamed(error, "AI_TypeValidationError") ||
+    isNamed(error, "AI_EmptyResponseBodyError")
+  ) {
+    return make("invalid-response", `the provider sent something that cannot be understood: ${errorMessage(error)}`)
+  }
+  if (isConnectionError(error)) {
+    return context.started
+      ? make("stream-cut", `the connection broke before the step finished: ${errorMessage(error)}`)
+      : make("network", `cannot connect: ${errorMessage(error)}`)
+  }
+  if (
+    isNamed(error, "AI_LoadAPIKeyError") ||
+    isNamed(error, "AI_InvalidPromptError") ||
+    isNamed(error, "AI_InvalidArgumentError") ||
+    isNamed(error, "AI_UnsupportedFunctionalityError") ||
+    isNamed(error, "AI_NoSuchModelError")
+  ) {
+    return make("config", `the request could not be made: ${errorMessage(error)}`)
+  }
+  if (!(error instanceof Error) && typeof error === "object" && error !== null) {
+    // an error object the provider sent inside the stream (OpenRouter `{"error": …}`, Anthropic `event: error`):
+    // the step did not finish; the body keeps what the provider said (e.g. `overloaded_error`)
+    let body: string
+    try {
+      body = JSON.stringify(error)
+    } catch {
+      body = String(error)
+    }
+    return make("stream-cut", `the provider reported an error mid-stream: ${errorMessage(error)}`, {
+      body: cut(redact(body))
+    })
+  }
+  return make("invalid-response", `unexpected error from the model SDK: ${errorName(error)}: ${errorMessage(error)}`)
+}
+
+// -----------------------------------------------------------------------------------------------
+// event mapping
+// -----------------------------------------------------------------------------------------------
+
+const count = (n: number | undefined): number => (n === undefined || !Number.isFinite(n) ? 0 : n)
+
+export const toModelUsage = (usage: LanguageModelUsage | undefined): ModelUsage => ({
+  input: count(usage?.inputTokens),
+  output: count(usage?.outputTokens),
+  reasoning: count(usage?.outputTokenDetails?.reasoningTokens ?? usage?.reasoningTokens),
+  cacheRead: count(usage?.inputTokenDetails?.cacheReadTokens ?? usage?.cachedInputTokens),
+  cacheWrite: count(usage?.inputTokenDetails?.cacheWriteTokens)
+})
+
+const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/** Per-request state of the part → event mapping. */
+interface MapState {
+  started: boolean
+  finished: boolean
+  readonly inputText: Map<string, string>
+}
+
+type Mapped =
+  | { readonly _tag: "events"; readonly events: ReadonlyArray<ModelEvent> }
+  | { readonly _tag: "error"; readonly error: unknown }
+
+const events = (...list: ReadonlyArray<ModelEvent>): Mapped => ({ _tag: "events", events: list })
+const none: Mapped = events()
+
+/** One `fullStream` part → events (or the error it carries). */
+const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
+  switch (part.type) {
+    case "start-step":
+      state.started = true
+      return none
+    case "text-delta":
+      return part.text.length === 0 ? none : events(ModelEvent.TextDelta({ id: part.id, delta: part.text }))
+    case "reasoning-delta":
+      return part.text.length === 0 ? none : events(ModelEvent.ReasoningDelta({ id: part.id, delta: part.text }))
+    case "tool-input-start":
+      if (part.providerExecuted === true) return none
+      state.inputText.set(part.id, "")
+      return events(ModelEvent.ToolInputStart({ callId: part.id, tool: part.toolName }))
+    case "tool-input-delta": {
+      const sofar = state.inputText.get(part.id)
+      if (sofar === undefined) return none
+      state.inputText.set(part.id, sofar + part.delta)
+      return events(ModelEvent.ToolInputDelta({ callId: part.id, delta: part.delta }))
+    }
+    case "tool-call": {
+      if (part.providerExecuted === true) return none
+      const streamed = state.inputText.get(part.toolCallId)
+      const raw: unknown = part.input
+      const inputText =
+        streamed !== undefined && streamed.length > 0
+          ? streamed
+          : part.invalid === true && typeof raw === "string"
+            ? raw
+            : (JSON.stringify(raw ?? {}) ?? "")
+      let input: unknown = raw
+      if (part.invalid === true) {
+        // the SDK could not parse (or place) the call; it keeps the raw text as `input` when it is not JSON
+        const parsed = inputText.trim() === "" ? { ok: true as const, value: {} } : parseJson(inputText)
+        input = parsed.ok ? parsed.value : undefined
+      }
+      return events(ModelEvent.ToolCall({ callId: part.toolCallId, tool: part.toolName, input, inputText }))
+    }
+    case "finish-step":
+      state.finished = true
+      return events(ModelEvent.Finish({ finishReason: part.finishReason, usage: toModelUsage(part.usage) }))
+    case "error":
+      return { _tag: "error", error: part.error }
+    case "abort":
+      return { _tag: "error", error: Object.assign(new Error("aborted"), { name: "AbortError" }) }
+    // `tool-error` follows an invalid `tool-call` (no tool has `execute`, so nothing else produces it);
+    // the ToolCall event above already carries what the kernel needs.
+    default:
+      return none
+  }
+}
+
+// -----------------------------------------------------------------------------------------------
+// the service
+// -----------------------------------------------------------------------------------------------
+
+export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
+  const context = (state: MapState) => ({ model: options.name, apiKey: options.apiKey, started: state.started })
+  const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
+    Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const model = yield* languageModel(options)
+        const state: MapState = { started: false, finished: false, inputText: new Map() }
+        const controller = yield* Effect.acquireRelease(
+          Effect.sync(() => new AbortController()),
+          (controller) => Effect.sync(() => controller.abort())
+        )
+        const result = yield* Effect.try({
+          try: () =>
+            streamText({
+              model,
+              ...(request.system === undefined ? {} : { system: request.system }),
+              messages: toSdkMessages(request.messages),
+              ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools) }),
+              ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
+              maxRetries: 0,
+              abortSignal: controller.signal,
+              // errors reach us as `error` parts; the default handler would print them
+              onError: () => {}
+            }),
+          catch: (error) => toModelError(error, context(state))
+        })
+        // one part at a time: the events of earlier parts go out before an `error` part fails the stream
+        const mapped = Stream.fromAsyncIterable(result.fullStream, (error) => toModelError(error, context(state))).pipe(
+          Stream.mapEffect((part) => {
+            const m = mapPart(state, part)
+            return m._tag === "error" ? Effect.fail(toModelError(m.error, context(state))) : Effect.succeed(m.events)
+          }),
+          Stream.flattenIterables
+        )
+        const ended = Stream.suspend(() =>
+          state.finished
+            ? Stream.empty
+            : Stream.fail(
+                new ModelError({
+                  reason: "stream-cut",
+                  message: `${options.name}: the stream ended before the step finished`
+                })
+              )
+        )
+        return Stream.concat(mapped, ended)
+      })
+    )
+  return { name: options.name, stream }
+}
+
+/** `Model` from a provider through the `ai` package. */
+export const layerAiSdk = (options: AiSdkOptions): Layer.Layer<Model> => Layer.succeed(Model, makeAiSdkModel(options))

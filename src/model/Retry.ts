@@ -1,0 +1,435 @@
+/**
+ * Retrying model requests (DESIGN §5): which `ModelError`s are worth another try, how long to wait,
+ * and when to give up.
+ *
+ * The policy: exponential backoff with equal jitter, each delay capped at `maxDelayMs`; a
+ * `retry-after-ms` / `Retry-After` header replaces the computed delay, raised to `minRetryAfterMs`
+ * (so `Retry-After: 0` cannot start a storm) and refused past `maxRetryAfterMs` (the request fails at
+ * once, naming the wait); at most `maxAttempts` attempts in all, the first included; and a total
+ * budget `budgetMs`, measured with `Clock` from the start of the first attempt.
+ *
+ * `withRetry` is what the kernel uses: it calls `onRetry` before every wait (to append `model.retry`
+ * and set `session.status retry`) and fails with a `RetryGaveUp` that says why retrying stopped.
+ * `schedule` is the same policy as an Effect `Schedule`, for `Effect.retry`, where neither is needed.
+ * Both use `Clock` and `Random`, so `TestClock` and `Random.fixed` drive them in tests.
+ * See docs/retry.md.
+ */
+import {
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Layer,
+  Random,
+  Schedule,
+  ScheduleDecision,
+  ScheduleInterval,
+  Schema
+} from "effect"
+import { ModelError } from "./Model.js"
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+export interface RetryOptions {
+  /** attempts in all, the first one included (1 = never retry) */
+  readonly maxAttempts: number
+  /** the base delay before the first retry; doubles for each further retry */
+  readonly initialDelayMs: number
+  /** cap of each computed (backoff) delay */
+  readonly maxDelayMs: number
+  /** the longest server-requested wait (Retry-After) we accept; longer ones fail at once */
+  readonly maxRetryAfterMs: number
+  /** total time from the start of the first attempt after which no further wait is started */
+  readonly budgetMs: number
+  /** the shortest wait a server can ask for (Retry-After is raised to it); default 500 */
+  readonly minRetryAfterMs?: number | undefined
+}
+
+/** options with every field set (the floor included) */
+export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclude<RetryOptions[K], undefined> }
+
+export const defaultRetryOptions = {
+  maxAttempts: 8,
+  initialDelayMs: 1_000,
+  maxDelayMs: 30_000,
+  maxRetryAfterMs: 60_000,
+  budgetMs: 300_000,
+  minRetryAfterMs: 500
+} as const satisfies ResolvedRetryOptions
+
+const resolve = (options: RetryOptions): ResolvedRetryOptions => ({
+  maxAttempts: Math.max(1, Math.floor(options.maxAttempts)),
+  initialDelayMs: Math.max(0, options.initialDelayMs),
+  maxDelayMs: Math.max(0, options.maxDelayMs),
+  maxRetryAfterMs: Math.max(0, options.maxRetryAfterMs),
+  budgetMs: Math.max(0, options.budgetMs),
+  minRetryAfterMs: Math.max(0, options.minRetryAfterMs ?? defaultRetryOptions.minRetryAfterMs)
+})
+
+// ---------------------------------------------------------------------------------------------
+// classification
+
+export interface Classification {
+  readonly retryable: boolean
+  /** a few words: "rate limited", "context overflow", "authentication failed" … */
+  readonly why: string
+}
+
+const CONTEXT_OVERFLOW =
+  /context_length_exceeded|context length|context window|maximum context|prompt is too long|input is too long|too many (input )?tokens|exceeds? the (model's )?(maximum|max) (number of )?tokens/i
+const CONTENT_FILTER =
+  /content[_ ]filter|content[_ ]policy|content management policy|responsible ?ai policy|safety system|invalid_prompt/i
+const OVERLOADED = /overloaded/i
+const RATE_LIMITED = /rate[_ ]limit/i
+
+const STATUS_NAMES: Readonly<Record<number, string>> = {
+  400: "bad request",
+  401: "unauthorized",
+  402: "payment required",
+  403: "forbidden",
+  404: "not found",
+  405: "method not allowed",
+  408: "request timeout",
+  409: "conflict",
+  413: "request too large",
+  422: "unprocessable request",
+  425: "too early",
+  429: "rate limited",
+  500: "internal server error",
+  501: "not implemented",
+  502: "bad gateway",
+  503: "service unavailable",
+  504: "gateway timeout",
+  505: "HTTP version not supported",
+  529: "overloaded"
+}
+
+const text = (error: ModelError) => `${error.message}\n${error.body ?? ""}`
+
+/**
+ * Whether a failed request is worth another try (DESIGN §5), and why in a few words.
+ * Context overflow and content filtering are recognised by their bodies/messages whatever the status;
+ * then the status decides; `config` and `invalid-response` are final (see docs/retry.md).
+ */
+export const classify = (error: ModelError): Classification => {
+  if (error.reason === "config") return { retryable: false, why: "configuration error" }
+  const haystack = text(error)
+  if (CONTEXT_OVERFLOW.test(haystack)) return { retryable: false, why: "context overflow" }
+  if (CONTENT_FILTER.test(haystack)) return { retryable: false, why: "content filter" }
+  if (error.status === 529 || OVERLOADED.test(haystack)) return { retryable: true, why: "provider overloaded" }
+  const status = error.status
+  if (status !== undefined) {
+    if (status === 408) return { retryable: true, why: "request timeout" }
+    if (status === 409) return { retryable: true, why: "conflict" }
+    if (status === 429) return { retryable: true, why: "rate limited" }
+    if (status === 501 || status === 505) return { retryable: false, why: "not supported by the server" }
+    if (status >= 500 && status <= 599) return { retryable: true, why: "server error" }
+    if (status === 401) return { retryable: false, why: "authentication failed" }
+    if (status === 403) return { retryable: false, why: "permission denied" }
+    if (status === 404) return { retryable: false, why: "not found" }
+    if (status >= 400 && status <= 499) return { retryable: false, why: "invalid request" }
+  }
+  if (RATE_LIMITED.test(haystack)) return { retryable: true, why: "rate limited" }
+  switch (error.reason) {
+    case "network":
+      return { retryable: true, why: "connection failed" }
+    case "stream-cut":
+      return { retryable: true, why: "stream cut" }
+    case "invalid-response":
+      return { retryable: false, why: "invalid response" }
+    case "http":
+      // an error status outside 4xx/5xx, or none at all: nothing says it will fail again
+      return { retryable: true, why: "unexpected response" }
+  }
+}
+
+const shorten = (s: string, max = 160) => {
+  const line = s.replace(/\s+/g, " ").trim()
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
+
+/** A short line for the user: "429 rate limited", "529 overloaded", "connection failed: ECONNRESET" … */
+export const describe = (error: ModelError): string => {
+  const { why } = classify(error)
+  if (error.status !== undefined) {
+    const name = STATUS_NAMES[error.status]
+    if (why === "context overflow" || why === "content filter" || why === "provider overloaded") {
+      return `${error.status} ${why === "provider overloaded" ? "overloaded" : why}`
+    }
+    return name !== undefined ? `${error.status} ${name}` : `${error.status} ${shorten(error.message, 80)}`
+  }
+  const detail = shorten(error.message, 120)
+  return detail.length > 0 && detail !== why ? `${why}: ${detail}` : why
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry-After
+
+const DECIMAL = /^\d+(\.\d+)?$/
+
+const header = (headers: Readonly<Record<string, string>>, name: string): string | undefined => {
+  const direct = headers[name]
+  if (direct !== undefined) return direct
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value
+  return undefined
+}
+
+/**
+ * The wait a provider asks for, in ms: `retry-after-ms` (milliseconds, decimals allowed) first, then
+ * `retry-after` as seconds (decimals allowed) or as an HTTP-date, taken relative to `now` (UTC ms).
+ * A date in the past gives 0 (the caller's floor applies); a missing, negative or unreadable value
+ * gives undefined.
+ */
+export const retryAfterMs = (
+  headers: Readonly<Record<string, string>> | undefined,
+  now: number
+): number | undefined => {
+  if (headers === undefined) return undefined
+  const ms = header(headers, "retry-after-ms")?.trim()
+  if (ms !== undefined && DECIMAL.test(ms)) return Math.ceil(Number(ms))
+  const after = header(headers, "retry-after")?.trim()
+  if (after === undefined || after === "") return undefined
+  if (DECIMAL.test(after)) return Math.ceil(Number(after) * 1000)
+  // an HTTP-date always names a weekday or month; this keeps "-5" or "soon" from being read as a date
+  if (!/[a-z]{3}/i.test(after)) return undefined
+  const at = Date.parse(after)
+  if (Number.isNaN(at)) return undefined
+  return Math.max(0, at - now)
+}
+
+// ---------------------------------------------------------------------------------------------
+// the decision
+
+export type GiveUpReason = "not-retryable" | "max-attempts" | "budget" | "retry-after-too-long"
+
+export type RetryDecision =
+  | {
+      readonly _tag: "Retry"
+      /** the attempt the wait leads to: 2, 3 … */
+      readonly attempt: number
+      readonly delayMs: number
+      /** UTC ms of the next attempt */
+      readonly nextAt: number
+      /** whether the delay is the provider's (Retry-After) rather than the backoff's */
+      readonly fromServer: boolean
+      /** what went wrong: "429 rate limited" */
+      readonly message: string
+    }
+  | {
+      readonly _tag: "GiveUp"
+      readonly reason: GiveUpReason
+      /** a sentence for the user */
+      readonly message: string
+    }
+
+/** what the user can do about a final error */
+const HINTS: Readonly<Record<string, string>> = {
+  "configuration error": "fix the configuration",
+  "context overflow": "the conversation is longer than the model's context window; start a new session or compact",
+  "content filter": "the provider's content filter refused the request",
+  "authentication failed": "check the API key (the env var named by provider.<id>.apiKeyEnv)",
+  "permission denied": "check that the API key may use this model",
+  "not found": "check the model name and the provider's baseURL",
+  "not supported by the server": "check the provider's baseURL and type",
+  "invalid response": "the provider sent something that is not a valid response; check its baseURL and type"
+}
+
+/** seconds for messages: 120000 -> "120s", 1500 -> "1.5s", 400 -> "0.4s" */
+export const formatMs = (ms: number): string => {
+  const s = ms / 1000
+  return `${Number.isInteger(s) ? s : Number(s.toFixed(1))}s`
+}
+
+/** The computed (backoff) delay before attempt `attempt + 1`: equal jitter over a capped exponential. */
+export const backoffMs = (options: RetryOptions, attempt: number, random: number): number => {
+  const o = resolve(options)
+  const base = Math.min(o.maxDelayMs, o.initialDelayMs * 2 ** Math.max(0, attempt - 1))
+  return Math.round(base / 2 + (base / 2) * Math.min(1, Math.max(0, random)))
+}
+
+/**
+ * The whole policy as a pure function: after attempt number `attempt` (1 = the first) failed with
+ * `error` at `now`, with the first attempt started at `startedAt`, retry (after how long) or give up
+ * (why). `random` in [0, 1) is the jitter.
+ */
+export const decide = (
+  options: RetryOptions,
+  input: {
+    readonly attempt: number
+    readonly error: ModelError
+    readonly now: number
+    readonly startedAt: number
+    readonly random: number
+  }
+): RetryDecision => {
+  const o = resolve(options)
+  const { attempt, error, now } = input
+  const what = describe(error)
+  const { retryable, why } = classify(error)
+  const plural = attempt === 1 ? "1 attempt" : `${attempt} attempts`
+  if (!retryable) {
+    const hint = HINTS[why]
+    const because = what.includes(why) ? "" : ` (${why})`
+    return {
+      _tag: "GiveUp",
+      reason: "not-retryable",
+      message: `${what}${because}, not retried${hint !== undefined ? `: ${hint}` : ""}`
+    }
+  }
+  if (attempt >= o.maxAttempts) {
+    return { _tag: "GiveUp", reason: "max-attempts", message: `gave up after ${plural}: ${what}` }
+  }
+  const asked = retryAfterMs(error.headers, now)
+  if (asked !== undefined && asked > o.maxRetryAfterMs) {
+    return {
+      _tag: "GiveUp",
+      reason: "retry-after-too-long",
+      message: `the provider asked to wait ${formatMs(asked)}, more than retry.maxRetryAfterMs (${formatMs(o.maxRetryAfterMs)}): ${what}`
+    }
+  }
+  const delayMs = asked !== undefined ? Math.max(asked, o.minRetryAfterMs) : backoffMs(o, attempt, input.random)
+  const nextAt = now + delayMs
+  if (nextAt - input.startedAt > o.budgetMs) {
+    return {
+      _tag: "GiveUp",
+      reason: "budget",
+      message: `gave up after ${plural}: waiting ${formatMs(delayMs)} more would pass retry.budgetMs (${formatMs(o.budgetMs)}): ${what}`
+    }
+  }
+  return { _tag: "Retry", attempt: attempt + 1, delayMs, nextAt, fromServer: asked !== undefined, message: what }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the final failure
+
+/** Retrying stopped: the last error, how many attempts were made and why there is no further one. */
+export class RetryGaveUp extends Schema.TaggedError<RetryGaveUp>()("RetryGaveUp", {
+  /** attempts made, the first included */
+  attempts: Schema.Int,
+  reason: Schema.Literal("not-retryable", "max-attempts", "budget", "retry-after-too-long"),
+  /** a sentence for the user: "gave up after 8 attempts: 429 rate limited" */
+  message: Schema.String,
+  /** the last attempt's error */
+  error: ModelError
+}) {
+  /** whether the last error was retryable (for `model.error`): false only for `not-retryable` */
+  get retryable(): boolean {
+    return this.reason !== "not-retryable"
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// withRetry
+
+export interface RetryInfo {
+  /** the attempt about to be made: 2, 3 … */
+  readonly attempt: number
+  readonly maxAttempts: number
+  readonly delayMs: number
+  /** UTC ms (Clock) of the next attempt */
+  readonly nextAt: number
+  /** the error of the attempt that just failed */
+  readonly error: ModelError
+  /** what went wrong, for the user: "429 rate limited" */
+  readonly message: string
+}
+
+export interface RetryHooks<E = never, R = never> {
+  /** runs before each wait (append `model.retry`, set `session.status retry`); its failure ends the retrying */
+  readonly onRetry?: ((info: RetryInfo) => Effect.Effect<void, E, R>) | undefined
+}
+
+/**
+ * Runs `effect`, retrying it by the policy. Each wait: `onRetry`, then sleep until `nextAt`.
+ * Fails with `RetryGaveUp` (carrying the last `ModelError`) when retrying stops, or with the hook's error.
+ */
+export const withRetry = <A, R, E2 = never, R2 = never>(
+  effect: Effect.Effect<A, ModelError, R>,
+  options: RetryOptions,
+  hooks: RetryHooks<E2, R2> = {}
+): Effect.Effect<A, RetryGaveUp | E2, R | R2> =>
+  Effect.gen(function* () {
+    const o = resolve(options)
+    const startedAt = yield* Clock.currentTimeMillis
+    let attempt = 1
+    while (true) {
+      const result = yield* Effect.either(effect)
+      if (result._tag === "Right") return result.right
+      const error = result.left
+      const now = yield* Clock.currentTimeMillis
+      const random = yield* Random.next
+      const decision = decide(o, { attempt, error, now, startedAt, random })
+      if (decision._tag === "GiveUp") {
+        return yield* new RetryGaveUp({ attempts: attempt, reason: decision.reason, message: decision.message, error })
+      }
+      if (hooks.onRetry !== undefined) {
+        yield* hooks.onRetry({
+          attempt: decision.attempt,
+          maxAttempts: o.maxAttempts,
+          delayMs: decision.delayMs,
+          nextAt: decision.nextAt,
+          error,
+          message: decision.message
+        })
+      }
+      const after = yield* Clock.currentTimeMillis
+      yield* Effect.sleep(Duration.millis(Math.max(0, decision.nextAt - after)))
+      attempt = decision.attempt
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// the Schedule form
+
+/**
+ * The same policy as a `Schedule` over `ModelError`s, for `Effect.retry(request, Retry.schedule(o))`.
+ * Its output is the latest decision. Two differences from `withRetry`, which the kernel uses: the
+ * budget runs from the first failure (a Schedule first sees time then), and when it stops,
+ * `Effect.retry` fails with the bare last `ModelError`, not with a `RetryGaveUp` saying why.
+ */
+export const schedule = (options: RetryOptions): Schedule.Schedule<RetryDecision, ModelError> =>
+  Schedule.makeWithState<
+    { readonly attempt: number; readonly startedAt: number | undefined },
+    ModelError,
+    RetryDecision
+  >({ attempt: 1, startedAt: undefined }, (now, error, state) =>
+    Effect.map(Random.next, (random) => {
+      const startedAt = state.startedAt ?? now
+      const decision = decide(options, { attempt: state.attempt, error, now, startedAt, random })
+      return decision._tag === "Retry"
+        ? ([
+            { attempt: decision.attempt, startedAt },
+            decision,
+            ScheduleDecision.continueWith(ScheduleInterval.after(decision.nextAt))
+          ] as const)
+        : ([{ attempt: state.attempt, startedAt }, decision, ScheduleDecision.done] as const)
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------
+// the service
+
+/** The retry policy of this process, built from config (`retry.*`). */
+export class Retry extends Context.Tag("logbook/Retry")<
+  Retry,
+  {
+    readonly options: ResolvedRetryOptions
+    readonly withRetry: <A, R, E2 = never, R2 = never>(
+      effect: Effect.Effect<A, ModelError, R>,
+      hooks?: RetryHooks<E2, R2>
+    ) => Effect.Effect<A, RetryGaveUp | E2, R | R2>
+    readonly schedule: Schedule.Schedule<RetryDecision, ModelError>
+  }
+>() {
+  static readonly make = (options: RetryOptions): Context.Tag.Service<Retry> => {
+    const resolved = resolve(options)
+    return {
+      options: resolved,
+      withRetry: (effect, hooks) => withRetry(effect, resolved, hooks),
+      schedule: schedule(resolved)
+    }
+  }
+  static readonly layer = (options: RetryOptions): Layer.Layer<Retry> => Layer.succeed(Retry, Retry.make(options))
+  static readonly layerDefault: Layer.Layer<Retry> = Retry.layer(defaultRetryOptions)
+}

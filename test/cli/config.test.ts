@@ -1,0 +1,195 @@
+/**
+ * `logbook config` through the built binary: the resolved config, secrets masked, exit 2 with one
+ * sentence for an invalid config. Every run gets its own HOME and project directory.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { root, runCli, scratchDir } from "../support/cli.js"
+
+const SECRET = "sk-test-SECRET-4f9a2b7c"
+
+const setup = (files: { readonly global?: unknown; readonly project?: unknown } = {}) => {
+  const home = scratchDir()
+  const project = scratchDir()
+  const globalDir = path.join(home, ".config", "logbook")
+  fs.mkdirSync(globalDir, { recursive: true })
+  const globalFile = path.join(globalDir, "config.json")
+  const projectFile = path.join(project, "logbook.json")
+  const write = (file: string, value: unknown) =>
+    fs.writeFileSync(file, typeof value === "string" ? value : JSON.stringify(value, null, 2))
+  if (files.global !== undefined) write(globalFile, files.global)
+  if (files.project !== undefined) write(projectFile, files.project)
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: undefined,
+    OPENAI_API_KEY: undefined,
+    ANTHROPIC_API_KEY: undefined,
+    LOGBOOK_MODEL: undefined,
+    LOGBOOK_MAX_STEPS: undefined
+  }
+  return { home, project, globalFile, projectFile, env }
+}
+
+describe("logbook config", () => {
+  it("prints the defaults as 2-space JSON when there is no config", async () => {
+    const s = setup()
+    const result = await runCli(["config"], { cwd: s.project, env: s.env })
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^\{\n {2}"provider": \{\n/)
+    const config = JSON.parse(result.stdout)
+    expect(config.maxSteps).toBe(50)
+    expect(config.snapshotEvery).toBe(500)
+    expect(config.retry).toEqual({
+      maxAttempts: 8,
+      initialDelayMs: 1000,
+      maxDelayMs: 30000,
+      maxRetryAfterMs: 60000,
+      budgetMs: 300000
+    })
+    expect(config.tools).toEqual({ bash: { timeoutMs: 120000, maxTimeoutMs: 600000 } })
+    expect(config.model).toBeUndefined()
+  })
+
+  it("merges global < project < LOGBOOK_* and reads the project of --cwd", async () => {
+    const s = setup({
+      global: { model: "openai/gpt-4o", maxSteps: 10, retry: { maxAttempts: 3 } },
+      project: '{\n  // the project\n  "maxSteps": 20,\n  "retry": { "budgetMs": 9000, },\n}'
+    })
+    const elsewhere = scratchDir()
+    const result = await runCli(["config", "--cwd", s.project], {
+      cwd: elsewhere,
+      env: { ...s.env, LOGBOOK_SNAPSHOT_EVERY: "42" }
+    })
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    const config = JSON.parse(result.stdout)
+    expect(config.model).toBe("openai/gpt-4o")
+    expect(config.maxSteps).toBe(20)
+    expect(config.retry.maxAttempts).toBe(3)
+    expect(config.retry.budgetMs).toBe(9000)
+    expect(config.snapshotEvery).toBe(42)
+  })
+
+  it("honours XDG_CONFIG_HOME for the global file", async () => {
+    const s = setup({ global: { maxSteps: 10 } })
+    const xdg = scratchDir()
+    fs.mkdirSync(path.join(xdg, "logbook"))
+    fs.writeFileSync(path.join(xdg, "logbook", "config.json"), '{ "maxSteps": 33 }')
+    const result = await runCli(["config"], { cwd: s.project, env: { ...s.env, XDG_CONFIG_HOME: xdg } })
+    expect(JSON.parse(result.stdout).maxSteps).toBe(33)
+  })
+
+  it("masks keys: shows the variable's name and whether it is set, never its value", async () => {
+    const s = setup({
+      project: {
+        model: "anthropic/claude-sonnet-4",
+        provider: { local: { type: "openai-compatible", baseURL: "http://localhost:11434/v1", apiKeyEnv: "LOCAL_KEY" } }
+      }
+    })
+    for (const format of ["json", "text"]) {
+      const result = await runCli(["config", "--format", format], {
+        cwd: s.project,
+        env: { ...s.env, OPENAI_API_KEY: SECRET, LOCAL_KEY: `${SECRET}-local` }
+      })
+      expect(result.code).toBe(0)
+      expect(result.stdout).not.toContain("SECRET")
+      expect(result.stderr).not.toContain("SECRET")
+      if (format === "json") {
+        const config = JSON.parse(result.stdout)
+        expect(config.provider.openai).toMatchObject({ apiKeyEnv: "OPENAI_API_KEY", apiKey: "(set)" })
+        expect(config.provider.anthropic).toMatchObject({ apiKeyEnv: "ANTHROPIC_API_KEY", apiKey: "(not set)" })
+        expect(config.provider.local).toEqual({
+          type: "openai-compatible",
+          baseURL: "http://localhost:11434/v1",
+          apiKeyEnv: "LOCAL_KEY",
+          apiKey: "(set)",
+          models: {}
+        })
+      } else {
+        expect(result.stdout).toMatch(/provider\.openai\.apiKey +\(set\)/)
+        expect(result.stdout).toMatch(/provider\.anthropic\.apiKey +\(not set\)/)
+      }
+    }
+  })
+
+  it("--format text lists the files looked at and where each value came from", async () => {
+    const s = setup({ project: { maxSteps: 12 } })
+    const result = await runCli(["config", "--format", "text"], {
+      cwd: s.project,
+      env: { ...s.env, LOGBOOK_MODEL: "ollama/llama3" }
+    })
+    expect(result.code).toBe(0)
+    const lines = result.stdout.split("\n")
+    expect(lines[0]).toBe(`global config: ${s.globalFile} (not found)`)
+    expect(lines[1]).toBe(`project config: ${s.projectFile}`)
+    expect(result.stdout).toMatch(
+      new RegExp(`maxSteps +12 +file ${s.projectFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`)
+    )
+    expect(result.stdout).toMatch(/model +ollama\/llama3 +environment variable LOGBOOK_MODEL/)
+    expect(result.stdout).toMatch(/snapshotEvery +500 +default/)
+    expect(result.stdout).not.toContain("\u001b[")
+  })
+
+  it.each([
+    [
+      { provider: { local: { type: "openai-compatible", baseURL: "localhost:11434" } } },
+      'at provider.local.baseURL: expected a URL starting with http:// or https://, got "localhost:11434"'
+    ],
+    [{ retry: { maxAttemps: 3 } }, 'at retry.maxAttemps: unknown key (did you mean "maxAttempts"?)'],
+    [
+      { provider: { openai: { apiKey: SECRET } } },
+      "at provider.openai.apiKey: API keys and other secrets must not be written in config"
+    ],
+    [
+      '{ "maxSteps": 5 "model": "x/y" }',
+      'is not valid JSON: expected "," or "}" after a property, got "\\"" at line 1, column 17'
+    ]
+  ])("an invalid project config %j exits 2 with one sentence naming the file", async (project, expected) => {
+    const s = setup({ project })
+    const result = await runCli(["config"], { cwd: s.project, env: s.env })
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe("")
+    const lines = result.stderr.trimEnd().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(`file ${s.projectFile}`)
+    expect(lines[0]).toContain(expected)
+    expect(lines[0]).toMatch(/^logbook: /)
+    expect(result.stderr).not.toContain("SECRET")
+  })
+
+  it("a bad LOGBOOK_* variable exits 2 naming the variable", async () => {
+    const s = setup()
+    const result = await runCli(["config"], { cwd: s.project, env: { ...s.env, LOGBOOK_MAX_STEPS: "many" } })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe(
+      'logbook: invalid config in environment variable LOGBOOK_MAX_STEPS at maxSteps: expected a positive integer, got "many"\n'
+    )
+  })
+
+  it("a --cwd that is not a directory exits 2", async () => {
+    const s = setup()
+    const missing = path.join(s.project, "nope")
+    const result = await runCli(["config", "--cwd", missing], { cwd: s.project, env: s.env })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe(`logbook: --cwd ${missing} is not a directory\n`)
+  })
+
+  it("--schema prints the committed JSON Schema", async () => {
+    const s = setup()
+    const result = await runCli(["config", "--schema"], { cwd: s.project, env: s.env })
+    expect(result.code).toBe(0)
+    expect(`${result.stdout.trimEnd()}\n`).toBe(
+      fs.readFileSync(path.join(root, "schema", "config.schema.json"), "utf8")
+    )
+  })
+
+  it("--help describes the command and its flags; the overview lists it", async () => {
+    const help = await runCli(["config", "--help"])
+    expect(help.code).toBe(0)
+    for (const text of ["--cwd", "--format", "json | text", "--schema", "masked"]) expect(help.stdout).toContain(text)
+    const overview = await runCli([])
+    expect(overview.stdout).toContain("logbook config")
+  })
+})

@@ -1,0 +1,607 @@
+/**
+ * The Config service: precedence of the sources, JSON with comments, validation errors that name
+ * the source, the key and the expectation, API keys kept out of config, model resolution.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, Exit, Layer, Option, Redacted } from "effect"
+import {
+  Config,
+  ConfigError,
+  type ConfigInput,
+  type LoadOptions,
+  load,
+  maskConfig,
+  type RawSource,
+  resolveModel,
+  resolveSources
+} from "../../src/config/Config.js"
+import { tempDir } from "../support/tmp.js"
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+interface Dirs {
+  readonly home: string
+  readonly project: string
+  readonly globalFile: string
+  readonly projectFile: string
+}
+
+/** A fresh HOME (with ~/.config/logbook/) and project directory. */
+const dirs = (): Dirs => {
+  const root = tempDir("logbook-config-")
+  const home = path.join(root, "home")
+  const project = path.join(root, "project")
+  fs.mkdirSync(path.join(home, ".config", "logbook"), { recursive: true })
+  fs.mkdirSync(project)
+  return {
+    home,
+    project,
+    globalFile: path.join(home, ".config", "logbook", "config.json"),
+    projectFile: path.join(project, "logbook.json")
+  }
+}
+
+const write = (file: string, value: unknown): void =>
+  fs.writeFileSync(file, typeof value === "string" ? value : JSON.stringify(value, null, 2))
+
+/** `load` with only the given environment (never process.env). */
+const loadWith = (d: Dirs, env: Record<string, string> = {}, options: Omit<LoadOptions, "env"> = {}) =>
+  load({ cwd: d.project, env: { HOME: d.home, ...env }, ...options }).pipe(Effect.provide(NodeContext.layer))
+
+/** The ConfigError of a failing effect. */
+const failure = <A, R>(effect: Effect.Effect<A, ConfigError, R>) =>
+  Effect.flip(effect).pipe(
+    Effect.tap((error) => Effect.sync(() => expect(error).toBeInstanceOf(ConfigError)))
+  ) as Effect.Effect<ConfigError, never, R>
+
+const file = (value: unknown, filePath = "/p/logbook.json"): RawSource => ({
+  source: { _tag: "File", path: filePath },
+  value
+})
+
+const resolveError = (...sources: ReadonlyArray<RawSource>): ConfigError => {
+  const result = resolveSources(sources)
+  if (Either.isRight(result)) throw new Error(`expected a ConfigError, got ${JSON.stringify(result.right.config)}`)
+  return result.left
+}
+
+const resolved = (...sources: ReadonlyArray<RawSource>) => {
+  const result = resolveSources(sources)
+  if (Either.isLeft(result)) throw new Error(result.left.message)
+  return result.right
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("Config: defaults", () => {
+  it.effect("with no files and no variables, the built-in defaults", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const { config, files } = yield* loadWith(d)
+      expect(config.model).toBeUndefined()
+      expect(config.maxSteps).toBe(50)
+      expect(config.snapshotEvery).toBe(500)
+      expect(config.retry).toEqual({
+        maxAttempts: 8,
+        initialDelayMs: 1000,
+        maxDelayMs: 30_000,
+        maxRetryAfterMs: 60_000,
+        budgetMs: 300_000
+      })
+      expect(config.tools.bash).toEqual({ timeoutMs: 120_000, maxTimeoutMs: 600_000 })
+      expect(Object.keys(config.provider).sort()).toEqual(["anthropic", "ollama", "openai"])
+      expect(config.provider.ollama).toEqual({
+        type: "openai-compatible",
+        baseURL: "http://localhost:11434/v1",
+        models: {}
+      })
+      expect(files).toEqual([
+        { kind: "global", path: d.globalFile, found: false },
+        { kind: "project", path: d.projectFile, found: false }
+      ])
+    })
+  )
+})
+
+describe("Config: precedence", () => {
+  it.effect("defaults < global file < project file < LOGBOOK_* < flags, key by key", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.globalFile, {
+        maxSteps: 10,
+        snapshotEvery: 100,
+        retry: { maxAttempts: 2, budgetMs: 1000 },
+        model: "openai/a"
+      })
+      write(d.projectFile, { maxSteps: 20, retry: { maxAttempts: 3 }, model: "openai/b" })
+      const loaded = yield* loadWith(
+        d,
+        { LOGBOOK_MAX_STEPS: "30", LOGBOOK_MODEL: "anthropic/c" },
+        { flags: { maxSteps: 40 } }
+      )
+      const { config, originOf } = loaded
+      expect(config.maxSteps).toBe(40) // flag
+      expect(config.model).toBe("anthropic/c") // env over both files
+      expect(config.retry.maxAttempts).toBe(3) // project over global
+      expect(config.retry.budgetMs).toBe(1000) // global, merged deeply with the project's retry
+      expect(config.retry.maxDelayMs).toBe(30_000) // default
+      expect(config.snapshotEvery).toBe(100) // global
+      expect(originOf(["maxSteps"])).toEqual({ _tag: "Flag", name: "--max-steps" })
+      expect(originOf(["model"])).toEqual({ _tag: "Env", name: "LOGBOOK_MODEL" })
+      expect(originOf(["retry", "maxAttempts"])).toEqual({ _tag: "File", path: d.projectFile })
+      expect(originOf(["retry", "budgetMs"])).toEqual({ _tag: "File", path: d.globalFile })
+      expect(originOf(["retry", "maxDelayMs"])).toEqual({ _tag: "Defaults" })
+      expect(loaded.files.map((f) => f.found)).toEqual([true, true])
+    })
+  )
+
+  it.effect("each level alone overrides the one below it", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      expect((yield* loadWith(d)).config.maxSteps).toBe(50)
+      write(d.globalFile, { maxSteps: 11 })
+      expect((yield* loadWith(d)).config.maxSteps).toBe(11)
+      write(d.projectFile, { maxSteps: 12 })
+      expect((yield* loadWith(d)).config.maxSteps).toBe(12)
+      expect((yield* loadWith(d, { LOGBOOK_MAX_STEPS: "13" })).config.maxSteps).toBe(13)
+      expect((yield* loadWith(d, { LOGBOOK_MAX_STEPS: "13" }, { flags: { maxSteps: 14 } })).config.maxSteps).toBe(14)
+    })
+  )
+
+  it.effect("provider settings merge deeply across files (the built-in openai provider included)", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.globalFile, { provider: { openai: { models: { "gpt-4o": { contextWindow: 128_000 } } } } })
+      write(d.projectFile, {
+        provider: { openai: { baseURL: "https://proxy.example/v1", models: { "gpt-4o": { maxOutput: 4096 } } } }
+      })
+      const { config } = yield* loadWith(d)
+      expect(config.provider.openai).toEqual({
+        type: "openai",
+        apiKeyEnv: "OPENAI_API_KEY",
+        baseURL: "https://proxy.example/v1",
+        models: { "gpt-4o": { contextWindow: 128_000, maxOutput: 4096 } }
+      })
+    })
+  )
+
+  it.effect("every documented LOGBOOK_* variable sets its key; empty ones are ignored", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const { config, originOf } = yield* loadWith(d, {
+        LOGBOOK_MODEL: "ollama/llama3",
+        LOGBOOK_MAX_STEPS: "7",
+        LOGBOOK_SNAPSHOT_EVERY: "70",
+        LOGBOOK_RETRY_MAX_ATTEMPTS: "4",
+        LOGBOOK_RETRY_INITIAL_DELAY_MS: "10",
+        LOGBOOK_RETRY_MAX_DELAY_MS: "20",
+        LOGBOOK_RETRY_MAX_RETRY_AFTER_MS: "30",
+        LOGBOOK_RETRY_BUDGET_MS: "40",
+        LOGBOOK_BASH_TIMEOUT_MS: "50",
+        LOGBOOK_BASH_MAX_TIMEOUT_MS: " 60 ",
+        LOGBOOK_DB: "/not/a/config/key.db",
+        LOGBOOK_SOMETHING_ELSE: "ignored"
+      })
+      expect(config.model).toBe("ollama/llama3")
+      expect(config.maxSteps).toBe(7)
+      expect(config.snapshotEvery).toBe(70)
+      expect(config.retry).toEqual({
+        maxAttempts: 4,
+        initialDelayMs: 10,
+        maxDelayMs: 20,
+        maxRetryAfterMs: 30,
+        budgetMs: 40
+      })
+      expect(config.tools.bash).toEqual({ timeoutMs: 50, maxTimeoutMs: 60 })
+      expect(originOf(["tools", "bash", "maxTimeoutMs"])).toEqual({ _tag: "Env", name: "LOGBOOK_BASH_MAX_TIMEOUT_MS" })
+      const empty = yield* loadWith(d, { LOGBOOK_MAX_STEPS: "", LOGBOOK_MODEL: "  " })
+      expect(empty.config.maxSteps).toBe(50)
+      expect(empty.config.model).toBeUndefined()
+    })
+  )
+
+  it.effect("variables are read through the current ConfigProvider when no env record is given", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const { config } = yield* load({ cwd: d.project }).pipe(
+        Effect.withConfigProvider(
+          ConfigProvider.fromMap(
+            new Map([
+              ["HOME", d.home],
+              ["LOGBOOK_MAX_STEPS", "9"]
+            ])
+          )
+        ),
+        Effect.provide(NodeContext.layer)
+      )
+      expect(config.maxSteps).toBe(9)
+    })
+  )
+
+  it.effect("the global file is $XDG_CONFIG_HOME/logbook/config.json when XDG_CONFIG_HOME is absolute", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const xdg = tempDir("logbook-xdg-")
+      fs.mkdirSync(path.join(xdg, "logbook"))
+      write(path.join(xdg, "logbook", "config.json"), { maxSteps: 77 })
+      write(d.globalFile, { maxSteps: 66 })
+      const withXdg = yield* loadWith(d, { XDG_CONFIG_HOME: xdg })
+      expect(withXdg.config.maxSteps).toBe(77)
+      expect(withXdg.files[0]).toEqual({ kind: "global", path: path.join(xdg, "logbook", "config.json"), found: true })
+      // a relative XDG_CONFIG_HOME is ignored, as the XDG spec says
+      expect((yield* loadWith(d, { XDG_CONFIG_HOME: "relative/dir" })).config.maxSteps).toBe(66)
+    })
+  )
+
+  it.effect("config files may have comments and trailing commas", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(
+        d.projectFile,
+        [
+          "{",
+          '  "$schema": "https://example.com/config.schema.json", // for the editor',
+          "  /* a local model */",
+          '  "model": "ollama/qwen2.5-coder:7b",',
+          '  "tools": { "bash": { "timeoutMs": 5000, }, },',
+          "}"
+        ].join("\n")
+      )
+      const { config } = yield* loadWith(d)
+      expect(config.model).toBe("ollama/qwen2.5-coder:7b")
+      expect(config.tools.bash.timeoutMs).toBe(5000)
+      expect("$schema" in config).toBe(false)
+    })
+  )
+})
+
+describe("Config: errors name the source, the key and what was expected", () => {
+  it.effect("a bad value in the project file", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, { provider: { local: { type: "openai-compatible", baseURL: "localhost:11434" } } })
+      const error = yield* failure(loadWith(d))
+      expect(error.message).toBe(
+        `invalid config in file ${d.projectFile} at provider.local.baseURL: ` +
+          'expected a URL starting with http:// or https://, got "localhost:11434"'
+      )
+      expect(error.source).toBe(`file ${d.projectFile}`)
+      expect(error.path).toBe("provider.local.baseURL")
+    })
+  )
+
+  it.effect("a bad value in the global file names the global file, even when the project file is valid", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.globalFile, { retry: { maxAttempts: 0 } })
+      write(d.projectFile, { maxSteps: 3 })
+      const error = yield* failure(loadWith(d))
+      expect(error.message).toBe(
+        `invalid config in file ${d.globalFile} at retry.maxAttempts: expected a positive integer, got 0`
+      )
+    })
+  )
+
+  it.effect("a bad LOGBOOK_* variable names the variable", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const error = yield* failure(loadWith(d, { LOGBOOK_MAX_STEPS: "lots" }))
+      expect(error.message).toBe(
+        'invalid config in environment variable LOGBOOK_MAX_STEPS at maxSteps: expected a positive integer, got "lots"'
+      )
+      const model = yield* failure(loadWith(d, { LOGBOOK_MODEL: "gpt-4o" }))
+      expect(model.message).toBe(
+        'invalid config in environment variable LOGBOOK_MODEL at model: expected "provider/model", such as "openai/gpt-4o", got "gpt-4o"'
+      )
+    })
+  )
+
+  it.effect("a bad flag names the flag", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const error = yield* failure(loadWith(d, {}, { flags: { maxSteps: 1.5 } }))
+      expect(error.message).toBe("invalid config in flag --max-steps at maxSteps: expected a positive integer, got 1.5")
+      const nested = yield* failure(loadWith(d, {}, { flags: { retry: { budgetMs: -1 } } }))
+      expect(nested.message).toContain(
+        "flag --retry-budget-ms at retry.budgetMs: expected a whole number of milliseconds"
+      )
+    })
+  )
+
+  it.effect("invalid JSON: the file, the line and the column", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, '{\n  "maxSteps": 5\n  "model": "openai/gpt-4o"\n}')
+      const error = yield* failure(loadWith(d))
+      expect(error.message).toBe(
+        `invalid config: file ${d.projectFile} is not valid JSON: expected "," or "}" after a property, got "\\"" at line 3, column 3`
+      )
+    })
+  )
+
+  it.effect("an unreadable config file (a directory) is an error, a missing one is not", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      fs.mkdirSync(d.projectFile)
+      const error = yield* failure(loadWith(d))
+      expect(error.message).toMatch(new RegExp(`^cannot read the config file ${d.projectFile}: `))
+    })
+  )
+
+  it.each([
+    [{ retry: { maxAttemps: 3 } }, "retry.maxAttemps", 'unknown key (did you mean "maxAttempts"?)'],
+    [{ maxStep: 3 }, "maxStep", 'unknown key (did you mean "maxSteps"?)'],
+    [{ colour: "red" }, "colour", 'unknown key; the known keys here are "$schema", "model", "provider"'],
+    [
+      { provider: { x: { type: "gemini" } } },
+      "provider.x.type",
+      'expected one of "openai-compatible", "openai", "anthropic", got "gemini"'
+    ],
+    [
+      { provider: { x: { baseURL: "http://h/v1" } } },
+      "provider.x.type",
+      'is required: expected one of "openai-compatible"'
+    ],
+    [{ provider: { "a/b": { type: "openai" } } }, 'provider["a/b"]', "invalid key, expected a provider id"],
+    [
+      { provider: { x: { type: "openai-compatible" } } },
+      "provider.x.baseURL",
+      "is required for an openai-compatible provider"
+    ],
+    [{ provider: { x: 1 } }, "provider.x", "expected an object of provider settings, got 1"],
+    [
+      { provider: { openai: { models: { "gpt-4.1": { contextWindow: "big" } } } } },
+      'provider.openai.models["gpt-4.1"].contextWindow',
+      'expected a positive integer, got "big"'
+    ],
+    [
+      { provider: { openai: { models: { m: { price: { input: -1 } } } } } },
+      "provider.openai.models.m.price.input",
+      "expected a price in USD per million tokens (a number, 0 or more), got -1"
+    ],
+    [
+      { model: "nobody/m" },
+      "model",
+      'provider "nobody" is not configured; add "provider": { "nobody": { … } } or use one of "anthropic/…", "ollama/…", "openai/…"'
+    ],
+    [
+      { tools: { bash: { timeoutMs: 700_000 } } },
+      "tools.bash.timeoutMs",
+      "expected at most tools.bash.maxTimeoutMs (600000, the default), got 700000"
+    ],
+    [
+      { tools: { bash: { maxTimeoutMs: 1000 } } },
+      "tools.bash.maxTimeoutMs",
+      "expected at least tools.bash.timeoutMs (120000, the default), got 1000"
+    ],
+    [
+      { retry: { maxDelayMs: 10 } },
+      "retry.maxDelayMs",
+      "expected at least retry.initialDelayMs (1000, the default), got 10"
+    ],
+    [{ snapshotEvery: null }, "snapshotEvery", "expected a positive integer, got null"],
+    [{ $schema: 5 }, "$schema", "expected a string"]
+  ] as ReadonlyArray<[unknown, string, string]>)("%j: %s %s", (value, key, expectation) => {
+    const error = resolveError(file(value))
+    expect(error.message).toContain(`invalid config in file /p/logbook.json at ${key}: ${expectation}`)
+    expect(error.path).toBe(key)
+  })
+
+  it("a file that is not an object at the top level", () => {
+    expect(resolveError(file([1, 2])).message).toBe(
+      "invalid config in file /p/logbook.json: expected a JSON object at the top level, got [1,2]"
+    )
+  })
+
+  it("several problems: the first one, and how many more", () => {
+    expect(resolveError(file({ maxSteps: 0, snapshotEvery: 0, model: 1 })).message).toMatch(/\(and 2 more problems\)$/)
+  })
+
+  it("a check across keys blames the source with the higher precedence", () => {
+    const error = resolveError(
+      file({ tools: { bash: { maxTimeoutMs: 300_000 } } }, "/home/u/.config/logbook/config.json"),
+      file({ tools: { bash: { timeoutMs: 400_000 } } }, "/p/logbook.json")
+    )
+    expect(error.message).toBe(
+      "invalid config in file /p/logbook.json at tools.bash.timeoutMs: expected at most tools.bash.maxTimeoutMs " +
+        "(300000, from file /home/u/.config/logbook/config.json), got 400000"
+    )
+  })
+
+  it("a provider without a type blames the file that defined the provider", () => {
+    const error = resolveError(
+      file({ maxSteps: 4 }, "/g.json"),
+      file({ provider: { mine: { baseURL: "http://h/v1" } } }, "/p.json")
+    )
+    expect(error.source).toBe("file /p.json")
+  })
+})
+
+describe("Config: API keys stay out of config", () => {
+  it.each(["apiKey", "api_key", "API-KEY", "token", "secret", "password"])(
+    "a %s field is refused with a pointer to apiKeyEnv, and its value is not echoed",
+    (field) => {
+      const error = resolveError(file({ provider: { openai: { [field]: "sk-test-SECRET-0123456789" } } }))
+      expect(error.message).toBe(
+        `invalid config in file /p/logbook.json at provider.openai.${field}: API keys and other secrets must not be ` +
+          'written in config; put the key in an environment variable and name that variable with "apiKeyEnv" ' +
+          '(e.g. "apiKeyEnv": "OPENAI_API_KEY")'
+      )
+      expect(error.message).not.toContain("SECRET")
+    }
+  )
+
+  it("a key pasted into apiKeyEnv is refused without showing it", () => {
+    const error = resolveError(file({ provider: { openai: { apiKeyEnv: "sk-proj-SECRET-abcdef" } } }))
+    expect(error.message).toContain("at provider.openai.apiKeyEnv: expected the NAME of an environment variable")
+    expect(error.message).not.toContain("SECRET")
+  })
+
+  it("a secret-looking value in the wrong place is not echoed either", () => {
+    const error = resolveError(file({ model: "sk-ant-SECRET0123456789" }))
+    expect(error.message).toContain("at model: expected")
+    expect(error.message).not.toContain("SECRET")
+  })
+})
+
+describe("resolveModel", () => {
+  const config = resolved(
+    file({
+      model: "openai/gpt-4o",
+      provider: {
+        openai: { models: { "gpt-4o": { contextWindow: 128_000, price: { input: 2.5, output: 10 } } } },
+        work: { type: "anthropic", baseURL: "https://llm.example/v1" },
+        custom: { type: "openai-compatible", baseURL: "https://x.example/v1", apiKeyEnv: "CUSTOM_KEY" }
+      }
+    })
+  ).config
+  const withEnv = (env: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(env)))
+
+  it.effect("the configured model: provider, model settings and the key from apiKeyEnv, redacted", () =>
+    Effect.gen(function* () {
+      const model = yield* resolveModel(config)
+      expect(model).toMatchObject({
+        ref: "openai/gpt-4o",
+        providerId: "openai",
+        modelId: "gpt-4o",
+        provider: { type: "openai", apiKeyEnv: "OPENAI_API_KEY" },
+        model: { contextWindow: 128_000, price: { input: 2.5, output: 10 } }
+      })
+      const key = yield* model.apiKey.pipe(Effect.withConfigProvider(withEnv({ OPENAI_API_KEY: "sk-test-SECRET" })))
+      expect(Option.map(key, Redacted.value)).toEqual(Option.some("sk-test-SECRET"))
+      expect(String(Option.getOrThrow(key))).not.toContain("SECRET")
+      expect(JSON.stringify(key)).not.toContain("SECRET")
+    })
+  )
+
+  it.effect("a missing or empty key variable is a ConfigError that names the variable", () =>
+    Effect.gen(function* () {
+      const model = yield* resolveModel(config, "custom/m1")
+      expect(model.model).toEqual({})
+      for (const env of [{}, { CUSTOM_KEY: "" }]) {
+        const error = yield* failure(model.apiKey.pipe(Effect.withConfigProvider(withEnv(env))))
+        expect(error.message).toBe(
+          'the environment variable CUSTOM_KEY is not set: provider "custom" reads its API key from it ' +
+            "(provider.custom.apiKeyEnv); set it to your API key"
+        )
+        expect(error.source).toBe("environment variable CUSTOM_KEY")
+      }
+    })
+  )
+
+  it.effect("apiKeyEnv defaults to ANTHROPIC_API_KEY for an anthropic provider; a local server needs no key", () =>
+    Effect.gen(function* () {
+      const work = yield* resolveModel(config, "work/claude-sonnet-4")
+      expect(work.provider.apiKeyEnv).toBe("ANTHROPIC_API_KEY")
+      const ollama = yield* resolveModel(config, "ollama/llama3")
+      expect(ollama.provider.apiKeyEnv).toBeUndefined()
+      expect(yield* ollama.apiKey.pipe(Effect.withConfigProvider(withEnv({})))).toEqual(Option.none())
+    })
+  )
+
+  it.effect("model ids may contain '/' (OpenRouter) and ':' (Ollama tags)", () =>
+    Effect.gen(function* () {
+      const model = yield* resolveModel(config, "ollama/library/qwen2.5-coder:7b")
+      expect([model.providerId, model.modelId]).toEqual(["ollama", "library/qwen2.5-coder:7b"])
+    })
+  )
+
+  it.effect("no model, a name without a provider, an unknown provider", () =>
+    Effect.gen(function* () {
+      const none = yield* failure(resolveModel(resolved().config))
+      expect(none.message).toContain('no model is configured: set "model"')
+      expect(none.message).toContain("LOGBOOK_MODEL")
+      const bare = yield* failure(resolveModel(config, "gpt-4o"))
+      expect(bare.message).toBe('the model "gpt-4o" must be written as "provider/model", e.g. "openai/gpt-4o"')
+      const unknown = yield* failure(resolveModel(config, "mystery/m"))
+      expect(unknown.message).toBe(
+        'the model "mystery/m" names provider "mystery", which is not configured; configured providers: ' +
+          "anthropic, custom, ollama, openai, work"
+      )
+    })
+  )
+})
+
+describe("Config service", () => {
+  const layer = (d: Dirs, env: Record<string, string>, options: Omit<LoadOptions, "env"> = {}) =>
+    Config.layer({ cwd: d.project, env: { HOME: d.home, ...env }, ...options }).pipe(Layer.provide(NodeContext.layer))
+
+  it.effect("Config.layer: resolveModel reads the key from the layer's environment; masked never shows it", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, { model: "anthropic/claude-sonnet-4" })
+      const service = yield* Effect.provide(Config, layer(d, { ANTHROPIC_API_KEY: "sk-ant-SECRET" }))
+      const model = yield* service.resolveModel()
+      const key = yield* model.apiKey
+      expect(Redacted.value(Option.getOrThrow(key))).toBe("sk-ant-SECRET")
+      const masked = yield* service.masked
+      expect(masked.provider.anthropic).toEqual({
+        type: "anthropic",
+        apiKeyEnv: "ANTHROPIC_API_KEY",
+        apiKey: "(set)",
+        models: {}
+      })
+      expect(masked.provider.openai).toMatchObject({ apiKeyEnv: "OPENAI_API_KEY", apiKey: "(not set)" })
+      expect(masked.provider.ollama).not.toHaveProperty("apiKey")
+      expect(JSON.stringify(masked)).not.toContain("SECRET")
+    })
+  )
+
+  it.effect("Config.layer fails with the ConfigError of an invalid file", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, { maxSteps: -3 })
+      const exit = yield* Effect.exit(Effect.provide(Config, layer(d, {})))
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = yield* failure(Effect.provide(Config, layer(d, {})))
+      expect(error.message).toBe(
+        `invalid config in file ${d.projectFile} at maxSteps: expected a positive integer, got -3`
+      )
+    })
+  )
+
+  it.effect("Config.layerTest: the defaults and a partial config, no files, no process env", () =>
+    Effect.gen(function* () {
+      const partial: ConfigInput = { model: "ollama/llama3", maxSteps: 3, tools: { bash: { timeoutMs: 10 } } }
+      const service = yield* Effect.provide(Config, Config.layerTest(partial, { env: {} }))
+      expect(service.config.maxSteps).toBe(3)
+      expect(service.config.tools.bash).toEqual({ timeoutMs: 10, maxTimeoutMs: 600_000 })
+      expect(service.config.snapshotEvery).toBe(500)
+      expect((yield* service.resolveModel()).ref).toBe("ollama/llama3")
+      expect(service.files).toEqual([])
+    })
+  )
+
+  it.effect("Config.layerTest dies on an invalid partial config", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(Effect.provide(Config, Config.layerTest({ maxSteps: 0 })))
+      expect(Exit.isFailure(exit) && exit.cause._tag === "Die").toBe(true)
+    })
+  )
+})
+
+describe("maskConfig", () => {
+  it("reports whether each key variable is set and hides a password in a base URL", () => {
+    const { config } = resolved(
+      file({
+        provider: {
+          proxy: { type: "openai-compatible", baseURL: "https://me:hunter2@proxy.example/v1", apiKeyEnv: "PROXY_KEY" }
+        }
+      })
+    )
+    const masked = maskConfig(config, (name) => name === "PROXY_KEY")
+    expect(masked.provider.proxy).toEqual({
+      type: "openai-compatible",
+      baseURL: "https://me:***@proxy.example/v1",
+      apiKeyEnv: "PROXY_KEY",
+      apiKey: "(set)",
+      models: {}
+    })
+    expect(masked.provider.openai!.apiKey).toBe("(not set)")
+    expect(JSON.stringify(masked)).not.toContain("hunter2")
+  })
+})

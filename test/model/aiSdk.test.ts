@@ -1,0 +1,465 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
+import { type AiSdkOptions, layerAiSdk, makeAiSdkModel } from "../../src/model/AiSdk.js"
+import { Model, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
+
+const apiKey = "sk-test-7f3a9c1e5b2d4f6a8c0e"
+
+const scriptedServer = Effect.acquireRelease(
+  Effect.promise(() => startScriptedServer()),
+  (server) => Effect.promise(() => server.close())
+)
+
+const modelFor = (server: ScriptedServer, options: Partial<AiSdkOptions> = {}) =>
+  makeAiSdkModel({
+    name: "local/test-model",
+    type: "openai-compatible",
+    baseURL: `${server.url}/v1`,
+    apiKey,
+    modelId: "test-model",
+    ...options
+  })
+
+const readTool = {
+  name: "read",
+  description: "Read a file",
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }
+}
+
+const request: ModelRequest = {
+  system: "You are a test.",
+  messages: [{ role: "user", content: "hi" }],
+  tools: [readTool]
+}
+
+/** Runs the stream; returns the events that went out and the exit. */
+const run = (stream: Stream.Stream<ModelEvent, ModelError>) =>
+  Effect.gen(function* () {
+    const events: Array<ModelEvent> = []
+    const exit = yield* Stream.runForEach(stream, (event) => Effect.sync(() => events.push(event))).pipe(Effect.exit)
+    return { events, exit }
+  })
+
+const failure = (exit: Exit.Exit<unknown, ModelError>): ModelError => {
+  if (Exit.isSuccess(exit)) throw new Error("expected the stream to fail")
+  const error = Cause.failureOption(exit.cause)
+  if (Option.isNone(error)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
+  return error.value
+}
+
+const expectNoKey = (value: unknown) => {
+  expect(JSON.stringify(value)).not.toContain(apiKey)
+  expect(String(value)).not.toContain(apiKey)
+}
+
+describe("layerAiSdk (openai-compatible, real HTTP)", () => {
+  it.scopedLive("streams text as TextDelta events, then Finish with usage", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        Reply.stream({
+          text: ["Hel", "lo ", "world"],
+          usage: {
+            prompt_tokens: 120,
+            completion_tokens: 30,
+            prompt_tokens_details: { cached_tokens: 100 },
+            completion_tokens_details: { reasoning_tokens: 4 }
+          }
+        })
+      )
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(events).toEqual([
+        { _tag: "TextDelta", id: "txt-0", delta: "Hel" },
+        { _tag: "TextDelta", id: "txt-0", delta: "lo " },
+        { _tag: "TextDelta", id: "txt-0", delta: "world" },
+        {
+          _tag: "Finish",
+          finishReason: "stop",
+          usage: { input: 120, output: 30, reasoning: 4, cacheRead: 100, cacheWrite: 0 }
+        }
+      ])
+      expect(server.requests).toHaveLength(1)
+      expect(server.requests[0]!.body.stream_options).toEqual({ include_usage: true })
+    })
+  )
+
+  it.scopedLive("usage is 0 when the provider reports none", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.text("ok"))
+      const { events } = yield* run(modelFor(server).stream(request))
+      expect(events.at(-1)).toEqual({
+        _tag: "Finish",
+        finishReason: "stop",
+        usage: { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+      })
+    })
+  )
+
+  it.scopedLive("streams reasoning_content as ReasoningDelta events before the text", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.stream({ reasoning: ["Let me ", "think."], text: "Answer." }))
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(events.map((e) => e._tag)).toEqual(["ReasoningDelta", "ReasoningDelta", "TextDelta", "Finish"])
+      expect(events[0]).toEqual({ _tag: "ReasoningDelta", id: "reasoning-0", delta: "Let me " })
+      expect(events[1]).toEqual({ _tag: "ReasoningDelta", id: "reasoning-0", delta: "think." })
+    })
+  )
+
+  it.scopedLive("maps parallel tool calls with split arguments; one step only (the SDK does not loop)", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        Reply.stream({
+          text: "Reading both.",
+          toolCalls: [
+            { id: "call_1", name: "read", arguments: ['{"pa', 'th": "a', '.txt"}'] },
+            { id: "call_2", name: "read", arguments: ['{"path"', ': "b.txt"}'] }
+          ],
+          usage: { prompt_tokens: 50, completion_tokens: 20 }
+        })
+      )
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(events).toEqual([
+        { _tag: "TextDelta", id: "txt-0", delta: "Reading both." },
+        { _tag: "ToolInputStart", callId: "call_1", tool: "read" },
+        { _tag: "ToolInputDelta", callId: "call_1", delta: '{"pa' },
+        { _tag: "ToolInputDelta", callId: "call_1", delta: 'th": "a' },
+        { _tag: "ToolInputDelta", callId: "call_1", delta: '.txt"}' },
+        { _tag: "ToolInputStart", callId: "call_2", tool: "read" },
+        { _tag: "ToolInputDelta", callId: "call_2", delta: '{"path"' },
+        { _tag: "ToolInputDelta", callId: "call_2", delta: ': "b.txt"}' },
+        { _tag: "ToolCall", callId: "call_1", tool: "read", input: { path: "a.txt" }, inputText: '{"path": "a.txt"}' },
+        { _tag: "ToolCall", callId: "call_2", tool: "read", input: { path: "b.txt" }, inputText: '{"path": "b.txt"}' },
+        {
+          _tag: "Finish",
+          finishReason: "tool-calls",
+          usage: { input: 50, output: 20, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+        }
+      ])
+      expect(server.requests).toHaveLength(1)
+    })
+  )
+
+  it.scopedLive("invalid tool-call JSON: input undefined, inputText keeps what the model sent", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        Reply.stream({
+          toolCalls: [
+            { id: "call_bad", name: "read", arguments: ['{"path": ', '"a.txt"'] },
+            { id: "call_ok", name: "read", arguments: '{"path": "b.txt"}' }
+          ]
+        })
+      )
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      const calls = events.filter((e) => e._tag === "ToolCall")
+      expect(calls).toEqual([
+        { _tag: "ToolCall", callId: "call_bad", tool: "read", input: undefined, inputText: '{"path": "a.txt"' },
+        { _tag: "ToolCall", callId: "call_ok", tool: "read", input: { path: "b.txt" }, inputText: '{"path": "b.txt"}' }
+      ])
+      expect(events.at(-1)?._tag).toBe("Finish")
+    })
+  )
+
+  it.scopedLive("a call to a tool that was not declared keeps its parsed input (the kernel rejects it)", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.stream({ toolCalls: [{ id: "call_x", name: "write", arguments: '{"path":"x"}' }] }))
+      const { events } = yield* run(modelFor(server).stream(request))
+      expect(events.find((e) => e._tag === "ToolCall")).toEqual({
+        _tag: "ToolCall",
+        callId: "call_x",
+        tool: "write",
+        input: { path: "x" },
+        inputText: '{"path":"x"}'
+      })
+    })
+  )
+
+  for (const status of [429, 500, 503, 529]) {
+    it.scopedLive(`HTTP ${status} → ModelError http with status, retry-after headers and body; no SDK retry`, () =>
+      Effect.gen(function* () {
+        const server = yield* scriptedServer
+        server.enqueue(
+          Reply.error(status, {
+            headers: { "Retry-After": "7", "retry-after-ms": "6500" },
+            message: `scripted ${status} failure`
+          })
+        )
+        const { events, exit } = yield* run(modelFor(server).stream(request))
+        expect(events).toEqual([])
+        const error = failure(exit)
+        expect(error).toBeInstanceOf(ModelError)
+        expect(error.reason).toBe("http")
+        expect(error.status).toBe(status)
+        expect(error.headers?.["retry-after"]).toBe("7")
+        expect(error.headers?.["retry-after-ms"]).toBe("6500")
+        expect(error.body).toContain(`scripted ${status} failure`)
+        expect(error.message).toContain(`HTTP ${status}`)
+        expectNoKey(error)
+        // maxRetries: 0 — the SDK made exactly one request
+        expect(server.requests).toHaveLength(1)
+      })
+    )
+  }
+
+  it.scopedLive("cuts the response body to a few kB", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.error(500, { body: "x".repeat(20_000) }))
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error.body!.length).toBeLessThan(4200)
+      expect(error.body).toContain("(20000 characters)")
+    })
+  )
+
+  it.scopedLive("a stream cut mid-way → stream-cut, after the events that arrived", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.cutAfter(2, Reply.stream({ text: ["one ", "two ", "three"] })))
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(events).toEqual([
+        { _tag: "TextDelta", id: "txt-0", delta: "one " },
+        { _tag: "TextDelta", id: "txt-0", delta: "two " }
+      ])
+      const error = failure(exit)
+      expect(error.reason).toBe("stream-cut")
+      expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("a stream that ends without a finish reason → stream-cut", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.stream({ text: "partial", finishReason: null, done: false }))
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(events.map((e) => e._tag)).toEqual(["TextDelta"])
+      expect(failure(exit).reason).toBe("stream-cut")
+    })
+  )
+
+  it.scopedLive("a malformed chunk → invalid-response (the SDK's JSONParseError)", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.malformedAfter(1, Reply.stream({ text: ["ok ", "more"] })))
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(events).toEqual([{ _tag: "TextDelta", id: "txt-0", delta: "ok " }])
+      const error = failure(exit)
+      expect(error.reason).toBe("invalid-response")
+      expect(error.message).toContain("JSON parsing failed")
+    })
+  )
+
+  it.scopedLive("a JSON chunk of the wrong shape → invalid-response (the SDK's TypeValidationError)", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue({ type: "sse", steps: [{ type: "raw", data: '{"choices": "nope"}' }, { type: "done" }] })
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error.reason).toBe("invalid-response")
+      expect(error.cause).toMatchObject({ name: "AI_TypeValidationError" })
+    })
+  )
+
+  it.scopedLive("an error object sent inside the stream → stream-cut with the provider's error as body", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue({
+        type: "sse",
+        steps: [
+          { type: "chunk", chunk: Reply.chunk({ content: "a" }) },
+          { type: "chunk", chunk: { error: { message: "Overloaded", type: "overloaded_error", code: 529 } } },
+          { type: "done" }
+        ]
+      })
+      const { events, exit } = yield* run(modelFor(server).stream(request))
+      expect(events.map((e) => e._tag)).toEqual(["TextDelta"])
+      const error = failure(exit)
+      expect(error.reason).toBe("stream-cut")
+      expect(error.message).toContain("Overloaded")
+      expect(error.body).toContain("overloaded_error")
+    })
+  )
+
+  it.scopedLive("interrupting the stream aborts the HTTP request (the server sees the connection close)", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.waitAfter(1, new Promise(() => {}), Reply.stream({ text: ["first", "never"] })))
+      const firstDelta = yield* Deferred.make<void>()
+      const fiber = yield* modelFor(server)
+        .stream(request)
+        .pipe(
+          Stream.runForEach(() => Deferred.succeed(firstDelta, undefined)),
+          Effect.fork
+        )
+      yield* Deferred.await(firstDelta)
+      const recorded = yield* Effect.promise(() => server.request(0))
+      yield* Fiber.interrupt(fiber)
+      yield* Effect.promise(() => recorded.aborted).pipe(Effect.timeout("5 seconds"))
+    })
+  )
+
+  it.scopedLive("sends our messages and tools in OpenAI format, the key only in the Authorization header", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.text("done"))
+      const { exit } = yield* run(
+        modelFor(server).stream({
+          system: "Be brief.",
+          maxOutputTokens: 256,
+          tools: [readTool],
+          messages: [
+            { role: "user", content: "read a.txt" },
+            {
+              role: "assistant",
+              parts: [
+                { type: "text", text: "Reading." },
+                { type: "tool-call", callId: "call_1", tool: "read", input: { path: "a.txt" } },
+                { type: "tool-call", callId: "call_2", tool: "read", input: { path: "b.txt" } }
+              ]
+            },
+            {
+              role: "tool",
+              results: [
+                { callId: "call_1", tool: "read", output: "contents of a", isError: false },
+                { callId: "call_2", tool: "read", output: "ENOENT: b.txt", isError: true }
+              ]
+            },
+            { role: "user", content: "thanks" }
+          ]
+        })
+      )
+      expect(Exit.isSuccess(exit)).toBe(true)
+      const received = server.requests[0]!
+      expect(received.body).toMatchObject({
+        model: "test-model",
+        stream: true,
+        max_tokens: 256,
+        messages: [
+          { role: "system", content: "Be brief." },
+          { role: "user", content: "read a.txt" },
+          {
+            role: "assistant",
+            content: "Reading.",
+            tool_calls: [
+              { id: "call_1", type: "function", function: { name: "read", arguments: '{"path":"a.txt"}' } },
+              { id: "call_2", type: "function", function: { name: "read", arguments: '{"path":"b.txt"}' } }
+            ]
+          },
+          { role: "tool", tool_call_id: "call_1", content: "contents of a" },
+          { role: "tool", tool_call_id: "call_2", content: "ENOENT: b.txt" },
+          { role: "user", content: "thanks" }
+        ],
+        tools: [
+          { type: "function", function: { name: "read", description: "Read a file", parameters: readTool.inputSchema } }
+        ]
+      })
+      expect(received.headers.authorization).toBe(`Bearer ${apiKey}`)
+      const { authorization: _, ...otherHeaders } = received.headers
+      expectNoKey(otherHeaders)
+      expectNoKey(received.body)
+    })
+  )
+
+  it.scopedLive("the API key never appears in a ModelError, even when the provider echoes it back", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        Reply.error(401, {
+          headers: { "x-echo-authorization": `Bearer ${apiKey}` },
+          message: `Incorrect API key provided: ${apiKey}`
+        })
+      )
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error.reason).toBe("http")
+      expect(error.status).toBe(401)
+      expectNoKey(error)
+      expectNoKey(error.cause)
+      expect(error.body).toContain("[redacted]")
+      expect(error.headers?.["x-echo-authorization"]).toBe("Bearer [redacted]")
+      expect(error.headers?.authorization).toBeUndefined()
+    })
+  )
+
+  it.scopedLive("nothing listening → network", () =>
+    Effect.gen(function* () {
+      const server = yield* Effect.promise(() => startScriptedServer())
+      const url = server.url
+      yield* Effect.promise(() => server.close())
+      const model = makeAiSdkModel({
+        name: "local/m",
+        type: "openai-compatible",
+        baseURL: `${url}/v1`,
+        apiKey,
+        modelId: "m"
+      })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error.reason).toBe("network")
+      expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("type openai speaks Chat Completions to its baseURL", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.stream({ text: "hi from openai", usage: { prompt_tokens: 3, completion_tokens: 4 } }))
+      const { events, exit } = yield* run(modelFor(server, { type: "openai", name: "openai/gpt-test" }).stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(events.filter((e) => e._tag === "TextDelta").map((e) => e.delta)).toEqual(["hi from openai"])
+      expect(events.at(-1)).toMatchObject({ _tag: "Finish", usage: { input: 3, output: 4 } })
+      expect(server.requests[0]!.url).toBe("/v1/chat/completions")
+      expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${apiKey}`)
+    })
+  )
+
+  it.scopedLive("type anthropic posts to /v1/messages with x-api-key; the error keeps no key", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      const model = modelFor(server, { type: "anthropic", name: "anthropic/claude-test", modelId: "claude-test" })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error.reason).toBe("http")
+      expect(error.status).toBe(404)
+      expect(server.requests[0]!.url).toBe("/v1/messages")
+      expect(server.requests[0]!.headers["x-api-key"]).toBe(apiKey)
+      expectNoKey(error)
+    })
+  )
+
+  it.effect("config errors: openai-compatible without baseURL, openai/anthropic without a key", () =>
+    Effect.gen(function* () {
+      const cases: Array<AiSdkOptions> = [
+        { name: "local/m", type: "openai-compatible", modelId: "m" },
+        { name: "openai/gpt", type: "openai", modelId: "gpt" },
+        { name: "anthropic/claude", type: "anthropic", modelId: "claude", apiKey: "" }
+      ]
+      for (const options of cases) {
+        const error = failure((yield* run(makeAiSdkModel(options).stream(request))).exit)
+        expect(error.reason).toBe("config")
+        expect(error.message).toContain(options.name.split("/")[0])
+      }
+    })
+  )
+
+  it.scopedLive("layerAiSdk provides Model with the configured name", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.text("via layer"))
+      const model = yield* Model.pipe(
+        Effect.provide(
+          layerAiSdk({ name: "local/x", type: "openai-compatible", baseURL: `${server.url}/v1`, modelId: "x" })
+        )
+      )
+      expect(model.name).toBe("local/x")
+      const { events } = yield* run(model.stream(request))
+      expect(events[0]).toEqual({ _tag: "TextDelta", id: "txt-0", delta: "via layer" })
+      // no key configured: no Authorization header
+      expect(server.requests[0]!.headers.authorization).toBeUndefined()
+    })
+  )
+})

@@ -1,0 +1,534 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Clock, Effect, Exit, Fiber, Option, Random, Schema, TestClock } from "effect"
+import { ModelError } from "../../src/model/Model.js"
+import {
+  backoffMs,
+  classify,
+  defaultRetryOptions,
+  describe as describeError,
+  Retry,
+  RetryGaveUp,
+  type RetryInfo,
+  type RetryOptions,
+  retryAfterMs,
+  schedule,
+  withRetry
+} from "../../src/model/Retry.js"
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const http = (status: number, headers: Record<string, string> = {}, body?: string) =>
+  new ModelError({
+    reason: "http",
+    message: `HTTP ${status}`,
+    status,
+    headers,
+    ...(body !== undefined ? { body } : {})
+  })
+const network = (message = "connect ECONNREFUSED 127.0.0.1:11434") => new ModelError({ reason: "network", message })
+const streamCut = () => new ModelError({ reason: "stream-cut", message: "the stream ended before the step finished" })
+
+/** attempt n (1-based) fails with the error returned, or succeeds with "ok" when undefined */
+type Script = (n: number) => ModelError | undefined
+const failing =
+  (...errors: ReadonlyArray<ModelError>): Script =>
+  (n) =>
+    errors[n - 1]
+const always =
+  (error: ModelError): Script =>
+  () =>
+    error
+
+const options = (overrides: Partial<RetryOptions> = {}): RetryOptions => ({ ...defaultRetryOptions, ...overrides })
+
+interface Trace {
+  /** Clock time when the run began */
+  readonly started: number
+  /** Clock time at the start of each attempt */
+  readonly calls: Array<number>
+  /** each onRetry call, with the Clock time it ran at */
+  readonly hooks: Array<RetryInfo & { readonly at: number }>
+  /** calls and hooks in the order they happened */
+  readonly order: Array<string>
+  readonly exit: Exit.Exit<string, RetryGaveUp>
+}
+
+/** Runs a scripted request under withRetry in a fiber, drives the TestClock far ahead, records everything. */
+const drive = (
+  script: Script,
+  opts: RetryOptions,
+  config: { readonly random?: Random.Random; readonly attemptMs?: number } = {}
+) =>
+  Effect.gen(function* () {
+    const started = yield* Clock.currentTimeMillis
+    const calls: Array<number> = []
+    const hooks: Array<RetryInfo & { at: number }> = []
+    const order: Array<string> = []
+    const request = Effect.gen(function* () {
+      calls.push(yield* Clock.currentTimeMillis)
+      order.push(`call ${calls.length}`)
+      if (config.attemptMs !== undefined) yield* Effect.sleep(config.attemptMs)
+      const error = script(calls.length)
+      if (error !== undefined) return yield* error
+      return "ok"
+    })
+    const retried = withRetry(request, opts, {
+      onRetry: (info) =>
+        Effect.map(Clock.currentTimeMillis, (at) => {
+          hooks.push({ ...info, at })
+          order.push(`hook ${info.attempt}`)
+        })
+    }).pipe(Effect.withRandom(config.random ?? Random.fixed([1])))
+    const fiber = yield* Effect.fork(retried)
+    yield* TestClock.adjust("2 hours")
+    const exit = yield* Fiber.await(fiber)
+    return { started, calls, hooks, order, exit } satisfies Trace
+  })
+
+const gaveUp = (exit: Exit.Exit<unknown, RetryGaveUp>): RetryGaveUp => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure, got a success")
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
+  expect(failure.value).toBeInstanceOf(RetryGaveUp)
+  return failure.value
+}
+
+const gaps = (times: ReadonlyArray<number>) => times.slice(1).map((t, i) => t - times[i]!)
+
+// ---------------------------------------------------------------------------------------------
+// classification
+
+describe("classify", () => {
+  const retryable: Array<[string, ModelError]> = [
+    ["408 request timeout", http(408)],
+    ["409 conflict", http(409)],
+    ["429 rate limited", http(429)],
+    ["500 internal server error", http(500)],
+    ["502 bad gateway", http(502)],
+    ["503 service unavailable", http(503)],
+    ["504 gateway timeout", http(504)],
+    ["529 overloaded", http(529)],
+    [
+      "an Anthropic overloaded_error body",
+      http(500, {}, '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}')
+    ],
+    [
+      "an overloaded error streamed mid-response (no status)",
+      new ModelError({ reason: "stream-cut", message: "Overloaded", body: '{"type":"overloaded_error"}' })
+    ],
+    ["connection refused", network()],
+    ["connection reset", network("read ECONNRESET")],
+    ["a stream cut before the step finished", streamCut()]
+  ]
+  const final: Array<[string, ModelError, string]> = [
+    ["400 validation", http(400, {}, '{"error":{"message":"messages: field required"}}'), "invalid request"],
+    ["401 unauthorized", http(401, {}, '{"error":{"message":"Incorrect API key provided"}}'), "authentication failed"],
+    ["403 forbidden", http(403), "permission denied"],
+    ["404 unknown model", http(404, {}, '{"error":{"message":"model not found"}}'), "not found"],
+    ["422 unprocessable", http(422), "invalid request"],
+    ["501 not implemented", http(501), "not supported by the server"],
+    [
+      "OpenAI context_length_exceeded",
+      http(
+        400,
+        {},
+        '{"error":{"message":"This model\'s maximum context length is 128000 tokens.","code":"context_length_exceeded"}}'
+      ),
+      "context overflow"
+    ],
+    [
+      "Anthropic prompt is too long",
+      http(
+        400,
+        {},
+        '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}'
+      ),
+      "context overflow"
+    ],
+    [
+      "a context overflow only in the message",
+      new ModelError({
+        reason: "http",
+        status: 400,
+        message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens."
+      }),
+      "context overflow"
+    ],
+    [
+      "a content filter",
+      http(400, {}, '{"error":{"code":"content_filter","message":"The response was filtered"}}'),
+      "content filter"
+    ],
+    ["a content policy violation", http(400, {}, '{"error":{"code":"content_policy_violation"}}'), "content filter"],
+    [
+      "a configuration error",
+      new ModelError({ reason: "config", message: "OPENAI_API_KEY is not set" }),
+      "configuration error"
+    ],
+    [
+      "an invalid response",
+      new ModelError({ reason: "invalid-response", message: "chunk is not JSON: <html>" }),
+      "invalid response"
+    ]
+  ]
+
+  it.each(retryable)("%s is retryable", (_, error) => {
+    expect(classify(error).retryable).toBe(true)
+  })
+
+  it.each(final)("%s is not retryable", (_, error, why) => {
+    expect(classify(error)).toEqual({ retryable: false, why })
+  })
+
+  it("a context overflow wins over a retryable-looking status", () => {
+    expect(classify(http(413, {}, "prompt is too long")).why).toBe("context overflow")
+    expect(classify(http(429)).why).toBe("rate limited")
+    expect(classify(http(529)).why).toBe("provider overloaded")
+  })
+
+  it("describes errors in a few words for the user", () => {
+    expect(describeError(http(429))).toBe("429 rate limited")
+    expect(describeError(http(529))).toBe("529 overloaded")
+    expect(describeError(http(500, {}, '{"error":{"type":"overloaded_error"}}'))).toBe("500 overloaded")
+    expect(describeError(http(400, {}, "context_length_exceeded"))).toBe("400 context overflow")
+    expect(describeError(http(599))).toBe("599 HTTP 599")
+    expect(describeError(network("read ECONNRESET"))).toBe("connection failed: read ECONNRESET")
+    expect(describeError(streamCut())).toBe("stream cut: the stream ended before the step finished")
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Retry-After
+
+describe("retryAfterMs", () => {
+  const now = Date.parse("2026-03-01T12:00:00Z")
+
+  it("reads retry-after-ms as milliseconds, decimals rounded up", () => {
+    expect(retryAfterMs({ "retry-after-ms": "1500" }, now)).toBe(1500)
+    expect(retryAfterMs({ "retry-after-ms": "250.4" }, now)).toBe(251)
+  })
+
+  it("reads retry-after as seconds, decimals allowed", () => {
+    expect(retryAfterMs({ "retry-after": "7" }, now)).toBe(7000)
+    expect(retryAfterMs({ "retry-after": "1.5" }, now)).toBe(1500)
+    expect(retryAfterMs({ "retry-after": " 0 " }, now)).toBe(0)
+  })
+
+  it("reads retry-after as an HTTP-date relative to now; a past date is 0", () => {
+    expect(retryAfterMs({ "retry-after": "Sun, 01 Mar 2026 12:00:30 GMT" }, now)).toBe(30_000)
+    expect(retryAfterMs({ "retry-after": "Sun, 01 Mar 2026 11:59:00 GMT" }, now)).toBe(0)
+  })
+
+  it("prefers retry-after-ms, and falls back to retry-after when it is unreadable", () => {
+    expect(retryAfterMs({ "retry-after-ms": "200", "retry-after": "1" }, now)).toBe(200)
+    expect(retryAfterMs({ "retry-after-ms": "soon", "retry-after": "3" }, now)).toBe(3000)
+  })
+
+  it("gives undefined for missing, negative or unreadable values", () => {
+    expect(retryAfterMs(undefined, now)).toBeUndefined()
+    expect(retryAfterMs({}, now)).toBeUndefined()
+    expect(retryAfterMs({ "retry-after": "-5" }, now)).toBeUndefined()
+    expect(retryAfterMs({ "retry-after-ms": "-5" }, now)).toBeUndefined()
+    expect(retryAfterMs({ "retry-after": "soon" }, now)).toBeUndefined()
+    expect(retryAfterMs({ "retry-after": "Someday, 99 Foo 20xx" }, now)).toBeUndefined()
+    expect(retryAfterMs({ "retry-after": "" }, now)).toBeUndefined()
+  })
+
+  it("finds headers whatever their case", () => {
+    expect(retryAfterMs({ "Retry-After": "2" }, now)).toBe(2000)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// the policy, under TestClock
+
+describe("withRetry", () => {
+  it.effect("backs off exponentially up to maxDelayMs (jitter at its maximum)", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(http(503)), options({ maxAttempts: 8, budgetMs: 10 * 60_000 }))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000])
+      expect(gaps(trace.calls)).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000])
+      // nextAt is the clock time of the next attempt
+      expect(trace.hooks.map((h) => h.nextAt)).toEqual(trace.calls.slice(1))
+      expect(trace.hooks.map((h) => h.message)).toEqual(Array(7).fill("503 service unavailable"))
+    })
+  )
+
+  it.effect("equal jitter: the lowest random value waits half the backoff", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(failing(http(429), http(429), http(429)), options(), { random: Random.fixed([0]) })
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([500, 1000, 2000])
+    })
+  )
+
+  it.effect("a seeded random gives jittered delays within [backoff / 2, backoff]", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(streamCut()), options({ budgetMs: 10 * 60_000 }), {
+        random: Random.make("a seed")
+      })
+      const delays = trace.hooks.map((h) => h.delayMs)
+      expect(delays).toHaveLength(7)
+      delays.forEach((delay, i) => {
+        const base = Math.min(30_000, 1000 * 2 ** i)
+        expect(delay).toBeGreaterThanOrEqual(base / 2)
+        expect(delay).toBeLessThanOrEqual(base)
+      })
+      // the jitter is really there: not every delay is the maximum
+      expect(delays.some((delay, i) => delay !== Math.min(30_000, 1000 * 2 ** i))).toBe(true)
+      expect(gaps(trace.calls)).toEqual(delays)
+    })
+  )
+
+  it("backoffMs is capped and jittered between half and all of the exponential delay", () => {
+    const o = options({ initialDelayMs: 1000, maxDelayMs: 5000 })
+    expect([1, 2, 3, 4, 5].map((n) => backoffMs(o, n, 1))).toEqual([1000, 2000, 4000, 5000, 5000])
+    expect([1, 2, 3, 4].map((n) => backoffMs(o, n, 0))).toEqual([500, 1000, 2000, 2500])
+    expect(backoffMs(o, 2, 0.5)).toBe(1500)
+  })
+
+  it.effect("retry-after-ms replaces the computed delay", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(
+        failing(http(429, { "retry-after-ms": "1500" }), http(429, { "retry-after-ms": "2750.5" })),
+        options()
+      )
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([1500, 2751])
+      expect(trace.calls).toEqual([0, 1500, 4251])
+    })
+  )
+
+  it.effect("retry-after in seconds replaces the computed delay, beyond maxDelayMs too", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(failing(http(503, { "retry-after": "45" })), options({ maxDelayMs: 10_000 }))
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([45_000])
+      expect(trace.calls).toEqual([0, 45_000])
+    })
+  )
+
+  it.effect("retry-after as an HTTP-date waits until that date on the Clock", () =>
+    Effect.gen(function* () {
+      const start = Date.parse("2026-03-01T12:00:00Z")
+      yield* TestClock.setTime(start)
+      const trace = yield* drive(failing(http(429, { "retry-after": "Sun, 01 Mar 2026 12:00:12 GMT" })), options())
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.hooks).toMatchObject([{ attempt: 2, delayMs: 12_000, nextAt: start + 12_000 }])
+      expect(trace.calls).toEqual([start, start + 12_000])
+    })
+  )
+
+  it.effect("Retry-After: 0 cannot start a storm: every wait is at least the floor", () =>
+    Effect.gen(function* () {
+      const errors = Array.from({ length: 6 }, () => http(429, { "retry-after": "0" }))
+      const trace = yield* drive(failing(...errors), options({ maxAttempts: 10, minRetryAfterMs: 500 }))
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.calls).toHaveLength(7)
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual(Array(6).fill(500))
+      // 6 errors took at least 6 x the floor of clock time
+      expect(trace.calls[6]! - trace.calls[0]!).toBeGreaterThanOrEqual(6 * 500)
+      // the default floor applies when none is configured, to retry-after-ms and past dates too
+      const ms = yield* drive(failing(http(429, { "retry-after-ms": "0" })), {
+        ...options(),
+        minRetryAfterMs: undefined
+      })
+      expect(ms.hooks.map((h) => h.delayMs)).toEqual([defaultRetryOptions.minRetryAfterMs])
+      const past = yield* drive(failing(http(429, { "retry-after": "Thu, 01 Jan 1970 00:00:00 GMT" })), options())
+      expect(past.hooks.map((h) => h.delayMs)).toEqual([500])
+    })
+  )
+
+  it.effect("a wait past maxRetryAfterMs fails at once, naming the wait", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(http(429, { "retry-after": "120" })), options({ maxRetryAfterMs: 60_000 }))
+      const error = gaveUp(trace.exit)
+      expect(error.reason).toBe("retry-after-too-long")
+      expect(error.attempts).toBe(1)
+      expect(error.message).toBe(
+        "the provider asked to wait 120s, more than retry.maxRetryAfterMs (60s): 429 rate limited"
+      )
+      expect(error.error.status).toBe(429)
+      expect(trace.calls).toEqual([0])
+      expect(trace.hooks).toEqual([])
+    })
+  )
+
+  it.effect("makes exactly maxAttempts attempts, then gives up with the last error", () =>
+    Effect.gen(function* () {
+      let n = 0
+      const trace = yield* drive(() => http(n++ < 3 ? 503 : 429), options({ maxAttempts: 4 }))
+      expect(trace.calls).toHaveLength(4)
+      expect(trace.hooks.map((h) => [h.attempt, h.maxAttempts])).toEqual([
+        [2, 4],
+        [3, 4],
+        [4, 4]
+      ])
+      const error = gaveUp(trace.exit)
+      expect(error).toMatchObject({ reason: "max-attempts", attempts: 4 })
+      expect(error.message).toBe("gave up after 4 attempts: 429 rate limited")
+      expect(error.error.status).toBe(429)
+      expect(error.retryable).toBe(true)
+    })
+  )
+
+  it.effect("maxAttempts 1 never retries", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(http(503)), options({ maxAttempts: 1 }))
+      expect(trace.calls).toEqual([0])
+      expect(gaveUp(trace.exit).message).toBe("gave up after 1 attempt: 503 service unavailable")
+    })
+  )
+
+  it.effect("stops when a wait would end past the budget, counted from the first attempt's start", () =>
+    Effect.gen(function* () {
+      // each attempt takes 2s: 0-2s, wait 1s, 3-5s, wait 2s, 7-9s, then a 4s wait would end at 13s > 10s
+      const trace = yield* drive(always(http(500)), options({ budgetMs: 10_000 }), { attemptMs: 2000 })
+      expect(trace.calls).toEqual([0, 3000, 7000])
+      const error = gaveUp(trace.exit)
+      expect(error).toMatchObject({ reason: "budget", attempts: 3 })
+      expect(error.message).toBe(
+        "gave up after 3 attempts: waiting 4s more would pass retry.budgetMs (10s): 500 internal server error"
+      )
+    })
+  )
+
+  it.effect("a Retry-After that would pass the budget gives up too", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(http(429, { "retry-after": "30" })), options({ budgetMs: 20_000 }))
+      expect(trace.calls).toEqual([0])
+      expect(gaveUp(trace.exit)).toMatchObject({ reason: "budget", attempts: 1 })
+    })
+  )
+
+  it.effect("non-retryable errors fail at once: one call, no hook, no time", () =>
+    Effect.gen(function* () {
+      for (const error of [
+        http(401, {}, "invalid x-api-key"),
+        http(400, {}, "context_length_exceeded"),
+        http(400, {}, "content_filter"),
+        new ModelError({ reason: "config", message: "no API key" })
+      ]) {
+        const trace = yield* drive(always(error), options())
+        expect(trace.calls).toEqual([trace.started])
+        expect(trace.hooks).toEqual([])
+        const gave = gaveUp(trace.exit)
+        expect(gave).toMatchObject({ reason: "not-retryable", attempts: 1 })
+        expect(gave.error).toBe(error)
+        expect(gave.retryable).toBe(false)
+      }
+    })
+  )
+
+  it.effect("a non-retryable error after retries ends the retrying there", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(failing(http(503), http(401), http(503)), options())
+      expect(trace.calls).toEqual([0, 1000])
+      const error = gaveUp(trace.exit)
+      expect(error).toMatchObject({ reason: "not-retryable", attempts: 2 })
+      expect(error.message).toBe(
+        "401 unauthorized (authentication failed), not retried: check the API key (the env var named by provider.<id>.apiKeyEnv)"
+      )
+    })
+  )
+
+  it.effect("the hook runs before each wait, with the attempt about to be made", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(failing(http(429), network(), streamCut()), options())
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.order).toEqual(["call 1", "hook 2", "call 2", "hook 3", "call 3", "hook 4", "call 4"])
+      // each hook runs when the failure happens, before the clock moves on
+      expect(trace.hooks.map((h) => h.at)).toEqual(trace.calls.slice(0, 3))
+      expect(trace.hooks.map((h) => h.attempt)).toEqual([2, 3, 4])
+      expect(trace.hooks.map((h) => h.message)).toEqual([
+        "429 rate limited",
+        "connection failed: connect ECONNREFUSED 127.0.0.1:11434",
+        "stream cut: the stream ended before the step finished"
+      ])
+      expect(trace.hooks.map((h) => h.error.reason)).toEqual(["http", "network", "stream-cut"])
+    })
+  )
+
+  it.effect("succeeds on the first try without hooks or waiting", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(() => undefined, options())
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.calls).toEqual([0])
+      expect(trace.hooks).toEqual([])
+    })
+  )
+
+  it.effect("a failing hook ends the retrying with its error", () =>
+    Effect.gen(function* () {
+      class StoreDown extends Schema.TaggedError<StoreDown>()("StoreDown", {}) {}
+      let calls = 0
+      const request = Effect.suspend(() => {
+        calls++
+        return Effect.fail(http(503))
+      })
+      const exit = yield* Effect.exit(withRetry(request, options(), { onRetry: () => new StoreDown() }))
+      expect(exit).toEqual(Exit.fail(new StoreDown()))
+      expect(calls).toBe(1)
+    })
+  )
+
+  it.effect("the Retry service applies its options", () =>
+    Effect.gen(function* () {
+      const retry = yield* Retry
+      expect(retry.options.minRetryAfterMs).toBe(500)
+      let calls = 0
+      const request = Effect.suspend(() => {
+        calls++
+        return Effect.fail(http(503))
+      })
+      const fiber = yield* Effect.fork(retry.withRetry(request))
+      yield* TestClock.adjust("1 hour")
+      const error = gaveUp(yield* Fiber.await(fiber))
+      expect(error.attempts).toBe(3)
+      expect(calls).toBe(3)
+    }).pipe(Effect.provide(Retry.layer({ ...defaultRetryOptions, maxAttempts: 3, minRetryAfterMs: undefined })))
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// the Schedule form
+
+describe("schedule", () => {
+  const run = (script: Script, opts: RetryOptions) =>
+    Effect.gen(function* () {
+      const calls: Array<number> = []
+      const request = Effect.gen(function* () {
+        calls.push(yield* Clock.currentTimeMillis)
+        const error = script(calls.length)
+        if (error !== undefined) return yield* error
+        return "ok"
+      })
+      const fiber = yield* Effect.fork(Effect.retry(request, schedule(opts)).pipe(Effect.withRandom(Random.fixed([1]))))
+      yield* TestClock.adjust("1 hour")
+      return { calls, exit: yield* Fiber.await(fiber) }
+    })
+
+  it.effect("waits the same delays as withRetry and stops at maxAttempts with the last ModelError", () =>
+    Effect.gen(function* () {
+      const { calls, exit } = yield* run(always(http(503)), options({ maxAttempts: 4 }))
+      expect(calls).toEqual([0, 1000, 3000, 7000])
+      expect(exit).toEqual(Exit.fail(http(503)))
+    })
+  )
+
+  it.effect("honours Retry-After with the floor, and stops at once on a non-retryable error", () =>
+    Effect.gen(function* () {
+      const floor = yield* run(
+        failing(http(429, { "retry-after": "0" }), http(429, { "retry-after-ms": "2500" })),
+        options()
+      )
+      expect(floor.calls).toEqual([0, 500, 3000])
+      expect(floor.exit).toEqual(Exit.succeed("ok"))
+      const started = yield* Clock.currentTimeMillis
+      const final = yield* run(always(http(401)), options())
+      expect(final.calls).toEqual([started])
+      expect(Exit.isFailure(final.exit)).toBe(true)
+    })
+  )
+})
