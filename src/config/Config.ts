@@ -699,8 +699,11 @@ const maskedProvider = (settings: ProviderSettings, isSet: (name: string) => boo
 export const maskUrl = (url: string): string => {
   if (!URL.canParse(url)) return url
   const parsed = new URL(url)
-  if (parsed.password === "") return url
-  parsed.password = "***"
+  if (parsed.username === "" && parsed.password === "" && parsed.search === "") return url
+  // credentials and query values (`?api_key=…`) may be secrets
+  if (parsed.username !== "") parsed.username = "***"
+  if (parsed.password !== "") parsed.password = "***"
+  for (const key of Array.from(parsed.searchParams.keys())) parsed.searchParams.set(key, "***")
   return parsed.toString()
 }
 

@@ -129,11 +129,25 @@ const isHttpUrl = (text: string): boolean => {
   return protocol === "http:" || protocol === "https:"
 }
 
+const hasNoCredentials = (text: string): boolean => {
+  const parsed = new URL(text)
+  return parsed.username === "" && parsed.password === ""
+}
+
 export const BaseUrl = Schema.String.pipe(
-  Schema.filter(isHttpUrl),
+  Schema.filter((text) => {
+    if (!isHttpUrl(text)) return `expected a URL starting with http:// or https://, got ${showValue(text)}`
+    // the URL itself is not shown: it holds a password
+    if (!hasNoCredentials(text)) {
+      return (
+        "expected a URL without a user name or password (the value is not shown); " +
+        "put the API key in the environment variable named by apiKeyEnv"
+      )
+    }
+    return true
+  }),
   Schema.annotations({
     description: "The API's base URL, e.g. http://localhost:11434/v1 for Ollama. Required for openai-compatible.",
-    message: expected("a URL starting with http:// or https://"),
     jsonSchema: {
       type: "string",
       format: "uri",
@@ -146,8 +160,12 @@ export const BaseUrl = Schema.String.pipe(
 const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** The NAME of an environment variable. The value is never echoed: it may be a key pasted by mistake. */
+/** A valid name can still be a pasted key (`gsk_…`, `hf_…`): names of variables are upper case by custom. */
+const isNotAKey = (text: string): boolean => !looksLikeSecret(text) || /^[A-Z0-9_]+$/.test(text)
+
 export const EnvVarName = Schema.String.pipe(
   Schema.pattern(envNamePattern),
+  Schema.filter(isNotAKey),
   Schema.annotations({
     description:
       "The NAME of the environment variable that holds the API key (e.g. OPENAI_API_KEY), never the key itself.",

@@ -118,7 +118,8 @@ const toSdkMessage = (message: ModelMessage): SdkMessage => {
         role: "assistant",
         content: message.parts.map((part) =>
           part.type === "tool-call"
-            ? { type: "tool-call" as const, toolCallId: part.callId, toolName: part.tool, input: part.input }
+            ? // a call whose input was not JSON still needs an input object, or the provider rejects the history
+              { type: "tool-call" as const, toolCallId: part.callId, toolName: part.tool, input: part.input ?? {} }
             : { type: part.type, text: part.text }
         )
       }
@@ -308,11 +309,46 @@ export const toModelError = (
     } catch {
       body = String(error)
     }
-    return make("stream-cut", `the provider reported an error mid-stream: ${errorMessage(error)}`, {
-      body: cut(redact(body))
-    })
+    // a status it carries (OpenRouter `code: 401`, Anthropic `type: "authentication_error"`) makes it an
+    // HTTP error, so `Retry` treats a bad key or a bad request as final, not as a cut stream
+    const status = inStreamStatus(error)
+    return status === undefined
+      ? make("stream-cut", `the provider reported an error mid-stream: ${errorMessage(error)}`, {
+          body: cut(redact(body))
+        })
+      : make("http", `the provider reported error ${status} mid-stream: ${errorMessage(error)}`, {
+          status,
+          body: cut(redact(body))
+        })
   }
   return make("invalid-response", `unexpected error from the model SDK: ${errorName(error)}: ${errorMessage(error)}`)
+}
+
+const anthropicStatus: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529
+}
+
+/** The HTTP status an error object sent inside a stream stands for, if it says. */
+export const inStreamStatus = (error: object): number | undefined => {
+  const candidates: Array<unknown> = [error]
+  const inner = (error as { error?: unknown }).error
+  if (typeof inner === "object" && inner !== null) candidates.push(inner)
+  for (const c of candidates) {
+    const { code, status, type } = c as { code?: unknown; status?: unknown; type?: unknown }
+    for (const n of [status, code]) {
+      const value = typeof n === "string" && /^\d{3}$/.test(n) ? Number(n) : n
+      if (typeof value === "number" && Number.isInteger(value) && value >= 400 && value < 600) return value
+    }
+    if (typeof type === "string" && anthropicStatus[type] !== undefined) return anthropicStatus[type]
+  }
+  return undefined
 }
 
 // -----------------------------------------------------------------------------------------------

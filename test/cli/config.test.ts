@@ -5,6 +5,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
+import { envVars } from "../../src/config/Config.js"
 import { root, runCli, scratchDir } from "../support/cli.js"
 
 const SECRET = "sk-test-SECRET-4f9a2b7c"
@@ -25,8 +26,8 @@ const setup = (files: { readonly global?: unknown; readonly project?: unknown } 
     XDG_CONFIG_HOME: undefined,
     OPENAI_API_KEY: undefined,
     ANTHROPIC_API_KEY: undefined,
-    LOGBOOK_MODEL: undefined,
-    LOGBOOK_MAX_STEPS: undefined
+    // every variable logbook reads, so the developer's shell cannot change what these tests see
+    ...Object.fromEntries(envVars.map((v) => [v.name, undefined]))
   }
   return { home, project, globalFile, projectFile, env }
 }

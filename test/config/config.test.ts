@@ -585,18 +585,51 @@ describe("Config service", () => {
 })
 
 describe("maskConfig", () => {
-  it("reports whether each key variable is set and hides a password in a base URL", () => {
+  it("refuses credentials in a base URL without showing them", () => {
+    const result = resolveSources([
+      file({ provider: { proxy: { type: "openai-compatible", baseURL: "https://me:hunter2@proxy.example/v1" } } })
+    ])
+    expect(Either.isLeft(result)).toBe(true)
+    if (Either.isLeft(result)) {
+      expect(result.left.message).toContain("without a user name or password")
+      expect(result.left.message).not.toContain("hunter2")
+    }
+  })
+
+  it("refuses an apiKeyEnv that is a pasted key, even one shaped like a variable name", () => {
+    const key = "gsk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+    const result = resolveSources([
+      file({ provider: { groq: { type: "openai-compatible", baseURL: "https://g.example/v1", apiKeyEnv: key } } })
+    ])
+    expect(Either.isLeft(result)).toBe(true)
+    if (Either.isLeft(result)) expect(result.left.message).not.toContain(key)
+    // an upper-case name, however long, is a name
+    const long = "MY_COMPANY_OPENAI_COMPATIBLE_GATEWAY_API_KEY"
+    expect(
+      Either.isRight(
+        resolveSources([
+          file({ provider: { gw: { type: "openai-compatible", baseURL: "https://g.example/v1", apiKeyEnv: long } } })
+        ])
+      )
+    ).toBe(true)
+  })
+
+  it("reports whether each key variable is set and hides query values in a base URL", () => {
     const { config } = resolved(
       file({
         provider: {
-          proxy: { type: "openai-compatible", baseURL: "https://me:hunter2@proxy.example/v1", apiKeyEnv: "PROXY_KEY" }
+          proxy: {
+            type: "openai-compatible",
+            baseURL: "https://proxy.example/v1?api_key=hunter2",
+            apiKeyEnv: "PROXY_KEY"
+          }
         }
       })
     )
     const masked = maskConfig(config, (name) => name === "PROXY_KEY")
     expect(masked.provider.proxy).toEqual({
       type: "openai-compatible",
-      baseURL: "https://me:***@proxy.example/v1",
+      baseURL: "https://proxy.example/v1?api_key=***",
       apiKeyEnv: "PROXY_KEY",
       apiKey: "(set)",
       models: {}

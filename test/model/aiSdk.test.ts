@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
-import { type AiSdkOptions, layerAiSdk, makeAiSdkModel } from "../../src/model/AiSdk.js"
+import { type AiSdkOptions, layerAiSdk, makeAiSdkModel, toSdkMessages } from "../../src/model/AiSdk.js"
 import { Model, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/Model.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
@@ -267,24 +267,36 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
-  it.scopedLive("an error object sent inside the stream → stream-cut with the provider's error as body", () =>
-    Effect.gen(function* () {
-      const server = yield* scriptedServer
-      server.enqueue({
-        type: "sse",
-        steps: [
-          { type: "chunk", chunk: Reply.chunk({ content: "a" }) },
-          { type: "chunk", chunk: { error: { message: "Overloaded", type: "overloaded_error", code: 529 } } },
-          { type: "done" }
-        ]
+  it.scopedLive.each([
+    [
+      { message: "Overloaded", type: "overloaded_error", code: 529 },
+      { reason: "http", status: 529 }
+    ],
+    [
+      { message: "Incorrect API key", code: 401 },
+      { reason: "http", status: 401 }
+    ],
+    [{ message: "Something broke", type: "weird" }, { reason: "stream-cut" }]
+  ] as const)(
+    "an error object sent inside the stream %j → an http error when it carries a status, else stream-cut",
+    ([providerError, expected]) =>
+      Effect.gen(function* () {
+        const server = yield* scriptedServer
+        server.enqueue({
+          type: "sse",
+          steps: [
+            { type: "chunk", chunk: Reply.chunk({ content: "a" }) },
+            { type: "chunk", chunk: { error: providerError } },
+            { type: "done" }
+          ]
+        })
+        const { events, exit } = yield* run(modelFor(server).stream(request))
+        expect(events.map((e) => e._tag)).toEqual(["TextDelta"])
+        const error = failure(exit)
+        expect(error).toMatchObject(expected)
+        expect(error.message).toContain(providerError.message)
+        expect(error.body).toContain(providerError.message)
       })
-      const { events, exit } = yield* run(modelFor(server).stream(request))
-      expect(events.map((e) => e._tag)).toEqual(["TextDelta"])
-      const error = failure(exit)
-      expect(error.reason).toBe("stream-cut")
-      expect(error.message).toContain("Overloaded")
-      expect(error.body).toContain("overloaded_error")
-    })
   )
 
   it.scopedLive("interrupting the stream aborts the HTTP request (the server sees the connection close)", () =>
@@ -462,4 +474,16 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       expect(server.requests[0]!.headers.authorization).toBeUndefined()
     })
   )
+})
+
+describe("toSdkMessages", () => {
+  it("a tool call whose input was not JSON is sent back with an empty input object, never without one", () => {
+    const [assistant] = toSdkMessages([
+      { role: "assistant", parts: [{ type: "tool-call", callId: "c1", tool: "read", input: undefined }] }
+    ])
+    expect(assistant).toMatchObject({
+      role: "assistant",
+      content: [{ type: "tool-call", toolCallId: "c1", input: {} }]
+    })
+  })
 })

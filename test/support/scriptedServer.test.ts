@@ -93,9 +93,9 @@ describe("scripted server", () => {
     expect(JSON.parse(text)).toMatchObject({ error: { message: "slow down" } })
   })
 
-  it("answers 500 when the script is exhausted", async () => {
+  it("answers 400 (not retryable) when the script is exhausted", async () => {
     const { response, text } = await post(server)
-    expect(response.status).toBe(500)
+    expect(response.status).toBe(400)
     expect(text).toContain("no response queued")
   })
 

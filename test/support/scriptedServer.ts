@@ -331,7 +331,8 @@ export const startScriptedServer = async (): Promise<ScriptedServer> => {
             : Reply.error(404, { message: `scripted server: no route ${req.method} ${req.url}` })
         const response =
           next ??
-          Reply.error(500, { message: "scripted server: no response queued for this request (script exhausted)" })
+          // 400: not retryable, so a mis-scripted test fails at once instead of backing off
+          Reply.error(400, { message: "scripted server: no response queued for this request (script exhausted)" })
         await respond(res, response, aborted.promise)
       },
       () => res.destroy()
