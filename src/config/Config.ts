@@ -294,7 +294,21 @@ const mergeInto = (
     if (value === undefined) continue
     const here = [...path, key]
     origins.set(pathKey(here), index)
-    const current = Object.hasOwn(target, key) ? target[key] : undefined
+    let current = Object.hasOwn(target, key) ? target[key] : undefined
+    // a provider given another `type` is another provider: it inherits nothing (no baseURL or
+    // apiKeyEnv of the built-in or lower-precedence one it replaces)
+    if (
+      here.length === 2 &&
+      here[0] === "provider" &&
+      isPlainObject(value) &&
+      isPlainObject(current) &&
+      typeof value.type === "string" &&
+      value.type !== current.type
+    ) {
+      const prefix = `${pathKey(here).slice(0, -1)},`
+      for (const k of [...origins.keys()]) if (k.startsWith(prefix)) origins.delete(k)
+      current = undefined
+    }
     if (isPlainObject(value)) {
       const next: Record<string, unknown> = isPlainObject(current) ? current : {}
       if (next !== current) setOwn(target, key, next)

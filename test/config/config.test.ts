@@ -585,6 +585,21 @@ describe("Config service", () => {
 })
 
 describe("maskConfig", () => {
+  it("a provider given another type inherits nothing from the one it replaces", () => {
+    const { config } = resolved(
+      file({
+        provider: {
+          ollama: { type: "anthropic" },
+          openai: { type: "openai-compatible", baseURL: "https://o.example/v1" }
+        }
+      })
+    )
+    expect(config.provider.ollama!.baseURL).toBeUndefined()
+    // an anthropic provider without apiKeyEnv gets the usual variable, not the one it replaced
+    expect(config.provider.ollama!.apiKeyEnv).toBe("ANTHROPIC_API_KEY")
+    expect(config.provider.openai!.apiKeyEnv).toBeUndefined()
+  })
+
   it("refuses credentials in a base URL without showing them", () => {
     const result = resolveSources([
       file({ provider: { proxy: { type: "openai-compatible", baseURL: "https://me:hunter2@proxy.example/v1" } } })
