@@ -31,6 +31,7 @@ export {
 } from "./model/Model.js"
 export * as Retry from "./model/Retry.js"
 export { layerScripted, Script, ScriptedModel } from "./model/Scripted.js"
+export * as History from "./session/History.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
 export { EventBus } from "./store/EventBus.js"

@@ -1,0 +1,251 @@
+/**
+ * The conversation sent to the model, rebuilt from the projection (DESIGN §3, §4).
+ *
+ * `toModelMessages(state)` is a pure function of a `SessionState`: the kernel calls it before every
+ * model request. What it guarantees, whatever state the log is in (a finished turn, a turn cut
+ * mid-stream, a session repaired after a crash):
+ *
+ * - every tool call the history contains has exactly one result, in the tool message right after
+ *   the assistant message that made it — an interrupted, timed-out or unfinished call gets an
+ *   error result — so no provider rejects the history;
+ * - the partial output of a step that ended `aborted` is not sent again (but a tool that actually
+ *   ran in it is, with its result: it changed the world);
+ * - user messages are sent once delivered, where they were delivered.
+ *
+ * `validateHistory(messages)` lists what a provider would reject; it is empty for every output of
+ * `toModelMessages` (a property test checks it at every seq of random sessions), and the kernel
+ * can use it as an assertion. The rules are written down in `docs/history.md`.
+ */
+import type { MessageId } from "../domain/Ids.js"
+import type { AssistantMessage, StepInfo, ToolPart, UserMessage } from "../domain/Message.js"
+import type { ModelAssistantPart, ModelMessage, ModelToolResult } from "../model/Model.js"
+import type { SessionState } from "../store/Projection.js"
+
+export interface HistoryOptions {
+  /**
+   * Send reasoning parts back (default false). Off by default: providers either ignore reasoning
+   * without their own signatures or reject it, and it costs input tokens.
+   */
+  readonly includeReasoning?: boolean
+}
+
+/** The user message that stands for the messages a compaction summarised. */
+export const summaryContent = (summary: string): string =>
+  `This is a summary of the earlier part of the conversation:\n\n${summary}`
+
+/** A tool input as providers accept it: a JSON object; anything else (e.g. unparsable input) becomes `{}`. */
+export const isInputObject = (input: unknown): input is Readonly<Record<string, unknown>> =>
+  typeof input === "object" && input !== null && !Array.isArray(input)
+
+/** Whether the tool actually started (so it may have changed the world), whatever its state now. */
+export const wasInvoked = (part: ToolPart): boolean => {
+  switch (part.state._tag) {
+    case "pending":
+      return false
+    case "running":
+    case "completed":
+      return true
+    case "error":
+      // `tool.failed` on a pending call leaves no `startedAt`: the tool never ran
+      return part.state.startedAt !== undefined
+  }
+}
+
+/** The result the model reads for one tool part, whatever state it is in. */
+export const toolResult = (part: ToolPart): ModelToolResult => {
+  const result = (output: string, isError: boolean): ModelToolResult => ({
+    callId: part.callId,
+    tool: part.tool,
+    output,
+    isError
+  })
+  const state = part.state
+  switch (state._tag) {
+    case "completed":
+      return result(state.output, false)
+    case "error": {
+      const detail = state.error.trim() === "" ? "" : `\n${state.error}`
+      if (state.interrupted) {
+        const why = state.reason !== undefined && state.reason !== "" ? ` (${state.reason})` : ""
+        const timedOut = state.timedOut ? " It had timed out and was being stopped." : ""
+        return result(`The call was interrupted${why} before it finished.${timedOut}${detail}`, true)
+      }
+      if (state.timedOut) return result(`The call timed out before it finished.${detail}`, true)
+      return result(state.error.trim() === "" ? "The call failed." : state.error, true)
+    }
+    case "pending":
+      return result("The call did not finish: its input never fully arrived, and the tool did not run.", true)
+    case "running":
+      return result("The call did not finish: the tool was still running when this request was made.", true)
+  }
+}
+
+/**
+ * The conversation for the next model request.
+ *
+ * - User messages are sent once `delivered` (by `turn.started` or `step.started`); steered and
+ *   queued messages waiting for delivery are not sent yet.
+ * - Each assistant message is split per step: an assistant message with the step's text (and
+ *   reasoning, if asked) and tool calls in stream order, then one tool message with a result for
+ *   every call of the step.
+ * - Aborted steps: text, reasoning and calls that never ran are left out; calls that ran are kept
+ *   with their results.
+ * - With a compaction, the messages before `upToMessageId` are replaced by one user message
+ *   carrying the summary.
+ */
+export const toModelMessages = (state: SessionState, options: HistoryOptions = {}): ReadonlyArray<ModelMessage> => {
+  const includeReasoning = options.includeReasoning ?? false
+  const out: Array<ModelMessage> = []
+  let messages = state.messages
+  if (state.compaction !== null) {
+    const upTo = state.compaction.upToMessageId
+    const i = messages.findIndex((message) => message.id === upTo)
+    if (i >= 0) {
+      out.push({ role: "user", content: summaryContent(state.compaction.summary) })
+      messages = messages.slice(i)
+    }
+  }
+  /** steered messages already sent inside an assistant message, between two of its steps */
+  const placed = new Set<MessageId>()
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.role === "user") {
+      if (message.delivered && !placed.has(message.id)) out.push({ role: "user", content: message.text })
+      continue
+    }
+    // the steered messages recorded while this message was streaming (they follow it in the log,
+    // before the next assistant message): each goes before the step that delivered it
+    const steered: Array<UserMessage> = []
+    for (let j = i + 1; j < messages.length; j++) {
+      const next = messages[j]!
+      if (next.role === "assistant") break
+      if (next.delivered && next.mode === "steer") steered.push(next)
+    }
+    pushAssistant(state, message, steered, placed, includeReasoning, out)
+  }
+  return out
+}
+
+const pushAssistant = (
+  state: SessionState,
+  message: AssistantMessage,
+  steered: ReadonlyArray<UserMessage>,
+  placed: Set<MessageId>,
+  includeReasoning: boolean,
+  out: Array<ModelMessage>
+): void => {
+  // step numbers are unique within a message (the kernel numbers a retried step anew)
+  const steps = new Map<number, StepInfo>()
+  for (const info of message.steps) steps.set(info.step, info)
+
+  let group: Array<ModelAssistantPart> = []
+  let results: Array<ModelToolResult> = []
+  const flush = () => {
+    if (group.length > 0) {
+      out.push({ role: "assistant", parts: group })
+      if (results.length > 0) out.push({ role: "tool", results })
+    }
+    group = []
+    results = []
+  }
+
+  const parts = message.parts
+  for (let k = 0; k < parts.length; k++) {
+    const part = parts[k]!
+    // a new group at each change of step (parts without a step, from older logs, form their own)
+    if (k === 0 || part.step !== parts[k - 1]!.step) {
+      flush()
+      const info = part.step === undefined ? undefined : steps.get(part.step)
+      if (info !== undefined) {
+        // a steered message recorded no later than this step started was delivered by it (or earlier)
+        for (const user of steered) {
+          if (!placed.has(user.id) && user.at <= info.startedAt) {
+            placed.add(user.id)
+            out.push({ role: "user", content: user.text })
+          }
+        }
+      }
+    }
+    const aborted = part.step !== undefined && steps.get(part.step)?.aborted === true
+    if (part.type === "tool") {
+      const tool = state.toolParts[part.callId]
+      if (tool === undefined) continue
+      // a call that ran changed the world: the model must see it and its result, even from an
+      // aborted step; a call that never ran in an aborted step is partial output like its text
+      if (aborted && !wasInvoked(tool)) continue
+      const input = "input" in tool.state ? tool.state.input : undefined
+      group.push({ type: "tool-call", callId: tool.callId, tool: tool.tool, input: isInputObject(input) ? input : {} })
+      results.push(toolResult(tool))
+      continue
+    }
+    if (aborted || part.text.trim() === "") continue
+    if (part.type === "reasoning" && !includeReasoning) continue
+    group.push({ type: part.type, text: part.text })
+  }
+  flush()
+}
+
+/**
+ * What a provider would reject in a history, one sentence per problem (empty: valid):
+ * a tool call without a result in the tool message right after it, a result without a call,
+ * a call id used twice, a tool message not preceded by an assistant message with calls, an input
+ * that is not a JSON object, an empty assistant or tool message, an empty text part.
+ */
+export const validateHistory = (messages: ReadonlyArray<ModelMessage>): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const seenCalls = new Set<string>()
+  const seenResults = new Set<string>()
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.role === "user") continue
+    if (message.role === "tool") {
+      const previous = messages[i - 1]
+      if (previous?.role !== "assistant" || !previous.parts.some((part) => part.type === "tool-call")) {
+        problems.push(`message ${i}: a tool message that does not follow an assistant message with tool calls`)
+      }
+      if (message.results.length === 0) problems.push(`message ${i}: a tool message without results`)
+      const calls = new Set(
+        previous?.role === "assistant"
+          ? previous.parts.flatMap((part) => (part.type === "tool-call" ? [part.callId] : []))
+          : []
+      )
+      for (const result of message.results) {
+        if (seenResults.has(result.callId)) problems.push(`message ${i}: a second result for call ${result.callId}`)
+        seenResults.add(result.callId)
+        if (!calls.has(result.callId))
+          problems.push(`message ${i}: a result for call ${result.callId} without its call`)
+      }
+      continue
+    }
+    if (message.parts.length === 0) problems.push(`message ${i}: an empty assistant message`)
+    const next = messages[i + 1]
+    const answered = new Set(next?.role === "tool" ? next.results.map((result) => result.callId) : [])
+    for (const part of message.parts) {
+      if (part.type !== "tool-call") {
+        if (part.text.trim() === "") problems.push(`message ${i}: an empty ${part.type} part`)
+        continue
+      }
+      if (seenCalls.has(part.callId)) problems.push(`message ${i}: call ${part.callId} was made twice`)
+      seenCalls.add(part.callId)
+      if (!isInputObject(part.input)) problems.push(`message ${i}: the input of call ${part.callId} is not an object`)
+      if (!answered.has(part.callId)) {
+        problems.push(`message ${i}: call ${part.callId} has no result in the tool message right after it`)
+      }
+    }
+  }
+  return problems
+}
+
+/** The ids of the tool calls in `messages` with no result right after them (a subset of `validateHistory`). */
+export const unansweredCalls = (messages: ReadonlyArray<ModelMessage>): ReadonlyArray<string> => {
+  const calls: Array<string> = []
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.role !== "assistant") continue
+    const next = messages[i + 1]
+    const answered = new Set(next?.role === "tool" ? next.results.map((result) => result.callId) : [])
+    for (const part of message.parts)
+      if (part.type === "tool-call" && !answered.has(part.callId)) calls.push(part.callId)
+  }
+  return calls
+}

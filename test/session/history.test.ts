@@ -1,0 +1,586 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either, FastCheck } from "effect"
+import { type Event, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
+import { CallId, MessageId, PartId, TurnId } from "../../src/domain/Ids.js"
+import type { ModelMessage } from "../../src/model/Model.js"
+import {
+  summaryContent,
+  toModelMessages,
+  toolResult,
+  unansweredCalls,
+  validateHistory,
+  wasInvoked
+} from "../../src/session/History.js"
+import type { SessionState } from "../../src/store/Projection.js"
+import * as Projection from "../../src/store/Projection.js"
+import { envelopesArb, SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const e = <T extends EventType>(type: T, payload: PayloadOf<T>): Event => make(type, payload)
+
+const U1 = MessageId.make("u1")
+const A1 = MessageId.make("a1")
+const T1 = TurnId.make("t1")
+const C1 = CallId.make("c1")
+const C2 = CallId.make("c2")
+const C3 = CallId.make("c3")
+const C4 = CallId.make("c4")
+const P1 = PartId.make("p1")
+const P2 = PartId.make("p2")
+const P3 = PartId.make("p3")
+
+const usage = { input: 10, output: 5, reasoning: 1, cacheRead: 2, cacheWrite: 3, cost: 0.5 }
+
+/** A session with an open turn, an assistant message and its step 0 open. */
+const prelude: ReadonlyArray<Event> = [
+  e("session.created", { title: "t", cwd: "/w", model: "m" }),
+  e("user.message", { messageId: U1, text: "hi", mode: "prompt" }),
+  e("turn.started", { turnId: T1, messageIds: [U1] }),
+  e("assistant.started", { messageId: A1 }),
+  e("step.started", { messageId: A1, step: 0 })
+]
+
+const text = (partId: PartId, delta: string, messageId: MessageId = A1) => e("text.delta", { messageId, partId, delta })
+const reasoning = (partId: PartId, delta: string, messageId: MessageId = A1) =>
+  e("reasoning.delta", { messageId, partId, delta })
+/** `tool.invoked` of a `read` call; the input is `{path: "a.ts"}` unless given (even as undefined) */
+const invoked = (callId: CallId, ...input: [unknown?]) =>
+  e("tool.invoked", { messageId: A1, callId, tool: "read", input: input.length > 0 ? input[0] : { path: "a.ts" } })
+const finished = (callId: CallId, output = `out ${callId}`) => e("tool.finished", { callId, output })
+const stepFinished = (step: number, aborted = false, messageId: MessageId = A1) =>
+  e("step.finished", {
+    messageId,
+    step,
+    finishReason: aborted ? "interrupted" : "stop",
+    usage,
+    ...(aborted ? { aborted } : {})
+  })
+const stepStarted = (step: number, messageId: MessageId = A1) => e("step.started", { messageId, step })
+
+const ok = (events: ReadonlyArray<Event>): SessionState => {
+  const result = Projection.applyAll(Projection.empty(SESSION_ID), toEnvelopes(SESSION_ID, events))
+  if (Either.isLeft(result)) throw new Error(`unexpected ProjectionError: ${result.left.message}`)
+  return result.right
+}
+
+/** Builds the history and asserts it is valid. */
+const history = (events: ReadonlyArray<Event>, options?: { includeReasoning?: boolean }) => {
+  const messages = toModelMessages(ok(events), options)
+  expect(validateHistory(messages)).toEqual([])
+  return messages
+}
+
+const user = (content: string): ModelMessage => ({ role: "user", content })
+const call = (callId: CallId, ...input: [unknown?]) =>
+  ({ type: "tool-call", callId, tool: "read", input: input.length > 0 ? input[0] : { path: "a.ts" } }) as const
+const ok_ = (callId: CallId, output = `out ${callId}`) => ({ callId, tool: "read", output, isError: false })
+
+const deepFreeze = <T>(value: T): T => {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
+}
+
+// ---------------------------------------------------------------------------------------------
+// unit tests
+
+describe("History: steps and tool results", () => {
+  it("a plain answer: the prompt, then the text", () => {
+    expect(history([...prelude, text(P1, "hel"), text(P1, "lo"), stepFinished(0)])).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "hello" }] }
+    ])
+  })
+
+  it("splits an assistant message per step, each step's calls answered right after it", () => {
+    const messages = history([
+      ...prelude,
+      text(P1, "let me look"),
+      invoked(C1),
+      invoked(C2, { path: "b.ts" }),
+      stepFinished(0),
+      finished(C2),
+      finished(C1),
+      stepStarted(1),
+      text(P2, "done"),
+      stepFinished(1),
+      e("assistant.completed", { messageId: A1, finishReason: "stop" }),
+      e("turn.finished", { turnId: T1, reason: "stop" })
+    ])
+    expect(messages).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "let me look" }, call(C1), call(C2, { path: "b.ts" })] },
+      { role: "tool", results: [ok_(C1), ok_(C2)] },
+      { role: "assistant", parts: [{ type: "text", text: "done" }] }
+    ])
+  })
+
+  it("keeps text and calls in stream order within a step", () => {
+    const messages = history([...prelude, text(P1, "a"), invoked(C1), text(P2, "b"), invoked(C2), stepFinished(0)])
+    expect(messages[1]).toEqual({
+      role: "assistant",
+      parts: [{ type: "text", text: "a" }, call(C1), { type: "text", text: "b" }, call(C2)]
+    })
+    expect(messages[2]).toMatchObject({ role: "tool", results: [{ callId: C1 }, { callId: C2 }] })
+  })
+
+  it("a failed call is an error result with the tool's error text", () => {
+    const messages = history([...prelude, invoked(C1), e("tool.failed", { callId: C1, error: "exit code 2" })])
+    expect(messages[2]).toEqual({
+      role: "tool",
+      results: [{ callId: C1, tool: "read", output: "exit code 2", isError: true }]
+    })
+  })
+
+  it("an interrupted call is an error result that says so, with the reason", () => {
+    const messages = history([
+      ...prelude,
+      invoked(C1),
+      e("tool.failed", { callId: C1, error: "interrupted by the user", interrupted: true, reason: "user" })
+    ])
+    expect(messages[2]).toEqual({
+      role: "tool",
+      results: [
+        {
+          callId: C1,
+          tool: "read",
+          output: "The call was interrupted (user) before it finished.\ninterrupted by the user",
+          isError: true
+        }
+      ]
+    })
+  })
+
+  it("a timed-out call says it timed out; interrupted while timing out says both", () => {
+    const timedOut = history([
+      ...prelude,
+      invoked(C1),
+      e("tool.timeout", { callId: C1, timeoutMs: 1000 }),
+      e("tool.failed", { callId: C1, error: "killed after 1s" })
+    ])
+    expect(timedOut[2]).toMatchObject({
+      results: [{ output: "The call timed out before it finished.\nkilled after 1s", isError: true }]
+    })
+    const crashed = history([
+      ...prelude,
+      invoked(C1),
+      e("tool.timeout", { callId: C1, timeoutMs: 1000 }),
+      e("tool.failed", { callId: C1, error: "", interrupted: true, reason: "crash" })
+    ])
+    expect(crashed[2]).toMatchObject({
+      results: [
+        { output: "The call was interrupted (crash) before it finished. It had timed out and was being stopped." }
+      ]
+    })
+  })
+
+  it("calls still pending or running (a state mid-step) get a 'did not finish' error result", () => {
+    const messages = history([
+      ...prelude,
+      e("tool.pending", { messageId: A1, callId: C1, tool: "write" }),
+      invoked(C2),
+      e("tool.progress", { callId: C2, output: "half" })
+    ])
+    expect(messages[1]).toEqual({
+      role: "assistant",
+      parts: [{ type: "tool-call", callId: C1, tool: "write", input: {} }, call(C2)]
+    })
+    expect(messages[2]).toMatchObject({
+      role: "tool",
+      results: [
+        { callId: C1, tool: "write", isError: true, output: expect.stringContaining("did not finish") },
+        { callId: C2, tool: "read", isError: true, output: expect.stringContaining("still running") }
+      ]
+    })
+  })
+
+  it("a call whose input is not an object is sent with {} and the state's error as its result", () => {
+    for (const input of [undefined, null, "{not json", [1, 2], 42]) {
+      const messages = history([
+        ...prelude,
+        invoked(C1, input),
+        e("tool.failed", { callId: C1, error: "the input is not valid JSON: {not json" })
+      ])
+      expect(messages[1]).toEqual({ role: "assistant", parts: [call(C1, {})] })
+      expect(messages[2]).toMatchObject({
+        results: [{ callId: C1, isError: true, output: "the input is not valid JSON: {not json" }]
+      })
+    }
+  })
+
+  it("a pending call whose input was cut off keeps {} and an error result in a finished step", () => {
+    const messages = history([
+      ...prelude,
+      text(P1, "writing"),
+      e("tool.pending", { messageId: A1, callId: C1, tool: "write" }),
+      e("tool.failed", { callId: C1, error: "the call's input was cut off", interrupted: true, reason: "step" }),
+      stepFinished(0)
+    ])
+    expect(messages.slice(1)).toEqual([
+      {
+        role: "assistant",
+        parts: [
+          { type: "text", text: "writing" },
+          { type: "tool-call", callId: C1, tool: "write", input: {} }
+        ]
+      },
+      {
+        role: "tool",
+        results: [
+          {
+            callId: C1,
+            tool: "write",
+            output: "The call was interrupted (step) before it finished.\nthe call's input was cut off",
+            isError: true
+          }
+        ]
+      }
+    ])
+  })
+})
+
+describe("History: aborted steps", () => {
+  it("leaves out the text, reasoning and never-run calls of an aborted step, keeps calls that ran", () => {
+    const messages = history(
+      [
+        ...prelude,
+        reasoning(P1, "thinking"),
+        text(P2, "partial answer"),
+        invoked(C1), // ran and completed
+        invoked(C2, { path: "b.ts" }), // ran, then was interrupted
+        e("tool.pending", { messageId: A1, callId: C3, tool: "write" }), // never ran, cut off
+        e("tool.pending", { messageId: A1, callId: C4, tool: "write" }), // never ran, failed from pending
+        finished(C1),
+        e("tool.failed", { callId: C3, error: "cut off", interrupted: true, reason: "step" }),
+        e("model.retry", { attempt: 1, delayMs: 100, nextAt: 1, message: "overloaded" }),
+        e("tool.failed", { callId: C4, error: "cut off", interrupted: true, reason: "step" }),
+        e("tool.failed", { callId: C2, error: "stopped", interrupted: true, reason: "retry" }),
+        stepFinished(0, true),
+        stepStarted(1),
+        text(P3, "the real answer"),
+        stepFinished(1)
+      ],
+      { includeReasoning: true }
+    )
+    expect(messages).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [call(C1), call(C2, { path: "b.ts" })] },
+      {
+        role: "tool",
+        results: [
+          ok_(C1),
+          {
+            callId: C2,
+            tool: "read",
+            output: "The call was interrupted (retry) before it finished.\nstopped",
+            isError: true
+          }
+        ]
+      },
+      { role: "assistant", parts: [{ type: "text", text: "the real answer" }] }
+    ])
+  })
+
+  it("an aborted step with only text leaves nothing", () => {
+    const messages = history([...prelude, text(P1, "partial"), stepFinished(0, true), stepStarted(1)])
+    expect(messages).toEqual([user("hi")])
+  })
+
+  it("parts without a step (older logs) belong to no aborted step", () => {
+    const messages = history([
+      e("user.message", { messageId: U1, text: "hi", mode: "prompt" }),
+      e("turn.started", { turnId: T1, messageIds: [U1] }),
+      e("assistant.started", { messageId: A1 }),
+      text(P1, "old text"),
+      invoked(C1),
+      finished(C1),
+      e("step.started", { messageId: A1, step: 0 }),
+      text(P2, "cut"),
+      stepFinished(0, true)
+    ])
+    expect(messages).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "old text" }, call(C1)] },
+      { role: "tool", results: [ok_(C1)] }
+    ])
+  })
+})
+
+describe("History: user messages", () => {
+  it("undelivered messages are not sent; a steered message goes before the step that delivered it", () => {
+    const S1 = MessageId.make("s1")
+    const base = [
+      ...prelude,
+      text(P1, "reading"),
+      invoked(C1),
+      stepFinished(0),
+      e("user.message", { messageId: S1, text: "use b.ts instead", mode: "steer" }),
+      finished(C1)
+    ]
+    // recorded, not delivered yet: not sent
+    expect(history(base)).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "reading" }, call(C1)] },
+      { role: "tool", results: [ok_(C1)] }
+    ])
+    const delivered = history([
+      ...base,
+      e("step.started", { messageId: A1, step: 1, deliveredMessageIds: [S1] }),
+      text(P2, "ok, b.ts"),
+      stepFinished(1)
+    ])
+    expect(delivered).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "reading" }, call(C1)] },
+      { role: "tool", results: [ok_(C1)] },
+      user("use b.ts instead"),
+      { role: "assistant", parts: [{ type: "text", text: "ok, b.ts" }] }
+    ])
+  })
+
+  it("a steer that stopped the stream: the aborted partial text is dropped, the steer comes before the next step", () => {
+    const S1 = MessageId.make("s1")
+    const messages = history([
+      ...prelude,
+      text(P1, "I will edit a.ts"),
+      e("user.message", { messageId: S1, text: "no, b.ts", mode: "steer" }),
+      e("chat.state", { state: "interrupted" }),
+      stepFinished(0, true),
+      e("step.started", { messageId: A1, step: 1, deliveredMessageIds: [S1] }),
+      text(P2, "editing b.ts")
+    ])
+    expect(messages).toEqual([
+      user("hi"),
+      user("no, b.ts"),
+      { role: "assistant", parts: [{ type: "text", text: "editing b.ts" }] }
+    ])
+  })
+
+  it("a queued message waits for the next turn and comes after the turn it was recorded in", () => {
+    const Q1 = MessageId.make("q1")
+    const A2 = MessageId.make("a2")
+    const base = [
+      ...prelude,
+      text(P1, "first"),
+      e("user.message", { messageId: Q1, text: "and then this", mode: "queue" }),
+      text(P1, " answer"),
+      stepFinished(0),
+      e("assistant.completed", { messageId: A1 }),
+      e("turn.finished", { turnId: T1, reason: "stop" })
+    ]
+    expect(history(base)).toEqual([user("hi"), { role: "assistant", parts: [{ type: "text", text: "first answer" }] }])
+    expect(
+      history([
+        ...base,
+        e("turn.started", { turnId: TurnId.make("t2"), messageIds: [Q1] }),
+        e("assistant.started", { messageId: A2 }),
+        stepStarted(0, A2),
+        text(P2, "second", A2)
+      ])
+    ).toEqual([
+      user("hi"),
+      { role: "assistant", parts: [{ type: "text", text: "first answer" }] },
+      user("and then this"),
+      { role: "assistant", parts: [{ type: "text", text: "second" }] }
+    ])
+  })
+})
+
+describe("History: filtering and compaction", () => {
+  it("reasoning is left out by default and sent with includeReasoning", () => {
+    const events = [...prelude, reasoning(P1, "hmm"), text(P2, "answer"), stepFinished(0)]
+    expect(history(events)[1]).toEqual({ role: "assistant", parts: [{ type: "text", text: "answer" }] })
+    expect(history(events, { includeReasoning: true })[1]).toEqual({
+      role: "assistant",
+      parts: [
+        { type: "reasoning", text: "hmm" },
+        { type: "text", text: "answer" }
+      ]
+    })
+  })
+
+  it("omits empty assistant messages and blank text parts", () => {
+    expect(history(prelude)).toEqual([user("hi")])
+    expect(history([...prelude, text(P1, " \n "), stepFinished(0), stepStarted(1), reasoning(P2, "x")])).toEqual([
+      user("hi")
+    ])
+  })
+
+  it("a compaction replaces the messages before upToMessageId with one summary message", () => {
+    const U2 = MessageId.make("u2")
+    const A2 = MessageId.make("a2")
+    const events = [
+      ...prelude,
+      invoked(C1),
+      finished(C1),
+      stepFinished(0),
+      e("assistant.completed", { messageId: A1 }),
+      e("turn.finished", { turnId: T1, reason: "stop" }),
+      e("user.message", { messageId: U2, text: "next", mode: "prompt" }),
+      e("turn.started", { turnId: TurnId.make("t2"), messageIds: [U2] }),
+      e("assistant.started", { messageId: A2 }),
+      stepStarted(0, A2),
+      text(P2, "answer 2", A2),
+      stepFinished(0, false, A2),
+      e("assistant.completed", { messageId: A2 }),
+      e("turn.finished", { turnId: TurnId.make("t2"), reason: "stop" })
+    ]
+    expect(history([...events, e("compaction.done", { upToMessageId: U2, summary: "we read a.ts" })])).toEqual([
+      user(summaryContent("we read a.ts")),
+      user("next"),
+      { role: "assistant", parts: [{ type: "text", text: "answer 2" }] }
+    ])
+    expect(history([...events, e("compaction.done", { upToMessageId: A2, summary: "s" })])).toEqual([
+      user(summaryContent("s")),
+      { role: "assistant", parts: [{ type: "text", text: "answer 2" }] }
+    ])
+    expect(summaryContent("s")).toContain("s")
+  })
+
+  it("is pure: works on a deeply frozen state and gives equal results twice", () => {
+    const state = deepFreeze(ok([...prelude, text(P1, "a"), invoked(C1), stepFinished(0), finished(C1)]))
+    expect(toModelMessages(state)).toEqual(toModelMessages(state))
+    expect(toModelMessages(state)).toHaveLength(3)
+  })
+
+  it("toolResult and wasInvoked follow the part's state", () => {
+    const s = ok([...prelude, e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }), invoked(C2)])
+    expect(wasInvoked(s.toolParts[C1]!)).toBe(false)
+    expect(wasInvoked(s.toolParts[C2]!)).toBe(true)
+    expect(toolResult(s.toolParts[C2]!).isError).toBe(true)
+    const failedPending = ok([
+      ...prelude,
+      e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }),
+      e("tool.failed", { callId: C1, error: "x" })
+    ])
+    expect(wasInvoked(failedPending.toolParts[C1]!)).toBe(false)
+  })
+})
+
+describe("History: validateHistory", () => {
+  const asst = (...parts: Array<ReturnType<typeof call> | { type: "text"; text: string }>): ModelMessage => ({
+    role: "assistant",
+    parts
+  })
+  const results = (...callIds: Array<CallId>): ModelMessage => ({ role: "tool", results: callIds.map((c) => ok_(c)) })
+
+  it("accepts a valid history", () => {
+    expect(validateHistory([user("a"), asst(call(C1)), results(C1), asst({ type: "text", text: "x" })])).toEqual([])
+  })
+
+  it("finds a call without a result, and a result in the wrong place", () => {
+    expect(validateHistory([user("a"), asst(call(C1), call(C2)), results(C1)])).toEqual([
+      expect.stringContaining(`call ${C2} has no result`)
+    ])
+    expect(unansweredCalls([user("a"), asst(call(C1), call(C2)), results(C1)])).toEqual([C2])
+    // the result after a user message in between: the call is unanswered and the result is an orphan
+    expect(validateHistory([asst(call(C1)), user("b"), results(C1)])).toHaveLength(3)
+  })
+
+  it("finds an orphan result, a tool message first, duplicate call ids and duplicate results", () => {
+    expect(validateHistory([results(C1)])).toEqual([
+      expect.stringContaining("does not follow an assistant message"),
+      expect.stringContaining(`result for call ${C1} without its call`)
+    ])
+    expect(validateHistory([asst(call(C1)), results(C1, C2)])).toEqual([
+      expect.stringContaining(`result for call ${C2} without its call`)
+    ])
+    expect(validateHistory([asst(call(C1)), results(C1), asst(call(C1)), results(C1)])).toEqual([
+      expect.stringContaining(`call ${C1} was made twice`),
+      expect.stringContaining(`second result for call ${C1}`)
+    ])
+  })
+
+  it("finds a non-object input, empty messages and blank text", () => {
+    expect(validateHistory([asst(call(C1, undefined)), results(C1)])).toEqual([
+      expect.stringContaining("is not an object")
+    ])
+    expect(validateHistory([asst(), { role: "tool", results: [] }])).toEqual([
+      expect.stringContaining("an empty assistant message"),
+      expect.stringContaining("does not follow an assistant message with tool calls"),
+      expect.stringContaining("a tool message without results")
+    ])
+    expect(validateHistory([asst({ type: "text", text: " " })])).toEqual([expect.stringContaining("empty text part")])
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// property: every prefix of every random session gives a valid history
+
+/** What the history must contain, counted from the state independently of the builder. */
+const expected = (state: SessionState) => {
+  let messages = state.messages
+  if (state.compaction !== null) {
+    const i = messages.findIndex((m) => m.id === state.compaction!.upToMessageId)
+    messages = messages.slice(i)
+  }
+  let users = state.compaction === null ? 0 : 1
+  let texts = 0
+  const calls: Array<string> = []
+  for (const message of messages) {
+    if (message.role === "user") {
+      if (message.delivered) users++
+      continue
+    }
+    const aborted = new Set(message.steps.filter((s) => s.aborted).map((s) => s.step))
+    for (const part of message.parts) {
+      const inAborted = part.step !== undefined && aborted.has(part.step)
+      if (part.type === "text" && !inAborted && part.text.trim() !== "") texts++
+      if (part.type === "tool" && (!inAborted || wasInvoked(state.toolParts[part.callId]!))) calls.push(part.callId)
+    }
+  }
+  return { users, texts, calls }
+}
+
+describe("History: property", () => {
+  it("the history at every seq of a random session is valid and complete", () => {
+    let checked = 0
+    FastCheck.assert(
+      FastCheck.property(envelopesArb({ maxLength: 100 }), (envelopes) => {
+        const folder = Projection.folder(Projection.empty(SESSION_ID))
+        for (const envelope of envelopes) {
+          expect(Either.isRight(folder.push(envelope))).toBe(true)
+          const state = Either.getOrThrow(folder.state())
+          const messages = toModelMessages(state)
+          expect(validateHistory(messages)).toEqual([])
+          const want = expected(state)
+          const got = {
+            users: messages.filter((m) => m.role === "user").length,
+            texts: messages.flatMap((m) => (m.role === "assistant" ? m.parts : [])).filter((p) => p.type === "text")
+              .length,
+            calls: messages.flatMap((m) =>
+              m.role === "assistant" ? m.parts.flatMap((p) => (p.type === "tool-call" ? [p.callId] : [])) : []
+            )
+          }
+          expect(got).toEqual(want)
+          // one assistant message per step: its calls all come from one step of one message
+          const stepOf = new Map<string, string>()
+          for (const message of state.messages) {
+            if (message.role === "assistant") {
+              for (const part of message.parts) {
+                if (part.type === "tool") stepOf.set(part.callId, `${message.id}/${part.step}`)
+              }
+            }
+          }
+          for (const m of messages) {
+            if (m.role !== "assistant") continue
+            const steps = new Set(m.parts.flatMap((p) => (p.type === "tool-call" ? [stepOf.get(p.callId)] : [])))
+            expect(steps.size).toBeLessThanOrEqual(1)
+          }
+          // every result is the part's own result
+          for (const m of messages) {
+            if (m.role === "tool")
+              for (const r of m.results) expect(r).toEqual(toolResult(state.toolParts[r.callId as CallId]!))
+          }
+          checked++
+        }
+      }),
+      { numRuns: 200, seed: 17 }
+    )
+    expect(checked).toBeGreaterThan(1000)
+  })
+})
