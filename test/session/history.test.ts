@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
-import { type Event, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
+import type { Event } from "../../src/domain/Events.js"
 import { CallId, MessageId, PartId, TurnId } from "../../src/domain/Ids.js"
 import type { ModelMessage } from "../../src/model/Model.js"
 import {
@@ -14,33 +14,16 @@ import {
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
 import { envelopesArb, SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
+import { A1, C1, e, P1, prelude, T1, U1, usage } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const e = <T extends EventType>(type: T, payload: PayloadOf<T>): Event => make(type, payload)
-
-const U1 = MessageId.make("u1")
-const A1 = MessageId.make("a1")
-const T1 = TurnId.make("t1")
-const C1 = CallId.make("c1")
 const C2 = CallId.make("c2")
 const C3 = CallId.make("c3")
 const C4 = CallId.make("c4")
-const P1 = PartId.make("p1")
 const P2 = PartId.make("p2")
 const P3 = PartId.make("p3")
-
-const usage = { input: 10, output: 5, reasoning: 1, cacheRead: 2, cacheWrite: 3, cost: 0.5 }
-
-/** A session with an open turn, an assistant message and its step 0 open. */
-const prelude: ReadonlyArray<Event> = [
-  e("session.created", { title: "t", cwd: "/w", model: "m" }),
-  e("user.message", { messageId: U1, text: "hi", mode: "prompt" }),
-  e("turn.started", { turnId: T1, messageIds: [U1] }),
-  e("assistant.started", { messageId: A1 }),
-  e("step.started", { messageId: A1, step: 0 })
-]
 
 const text = (partId: PartId, delta: string, messageId: MessageId = A1) => e("text.delta", { messageId, partId, delta })
 const reasoning = (partId: PartId, delta: string, messageId: MessageId = A1) =>

@@ -1,35 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
-import { type Envelope, type Event, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
-import { ActionId, CallId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
+import type { Envelope, Event } from "../../src/domain/Events.js"
+import { ActionId, type CallId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import type { AssistantMessage, ToolPart, ToolState, UserMessage } from "../../src/domain/Message.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
 import { envelopesArb, SESSION_ID, START_AT, simulate, toEnvelopes } from "../support/arbitraries.js"
+import { A1, C1, e, P1, prelude, T1, U1, usage } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const e = <T extends EventType>(type: T, payload: PayloadOf<T>): Event => make(type, payload)
 const at = (seq: number) => START_AT + seq * 7
 
-const U1 = MessageId.make("u1")
-const A1 = MessageId.make("a1")
-const T1 = TurnId.make("t1")
-const C1 = CallId.make("c1")
-const P1 = PartId.make("p1")
 const X1 = ActionId.make("x1")
-
-const usage = { input: 10, output: 5, reasoning: 1, cacheRead: 2, cacheWrite: 3, cost: 0.5 }
-
-/** A session with an open turn, an assistant message and its step 0 open. */
-const prelude: ReadonlyArray<Event> = [
-  e("session.created", { title: "t", cwd: "/w", model: "m" }),
-  e("user.message", { messageId: U1, text: "hi", mode: "prompt" }),
-  e("turn.started", { turnId: T1, messageIds: [U1] }),
-  e("assistant.started", { messageId: A1 }),
-  e("step.started", { messageId: A1, step: 0 })
-]
 
 const fold = (events: ReadonlyArray<Event>) =>
   Projection.applyAll(Projection.empty(SESSION_ID), toEnvelopes(SESSION_ID, events))
