@@ -294,8 +294,6 @@ export const decodeEnvelope = (raw: RawEnvelope): Either.Either<Envelope, EventD
   return Either.right({ ...raw, payload: decoded.right } as Envelope)
 }
 
-export const decodeEnvelopeEffect = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> => decodeEnvelope(raw)
-
 /** Encodes an event's payload to a JSON-ready value, validating it against its schema. */
 export const encodePayload = (event: Event): Either.Either<unknown, EventDecodeError> => {
   const schema = schemaByType.get(event.type)
