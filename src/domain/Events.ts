@@ -5,7 +5,7 @@
  * `at`, `parentId`, `v`). Decoding an unknown type or a malformed payload gives an
  * `EventDecodeError`, never a crash.
  */
-import { type Effect, Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { ActionId, CallId, EventId, MessageId, PartId, SessionId, TurnId } from "./Ids.js"
 import { Usage, UserMode } from "./Message.js"
 
