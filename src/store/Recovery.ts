@@ -31,20 +31,28 @@ export const CRASH_REASON = "crash"
  * - if a turn is open, or the chat state or the session status is not idle:
  *   `turn.interrupted {reason: "crash"}`, `chat.state idle`, `session.status idle`.
  * Open permission asks are left alone: they end with their tool call.
+ *
+ * `reason` (default `crash`) is written in every event; the kernel uses the same repair with
+ * `user` or `shutdown` when a turn is interrupted in a live process.
  */
-export const sweepEvents = (state: SessionState): ReadonlyArray<NewEvent> => {
+export const sweepEvents = (state: SessionState, reason: string = CRASH_REASON): ReadonlyArray<NewEvent> => {
   const events: Array<NewEvent> = []
+  const crash = reason === CRASH_REASON
   for (const part of Projection.openToolParts(state)) {
     events.push(
       make("tool.failed", {
         callId: part.callId,
         error:
           part.state._tag === "running"
-            ? "The process running this tool stopped before it finished (crash); its outcome is unknown."
-            : "The process stopped before this tool call ran (crash).",
+            ? crash
+              ? "The process running this tool stopped before it finished (crash); its outcome is unknown."
+              : `The call was interrupted (${reason}) and stopped before it finished.`
+            : crash
+              ? "The process stopped before this tool call ran (crash)."
+              : `The call was interrupted (${reason}) before it ran.`,
         interrupted: true,
         ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
-        reason: CRASH_REASON
+        reason
       })
     )
   }
@@ -59,19 +67,19 @@ export const sweepEvents = (state: SessionState): ReadonlyArray<NewEvent> => {
         make("step.finished", {
           messageId: message.id,
           step: last.step,
-          finishReason: CRASH_REASON,
+          finishReason: reason,
           usage: emptyUsage,
           aborted: true
         })
       )
     }
-    events.push(make("assistant.completed", { messageId: message.id, finishReason: CRASH_REASON }))
+    events.push(make("assistant.completed", { messageId: message.id, finishReason: reason }))
   }
   if (state.turn !== null || state.chatState !== "idle" || state.status._tag !== "idle") {
     events.push(
       make("turn.interrupted", {
         ...(state.turn !== null ? { turnId: state.turn.turnId } : {}),
-        reason: CRASH_REASON
+        reason
       })
     )
     events.push(make("chat.state", { state: "idle" }))

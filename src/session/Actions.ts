@@ -1,0 +1,207 @@
+/**
+ * The execution session (DESIGN §4, §6): runs the batch of tool calls one model step made.
+ *
+ * One action per batch: `action.state running` with the call ids, then the calls in parallel (at
+ * most `concurrency` at a time), then `archived` when every call completed or `failed` when one did
+ * not (the errors go back to the model as tool results either way).
+ *
+ * Per call: the input is decoded and the `tool.execute.before` hooks run (`Tools.prepare`); a call
+ * that cannot run (not JSON, unknown tool, invalid input, blocked) ends `tool.failed` with an error
+ * the model can act on and never starts. Otherwise `tool.invoked` is committed first (write-ahead),
+ * then the tool runs under its timeout. Past the timeout: `tool.timeout`, the tool is interrupted
+ * (a command's whole process group is killed), then `tool.failed {timedOut: true}`. An interrupt
+ * ends the call `tool.failed {interrupted: true, reason}` after the tool has been stopped. A tool
+ * that crashes (a defect) ends `tool.failed` with the crash's message; the kernel goes on.
+ */
+import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { make } from "../domain/Events.js"
+import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
+import { formatMs } from "../model/Retry.js"
+import type { SessionState } from "../store/Projection.js"
+import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
+import { type ToolContext, type ToolOutput, Tools } from "../tools/Tools.js"
+import type { StepCall } from "./Processor.js"
+
+export interface BatchInput {
+  readonly journal: SessionJournal
+  readonly messageId: MessageId
+  readonly calls: ReadonlyArray<StepCall>
+  /** the workspace root the tools work in */
+  readonly cwd: string
+  /** why the batch was interrupted, read when it is (default "interrupted") */
+  readonly interruptReason?: Effect.Effect<string> | undefined
+}
+
+export interface CallOutcome {
+  readonly callId: CallId
+  readonly ok: boolean
+}
+
+export interface BatchResult {
+  readonly actionId: ActionId | undefined
+  readonly failed: boolean
+  readonly outcomes: ReadonlyArray<CallOutcome>
+}
+
+export interface ActionsOptions {
+  /** calls of one batch run at the same time (default 8) */
+  readonly concurrency?: number | undefined
+  /** at most one `tool.progress` event per call per this many ms (default 250) */
+  readonly progressEveryMs?: number | undefined
+}
+
+const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
+const isOpen = (state: SessionState, callId: CallId): boolean => {
+  const tag = state.toolParts[callId]?.state._tag
+  return tag === "running" || tag === "pending"
+}
+
+class TimedOut {
+  readonly _tag = "TimedOut"
+}
+
+const describeDefect = (cause: Cause.Cause<unknown>): string => {
+  const squashed = Cause.squash(cause)
+  return squashed instanceof Error ? squashed.message : String(squashed)
+}
+
+const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
+  const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
+
+  const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
+    const { journal } = input
+    const callId = call.callId
+    const fail = (error: string, extra: { readonly timedOut?: boolean } = {}) =>
+      journal.append([make("tool.failed", { callId, error, ...extra })]).pipe(Effect.as({ callId, ok: false }))
+
+    const interrupted = Effect.gen(function* () {
+      const state = yield* journal.state
+      if (!isOpen(state, callId)) return
+      const reason = yield* input.interruptReason ?? Effect.succeed("interrupted")
+      yield* journal.append([
+        make("tool.failed", {
+          callId,
+          error:
+            state.toolParts[callId]?.state._tag === "running"
+              ? `The call was interrupted (${reason}) and stopped before it finished.`
+              : `The call was interrupted (${reason}) before it ran.`,
+          interrupted: true,
+          reason
+        })
+      ])
+    }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end the interrupted call ${callId}`, error)))
+
+    return Effect.gen(function* () {
+      if (call.input === undefined) {
+        const shown = call.inputText.length > 400 ? `${call.inputText.slice(0, 399)}…` : call.inputText
+        return yield* fail(
+          `The input of this call is not valid JSON, so the tool did not run. The input was: ${shown}\n` +
+            "Call the tool again with a JSON object as input."
+        )
+      }
+      const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
+      const prepared = yield* tools.prepare(hookCall)
+      if (prepared._tag === "Refused") return yield* fail(prepared.error)
+      yield* journal.append([
+        make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: prepared.input })
+      ])
+
+      let lastProgressAt = Number.NEGATIVE_INFINITY
+      const context: ToolContext = {
+        sessionId: journal.sessionId,
+        callId,
+        cwd: input.cwd,
+        timeoutMs: prepared.timeoutMs,
+        progress: (output) =>
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            if (now - lastProgressAt < progressEveryMs) return
+            lastProgressAt = now
+            const state = yield* journal.state
+            if (!isRunning(state, callId)) return
+            yield* journal.appendLater([make("tool.progress", { callId, output })])
+          }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
+      }
+
+      const timeout = Effect.sleep(Duration.millis(prepared.timeoutMs)).pipe(
+        Effect.zipRight(journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })])),
+        Effect.zipRight(Effect.fail(new TimedOut()))
+      )
+      const executed = yield* prepared.tool.execute(prepared.input, context).pipe(
+        Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause as Cause.Cause<never>)
+            : Effect.succeed(
+                Option.match(Cause.failureOption(cause), {
+                  onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                  onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
+                })
+              )
+        ),
+        Effect.raceFirst(timeout),
+        Effect.either
+      )
+      if (executed._tag === "Left") {
+        const error = executed.left
+        if (error instanceof TimedOut) {
+          return yield* fail(
+            `The call timed out after ${formatMs(prepared.timeoutMs)} and was stopped. ` +
+              "If it needs longer, call it again with a longer timeout or split the work.",
+            { timedOut: true }
+          )
+        }
+        return yield* Effect.fail(error)
+      }
+      const result = executed.right
+      if (result._tag === "Failed") return yield* fail(result.error)
+      const output = yield* tools.finish({ ...hookCall, input: prepared.input }, result.output)
+      yield* journal.append([
+        make("tool.finished", {
+          callId,
+          output: output.output,
+          ...(output.metadata !== undefined ? { metadata: output.metadata } : {})
+        })
+      ])
+      return { callId, ok: true }
+    }).pipe(Effect.onInterrupt(() => interrupted))
+  }
+
+  const run = (input: BatchInput): Effect.Effect<BatchResult, RestoreError> =>
+    Effect.gen(function* () {
+      if (input.calls.length === 0) return { actionId: undefined, failed: false, outcomes: [] }
+      const actionId = yield* makeActionId
+      const callIds = input.calls.map((call) => call.callId)
+      yield* input.journal.append([make("action.state", { actionId, state: "running", callIds })])
+      const outcomes = yield* Effect.forEach(input.calls, (call) => runCall(input, call), { concurrency }).pipe(
+        Effect.onExit((exit) =>
+          exit._tag === "Success"
+            ? Effect.void
+            : Effect.gen(function* () {
+                const state = yield* input.journal.state
+                const action = state.actions[actionId]
+                if (action === undefined || action.state === "archived" || action.state === "failed") return
+                yield* input.journal.append([make("action.state", { actionId, state: "failed", callIds })])
+              }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end action ${actionId}`, error)))
+        )
+      )
+      const failed = outcomes.some((outcome) => !outcome.ok)
+      yield* input.journal.append([make("action.state", { actionId, state: failed ? "failed" : "archived", callIds })])
+      return { actionId, failed, outcomes }
+    })
+
+  return { run }
+}
+
+/** The execution session: runs the tool calls of one model step. */
+export class Actions extends Context.Tag("logbook/Actions")<
+  Actions,
+  { readonly run: (input: BatchInput) => Effect.Effect<BatchResult, RestoreError> }
+>() {
+  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools> =>
+    Layer.effect(
+      Actions,
+      Effect.map(Tools, (tools) => makeActions(tools, options))
+    )
+}

@@ -1,0 +1,34 @@
+/**
+ * The agent's layers wired together: `Sessions` over `Processor` and `Actions`, over `Tools` and
+ * `Retry`. The model and the event store are left open, so a program chooses them:
+ *
+ * ```ts
+ * const AgentLive = makeAgentLayer({ sessions: { maxSteps: 50 }, tools: { tools: builtinTools(settings) } }).pipe(
+ *   Layer.provide(layerAiSdk(modelOptions)),
+ *   Layer.provideMerge(EventStore.layerSqlite({ filename: "logbook.db" }))
+ * )
+ * ```
+ */
+import { Layer } from "effect"
+import type { Model } from "../model/Model.js"
+import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
+import type { EventStore } from "../store/EventStore.js"
+import { Tools, type ToolsOptions } from "../tools/Tools.js"
+import { Actions, type ActionsOptions } from "./Actions.js"
+import { Processor } from "./Processor.js"
+import { Sessions, type SessionsOptions } from "./Sessions.js"
+
+export interface AgentOptions {
+  readonly sessions: SessionsOptions
+  readonly tools: ToolsOptions
+  readonly retry?: RetryOptions | undefined
+  readonly actions?: ActionsOptions | undefined
+}
+
+export type AgentServices = Sessions | Processor | Actions | Tools | Retry
+
+export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices, never, EventStore | Model> => {
+  const base = Layer.mergeAll(Tools.layer(options.tools), Retry.layer(options.retry ?? defaultRetryOptions))
+  const kernel = Layer.mergeAll(Processor.layer, Actions.layer(options.actions)).pipe(Layer.provideMerge(base))
+  return Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
+}

@@ -1,0 +1,365 @@
+/**
+ * One model step (DESIGN §3, §5): the model's stream in, events out.
+ *
+ * `Processor.step` makes one attempt: `step.started`, the deltas (`text.delta` / `reasoning.delta`,
+ * handed to the writer without waiting; consecutive deltas of one part that arrive together are
+ * merged), `tool.pending` when a call's input starts streaming (awaited), and `step.finished` with
+ * the usage and its cost. It returns the calls whose input fully arrived; running them is `Actions`'
+ * job.
+ *
+ * `Processor.run` wraps attempts in the `Retry` policy: a retryable failure ends the attempt's step
+ * `aborted` (its partial output is not sent to the model again), appends `model.retry` and sets
+ * `session.status retry`, waits, and tries again as a new step. No tool has run in a cut step (tools
+ * run after their step), so a retry never re-runs one.
+ *
+ * Cleanup: whatever ends an attempt early (a model error, an interrupt, a store failure), the
+ * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
+ * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
+ */
+import { Cause, Context, Deferred, Effect, Layer, Stream } from "effect"
+import type { Price } from "../config/ConfigSchema.js"
+import { make, type NewEvent } from "../domain/Events.js"
+import { CallId, type MessageId, PartId } from "../domain/Ids.js"
+import { emptyUsage, type Usage } from "../domain/Message.js"
+import { Model, ModelError, type ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
+import { Retry, type RetryGaveUp } from "../model/Retry.js"
+import type { SessionState } from "../store/Projection.js"
+import * as Projection from "../store/Projection.js"
+import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
+
+/** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
+export interface StepCall {
+  readonly callId: CallId
+  readonly tool: string
+  readonly input: unknown
+  readonly inputText: string
+}
+
+export interface StepResult {
+  /** the step number the successful attempt used */
+  readonly step: number
+  readonly finishReason: string
+  readonly usage: Usage
+  readonly calls: ReadonlyArray<StepCall>
+  /** the stream was stopped for a steered message (the step's output is kept) */
+  readonly steered: boolean
+  /** the text the step produced (for the caller's summary) */
+  readonly text: string
+}
+
+export interface StepInput {
+  readonly journal: SessionJournal
+  readonly messageId: MessageId
+  /** the step number of the first attempt; each retry uses the next one */
+  readonly step: number
+  /** the request, built from the state after `step.started` (so it sees the messages this step delivers) */
+  readonly request: (state: SessionState) => ModelRequest
+  /** user messages delivered with this step (steered ones) */
+  readonly deliveredMessageIds?: ReadonlyArray<MessageId> | undefined
+  /** completes when a steered message arrives: the stream is stopped and the step ends there */
+  readonly steer?: Deferred.Deferred<void> | undefined
+  readonly price?: Price | undefined
+  /** why the step was interrupted, read by the cleanup (default "interrupted") */
+  readonly interruptReason?: Effect.Effect<string> | undefined
+}
+
+/** Reason given to parts and steps that a failed (retryable or not) model request cut short. */
+export const STREAM_FAILED = "stream-failed"
+export const STEERED = "steered"
+
+/** The cost of a step in USD from per-million prices; cached tokens are priced separately when given. */
+export const costOf = (usage: ModelUsage, price: Price | undefined): number => {
+  if (price === undefined) return 0
+  const input = price.input ?? 0
+  const cacheRead = price.cacheRead ?? input
+  const cacheWrite = price.cacheWrite ?? input
+  const uncached = Math.max(0, usage.input - usage.cacheRead - usage.cacheWrite)
+  const cost =
+    uncached * input + usage.output * (price.output ?? 0) + usage.cacheRead * cacheRead + usage.cacheWrite * cacheWrite
+  return cost / 1_000_000
+}
+
+const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
+  const int = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n) : 0)
+  return {
+    input: int(usage.input),
+    output: int(usage.output),
+    reasoning: int(usage.reasoning),
+    cacheRead: int(usage.cacheRead),
+    cacheWrite: int(usage.cacheWrite),
+    cost: costOf(usage, price)
+  }
+}
+
+/**
+ * Ends what an attempt left open in `messageId`: every pending part as `error {interrupted}`, and
+ * the open step (if any) as `aborted`. Idempotent: computed from the projection.
+ */
+export const endOpenStep = (journal: SessionJournal, messageId: MessageId, reason: string, error: string) =>
+  Effect.gen(function* () {
+    const state = yield* journal.state
+    const events: Array<NewEvent> = []
+    for (const part of Projection.openToolParts(state)) {
+      if (part.messageId !== messageId || part.state._tag !== "pending") continue
+      events.push(make("tool.failed", { callId: part.callId, error, interrupted: true, reason }))
+    }
+    const message = state.messages.find((m) => m.id === messageId)
+    if (message?.role === "assistant") {
+      const last = message.steps[message.steps.length - 1]
+      if (last !== undefined && last.endedAt === undefined) {
+        events.push(
+          make("step.finished", {
+            messageId,
+            step: last.step,
+            finishReason: reason,
+            usage: emptyUsage,
+            aborted: true
+          })
+        )
+      }
+    }
+    if (events.length > 0) yield* journal.append(events)
+  })
+
+/** A call id not used yet in the session (some servers number calls `call_0`, `call_1` … in every step). */
+const uniqueCallId = (taken: (id: string) => boolean, id: string): CallId => {
+  const base = id === "" ? "call" : id
+  if (!taken(base)) return CallId.make(base)
+  for (let n = 2; ; n++) {
+    const candidate = `${base}_${n}`
+    if (!taken(candidate)) return CallId.make(candidate)
+  }
+}
+
+/** Merges consecutive deltas of the same part (events that arrived in one chunk). */
+const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
+  const out: Array<ModelEvent> = []
+  for (const event of events) {
+    const last = out[out.length - 1]
+    if (
+      last !== undefined &&
+      (event._tag === "TextDelta" || event._tag === "ReasoningDelta") &&
+      last._tag === event._tag &&
+      last.id === event.id
+    ) {
+      out[out.length - 1] = { ...last, delta: last.delta + event.delta }
+    } else {
+      out.push(event)
+    }
+  }
+  return out
+}
+
+interface AttemptState {
+  finish: { readonly finishReason: string; readonly usage: ModelUsage } | undefined
+  readonly calls: Array<StepCall>
+  /** model call id -> the call id in the log */
+  readonly ids: Map<string, CallId>
+  text: string
+}
+
+/** A non-model failure carried through the retry loop (only `ModelError`s are retried). */
+interface Carried {
+  readonly _tag: "Carried"
+  readonly error: RestoreError
+}
+
+const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
+  const attempt = (input: StepInput, step: number) =>
+    Effect.gen(function* () {
+      const { journal, messageId } = input
+      const before = yield* journal.state
+      const opening: Array<NewEvent> = []
+      if (before.status._tag !== "busy") opening.push(make("session.status", { status: { _tag: "busy" } }))
+      if (before.chatState !== "streaming") opening.push(make("chat.state", { state: "streaming" }))
+      const delivered = input.deliveredMessageIds ?? []
+      opening.push(
+        make("step.started", {
+          messageId,
+          step,
+          ...(delivered.length > 0 ? { deliveredMessageIds: delivered } : {})
+        })
+      )
+      yield* journal.append(opening)
+
+      const st: AttemptState = { finish: undefined, calls: [], ids: new Map(), text: "" }
+      const partId = (id: string) => PartId.make(`${messageId}:${step}:${id}`)
+
+      const callIdFor = (modelId: string) =>
+        Effect.gen(function* () {
+          const known = st.ids.get(modelId)
+          if (known !== undefined) return { callId: known, isNew: false }
+          const state = yield* journal.state
+          const callId = uniqueCallId((id) => state.toolParts[id as CallId] !== undefined, modelId)
+          st.ids.set(modelId, callId)
+          return { callId, isNew: true }
+        })
+
+      const handle = (chunk: Iterable<ModelEvent>) =>
+        Effect.gen(function* () {
+          let deltas: Array<NewEvent> = []
+          const flushDeltas = Effect.suspend(() => {
+            if (deltas.length === 0) return Effect.void
+            const batch = deltas
+            deltas = []
+            return journal.appendLater(batch)
+          })
+          for (const event of coalesce(chunk)) {
+            switch (event._tag) {
+              case "TextDelta":
+                st.text += event.delta
+                deltas.push(make("text.delta", { messageId, partId: partId(event.id), delta: event.delta }))
+                break
+              case "ReasoningDelta":
+                deltas.push(make("reasoning.delta", { messageId, partId: partId(event.id), delta: event.delta }))
+                break
+              case "ToolInputStart": {
+                const { callId, isNew } = yield* callIdFor(event.callId)
+                if (isNew) {
+                  yield* flushDeltas
+                  yield* journal.append([make("tool.pending", { messageId, callId, tool: event.tool })])
+                }
+                break
+              }
+              case "ToolInputDelta":
+                break
+              case "ToolCall": {
+                const { callId, isNew } = yield* callIdFor(event.callId)
+                if (isNew) {
+                  yield* flushDeltas
+                  yield* journal.append([make("tool.pending", { messageId, callId, tool: event.tool })])
+                }
+                if (!st.calls.some((call) => call.callId === callId)) {
+                  st.calls.push({ callId, tool: event.tool, input: event.input, inputText: event.inputText })
+                }
+                break
+              }
+              case "Finish":
+                st.finish = { finishReason: event.finishReason, usage: event.usage }
+                break
+            }
+          }
+          yield* flushDeltas
+        })
+
+      const steer = input.steer
+      const request = input.request(yield* journal.state)
+      const stream = model.stream(request)
+      const events = steer === undefined ? stream : stream.pipe(Stream.interruptWhenDeferred(steer))
+      yield* Stream.runForEachChunk(events, handle)
+
+      const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
+      if (st.finish === undefined && !steered) {
+        return yield* new ModelError({
+          reason: "stream-cut",
+          message: `${model.name}: the stream ended before the step finished`
+        })
+      }
+      const closing: Array<NewEvent> = []
+      if (steered) {
+        // calls whose input never fully arrived cannot run; the complete ones run, then the steered message goes in
+        const state = yield* journal.state
+        for (const part of Projection.openToolParts(state)) {
+          if (part.messageId !== messageId || part.state._tag !== "pending") continue
+          if (st.calls.some((call) => call.callId === part.callId)) continue
+          closing.push(
+            make("tool.failed", {
+              callId: part.callId,
+              error: "The model was stopped by a new user message before this call's input fully arrived.",
+              interrupted: true,
+              reason: STEERED
+            })
+          )
+        }
+        closing.push(make("chat.state", { state: "interrupted" }))
+      }
+      const finishReason = st.finish?.finishReason ?? STEERED
+      const usage = toUsage(
+        st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
+        input.price
+      )
+      closing.push(make("step.finished", { messageId, step, finishReason, usage }))
+      yield* journal.append(closing)
+      return { step, finishReason, usage, calls: st.calls, steered, text: st.text } satisfies StepResult
+    }).pipe(
+      Effect.onExit((exit) => {
+        if (exit._tag === "Success") return Effect.void
+        const interrupted = Cause.isInterrupted(exit.cause)
+        const reason = interrupted
+          ? (input.interruptReason ?? Effect.succeed("interrupted"))
+          : Effect.succeed(STREAM_FAILED)
+        return Effect.flatMap(reason, (why) =>
+          endOpenStep(
+            input.journal,
+            input.messageId,
+            why,
+            why === STREAM_FAILED
+              ? "The model's response broke off before this call's input fully arrived; the call did not run."
+              : `The turn was interrupted (${why}) before this call ran.`
+          )
+        ).pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning(`could not end step ${step} of message ${input.messageId}`, error)
+          )
+        )
+      })
+    )
+
+  /**
+   * One model step with retries: each attempt is a step of its own; `onRetry` appends `model.retry`
+   * and sets `session.status retry`. Fails with `RetryGaveUp` when retrying stops.
+   */
+  const run = (input: StepInput) =>
+    Effect.gen(function* () {
+      let step = input.step
+      const once = Effect.suspend(() => {
+        const current = step
+        step += 1
+        return attempt(input, current)
+      }).pipe(
+        Effect.catchAll(
+          (error): Effect.Effect<StepResult | Carried, ModelError> =>
+            error._tag === "ModelError" ? Effect.fail(error) : Effect.succeed({ _tag: "Carried", error })
+        )
+      )
+      const result = yield* retry.withRetry(once, {
+        onRetry: (info) =>
+          input.journal
+            .append([
+              make("model.retry", {
+                attempt: info.attempt,
+                delayMs: info.delayMs,
+                nextAt: info.nextAt,
+                message: info.message,
+                ...(info.error.status !== undefined ? { status: info.error.status } : {})
+              }),
+              make("session.status", {
+                status: { _tag: "retry", attempt: info.attempt, nextAt: info.nextAt, message: info.message }
+              })
+            ])
+            .pipe(Effect.asVoid)
+      })
+      if ("_tag" in result && result._tag === "Carried") return yield* Effect.fail(result.error)
+      return result as StepResult
+    })
+
+  return { attempt, run }
+}
+
+export type ProcessorService = ReturnType<typeof makeProcessor>
+
+/** One model step: stream -> events, ToolPart transitions, retry, cleanup. */
+export class Processor extends Context.Tag("logbook/Processor")<
+  Processor,
+  {
+    /** one attempt of a step (no retry) */
+    readonly attempt: (input: StepInput, step: number) => Effect.Effect<StepResult, ModelError | RestoreError>
+    /** a step with retries; returns the successful attempt's result */
+    readonly run: (input: StepInput) => Effect.Effect<StepResult, RetryGaveUp | RestoreError>
+  }
+>() {
+  static readonly layer: Layer.Layer<Processor, never, Model | Retry> = Layer.effect(
+    Processor,
+    Effect.map(Effect.all([Model, Retry]), ([model, retry]) => makeProcessor(model, retry))
+  )
+}

@@ -1,0 +1,518 @@
+/**
+ * The interaction session (DESIGN §4): prompt, steer, queue, interrupt, and the turn loop.
+ *
+ * A session is opened once per process (`open`): its lease is taken and kept (no other process
+ * drives it meanwhile), what a dead process left open is swept, and a `SessionJournal` appends its
+ * events. A turn runs as a fiber in a `FiberMap` keyed by session id:
+ *
+ * `turn.started` -> `assistant.started` -> steps (`Processor.run`, with retries) -> after a step with
+ * tool calls, `chat.state awaiting_tool` and the batch (`Actions.run`) -> the next step, with the
+ * results and any steered message -> ... until the model answers without tool calls (`stop`),
+ * `maxSteps` steps have run (`max-steps`) or the model fails for good (`error`, with `model.error`).
+ * Then `assistant.completed`, `turn.finished`, `chat.state idle`, `session.status idle`.
+ *
+ * Messages (`send`), by what the session is doing:
+ * - idle: the message starts a turn (mode `prompt`; queued messages left by an interrupt go first).
+ * - a turn runs, mode `steer` (`prompt` is taken as `steer`): recorded at once; while the model
+ *   streams, the stream is stopped (`chat.state interrupted`), its partial text kept, the calls that
+ *   fully arrived run; the next step delivers the message with the tool results.
+ * - a turn runs, mode `queue`: recorded, delivered when the turn ends, as a new turn (all queued
+ *   messages together).
+ *
+ * `interrupt` stops the turn: the model request is aborted, running tools are interrupted (a
+ * command's process group killed), and every open part, action, step and the turn are ended
+ * (`Recovery.sweepEvents` with the reason), then idle. Queued messages stay queued. Whatever way a
+ * turn ends — finished, failed, interrupted, a store failure — the session ends `idle`.
+ */
+import { hostname } from "node:os"
+import {
+  Context,
+  Deferred,
+  Effect,
+  ExecutionStrategy,
+  Exit,
+  FiberMap,
+  Layer,
+  Option,
+  Ref,
+  Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
+import type { Price } from "../config/ConfigSchema.js"
+import { make } from "../domain/Events.js"
+import {
+  type MessageId,
+  makeMessageId,
+  makeSessionId,
+  makeTurnId,
+  type SessionId,
+  type TurnId,
+  uuidV7
+} from "../domain/Ids.js"
+import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
+import { Model, type ModelRequest } from "../model/Model.js"
+import { EventStore } from "../store/EventStore.js"
+import type { SessionState } from "../store/Projection.js"
+import * as Recovery from "../store/Recovery.js"
+import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
+import { Tools } from "../tools/Tools.js"
+import { Actions } from "./Actions.js"
+import { toModelMessages } from "./History.js"
+import { Processor } from "./Processor.js"
+import { systemPrompt } from "./SystemPrompt.js"
+
+/** How a turn ended. */
+export interface TurnOutcome {
+  readonly turnId: TurnId
+  readonly reason: "stop" | "max-steps" | "error" | "interrupted"
+  /** the model's finish reason of the last step (`stop`, `length` …) */
+  readonly finishReason?: string | undefined
+  /** for `error` and `interrupted`: what happened, one sentence */
+  readonly message?: string | undefined
+  readonly steps: number
+  /** usage of the turn's assistant message */
+  readonly usage: Usage
+}
+
+export interface SessionsOptions {
+  /** the most model steps in one turn */
+  readonly maxSteps: number
+  /** snapshot every this many events */
+  readonly snapshotEvery?: number | undefined
+  /** prices of the model, for the cost of each step */
+  readonly price?: Price | undefined
+  /** the most output tokens per step */
+  readonly maxOutputTokens?: number | undefined
+  /** the system prompt for a session working in `cwd` (default `systemPrompt`) */
+  readonly system?: ((cwd: string) => string) | undefined
+  /** the session lease's time to live (ms, default 30000; renewed every third of it) */
+  readonly leaseTtlMs?: number | undefined
+  /** the lease owner id of this process (default: host, pid and a random id) */
+  readonly owner?: string | undefined
+}
+
+export interface CreateOptions {
+  /** the workspace directory (absolute) */
+  readonly cwd: string
+  readonly title?: string | undefined
+}
+
+export interface SendOptions {
+  /** default `prompt` (taken as `steer` while a turn runs) */
+  readonly mode?: UserMode | undefined
+}
+
+/** Why the session cannot be driven (another process holds it, it is deleted, …). */
+export class SessionUnavailable extends Error {
+  readonly _tag = "SessionUnavailable"
+}
+
+interface Driver {
+  readonly id: SessionId
+  readonly cwd: string
+  readonly journal: SessionJournal
+  readonly lock: Effect.Semaphore
+  /** a turn fiber runs (or is about to) */
+  readonly running: Ref.Ref<boolean>
+  /** completes the current stream's steer signal */
+  readonly steer: Ref.Ref<Deferred.Deferred<void> | undefined>
+  readonly interruptReason: Ref.Ref<string>
+  /** `running` and the latest outcome, for `wait` */
+  readonly status: SubscriptionRef.SubscriptionRef<{
+    readonly running: boolean
+    readonly last: TurnOutcome | undefined
+  }>
+  readonly leaseLost: Effect.Effect<boolean>
+  readonly scope: Scope.CloseableScope
+}
+
+/** Undelivered user messages a running turn must deliver at its next step (everything but `queue`). */
+const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
+  state.messages.flatMap((m) => (m.role === "user" && !m.delivered && m.mode !== "queue" ? [m.id] : []))
+
+export interface SessionsService {
+  /** Creates a session working in `cwd` and opens it. */
+  readonly create: (options: CreateOptions) => Effect.Effect<SessionId, RestoreError | SessionUnavailable>
+  /** Opens an existing session (lease, crash sweep); a no-op when this process has it open. */
+  readonly open: (sessionId: SessionId) => Effect.Effect<SessionState, RestoreError | SessionUnavailable>
+  /** Records a user message and starts, steers or queues a turn (see the module doc). */
+  readonly send: (
+    sessionId: SessionId,
+    text: string,
+    options?: SendOptions
+  ) => Effect.Effect<MessageId, RestoreError | SessionUnavailable>
+  /** Interrupts the running turn (if any) and waits until the session is idle. */
+  readonly interrupt: (sessionId: SessionId, reason?: string) => Effect.Effect<void, SessionUnavailable>
+  /** Waits until no turn runs (queued turns included) and returns how the last one ended. */
+  readonly wait: (sessionId: SessionId) => Effect.Effect<Option.Option<TurnOutcome>, SessionUnavailable>
+  /** The session's current state (what this process appended included). */
+  readonly state: (sessionId: SessionId) => Effect.Effect<SessionState, SessionUnavailable>
+  /** Interrupts its turn (reason `shutdown`) and releases the session. */
+  readonly close: (sessionId: SessionId) => Effect.Effect<void>
+}
+
+export const makeSessions = (options: SessionsOptions) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    const processor = yield* Processor
+    const actions = yield* Actions
+    const tools = yield* Tools
+    const model = yield* Model
+    const layerScope = yield* Effect.scope
+    const fibers = yield* FiberMap.make<SessionId>()
+    const drivers = yield* Ref.make(new Map<SessionId, Driver>())
+    const openLock = yield* Effect.makeSemaphore(1)
+    const owner = options.owner ?? `${hostname()}:${process.pid}:${yield* uuidV7}`
+    const leaseTtlMs = options.leaseTtlMs ?? 30_000
+    const system = options.system ?? systemPrompt
+
+    const unavailable = (sessionId: SessionId) =>
+      new SessionUnavailable(`session ${sessionId} is not open in this process`)
+
+    const driverOf = (sessionId: SessionId) =>
+      Effect.flatMap(Ref.get(drivers), (map) => {
+        const driver = map.get(sessionId)
+        return driver === undefined ? Effect.fail(unavailable(sessionId)) : Effect.succeed(driver)
+      })
+
+    const open = (sessionId: SessionId) =>
+      openLock.withPermits(1)(
+        Effect.gen(function* () {
+          const existing = (yield* Ref.get(drivers)).get(sessionId)
+          if (existing !== undefined) return yield* existing.journal.state
+          const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
+          const opened = yield* Effect.gen(function* () {
+            const lease = yield* Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs }).pipe(
+              Effect.catchTag("LeaseHeld", (held) =>
+                Effect.fail(
+                  new SessionUnavailable(
+                    `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
+                      "wait for it to finish or stop it"
+                  )
+                )
+              )
+            )
+            const { state } = yield* Recovery.recover(sessionId)
+            if (state.lastSeq === 0) return yield* Effect.fail(new SessionUnavailable(`no session ${sessionId}`))
+            if (state.deleted) return yield* Effect.fail(new SessionUnavailable(`session ${sessionId} was deleted`))
+            const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery })
+            const driver: Driver = {
+              id: sessionId,
+              cwd: state.cwd ?? process.cwd(),
+              journal,
+              lock: yield* Effect.makeSemaphore(1),
+              running: yield* Ref.make(false),
+              steer: yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined),
+              interruptReason: yield* Ref.make("user"),
+              status: yield* SubscriptionRef.make<{ running: boolean; last: TurnOutcome | undefined }>({
+                running: false,
+                last: undefined
+              }),
+              leaseLost: lease.isLost,
+              scope
+            }
+            return { driver, state }
+          }).pipe(
+            Scope.extend(scope),
+            Effect.provideService(EventStore, store),
+            Effect.onError(() => Scope.close(scope, Exit.void))
+          )
+          yield* Ref.update(drivers, (map) => new Map(map).set(sessionId, opened.driver))
+          return opened.state
+        })
+      )
+
+    const create = (createOptions: CreateOptions) =>
+      Effect.gen(function* () {
+        const sessionId = yield* makeSessionId
+        yield* store.append(sessionId, [
+          make("session.created", {
+            cwd: createOptions.cwd,
+            model: model.name,
+            ...(createOptions.title !== undefined ? { title: createOptions.title } : {})
+          })
+        ])
+        yield* open(sessionId)
+        return sessionId
+      })
+
+    // -------------------------------------------------------------------------------------------
+    // the turn
+
+    const buildRequest =
+      (driver: Driver) =>
+      (state: SessionState): ModelRequest => ({
+        system: system(driver.cwd),
+        messages: toModelMessages(state),
+        tools: tools.definitions,
+        maxOutputTokens: options.maxOutputTokens
+      })
+
+    const usageOf = (state: SessionState, messageId: MessageId): Usage => {
+      const message = state.messages.find((m) => m.id === messageId)
+      return message?.role === "assistant" ? message.usage : emptyUsage
+    }
+
+    const usageOfLast = (state: SessionState): Usage => {
+      const last = state.messages[state.messages.length - 1]
+      return last?.role === "assistant" ? last.usage : emptyUsage
+    }
+
+    /** Runs one turn to its end; the steps, tools and the closing events. */
+    const runTurn = (driver: Driver, turnId: TurnId, messageIds: ReadonlyArray<MessageId>) =>
+      Effect.gen(function* () {
+        const { journal } = driver
+        const messageId = yield* makeMessageId
+        yield* journal.append([
+          make("turn.started", { turnId, messageIds }),
+          make("session.status", { status: { _tag: "busy" } }),
+          make("assistant.started", { messageId, model: model.name })
+        ])
+        let step = 0
+        let steps = 0
+        let finishReason: string | undefined
+        while (true) {
+          if (yield* driver.leaseLost) {
+            return yield* Effect.fail(
+              new SessionUnavailable(`lost the lease of session ${driver.id} to another process; stopped the turn`)
+            )
+          }
+          const state = yield* journal.state
+          const delivered = pendingSteer(state)
+          const steer = yield* Deferred.make<void>()
+          yield* Ref.set(driver.steer, steer)
+          const result = yield* processor
+            .run({
+              journal,
+              messageId,
+              step,
+              request: buildRequest(driver),
+              deliveredMessageIds: delivered,
+              steer,
+              price: options.price,
+              interruptReason: Ref.get(driver.interruptReason)
+            })
+            .pipe(
+              Effect.ensuring(Ref.set(driver.steer, undefined)),
+              Effect.catchTag("RetryGaveUp", (gaveUp) => Effect.succeed({ _tag: "GaveUp" as const, gaveUp }))
+            )
+          if ("_tag" in result) {
+            const error = result.gaveUp
+            const closing = yield* journal.state
+            yield* journal.append([
+              make("model.error", {
+                message: error.message,
+                ...(error.error.status !== undefined ? { status: error.error.status } : {}),
+                retryable: error.retryable
+              }),
+              make("assistant.completed", { messageId, finishReason: "error" }),
+              make("turn.finished", { turnId, reason: "error" }),
+              make("chat.state", { state: "idle" }),
+              make("session.status", { status: { _tag: "idle" } })
+            ])
+            return {
+              turnId,
+              reason: "error",
+              message: error.message,
+              steps,
+              usage: usageOf(closing, messageId)
+            } satisfies TurnOutcome
+          }
+          step = result.step + 1
+          steps += 1
+          finishReason = result.finishReason
+          if (result.calls.length > 0) {
+            yield* journal.append([make("chat.state", { state: "awaiting_tool" })])
+            yield* actions.run({
+              journal,
+              messageId,
+              calls: result.calls,
+              cwd: driver.cwd,
+              interruptReason: Ref.get(driver.interruptReason)
+            })
+          }
+          const more = result.calls.length > 0 || result.steered
+          if (more && steps < options.maxSteps) continue
+          // the end of the turn, unless a steered message came in meanwhile (checked under the lock
+          // `send` takes, so no message is left undelivered)
+          const reason: TurnOutcome["reason"] = more ? "max-steps" : "stop"
+          const finished = yield* driver.lock.withPermits(1)(
+            Effect.gen(function* () {
+              const now = yield* journal.state
+              if (reason === "stop" && pendingSteer(now).length > 0) return false
+              yield* journal.append([
+                make("assistant.completed", { messageId, finishReason: finishReason ?? reason }),
+                make("turn.finished", { turnId, reason }),
+                make("chat.state", { state: "idle" }),
+                make("session.status", { status: { _tag: "idle" } })
+              ])
+              return true
+            })
+          )
+          if (!finished) continue
+          const closing = yield* journal.state
+          return { turnId, reason, finishReason, steps, usage: usageOf(closing, messageId) } satisfies TurnOutcome
+        }
+      })
+
+    /** Ends whatever an interrupted or failed turn left open, then idle. */
+    const cleanup = (driver: Driver, reason: string) =>
+      Effect.gen(function* () {
+        const state = yield* driver.journal.state
+        const events = Recovery.sweepEvents(state, reason)
+        if (events.length > 0) yield* driver.journal.append(events)
+      }).pipe(
+        Effect.catchAll((error) => Effect.logError(`could not close the turn of session ${driver.id}`, error)),
+        Effect.uninterruptible
+      )
+
+    /**
+     * The turn fiber: runs the turn, then the queued messages as further turns. Whatever way it
+     * ends, the session ends idle and `status` says how.
+     */
+    const turnLoop = (driver: Driver, first: ReadonlyArray<MessageId>): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        let messageIds = first
+        while (true) {
+          const turnId = yield* makeTurnId
+          const outcome = yield* runTurn(driver, turnId, messageIds).pipe(
+            Effect.onExit((exit) =>
+              Exit.isSuccess(exit)
+                ? Effect.void
+                : Effect.flatMap(Ref.get(driver.interruptReason), (reason) =>
+                    cleanup(driver, Exit.isInterrupted(exit) ? reason : "error")
+                  )
+            ),
+            Effect.catchAll((error) =>
+              Effect.gen(function* () {
+                yield* Effect.logError(`the turn of session ${driver.id} failed`, error)
+                return {
+                  turnId,
+                  reason: "error" as const,
+                  message: error.message,
+                  steps: 0,
+                  usage: emptyUsage
+                } satisfies TurnOutcome
+              })
+            ),
+            Effect.onInterrupt(() =>
+              Effect.gen(function* () {
+                const reason = yield* Ref.get(driver.interruptReason)
+                yield* Ref.set(driver.running, false)
+                const state = yield* driver.journal.state
+                const last: TurnOutcome = {
+                  turnId,
+                  reason: "interrupted",
+                  message: `interrupted (${reason})`,
+                  steps: 0,
+                  usage: state.messages.length > 0 ? usageOfLast(state) : emptyUsage
+                }
+                yield* SubscriptionRef.set(driver.status, { running: false, last })
+              })
+            )
+          )
+          // the next turn: queued messages, decided under the lock `send` takes
+          const next = yield* driver.lock.withPermits(1)(
+            Effect.gen(function* () {
+              const state = yield* driver.journal.state
+              const queued = state.queued
+              if (queued.length > 0 && outcome.reason !== "error") return queued
+              yield* Ref.set(driver.running, false)
+              yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
+              return undefined
+            })
+          )
+          if (next === undefined) return
+          yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, last: outcome }))
+          messageIds = next
+        }
+      })
+
+    const send = (sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
+      Effect.gen(function* () {
+        const driver = yield* driverOf(sessionId)
+        return yield* driver.lock.withPermits(1)(
+          Effect.gen(function* () {
+            const messageId = yield* makeMessageId
+            const running = yield* Ref.get(driver.running)
+            const asked = sendOptions.mode ?? "prompt"
+            if (!running) {
+              const state = yield* driver.journal.state
+              yield* driver.journal.append([make("user.message", { messageId, text, mode: "prompt" })])
+              yield* Ref.set(driver.running, true)
+              yield* Ref.set(driver.interruptReason, "user")
+              yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
+              yield* FiberMap.run(fibers, sessionId, turnLoop(driver, [...state.queued, messageId]))
+              return messageId
+            }
+            const mode: UserMode = asked === "queue" ? "queue" : "steer"
+            yield* driver.journal.append([make("user.message", { messageId, text, mode })])
+            if (mode === "steer") {
+              const steer = yield* Ref.get(driver.steer)
+              if (steer !== undefined) yield* Deferred.succeed(steer, undefined)
+            }
+            return messageId
+          })
+        )
+      })
+
+    const interrupt = (sessionId: SessionId, reason = "user") =>
+      Effect.gen(function* () {
+        const driver = yield* driverOf(sessionId)
+        yield* Ref.set(driver.interruptReason, reason)
+        yield* FiberMap.remove(fibers, sessionId)
+        // a turn that ended without its fiber being interrupted has already set this
+        yield* Ref.set(driver.running, false)
+        yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: false }))
+      })
+
+    const wait = (sessionId: SessionId) =>
+      Effect.gen(function* () {
+        const driver = yield* driverOf(sessionId)
+        const status = yield* driver.status.changes.pipe(
+          Stream.filter((s) => !s.running),
+          Stream.runHead
+        )
+        return Option.flatMap(status, (s) => Option.fromNullable(s.last))
+      })
+
+    const close = (sessionId: SessionId) =>
+      Effect.gen(function* () {
+        const driver = (yield* Ref.get(drivers)).get(sessionId)
+        if (driver === undefined) return
+        yield* Ref.set(driver.interruptReason, "shutdown")
+        yield* FiberMap.remove(fibers, sessionId)
+        yield* Ref.update(drivers, (map) => {
+          const copy = new Map(map)
+          copy.delete(sessionId)
+          return copy
+        })
+        yield* Scope.close(driver.scope, Exit.void)
+      })
+
+    // at shutdown: every turn is interrupted with reason `shutdown` before the leases go
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        for (const id of (yield* Ref.get(drivers)).keys()) yield* close(id)
+      })
+    )
+
+    const service: SessionsService = {
+      create,
+      open,
+      send,
+      interrupt,
+      wait,
+      state: (sessionId) => Effect.flatMap(driverOf(sessionId), (driver) => driver.journal.state),
+      close
+    }
+    return service
+  })
+
+export class Sessions extends Context.Tag("logbook/Sessions")<Sessions, SessionsService>() {
+  static readonly layer = (
+    options: SessionsOptions
+  ): Layer.Layer<Sessions, never, EventStore | Processor | Actions | Tools | Model> =>
+    Layer.scoped(Sessions, makeSessions(options))
+}

@@ -1,0 +1,183 @@
+/**
+ * The tool registry (DESIGN §6): each tool's input Schema, its description for the model, its
+ * timeout, and the `tool.execute.before` / `tool.execute.after` hooks.
+ *
+ * A tool is plain data: a name, a description written for the model, an input `Schema`, and an
+ * `execute` that gets the decoded input and a `ToolContext`. Expected failures are `ToolFailure`s:
+ * their message is what the model reads as the tool's error. Running the calls of a step (write-ahead
+ * `tool.invoked`, timeouts, interruption) is `Actions`' job, not the registry's.
+ */
+import { Context, Effect, Either, JSONSchema, Layer, Option, ParseResult, Schema } from "effect"
+import type { CallId, SessionId } from "../domain/Ids.js"
+import type { ModelTool } from "../model/Model.js"
+
+/** A tool's expected failure; `message` is the error text the model reads. */
+export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
+  message: Schema.String,
+  metadata: Schema.optional(Schema.Unknown)
+}) {}
+
+/** What a finished call returns: the text the model reads, and metadata for the log and the UI. */
+export interface ToolOutput {
+  readonly output: string
+  readonly metadata?: unknown
+}
+
+/** What a running tool may know and do besides its input. */
+export interface ToolContext {
+  readonly sessionId: SessionId
+  readonly callId: CallId
+  /** the workspace root: relative paths are resolved against it */
+  readonly cwd: string
+  /** the timeout this call runs under (ms); the tool is interrupted when it passes */
+  readonly timeoutMs: number
+  /** reports progress (appends `tool.progress`); cheap to call often, it is throttled by the caller */
+  readonly progress: (output: string) => Effect.Effect<void>
+}
+
+/** One tool. `I` is the decoded input. */
+export interface ToolDefinition<I = unknown> {
+  readonly name: string
+  /** written for the model: what the tool does, when to use it, what the input means */
+  readonly description: string
+  // biome-ignore lint/suspicious/noExplicitAny: the encoded side of an input Schema is whatever the model sends
+  readonly input: Schema.Schema<I, any, never>
+  /** the timeout of a call with this input (ms); the registry's default when absent */
+  readonly timeoutMs?: ((input: I) => number) | undefined
+  /**
+   * Runs the tool. Interruption (timeout, user interrupt) must stop everything it started:
+   * acquire with `Effect.acquireRelease` and let the scope release it.
+   */
+  readonly execute: (input: I, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
+}
+
+/** A tool of any input type, as the registry holds it. */
+// biome-ignore lint/suspicious/noExplicitAny: tools of different input types live in one registry
+export type AnyTool = ToolDefinition<any>
+
+/** Defines a tool with its input type inferred from the Schema. */
+export const defineTool = <I>(tool: ToolDefinition<I>): ToolDefinition<I> => tool
+
+/** A call as the hooks see it. */
+export interface HookCall {
+  readonly sessionId: SessionId
+  readonly callId: CallId
+  readonly tool: string
+  readonly input: unknown
+}
+
+/**
+ * `tool.execute.before`: runs after the input was decoded, before `tool.invoked`. Returns the input
+ * to run with (changed or not), or `{ block: reason }` to refuse the call: the model reads the reason.
+ * `tool.execute.after`: runs after a successful execution and may change the output.
+ */
+export interface ToolHooks {
+  readonly before?: ReadonlyArray<
+    (call: HookCall) => Effect.Effect<{ readonly input: unknown } | { readonly block: string }>
+  >
+  readonly after?: ReadonlyArray<(call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput>>
+}
+
+/** The default timeout of a tool without its own (ms). */
+export const DEFAULT_TOOL_TIMEOUT_MS = 120_000
+
+export interface ToolsOptions {
+  readonly tools: ReadonlyArray<AnyTool>
+  readonly hooks?: ToolHooks | undefined
+  /** timeout of a tool that does not set its own (default `DEFAULT_TOOL_TIMEOUT_MS`) */
+  readonly defaultTimeoutMs?: number | undefined
+}
+
+/** A decoded call, ready to run; or why it cannot run (the model reads `error`). */
+export type PreparedCall =
+  | { readonly _tag: "Ready"; readonly tool: AnyTool; readonly input: unknown; readonly timeoutMs: number }
+  | { readonly _tag: "Refused"; readonly error: string }
+
+/** JSON Schema of a tool's input, as providers accept it (an object schema, no `$schema`). */
+// biome-ignore lint/suspicious/noExplicitAny: any input Schema
+export const inputJsonSchema = (schema: Schema.Schema<any, any, never>): Record<string, unknown> => {
+  const { $schema: _ignored, ...rest } = JSONSchema.make(schema) as unknown as Record<string, unknown>
+  return rest
+}
+
+const describeInput = (input: unknown): string => {
+  const text = JSON.stringify(input)
+  if (text === undefined) return "nothing"
+  return text.length > 400 ? `${text.slice(0, 399)}…` : text
+}
+
+export class Tools extends Context.Tag("logbook/Tools")<
+  Tools,
+  {
+    /** what the model is told about every tool */
+    readonly definitions: ReadonlyArray<ModelTool>
+    readonly get: (name: string) => Option.Option<AnyTool>
+    /**
+     * Decodes a call's input and runs the before hooks: `Ready` with the input to run, or `Refused`
+     * with an error the model can act on (unknown tool, invalid input, blocked by a hook).
+     */
+    readonly prepare: (call: HookCall) => Effect.Effect<PreparedCall>
+    /** runs the after hooks on a successful output */
+    readonly finish: (call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput>
+  }
+>() {
+  static readonly make = (options: ToolsOptions): Context.Tag.Service<Tools> => {
+    const byName = new Map<string, AnyTool>()
+    for (const tool of options.tools) {
+      if (byName.has(tool.name)) throw new Error(`two tools are named "${tool.name}"`)
+      byName.set(tool.name, tool)
+    }
+    const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS
+    const before = options.hooks?.before ?? []
+    const after = options.hooks?.after ?? []
+    const names = () => Array.from(byName.keys()).sort().join(", ")
+
+    const prepare = (call: HookCall): Effect.Effect<PreparedCall> =>
+      Effect.gen(function* () {
+        const tool = byName.get(call.tool)
+        if (tool === undefined) {
+          return { _tag: "Refused", error: `Unknown tool "${call.tool}". The available tools are: ${names()}.` }
+        }
+        const decoded = ParseResult.decodeUnknownEither(tool.input, { onExcessProperty: "error" })(call.input)
+        if (Either.isLeft(decoded)) {
+          return {
+            _tag: "Refused",
+            error:
+              `Invalid input for tool "${call.tool}": ${ParseResult.TreeFormatter.formatIssueSync(decoded.left)}\n` +
+              `The input was: ${describeInput(call.input)}. Call the tool again with input that matches its schema.`
+          }
+        }
+        let input: unknown = decoded.right
+        for (const hook of before) {
+          const result = yield* hook({ ...call, input })
+          if ("block" in result) return { _tag: "Refused", error: `The call was blocked: ${result.block}` }
+          const again = ParseResult.decodeUnknownEither(tool.input)(result.input)
+          if (Either.isLeft(again)) {
+            return {
+              _tag: "Refused",
+              error: `A tool.execute.before hook produced invalid input for "${call.tool}": ${ParseResult.TreeFormatter.formatIssueSync(again.left)}`
+            }
+          }
+          input = again.right
+        }
+        const timeoutMs = Math.max(1, Math.floor(tool.timeoutMs?.(input) ?? defaultTimeoutMs))
+        return { _tag: "Ready", tool, input, timeoutMs }
+      })
+
+    const finish = (call: HookCall, output: ToolOutput): Effect.Effect<ToolOutput> =>
+      Effect.reduce(after, output, (current, hook) => hook(call, current))
+
+    return {
+      definitions: Array.from(byName.values()).map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        inputSchema: inputJsonSchema(tool.input)
+      })),
+      get: (name) => Option.fromNullable(byName.get(name)),
+      prepare,
+      finish
+    }
+  }
+
+  static readonly layer = (options: ToolsOptions): Layer.Layer<Tools> => Layer.sync(Tools, () => Tools.make(options))
+}

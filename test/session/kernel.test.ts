@@ -1,0 +1,531 @@
+/**
+ * The kernel in process: Sessions -> Processor/Actions -> scripted Model, in-memory store.
+ * Every scenario ends with the session idle and checks the log tells what happened.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
+import type { Envelope } from "../../src/domain/Events.js"
+import type { SessionId } from "../../src/domain/Ids.js"
+import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
+import { makeAgentLayer } from "../../src/session/Agent.js"
+import { unansweredCalls, validateHistory } from "../../src/session/History.js"
+import { Sessions } from "../../src/session/Sessions.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { type AnyTool, defineTool, ToolFailure } from "../../src/tools/Tools.js"
+
+const echo = defineTool({
+  name: "echo",
+  description: "echoes its text",
+  input: Schema.Struct({ text: Schema.String }),
+  execute: (input) => Effect.succeed({ output: `echo: ${input.text}` })
+})
+
+const failing = defineTool({
+  name: "fails",
+  description: "always fails",
+  input: Schema.Struct({}),
+  execute: () => Effect.fail(new ToolFailure({ message: "it broke" }))
+})
+
+const crashing = defineTool({
+  name: "crashes",
+  description: "dies",
+  input: Schema.Struct({}),
+  execute: () => Effect.die(new Error("boom"))
+})
+
+const fastRetry = {
+  maxAttempts: 3,
+  initialDelayMs: 1,
+  maxDelayMs: 2,
+  maxRetryAfterMs: 1000,
+  budgetMs: 60_000,
+  minRetryAfterMs: 1
+}
+
+const layer = (
+  script: ReadonlyArray<ScriptStep>,
+  extraTools: ReadonlyArray<AnyTool> = [],
+  options: { readonly maxSteps?: number } = {}
+) =>
+  makeAgentLayer({
+    sessions: { maxSteps: options.maxSteps ?? 10, system: () => "system" },
+    tools: { tools: [echo, failing, crashing, ...extraTools] },
+    retry: fastRetry
+  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+
+const events = (sessionId: SessionId) =>
+  Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(sessionId))).pipe(
+    Effect.map((chunk) => Array.from(chunk) as Array<Envelope>)
+  )
+
+const types = (list: ReadonlyArray<Envelope>) => list.map((e) => e.type)
+
+/** Runs one prompt to the end of its turn. */
+const prompt = (text: string) =>
+  Effect.gen(function* () {
+    const sessions = yield* Sessions
+    const id = yield* sessions.create({ cwd: "/tmp" })
+    yield* sessions.send(id, text)
+    const outcome = yield* sessions.wait(id)
+    return { id, outcome: Option.getOrThrow(outcome), state: yield* sessions.state(id) }
+  })
+
+const requests = Effect.flatMap(ScriptedModel, (m) => m.requests)
+
+const expectValidHistories = (list: ReadonlyArray<ModelRequest>) => {
+  for (const request of list) expect(validateHistory(request.messages)).toEqual([])
+}
+
+describe("Sessions: a turn", () => {
+  it.live("answers a prompt: one step, idle at the end", () =>
+    Effect.gen(function* () {
+      const { id, outcome, state } = yield* prompt("hello")
+      expect(outcome.reason).toBe("stop")
+      expect(state.status._tag).toBe("idle")
+      expect(state.chatState).toBe("idle")
+      expect(state.turn).toBeNull()
+      const log = yield* events(id)
+      expect(types(log)).toEqual([
+        "session.created",
+        "user.message",
+        "turn.started",
+        "session.status",
+        "assistant.started",
+        "chat.state",
+        "step.started",
+        "text.delta",
+        "step.finished",
+        "assistant.completed",
+        "turn.finished",
+        "chat.state",
+        "session.status"
+      ])
+      const sent = yield* requests
+      expect(sent[0]!.messages).toEqual([{ role: "user", content: "hello" }])
+      expect(sent[0]!.system).toBe("system")
+      expect(sent[0]!.tools.map((t) => t.name)).toEqual(["echo", "fails", "crashes"])
+    }).pipe(Effect.provide(layer([Script.text("hi there", { chunks: 3 })])))
+  )
+
+  it.live("runs a tool call and sends its result back", () =>
+    Effect.gen(function* () {
+      const { id, outcome, state } = yield* prompt("use echo")
+      expect(outcome.reason).toBe("stop")
+      expect(outcome.steps).toBe(2)
+      const log = yield* events(id)
+      const t = types(log)
+      expect(t.indexOf("tool.pending")).toBeLessThan(t.indexOf("tool.invoked"))
+      expect(t.indexOf("tool.invoked")).toBeLessThan(t.indexOf("tool.finished"))
+      expect(log.filter((e) => e.type === "action.state").map((e) => (e.payload as { state: string }).state)).toEqual([
+        "running",
+        "archived"
+      ])
+      const part = Object.values(state.toolParts)[0]!
+      expect(part.state._tag).toBe("completed")
+      const sent = yield* requests
+      expect(sent).toHaveLength(2)
+      expectValidHistories(sent)
+      expect(sent[1]!.messages).toEqual([
+        { role: "user", content: "use echo" },
+        { role: "assistant", parts: [{ type: "tool-call", callId: "c1", tool: "echo", input: { text: "x" } }] },
+        { role: "tool", results: [{ callId: "c1", tool: "echo", output: "echo: x", isError: false }] }
+      ])
+    }).pipe(
+      Effect.provide(
+        layer([Script.toolCalls([{ callId: "c1", tool: "echo", input: { text: "x" } }]), Script.text("done")])
+      )
+    )
+  )
+
+  it.live(
+    "turns bad calls into tool errors the model reads: invalid input, unknown tool, failure, crash, not JSON",
+    () =>
+      Effect.gen(function* () {
+        const { id, outcome, state } = yield* prompt("go")
+        expect(outcome.reason).toBe("stop")
+        expect(state.status._tag).toBe("idle")
+        const sent = yield* requests
+        expectValidHistories(sent)
+        const results = sent[1]!.messages.find((m) => m.role === "tool")
+        expect(results?.role).toBe("tool")
+        const byId = new Map(
+          (results as { results: ReadonlyArray<{ callId: string; output: string; isError: boolean }> }).results.map(
+            (r) => [r.callId, r]
+          )
+        )
+        expect(byId.get("bad")!.isError).toBe(true)
+        expect(byId.get("bad")!.output).toMatch(/Invalid input for tool "echo"/)
+        expect(byId.get("unknown")!.output).toMatch(/Unknown tool "nope".*echo/)
+        expect(byId.get("f")!.output).toBe("it broke")
+        expect(byId.get("crash")!.output).toMatch(/crashed: boom/)
+        expect(byId.get("nojson")!.output).toMatch(/not valid JSON/)
+        const log = yield* events(id)
+        // only the calls that could run were invoked
+        expect(
+          log
+            .filter((e) => e.type === "tool.invoked")
+            .map((e) => (e.payload as { callId: string }).callId)
+            .sort()
+        ).toEqual(["crash", "f"])
+        const action = log.filter((e) => e.type === "action.state").at(-1)!
+        expect((action.payload as { state: string }).state).toBe("failed")
+      }).pipe(
+        Effect.provide(
+          layer([
+            {
+              events: [
+                ...Script.toolCall({ callId: "bad", tool: "echo", input: { txt: 1 } }),
+                ...Script.toolCall({ callId: "unknown", tool: "nope", input: {} }),
+                ...Script.toolCall({ callId: "f", tool: "fails", input: {} }),
+                ...Script.toolCall({ callId: "crash", tool: "crashes", input: {} }),
+                ModelEvent.ToolInputStart({ callId: "nojson", tool: "echo" }),
+                ModelEvent.ToolCall({ callId: "nojson", tool: "echo", input: undefined, inputText: "{oops" }),
+                Script.finish("tool-calls")
+              ]
+            },
+            Script.text("sorry")
+          ])
+        )
+      )
+  )
+
+  it.live("renames a call id the model reuses in a later step", () =>
+    Effect.gen(function* () {
+      const { state } = yield* prompt("twice")
+      expect(Object.keys(state.toolParts).sort()).toEqual(["call_0", "call_0_2"])
+      expectValidHistories(yield* requests)
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.toolCalls([{ callId: "call_0", tool: "echo", input: { text: "a" } }]),
+          Script.toolCalls([{ callId: "call_0", tool: "echo", input: { text: "b" } }]),
+          Script.text("ok")
+        ])
+      )
+    )
+  )
+
+  it.live("stops at maxSteps with every call answered", () =>
+    Effect.gen(function* () {
+      const { outcome, state } = yield* prompt("loop")
+      expect(outcome.reason).toBe("max-steps")
+      expect(outcome.steps).toBe(2)
+      expect(state.status._tag).toBe("idle")
+      expect(state.lastTurn?.reason).toBe("max-steps")
+    }).pipe(
+      Effect.provide(
+        layer(
+          [
+            Script.toolCalls([{ callId: "a", tool: "echo", input: { text: "1" } }]),
+            Script.toolCalls([{ callId: "b", tool: "echo", input: { text: "2" } }]),
+            Script.text("never")
+          ],
+          [],
+          { maxSteps: 2 }
+        )
+      )
+    )
+  )
+})
+
+describe("Sessions: model failures", () => {
+  const rateLimited = new ModelError({
+    reason: "http",
+    message: "rate limited",
+    status: 429,
+    headers: { "retry-after-ms": "1" }
+  })
+
+  it.live("retries a retryable error: model.retry, status retry, the aborted step's text not sent again", () =>
+    Effect.gen(function* () {
+      const { id, outcome, state } = yield* prompt("hi")
+      expect(outcome.reason).toBe("stop")
+      const log = yield* events(id)
+      const retries = log.filter((e) => e.type === "model.retry")
+      expect(retries).toHaveLength(1)
+      expect((retries[0]!.payload as { attempt: number; status: number }).attempt).toBe(2)
+      expect((retries[0]!.payload as { status: number }).status).toBe(429)
+      const statuses = log
+        .filter((e) => e.type === "session.status")
+        .map((e) => (e.payload as { status: { _tag: string } }).status._tag)
+      expect(statuses).toEqual(["busy", "retry", "busy", "idle"])
+      const steps = (
+        state.messages.find((m) => m.role === "assistant") as {
+          steps: ReadonlyArray<{ step: number; aborted: boolean }>
+        }
+      ).steps
+      expect(steps.map((s) => [s.step, s.aborted])).toEqual([
+        [0, true],
+        [1, false]
+      ])
+      const sent = yield* requests
+      expect(sent).toHaveLength(2)
+      expect(sent[1]!.messages).toEqual([{ role: "user", content: "hi" }])
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.fail(rateLimited, [ModelEvent.TextDelta({ id: "t", delta: "partial " })]),
+          Script.text("whole answer")
+        ])
+      )
+    )
+  )
+
+  it.live("a stream that ends without finishing is retried as cut", () =>
+    Effect.gen(function* () {
+      const { id, outcome } = yield* prompt("hi")
+      expect(outcome.reason).toBe("stop")
+      const log = yield* events(id)
+      expect(log.filter((e) => e.type === "model.retry")).toHaveLength(1)
+    }).pipe(Effect.provide(layer([{ events: [ModelEvent.TextDelta({ id: "t", delta: "cut" })] }, Script.text("ok")])))
+  )
+
+  it.live("a call cut mid-input by a failure never runs and is not sent again", () =>
+    Effect.gen(function* () {
+      const { id, state } = yield* prompt("hi")
+      const part = state.toolParts["c1" as never]!
+      expect(part.state._tag).toBe("error")
+      const log = yield* events(id)
+      expect(types(log)).not.toContain("tool.invoked")
+      const sent = yield* requests
+      expectValidHistories(sent)
+      expect(sent[1]!.messages).toEqual([{ role: "user", content: "hi" }])
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.fail(rateLimited, [ModelEvent.ToolInputStart({ callId: "c1", tool: "echo" })]),
+          Script.text("ok")
+        ])
+      )
+    )
+  )
+
+  it.live("a non-retryable error ends the turn with model.error, idle", () =>
+    Effect.gen(function* () {
+      const { id, outcome, state } = yield* prompt("hi")
+      expect(outcome.reason).toBe("error")
+      expect(outcome.message).toMatch(/401/)
+      expect(state.status._tag).toBe("idle")
+      expect(state.chatState).toBe("idle")
+      expect(state.lastError?.retryable).toBe(false)
+      expect(state.lastTurn?.reason).toBe("error")
+      const log = yield* events(id)
+      expect(types(log)).not.toContain("model.retry")
+      expect(types(log).slice(-4)).toEqual(["assistant.completed", "turn.finished", "chat.state", "session.status"])
+    }).pipe(Effect.provide(layer([Script.fail(new ModelError({ reason: "http", message: "bad key", status: 401 }))])))
+  )
+
+  it.live("gives up after maxAttempts", () =>
+    Effect.gen(function* () {
+      const { id, outcome, state } = yield* prompt("hi")
+      expect(outcome.reason).toBe("error")
+      expect(outcome.message).toMatch(/gave up after 3 attempts/)
+      expect(state.lastError?.retryable).toBe(true)
+      const log = yield* events(id)
+      expect(log.filter((e) => e.type === "model.retry")).toHaveLength(2)
+      expect(state.status._tag).toBe("idle")
+    }).pipe(Effect.provide(layer([Script.fail(rateLimited), Script.fail(rateLimited), Script.fail(rateLimited)])))
+  )
+})
+
+describe("Sessions: interrupt, steer, queue", () => {
+  /** a tool that signals it started, then waits for `release` (or forever), recording its finalizer */
+  const gate = () =>
+    Effect.gen(function* () {
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const finalized = yield* Ref.make(false)
+      const tool = defineTool({
+        name: "wait",
+        description: "waits",
+        input: Schema.Struct({}),
+        execute: () =>
+          Deferred.succeed(started, undefined).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as({ output: "released" }),
+            Effect.onInterrupt(() => Ref.set(finalized, true))
+          )
+      })
+      return { started, release, finalized, tool }
+    })
+
+  it.live("interrupt during a running tool: the tool is stopped, its part ends interrupted, the session idle", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "wait")
+        yield* Deferred.await(g.started)
+        yield* sessions.interrupt(id)
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("interrupted")
+        expect(yield* Ref.get(g.finalized)).toBe(true)
+        const state = yield* sessions.state(id)
+        expect(state.status._tag).toBe("idle")
+        expect(state.chatState).toBe("idle")
+        expect(state.turn).toBeNull()
+        expect(state.lastTurn).toMatchObject({ interrupted: true, reason: "user" })
+        const part = state.toolParts["w1" as never]!
+        expect(part.state).toMatchObject({ _tag: "error", interrupted: true, reason: "user" })
+        expect(Object.values(state.actions).map((a) => a.state)).toEqual(["failed"])
+        // the next prompt's history answers the interrupted call
+        yield* sessions.send(id, "again")
+        yield* sessions.wait(id)
+        const sent = yield* requests
+        expectValidHistories(sent)
+        expect(unansweredCalls(sent[1]!.messages)).toEqual([])
+        expect(JSON.stringify(sent[1]!.messages)).toMatch(/interrupted \(user\)/)
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
+        )
+      )
+    })
+  )
+
+  it.live("interrupt while the model streams aborts the step", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const store = yield* EventStore
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "hang")
+      // wait until the partial text is recorded
+      yield* store.follow(id).pipe(
+        Stream.filter((e) => e.type === "text.delta"),
+        Stream.runHead
+      )
+      yield* sessions.interrupt(id)
+      const state = yield* sessions.state(id)
+      expect(state.status._tag).toBe("idle")
+      const message = state.messages.find((m) => m.role === "assistant") as {
+        steps: ReadonlyArray<{ aborted: boolean }>
+        completedAt?: number
+      }
+      expect(message.steps.map((s) => s.aborted)).toEqual([true])
+      expect(message.completedAt).toBeDefined()
+    }).pipe(Effect.provide(layer([{ events: [ModelEvent.TextDelta({ id: "t", delta: "partial" })], hang: true }])))
+  )
+
+  it.live("steer while streaming: the stream stops, the partial text is kept, the next step delivers the message", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const store = yield* EventStore
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "write a poem")
+      yield* store.follow(id).pipe(
+        Stream.filter((e) => e.type === "text.delta"),
+        Stream.runHead
+      )
+      yield* sessions.send(id, "make it short", { mode: "steer" })
+      const outcome = Option.getOrThrow(yield* sessions.wait(id))
+      expect(outcome.reason).toBe("stop")
+      const state = yield* sessions.state(id)
+      expect(state.status._tag).toBe("idle")
+      const log = yield* events(id)
+      expect(log.filter((e) => e.type === "chat.state").map((e) => (e.payload as { state: string }).state)).toContain(
+        "interrupted"
+      )
+      const sent = yield* requests
+      expect(sent).toHaveLength(2)
+      expectValidHistories(sent)
+      expect(sent[1]!.messages).toEqual([
+        { role: "user", content: "write a poem" },
+        { role: "assistant", parts: [{ type: "text", text: "Roses are" }] },
+        { role: "user", content: "make it short" }
+      ])
+    }).pipe(
+      Effect.provide(
+        layer([{ events: [ModelEvent.TextDelta({ id: "t", delta: "Roses are" })], hang: true }, Script.text("Short.")])
+      )
+    )
+  )
+
+  it.live("steer while a tool runs: delivered with the tool results", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "start")
+        yield* Deferred.await(g.started)
+        yield* sessions.send(id, "also check b", { mode: "steer" })
+        yield* Deferred.succeed(g.release, undefined)
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("stop")
+        const sent = yield* requests
+        expectValidHistories(sent)
+        expect(sent[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"])
+        expect(sent[1]!.messages[3]).toEqual({ role: "user", content: "also check b" })
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
+        )
+      )
+    })
+  )
+
+  it.live("queue: delivered as a new turn when the turn ends", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "first")
+        yield* Deferred.await(g.started)
+        yield* sessions.send(id, "second", { mode: "queue" })
+        yield* Deferred.succeed(g.release, undefined)
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("stop")
+        const log = yield* events(id)
+        expect(log.filter((e) => e.type === "turn.started")).toHaveLength(2)
+        expect(log.filter((e) => e.type === "turn.finished")).toHaveLength(2)
+        const sent = yield* requests
+        expect(sent).toHaveLength(3)
+        expectValidHistories(sent)
+        // the queued message was not sent during the first turn
+        expect(JSON.stringify(sent[1]!.messages)).not.toMatch(/second/)
+        expect(sent[2]!.messages.at(-1)).toEqual({ role: "user", content: "second" })
+        expect((yield* sessions.state(id)).queued).toEqual([])
+      }).pipe(
+        Effect.provide(
+          layer(
+            [Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("one"), Script.text("two")],
+            [g.tool]
+          )
+        )
+      )
+    })
+  )
+
+  it.live("a tool past its timeout: tool.timeout, stopped, tool.failed timedOut", () =>
+    Effect.gen(function* () {
+      const stopped = yield* Ref.make(false)
+      const slow = defineTool({
+        name: "slow",
+        description: "never ends",
+        input: Schema.Struct({}),
+        timeoutMs: () => 20,
+        execute: () => Effect.never.pipe(Effect.onInterrupt(() => Ref.set(stopped, true)))
+      })
+      yield* Effect.gen(function* () {
+        const { id, state } = yield* prompt("slow")
+        expect(yield* Ref.get(stopped)).toBe(true)
+        const t = types(yield* events(id))
+        expect(t.indexOf("tool.timeout")).toBeLessThan(t.indexOf("tool.failed"))
+        expect(state.toolParts["s1" as never]!.state).toMatchObject({
+          _tag: "error",
+          timedOut: true,
+          interrupted: false
+        })
+        expect(state.status._tag).toBe("idle")
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "s1", tool: "slow", input: {} }]), Script.text("ok")], [slow])
+        )
+      )
+    })
+  )
+})
