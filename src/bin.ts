@@ -15,6 +15,9 @@ import { Cause, Effect, Exit } from "effect"
 import { ExitCode } from "./cli/errors.js"
 import { main } from "./cli/main.js"
 
+// the ai package prints provider warnings to the console; logbook reports what matters itself
+;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
+
 // `logbook events … | head` closes stdout early: stop quietly instead of crashing on EPIPE.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0)

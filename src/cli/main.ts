@@ -10,6 +10,7 @@ import { config } from "./config.js"
 import { toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { withTerminalAwareConsole } from "./render.js"
+import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { version } from "./version.js"
 
@@ -18,6 +19,7 @@ export const root = Command.make("logbook", {}, () =>
     [
       `logbook ${version}: a terminal AI coding agent that writes every step to an append-only event log.`,
       "",
+      '  logbook run "<message>"         ask the agent to do something (--continue to go on)',
       "  logbook sessions list           the recorded sessions",
       "  logbook sessions show <id>      one session as a conversation",
       "  logbook events <id> [--follow]  one session's event log",
@@ -31,7 +33,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([sessions, events, config])
+  Command.withSubcommands([run, sessions, events, config])
 )
 
 export const cli = Command.run(root, { name: "logbook", version })

@@ -127,6 +127,25 @@ interface Driver {
   readonly scope: Scope.CloseableScope
 }
 
+/** The lease owner id of a process: `host:pid:random`. */
+export const ownerId = (random: string): string => `${hostname()}:${process.pid}:${random}`
+
+/**
+ * Whether a lease owner is a process of this machine that no longer runs (its lease can be taken
+ * over without waiting for it to expire): `host:pid:…` with this host name and a pid that is gone.
+ */
+export const ownerIsDead = (owner: string): boolean => {
+  const [host, pidText] = owner.split(":")
+  const pid = Number(pidText)
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false
+  try {
+    process.kill(pid, 0)
+    return false
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH"
+  }
+}
+
 /** Undelivered user messages a running turn must deliver at its next step (everything but `queue`). */
 const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
   state.messages.flatMap((m) => (m.role === "user" && !m.delivered && m.mode !== "queue" ? [m.id] : []))
@@ -163,7 +182,7 @@ export const makeSessions = (options: SessionsOptions) =>
     const fibers = yield* FiberMap.make<SessionId>()
     const drivers = yield* Ref.make(new Map<SessionId, Driver>())
     const openLock = yield* Effect.makeSemaphore(1)
-    const owner = options.owner ?? `${hostname()}:${process.pid}:${yield* uuidV7}`
+    const owner = options.owner ?? ownerId(yield* uuidV7)
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
     const system = options.system ?? systemPrompt
 
@@ -183,7 +202,14 @@ export const makeSessions = (options: SessionsOptions) =>
           if (existing !== undefined) return yield* existing.journal.state
           const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
           const opened = yield* Effect.gen(function* () {
-            const lease = yield* Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs }).pipe(
+            const take = Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs })
+            const lease = yield* take.pipe(
+              Effect.catchTag("LeaseHeld", (held) =>
+                // a lease left by a process of this machine that is gone (killed) is taken over at once
+                ownerIsDead(held.owner)
+                  ? store.releaseLease(sessionId, held.owner).pipe(Effect.zipRight(take))
+                  : Effect.fail(held)
+              ),
               Effect.catchTag("LeaseHeld", (held) =>
                 Effect.fail(
                   new SessionUnavailable(

@@ -1,0 +1,283 @@
+/**
+ * `logbook run [message..]`: one prompt through the agent, to the end of its turn.
+ *
+ * The message comes from the arguments, else from stdin. A new session is created in `--cwd`
+ * (default: the current directory) unless `--session <id>` or `--continue` (the latest session of
+ * that directory) names one; opening an existing session first repairs what a crashed run left
+ * open. Output: see `runOutput.ts` and docs/run.md. Exit codes: 0 the model finished, 1 the turn
+ * failed (a model error after retries, `--max-steps` reached, the session held by another
+ * process), 2 usage or config error, 130 interrupted (Ctrl-C: the model request is aborted, running
+ * commands are killed, their parts end `interrupted`, and `--continue` resumes).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import { Clock, Console, Effect, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
+import { Config, type ConfigInput } from "../config/Config.js"
+import type { Envelope } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
+import { makeAgentLayer } from "../session/Agent.js"
+import { Sessions, type TurnOutcome } from "../session/Sessions.js"
+import { EventStore } from "../store/EventStore.js"
+import { builtinTools } from "../tools/builtins.js"
+import { dbOption, resolveDbPath } from "./db.js"
+import { CliError, ExitCode } from "./errors.js"
+import { formatOption } from "./options.js"
+import { stdoutStyle } from "./render.js"
+import { resolveSession } from "./resolveSession.js"
+import { doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
+
+const messageArgs = Args.text({ name: "message" }).pipe(
+  Args.repeated,
+  Args.withDescription("What to ask the agent (the words are joined with spaces). Read from stdin when absent.")
+)
+
+const modelOption = Options.text("model").pipe(
+  Options.optional,
+  Options.withPseudoName("provider/model"),
+  Options.withDescription('The model to use, e.g. "openai/gpt-4o" or "ollama/qwen3:8b" (default: the config\'s model).')
+)
+const sessionOption = Options.text("session").pipe(
+  Options.optional,
+  Options.withPseudoName("id"),
+  Options.withDescription("Continue this session (an id or a unique prefix) instead of starting a new one.")
+)
+const continueOption = Options.boolean("continue").pipe(
+  Options.withAlias("c"),
+  Options.withDescription("Continue the latest session of the working directory.")
+)
+const maxStepsOption = Options.integer("max-steps").pipe(
+  Options.optional,
+  Options.withPseudoName("n"),
+  Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")
+)
+const cwdOption = Options.text("cwd").pipe(
+  Options.optional,
+  Options.withPseudoName("dir"),
+  Options.withDescription("The workspace directory (default: the current directory).")
+)
+const runFormat = formatOption(
+  ["text", "json"],
+  "text: the answer as it streams, tool calls, retries and a usage line; json: one JSON line per committed event, then a final done line."
+)
+
+const write = (text: string) =>
+  Effect.sync(() => {
+    if (text.length > 0) process.stdout.write(text)
+  })
+
+/** The message from the arguments, else stdin (when it is not a terminal). */
+const readMessage = (words: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const fromArgs = words.join(" ").trim()
+    if (fromArgs !== "") return fromArgs
+    if (process.stdin.isTTY === true) {
+      return yield* CliError.usage('no message: pass it as arguments (logbook run "fix the failing test") or on stdin')
+    }
+    const fromStdin = yield* Effect.tryPromise({
+      try: async () => {
+        const chunks: Array<Buffer> = []
+        for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
+        return Buffer.concat(chunks).toString("utf8")
+      },
+      catch: (error) => CliError.usage(`cannot read the message from stdin: ${String(error)}`)
+    })
+    const text = fromStdin.trim()
+    if (text === "") return yield* CliError.usage("no message: the arguments and stdin are empty")
+    return text
+  })
+
+const titleOf = (message: string): string => {
+  const first = message.split("\n")[0]!.trim()
+  return first.length > 60 ? `${first.slice(0, 59)}…` : first
+}
+
+export const run = Command.make(
+  "run",
+  {
+    message: messageArgs,
+    model: modelOption,
+    session: sessionOption,
+    continue: continueOption,
+    format: runFormat,
+    maxSteps: maxStepsOption,
+    cwd: cwdOption,
+    db: dbOption
+  },
+  Effect.fn("cli.run")(function* (args) {
+    const path = yield* Path.Path
+    const fs = yield* FileSystem.FileSystem
+    const cwd = path.resolve(Option.getOrElse(args.cwd, () => process.cwd()))
+    const info = yield* fs.stat(cwd).pipe(Effect.option)
+    if (Option.isNone(info) || info.value.type !== "Directory") {
+      return yield* CliError.usage(`--cwd ${cwd} is not a directory`)
+    }
+    if (Option.isSome(args.session) && args.continue) {
+      return yield* CliError.usage("--session and --continue cannot be used together: --session names the session")
+    }
+    if (Option.isSome(args.maxSteps) && args.maxSteps.value < 1) {
+      return yield* CliError.usage(`--max-steps must be 1 or more, got ${args.maxSteps.value}`)
+    }
+    const message = yield* readMessage(args.message)
+
+    const flags: ConfigInput = {
+      ...(Option.isSome(args.model) ? { model: args.model.value } : {}),
+      ...(Option.isSome(args.maxSteps) ? { maxSteps: args.maxSteps.value } : {})
+    }
+    const config = yield* Effect.provide(Config, Config.layer({ cwd, flags }))
+    const resolved = yield* config.resolveModel()
+    const key = yield* resolved.apiKey
+    const modelOptions: AiSdkOptions = {
+      name: resolved.ref,
+      type: resolved.provider.type,
+      baseURL: resolved.provider.baseURL,
+      apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
+      modelId: resolved.modelId
+    }
+    // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
+    yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
+    const settings = config.config
+    const filename = yield* resolveDbPath(args.db)
+
+    const agent = makeAgentLayer({
+      sessions: {
+        maxSteps: settings.maxSteps,
+        snapshotEvery: settings.snapshotEvery,
+        price: resolved.model.price,
+        maxOutputTokens: resolved.model.maxOutput
+      },
+      tools: { tools: builtinTools({ bash: settings.tools.bash }) },
+      retry: settings.retry
+    }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
+
+    const program = Effect.gen(function* () {
+      const store = yield* EventStore
+      const sessions = yield* Sessions
+      const startedAt = yield* Clock.currentTimeMillis
+
+      let existing: SessionId | undefined
+      if (Option.isSome(args.session)) existing = (yield* resolveSession(args.session.value)).id
+      else if (args.continue) {
+        const latest = yield* store.sessions({ cwd, limit: 1 })
+        if (latest.length === 0) {
+          return yield* CliError.usage(`no session in ${cwd} to continue; run without --continue to start one`)
+        }
+        existing = latest[0]!.id
+      }
+      const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
+      const sessionId = existing === undefined ? yield* sessions.create({ cwd, title: titleOf(message) }) : existing
+      if (existing !== undefined) yield* sessions.open(existing)
+
+      // the output: every event from `from` on, until the one the turn ended with (`target`)
+      const style = yield* stdoutStyle
+      const renderer = makeTextRenderer(style, { maxAttempts: settings.retry.maxAttempts })
+      const target = yield* Ref.make<number | undefined>(undefined)
+      const rendered = yield* Ref.make(from - 1)
+      const tty = process.stdout.isTTY === true
+      const countdown = yield* Ref.make<Fiber.RuntimeFiber<void> | undefined>(undefined)
+      const stopCountdown = Effect.gen(function* () {
+        const fiber = yield* Ref.getAndSet(countdown, undefined)
+        if (fiber !== undefined) {
+          yield* Fiber.interrupt(fiber)
+          yield* write("\r\u001b[2K")
+        }
+      })
+      const show = (event: Envelope) =>
+        Effect.gen(function* () {
+          if (args.format === "json") return yield* write(`${JSON.stringify(event)}\n`)
+          yield* stopCountdown
+          if (event.type === "model.retry" && tty) {
+            const p = event.payload
+            const tick = Effect.gen(function* () {
+              const now = yield* Clock.currentTimeMillis
+              yield* write(
+                `\r\u001b[2K${style.yellow(retryLine(p.attempt, settings.retry.maxAttempts, p.nextAt - now, p.message))}`
+              )
+            })
+            const fiber = yield* tick.pipe(Effect.zipRight(Effect.sleep("1 second")), Effect.forever, Effect.forkDaemon)
+            yield* Ref.set(countdown, fiber)
+            return
+          }
+          yield* write(renderer.render(event))
+        })
+      const follower = yield* store.follow(sessionId, from).pipe(
+        Stream.mapEffect((event) =>
+          Effect.gen(function* () {
+            yield* show(event)
+            yield* Ref.set(rendered, event.seq)
+            const until = yield* Ref.get(target)
+            return until !== undefined && event.seq >= until
+          })
+        ),
+        Stream.takeUntil((done) => done),
+        Stream.runDrain,
+        Effect.ensuring(stopCountdown),
+        Effect.forkScoped
+      )
+
+      const finishOutput = Effect.gen(function* () {
+        const last = yield* store.lastSeq(sessionId)
+        yield* Ref.set(target, last)
+        if ((yield* Ref.get(rendered)) >= last) yield* Fiber.interrupt(follower)
+        else yield* Fiber.join(follower)
+      })
+
+      const report = (outcome: TurnOutcome | undefined, exitCode: number) =>
+        Effect.gen(function* () {
+          const elapsedMs = (yield* Clock.currentTimeMillis) - startedAt
+          if (args.format === "json") {
+            return yield* write(`${doneLine({ sessionId, outcome, exitCode, elapsedMs })}\n`)
+          }
+          yield* write(renderer.endLine())
+          if (outcome !== undefined)
+            yield* write(`${style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs))}\n`)
+        })
+
+      yield* sessions.send(sessionId, message)
+      const outcome = yield* sessions.wait(sessionId).pipe(
+        Effect.map(Option.getOrUndefined),
+        Effect.onInterrupt(() =>
+          Effect.gen(function* () {
+            yield* sessions.interrupt(sessionId, "user").pipe(Effect.ignore)
+            yield* finishOutput.pipe(Effect.ignore)
+            const state = yield* sessions.state(sessionId).pipe(Effect.option)
+            const usage = Option.match(state, {
+              onNone: () => undefined,
+              onSome: (s) => {
+                const last = s.messages[s.messages.length - 1]
+                return last?.role === "assistant" ? last.usage : undefined
+              }
+            })
+            yield* report(
+              usage === undefined
+                ? undefined
+                : { turnId: "" as never, reason: "interrupted", message: "interrupted (user)", steps: 0, usage },
+              ExitCode.interrupted
+            )
+            yield* Console.error(`logbook: interrupted; resume with: logbook run --session ${sessionId} "…"`)
+          })
+        )
+      )
+      yield* finishOutput
+      const exitCode = outcome === undefined || outcome.reason === "stop" ? ExitCode.ok : ExitCode.failed
+      yield* report(outcome, exitCode)
+      if (outcome === undefined || outcome.reason === "stop") return
+      if (outcome.reason === "max-steps") {
+        return yield* CliError.failed(
+          `stopped after ${outcome.steps} steps (maxSteps); run again with --session ${sessionId} to go on`
+        )
+      }
+      return yield* CliError.failed(outcome.message ?? `the turn ended: ${outcome.reason}`)
+    })
+
+    return yield* Effect.scoped(program).pipe(Effect.provide(agent))
+  })
+).pipe(
+  Command.withDescription(
+    "Send one message to the agent and run it until the model is done: it reads files, runs commands and " +
+      "answers, and every step is written to the event log."
+  )
+)
