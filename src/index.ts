@@ -1,6 +1,28 @@
 /**
  * logbook as a library: the services, layers and schemas that the CLI is built from, for programs
- * that embed the agent's event log in their own Effect programs.
+ * that embed the agent (or only its event log) in their own Effect programs. The agent:
+ *
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { builtinTools, EventStore, layerAiSdk, makeAgentLayer, Sessions } from "logbook"
+ *
+ * const Agent = makeAgentLayer({
+ *   sessions: { maxSteps: 50 },
+ *   tools: { tools: builtinTools({ bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } }) }
+ * }).pipe(
+ *   Layer.provide(layerAiSdk({ name: "openai/gpt-4.1", type: "openai", modelId: "gpt-4.1", apiKey: process.env.OPENAI_API_KEY })),
+ *   Layer.provideMerge(EventStore.layerSqlite({ filename: "logbook.db" }))
+ * )
+ * const program = Effect.gen(function* () {
+ *   const sessions = yield* Sessions
+ *   const id = yield* sessions.create({ cwd: process.cwd() })
+ *   yield* sessions.send(id, "list the TODOs in src/")
+ *   return yield* sessions.wait(id)
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(Agent)))
+ * ```
+ *
+ * The event log alone:
  *
  * ```ts
  * import { Effect } from "effect"
@@ -31,7 +53,20 @@ export {
 } from "./model/Model.js"
 export * as Retry from "./model/Retry.js"
 export { layerScripted, Script, ScriptedModel } from "./model/Scripted.js"
+export { Actions, type ActionsOptions, type BatchInput, type BatchResult } from "./session/Actions.js"
+export { type AgentOptions, type AgentServices, makeAgentLayer } from "./session/Agent.js"
 export * as History from "./session/History.js"
+export { Processor, type StepInput, type StepResult } from "./session/Processor.js"
+export {
+  type CreateOptions,
+  type SendOptions,
+  SessionUnavailable,
+  Sessions,
+  type SessionsOptions,
+  type SessionsService,
+  type TurnOutcome
+} from "./session/Sessions.js"
+export { systemPrompt } from "./session/SystemPrompt.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
 export { EventBus } from "./store/EventBus.js"
@@ -50,3 +85,16 @@ export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as Snapshots from "./store/Snapshots.js"
 export type { SqliteOptions } from "./store/Sqlite.js"
+export { builtinTools } from "./tools/builtins.js"
+export {
+  type AnyTool,
+  defineTool,
+  type HookCall,
+  type ToolContext,
+  type ToolDefinition,
+  ToolFailure,
+  type ToolHooks,
+  type ToolOutput,
+  Tools,
+  type ToolsOptions
+} from "./tools/Tools.js"
