@@ -10,6 +10,7 @@ import { Cause, Config, Console, Effect, Logger, Option, Schema } from "effect"
 import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
 import { DatabaseError, EventStoreError } from "../store/Errors.js"
+import { SessionUnavailable } from "../session/Sessions.js"
 import { ProjectionError } from "../store/Projection.js"
 
 export const ExitCode = {
@@ -55,6 +56,11 @@ const databaseSentence = (error: DatabaseError): string => {
 export const describeFailure = (error: unknown): { readonly message: string; readonly exitCode: number } => {
   if (error instanceof CliError) return { message: error.message, exitCode: error.exitCode }
   if (error instanceof ConfigError) return { message: error.message, exitCode: ExitCode.usage }
+  if (error instanceof SessionUnavailable) {
+    // naming a session that does not exist (or was deleted) is a usage error; one held elsewhere is not
+    const usage = error.reason === "unknown" || error.reason === "deleted"
+    return { message: error.message, exitCode: usage ? ExitCode.usage : ExitCode.failed }
+  }
   if (error instanceof DatabaseError) return { message: databaseSentence(error), exitCode: ExitCode.usage }
   if (error instanceof EventStoreError) {
     return { message: `the event store failed (${error.method}): ${error.message}`, exitCode: ExitCode.failed }

@@ -35,6 +35,7 @@ import {
   Layer,
   Option,
   Ref,
+  Schema,
   Scope,
   Stream,
   SubscriptionRef
@@ -103,10 +104,12 @@ export interface SendOptions {
   readonly mode?: UserMode | undefined
 }
 
-/** Why the session cannot be driven (another process holds it, it is deleted, …). */
-export class SessionUnavailable extends Error {
-  readonly _tag = "SessionUnavailable"
-}
+/** Why the session cannot be driven: not open here, unknown, deleted, or held by another process. */
+export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()("SessionUnavailable", {
+  sessionId: Schema.String,
+  reason: Schema.Literal("not-open", "unknown", "deleted", "held", "lease-lost"),
+  message: Schema.String
+}) {}
 
 interface Driver {
   readonly id: SessionId
@@ -187,7 +190,11 @@ export const makeSessions = (options: SessionsOptions) =>
     const system = options.system ?? systemPrompt
 
     const unavailable = (sessionId: SessionId) =>
-      new SessionUnavailable(`session ${sessionId} is not open in this process`)
+      new SessionUnavailable({
+        sessionId,
+        reason: "not-open",
+        message: `session ${sessionId} is not open in this process`
+      })
 
     const driverOf = (sessionId: SessionId) =>
       Effect.flatMap(Ref.get(drivers), (map) => {
@@ -212,16 +219,25 @@ export const makeSessions = (options: SessionsOptions) =>
               ),
               Effect.catchTag("LeaseHeld", (held) =>
                 Effect.fail(
-                  new SessionUnavailable(
-                    `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
+                  new SessionUnavailable({
+                    sessionId,
+                    reason: "held",
+                    message:
+                      `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
                       "wait for it to finish or stop it"
-                  )
+                  })
                 )
               )
             )
             const { state } = yield* Recovery.recover(sessionId)
-            if (state.lastSeq === 0) return yield* Effect.fail(new SessionUnavailable(`no session ${sessionId}`))
-            if (state.deleted) return yield* Effect.fail(new SessionUnavailable(`session ${sessionId} was deleted`))
+            if (state.lastSeq === 0)
+              return yield* Effect.fail(
+                new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
+              )
+            if (state.deleted)
+              return yield* Effect.fail(
+                new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
+              )
             const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery })
             const driver: Driver = {
               id: sessionId,
@@ -301,7 +317,11 @@ export const makeSessions = (options: SessionsOptions) =>
         while (true) {
           if (yield* driver.leaseLost) {
             return yield* Effect.fail(
-              new SessionUnavailable(`lost the lease of session ${driver.id} to another process; stopped the turn`)
+              new SessionUnavailable({
+                sessionId: driver.id,
+                reason: "lease-lost",
+                message: `lost the lease of session ${driver.id} to another process; stopped the turn`
+              })
             )
           }
           const state = yield* journal.state
