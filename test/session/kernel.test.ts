@@ -2,6 +2,8 @@
  * The kernel in process: Sessions -> Processor/Actions -> scripted Model, in-memory store.
  * Every scenario ends with the session idle and checks the log tells what happened.
  */
+import { spawnSync } from "node:child_process"
+import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
@@ -10,9 +12,10 @@ import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model
 import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
-import { Sessions } from "../../src/session/Sessions.js"
+import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { type AnyTool, defineTool, ToolFailure } from "../../src/tools/Tools.js"
+import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 
 const echo = defineTool({
   name: "echo",
@@ -524,6 +527,122 @@ describe("Sessions: interrupt, steer, queue", () => {
       }).pipe(
         Effect.provide(
           layer([Script.toolCalls([{ callId: "s1", tool: "slow", input: {} }]), Script.text("ok")], [slow])
+        )
+      )
+    })
+  )
+})
+
+describe("Sessions: opening a session a crashed process left", () => {
+  it.live("sweeps the open call, then the next request has a result for every call", () =>
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const sessions = yield* Sessions
+      const id = "crashed" as SessionId
+      // what a process killed during a tool left behind
+      yield* store.append(id, [
+        ...prelude,
+        e("tool.pending", { messageId: A1, callId: C1, tool: "echo" }),
+        e("step.finished", { messageId: A1, step: 0, finishReason: "tool-calls", usage }),
+        e("chat.state", { state: "awaiting_tool" }),
+        e("tool.invoked", { messageId: A1, callId: C1, tool: "echo", input: { text: "x" } })
+      ])
+      const opened = yield* sessions.open(id)
+      expect(opened.toolParts[C1]!.state).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
+      expect(opened.status._tag).toBe("idle")
+      yield* sessions.send(id, "go on")
+      const outcome = Option.getOrThrow(yield* sessions.wait(id))
+      expect(outcome.reason).toBe("stop")
+      const sent = yield* requests
+      expectValidHistories(sent)
+      expect(sent[0]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"])
+      expect(JSON.stringify(sent[0]!.messages[2])).toMatch(/interrupted \(crash\)/)
+    }).pipe(Effect.provide(layer([Script.text("resumed")])))
+  )
+
+  it("takes over the lease of a process of this machine that is gone, never a live one", () => {
+    const child = spawnSync(process.execPath, ["-e", "0"])
+    expect(child.status).toBe(0)
+    expect(ownerIsDead(`${hostname()}:${child.pid}:x`)).toBe(true)
+    expect(ownerIsDead(`${hostname()}:${process.pid}:x`)).toBe(false)
+    expect(ownerIsDead(`${hostname()}:${process.ppid}:x`)).toBe(false)
+    expect(ownerIsDead(`another-host:${child.pid}:x`)).toBe(false)
+    expect(ownerIsDead("not-an-owner")).toBe(false)
+  })
+})
+
+describe("Tools: hooks and progress", () => {
+  it.live("a before hook changes the input or blocks the call; an after hook changes the output", () =>
+    Effect.gen(function* () {
+      const { id, state } = yield* prompt("hooks")
+      expect(state.toolParts["h1" as never]!.state).toMatchObject({
+        _tag: "completed",
+        input: { text: "HOOKED" },
+        output: "echo: HOOKED (after)"
+      })
+      expect(state.toolParts["h2" as never]!.state).toMatchObject({
+        _tag: "error",
+        error: "The call was blocked: no secrets"
+      })
+      const log = yield* events(id)
+      // the blocked call never ran
+      expect(log.filter((x) => x.type === "tool.invoked").map((x) => (x.payload as { callId: string }).callId)).toEqual(
+        ["h1"]
+      )
+    }).pipe(
+      Effect.provide(
+        makeAgentLayer({
+          sessions: { maxSteps: 5, system: () => "system" },
+          tools: {
+            tools: [echo],
+            hooks: {
+              before: [
+                (call) =>
+                  Effect.succeed(
+                    (call.input as { text: string }).text === "secret"
+                      ? { block: "no secrets" }
+                      : { input: { text: (call.input as { text: string }).text.toUpperCase() } }
+                  )
+              ],
+              after: [(_call, output) => Effect.succeed({ ...output, output: `${output.output} (after)` })]
+            }
+          },
+          retry: fastRetry
+        }).pipe(
+          Layer.provideMerge(
+            layerScripted([
+              Script.toolCalls([
+                { callId: "h1", tool: "echo", input: { text: "hooked" } },
+                { callId: "h2", tool: "echo", input: { text: "secret" } }
+              ]),
+              Script.text("ok")
+            ])
+          ),
+          Layer.provideMerge(EventStore.layerMemory)
+        )
+      )
+    )
+  )
+
+  it.live("a tool's progress is recorded while it runs", () =>
+    Effect.gen(function* () {
+      const progressing = defineTool({
+        name: "progress",
+        description: "reports progress",
+        input: Schema.Struct({}),
+        execute: (_input, context) => context.progress("half way").pipe(Effect.as({ output: "done" }))
+      })
+      yield* Effect.gen(function* () {
+        const { id } = yield* prompt("progress")
+        const log = yield* events(id)
+        const progress = log.filter((x) => x.type === "tool.progress")
+        expect(progress.map((x) => (x.payload as { output: string }).output)).toEqual(["half way"])
+        const t = types(log)
+        expect(t.indexOf("tool.invoked")).toBeLessThan(t.indexOf("tool.progress"))
+        expect(t.indexOf("tool.progress")).toBeLessThan(t.indexOf("tool.finished"))
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "p1", tool: "progress", input: {} }]), Script.text("ok")], [progressing])
         )
       )
     })
