@@ -1,0 +1,348 @@
+/**
+ * The `bash` tool: runs a shell command in the working directory and returns its output and exit
+ * code.
+ *
+ * The command runs as `bash -c` (`sh -c` where there is no bash) in a process group of its own
+ * (`detached: true`), with stdin closed and `TERM=dumb`. Its stderr is joined to its stdout inside
+ * the shell (`exec 2>&1`), so the two arrive in the order they were written; the shell's own stderr
+ * (a syntax error) is collected into the same output.
+ *
+ * No process outlives the call. The shell is acquired with `Effect.acquireRelease`, and the release
+ * stops the whole group: SIGTERM, then SIGKILL after `KILL_GRACE_MS`, and it returns only when no
+ * live process is left in the group. That runs on interruption (timeout, user interrupt) as well as
+ * at the end of a normal run, where background processes (`cmd &`) still running are stopped too
+ * (the output says so). When a background process keeps the output pipe open after the shell has
+ * exited, the call does not wait for it: after `CLOSE_GRACE_MS` the group is stopped and the call ends.
+ *
+ * Output is kept in bounded memory (`HeadTailBuffer`): the model reads the first and the last part
+ * with a marker saying how many bytes were left out. `context.progress` gets the tail of the output
+ * as it arrives.
+ *
+ * "Live" means not a zombie: in a container whose init does not reap orphans, killed background
+ * processes stay zombies forever; on Linux `/proc` tells them apart.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import { Chunk, Clock, Duration, Effect, Option, Queue, Schema } from "effect"
+import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
+import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+
+/** The first bytes of the output the model reads. */
+export const OUTPUT_HEAD_BYTES = 10 * 1024
+/** The last bytes of the output the model reads. */
+export const OUTPUT_TAIL_BYTES = 20 * 1024
+/** How much of the output's tail a progress report carries. */
+export const PROGRESS_BYTES = 4 * 1024
+/** How long a process group gets between SIGTERM and SIGKILL. */
+export const KILL_GRACE_MS = 1500
+/** After the shell exits, how long its output may take to end before the group is stopped. */
+export const CLOSE_GRACE_MS = 250
+const POLL_MS = 20
+/** how long to wait for a group to die after SIGKILL, and for the pipes to close after that */
+const AFTER_KILL_MS = 3000
+
+export interface BashSettings {
+  /** the timeout of a call that does not give one (ms) */
+  readonly timeoutMs: number
+  /** the most a call may ask for (ms) */
+  readonly maxTimeoutMs: number
+}
+
+export const BashInput = Schema.Struct({
+  command: nonEmptyString("The shell command to run (bash syntax; several lines are fine)."),
+  timeoutMs: Schema.optional(
+    intAtLeast(
+      1,
+      "How long the command may run, in milliseconds, before it is stopped. Give it for commands that are known to take long (builds, test suites)."
+    )
+  ),
+  description: Schema.optional(
+    Schema.String.annotations({
+      description:
+        'What the command does, in 5-10 words, shown to the user (e.g. "Run the unit tests", "List changed files").'
+    })
+  )
+})
+export type BashInput = typeof BashInput.Type
+
+/** metadata of a command: how it ended, how much it printed, and how long it took */
+export interface BashMetadata {
+  /** the exit code; 128 + the signal number when the shell was killed by a signal */
+  readonly exitCode: number
+  readonly signal?: string
+  /** bytes of output in all */
+  readonly bytes: number
+  /** true when the middle of the output was left out */
+  readonly truncated: boolean
+  readonly durationMs: number
+  /** background processes were still running when the shell ended, and were stopped */
+  readonly stoppedBackground?: boolean
+}
+
+// ---------------------------------------------------------------------------------------------
+// process groups
+
+/** The state letter (`R`, `S`, `Z` …) and group of `/proc/<pid>/stat`; `undefined` where it cannot be read. */
+const procStat = (pid: string): { readonly state: string; readonly pgrp: number } | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so split after the last ")"
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return { state: fields[0]!, pgrp: Number(fields[2]) }
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether the process group `pgid` has a live member. */
+export const groupAlive = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0)
+  } catch (error) {
+    return errnoCode(error) === "EPERM"
+  }
+  // kill(2) counts zombies; where /proc exists, look for a member that is not one
+  if (process.platform !== "linux") return true
+  let pids: Array<string>
+  try {
+    pids = fs.readdirSync("/proc")
+  } catch {
+    return true
+  }
+  for (const pid of pids) {
+    if (pid.charCodeAt(0) < 48 || pid.charCodeAt(0) > 57) continue
+    const stat = procStat(pid)
+    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X") return true
+  }
+  return false
+}
+
+const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
+  try {
+    process.kill(-pgid, signal)
+  } catch {
+    // ESRCH: the group is gone already
+  }
+}
+
+/** Polls until the group has no live member; `false` when `ms` passed first. */
+const awaitGroupGone = (pgid: number, ms: number): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    for (let waited = 0; ; waited += POLL_MS) {
+      if (!groupAlive(pgid)) return true
+      if (waited >= ms) return false
+      yield* Effect.sleep(Duration.millis(POLL_MS))
+    }
+  })
+
+/**
+ * Stops every process of the group `pgid`: SIGTERM, then SIGKILL when some are still alive after
+ * `KILL_GRACE_MS`; returns when none is left (or, after SIGKILL, when `AFTER_KILL_MS` passed: a
+ * process in uninterruptible sleep cannot be waited for). Idempotent.
+ */
+export const stopGroup = (pgid: number): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    if (!groupAlive(pgid)) return
+    signalGroup(pgid, "SIGTERM")
+    if (yield* awaitGroupGone(pgid, KILL_GRACE_MS)) return
+    signalGroup(pgid, "SIGKILL")
+    yield* awaitGroupGone(pgid, AFTER_KILL_MS)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// running one command
+
+type ShellEvent = "data" | "exit" | "close"
+
+interface Running {
+  readonly child: ChildProcess
+  readonly pid: number
+  readonly events: Queue.Queue<ShellEvent>
+  /** set by the child's `exit` event */
+  exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
+  /** set by the child's `close` event: it exited and its pipes are closed */
+  closed: boolean
+}
+
+/**
+ * Spawns `shell -c script` in its own process group, feeding `output` and `events` from the
+ * child's callbacks. Succeeds once the process exists; fails with the spawn error.
+ */
+const spawnShell = (
+  shell: string,
+  script: string,
+  cwd: string,
+  output: HeadTailBuffer,
+  events: Queue.Queue<ShellEvent>
+): Effect.Effect<Running, unknown> =>
+  Effect.async<Running, unknown>((resume) => {
+    let child: ChildProcess
+    try {
+      child = spawn(shell, ["-c", script], {
+        cwd,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, TERM: "dumb" }
+      })
+    } catch (error) {
+      resume(Effect.fail(error))
+      return
+    }
+    const state: Omit<Running, "pid"> = { child, events, exit: undefined, closed: false }
+    const onData = (chunk: Buffer) => {
+      output.append(chunk)
+      Queue.unsafeOffer(events, "data")
+    }
+    child.stdout?.on("data", onData)
+    child.stderr?.on("data", onData)
+    child.once("exit", (code, signal) => {
+      state.exit = { code, signal }
+      Queue.unsafeOffer(events, "exit")
+    })
+    child.once("close", () => {
+      state.closed = true
+      Queue.unsafeOffer(events, "close")
+    })
+    const onSpawnError = (error: Error) => {
+      // nothing runs: drop the listeners so a late event of this child cannot reach `events`
+      child.removeAllListeners("exit")
+      child.removeAllListeners("close")
+      child.stdout?.destroy()
+      child.stderr?.destroy()
+      resume(Effect.fail(error))
+    }
+    child.once("error", onSpawnError)
+    child.once("spawn", () => {
+      child.off("error", onSpawnError)
+      // later errors (a failed kill) are not fatal: the exit and close events still tell the end
+      child.on("error", () => {})
+      resume(Effect.succeed(Object.assign(state, { pid: child.pid! })))
+    })
+  })
+
+/** Stops what is left of a command and lets go of its pipes. */
+const release = (running: Running): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    yield* stopGroup(running.pid)
+    running.child.stdout?.destroy()
+    running.child.stderr?.destroy()
+    running.child.removeAllListeners()
+  })
+
+/**
+ * Waits for the command to end, reporting progress as output arrives. Returns whether background
+ * processes had to be stopped: ones that held the output open after the shell exited, or were
+ * still running when everything was read.
+ */
+const awaitEnd = (
+  running: Running,
+  output: HeadTailBuffer,
+  progress: (text: string) => Effect.Effect<void>
+): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    let stopped = false
+    let deadline: number | undefined // once the shell exited: when to stop waiting for the pipes to close
+    while (!running.closed) {
+      let next: Option.Option<ShellEvent>
+      if (running.exit === undefined) {
+        next = Option.some(yield* Queue.take(running.events))
+      } else {
+        const now = yield* Clock.currentTimeMillis
+        deadline ??= now + CLOSE_GRACE_MS
+        next =
+          now >= deadline
+            ? Option.none()
+            : yield* Queue.take(running.events).pipe(Effect.timeout(Duration.millis(deadline - now)), Effect.option)
+      }
+      if (Option.isNone(next)) {
+        // the pipes stay open after the group is gone: a process escaped into another group
+        // (setsid) and holds them; stop reading rather than wait for it
+        if (stopped) break
+        // the shell exited but something it started holds the output open
+        stopped = true
+        yield* stopGroup(running.pid)
+        deadline = (yield* Clock.currentTimeMillis) + AFTER_KILL_MS
+        continue
+      }
+      const rest = yield* Queue.takeAll(running.events)
+      const all = Chunk.prepend(rest, next.value)
+      if (Chunk.some(all, (e) => e === "data")) yield* progress(output.last(PROGRESS_BYTES))
+    }
+    if (!stopped && groupAlive(running.pid)) {
+      stopped = true
+      yield* stopGroup(running.pid)
+    }
+    return stopped
+  })
+
+const formatOutput = (output: HeadTailBuffer, exitCode: number, signal: string | undefined, stopped: boolean) => {
+  const text = output.bytes === 0 ? "(no output)" : output.text().replace(/\n$/, "")
+  const lines = [text, ""]
+  if (stopped) lines.push("(background processes still running when the command ended were stopped)")
+  lines.push(signal === undefined ? `Exit code: ${exitCode}` : `Exit code: ${exitCode} (killed by ${signal})`)
+  return lines.join("\n")
+}
+
+const signalNumber = (signal: NodeJS.Signals): number => os.constants.signals[signal] ?? 0
+
+const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolContext) {
+  const cwd = yield* statPath(context.cwd, context.cwd, "Working directory")
+  if (!cwd.isDirectory()) {
+    return yield* new ToolFailure({ message: `The working directory ${context.cwd} is not a directory.` })
+  }
+  const started = yield* Clock.currentTimeMillis
+  const output = new HeadTailBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
+  const events = yield* Queue.unbounded<ShellEvent>()
+  const script = `exec 2>&1; ${input.command}`
+  const running = yield* Effect.acquireRelease(
+    spawnShell("bash", script, context.cwd, output, events).pipe(
+      Effect.catchIf(
+        (error) => errnoCode(error) === "ENOENT",
+        () => spawnShell("sh", script, context.cwd, output, events)
+      ),
+      Effect.mapError(
+        (error) =>
+          new ToolFailure({
+            message: `Could not start the command: ${error instanceof Error ? error.message : String(error)}`
+          })
+      )
+    ),
+    release
+  )
+  const stopped = yield* awaitEnd(running, output, context.progress)
+  const durationMs = (yield* Clock.currentTimeMillis) - started
+  const code = running.exit?.code ?? null
+  const signal = running.exit?.signal ?? undefined
+  const exitCode = code ?? (signal === undefined ? -1 : 128 + signalNumber(signal))
+  const metadata: BashMetadata = {
+    exitCode,
+    ...(signal === undefined ? {} : { signal }),
+    bytes: output.bytes,
+    truncated: output.truncated,
+    durationMs,
+    ...(stopped ? { stoppedBackground: true } : {})
+  }
+  return { output: formatOutput(output, exitCode, signal, stopped), metadata } satisfies ToolOutput
+}, Effect.scoped)
+
+/** Makes the `bash` tool with the configured default and maximum timeouts. */
+export const makeBash = (settings: BashSettings) =>
+  defineTool<BashInput>({
+    name: "bash",
+    description: [
+      "Runs a shell command (bash -c) in the working directory and returns its output and exit code.",
+      "- Each call starts a fresh shell: `cd`, `export` and shell variables do not carry over to the next call. Chain dependent steps with `&&` in one command, or use absolute paths.",
+      "- stdin is closed: interactive commands cannot be answered. Pass flags that make them non-interactive (`--yes`, `-y`, `--no-edit`, `CI=1`); `TERM` is `dumb`.",
+      "- stdout and stderr are merged, in the order they were written.",
+      `- The output is capped: beyond ${Math.round((OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES) / 1024)} KB only the first ${OUTPUT_HEAD_BYTES / 1024} KB and the last ${OUTPUT_TAIL_BYTES / 1024} KB are shown. Filter long output yourself (\`| tail -50\`, \`| grep error\`, \`| head\`).`,
+      "- The output ends with `Exit code: N`. A non-zero exit code is not a tool error: read the output to see what went wrong.",
+      `- Timeout: ${settings.timeoutMs} ms unless you give \`timeoutMs\` (at most ${settings.maxTimeoutMs} ms). A command that runs out of time is stopped together with everything it started.`,
+      "- Background processes (`cmd &`) are stopped when the command ends: this tool cannot keep a server running after the call.",
+      "- Prefer the read, list, glob and grep tools over `cat`, `ls`, `find` and `grep` to look at files; use bash for git, builds, tests, package managers and the like.",
+      "- Quote paths that contain spaces."
+    ].join("\n"),
+    input: BashInput,
+    timeoutMs: (input) => Math.min(input.timeoutMs ?? settings.timeoutMs, settings.maxTimeoutMs),
+    execute: run
+  })

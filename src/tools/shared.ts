@@ -1,0 +1,434 @@
+/**
+ * What the built-in tools share: resolving a path against the call's `cwd`, turning file-system
+ * errors into `ToolFailure`s the model can act on, suggesting names for a path that does not exist,
+ * listing a directory tree, and capping output for the model.
+ *
+ * Confinement to the workspace root is not done here: `Workspace` and `Permissions` decide whether a
+ * path may be touched before the tool runs. These helpers only make paths concrete and errors clear.
+ */
+import type { Stats } from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { Effect, Schema } from "effect"
+import { ToolFailure } from "./Tools.js"
+
+// ---------------------------------------------------------------------------------------------
+// input schemas: plain JSON Schemas for the model (no `$defs`, no generated titles), and decoding
+// errors the model can act on
+
+const showActual = (actual: unknown): string => {
+  const text = JSON.stringify(actual)
+  return text === undefined ? String(actual) : text.length > 60 ? `${text.slice(0, 59)}…` : text
+}
+
+/** A whole number of at least `min`. */
+export const intAtLeast = (min: number, description: string) =>
+  Schema.Int.pipe(
+    Schema.greaterThanOrEqualTo(min),
+    Schema.annotations({
+      description,
+      message: (issue) => ({
+        message: `expected a whole number of ${min} or more, got ${showActual(issue.actual)}`,
+        override: true
+      }),
+      jsonSchema: { type: "integer", minimum: min, description }
+    })
+  )
+
+/** A string that is not empty. */
+export const nonEmptyString = (description: string) =>
+  Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.annotations({
+      description,
+      message: (issue) => ({ message: `expected a non-empty string, got ${showActual(issue.actual)}`, override: true }),
+      jsonSchema: { type: "string", minLength: 1, description }
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------
+// paths
+
+/**
+ * The absolute path of `input`: absolute paths are kept, `~` and `~/…` are the home directory, and
+ * everything else is relative to `cwd`. The result is normalized (no `.`/`..` segments, no trailing
+ * slash) but symlinks are not resolved.
+ */
+export const resolvePath = (cwd: string, input: string): string => {
+  if (input === "~") return os.homedir()
+  if (input.startsWith("~/")) return nodePath.join(os.homedir(), input.slice(2))
+  return nodePath.resolve(cwd, input)
+}
+
+/** How a path is shown to the model: relative to `cwd` when it is inside, else absolute. */
+export const displayPath = (cwd: string, absolute: string): string => {
+  const relative = nodePath.relative(cwd, absolute)
+  if (relative === "") return "."
+  if (relative.startsWith("..") || nodePath.isAbsolute(relative)) return absolute
+  return relative
+}
+
+// ---------------------------------------------------------------------------------------------
+// file-system errors
+
+/** The errno code of a Node error (`ENOENT`, `EACCES` …), if it has one. */
+export const errnoCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+
+/** A file-system call as an Effect that fails with the raw Node error (to be mapped by the caller). */
+export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, unknown> =>
+  Effect.tryPromise({ try: run, catch: (error) => error })
+
+/** A sentence for a file-system error on `shown` (the path as the model wrote it). */
+export const describeFsError = (error: unknown, shown: string): string => {
+  switch (errnoCode(error)) {
+    case "ENOENT":
+      return `File not found: ${shown}`
+    case "EACCES":
+    case "EPERM":
+      return `Permission denied: ${shown}`
+    case "ENOTDIR":
+      return `Not a directory: a part of the path ${shown} is a file`
+    case "EISDIR":
+      return `${shown} is a directory`
+    case "ELOOP":
+      return `Too many levels of symbolic links: ${shown}`
+    case "ENAMETOOLONG":
+      return `The path is too long: ${shown}`
+    default: {
+      const message = error instanceof Error ? error.message : String(error)
+      return `Could not access ${shown}: ${message}`
+    }
+  }
+}
+
+/** A few words for a file-system error, for a mark next to an entry (`permission denied`). */
+export const shortFsReason = (error: unknown): string => {
+  switch (errnoCode(error)) {
+    case "ENOENT":
+      return "gone"
+    case "EACCES":
+    case "EPERM":
+      return "permission denied"
+    default:
+      return `unreadable: ${errnoCode(error) ?? (error instanceof Error ? error.message : String(error))}`
+  }
+}
+
+/** A `ToolFailure` for a file-system error on `shown`. */
+export const fsFailure = (error: unknown, shown: string): ToolFailure =>
+  new ToolFailure({ message: describeFsError(error, shown) })
+
+/** Edit distance between two short strings (names), for suggestions. */
+const editDistance = (a: string, b: string): number => {
+  const previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = previous[0]!
+    previous[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const above = previous[j]!
+      previous[j] = Math.min(above + 1, previous[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diagonal = above
+    }
+  }
+  return previous[b.length]!
+}
+
+const stem = (name: string): string => {
+  const dot = name.lastIndexOf(".")
+  return (dot > 0 ? name.slice(0, dot) : name).toLowerCase()
+}
+
+/**
+ * Up to `max` names in the directory of `absolute` that look like its last segment (same name in
+ * another case, same stem with another extension, one contains the other, or a few typos away),
+ * best first, as paths shown the way the model wrote `shown`. Empty when the directory cannot be read.
+ */
+export const similarNames = (absolute: string, shown: string, max = 5): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function* () {
+    const dir = nodePath.dirname(absolute)
+    const base = nodePath.basename(absolute)
+    const entries = yield* tryFs(() => fsp.readdir(dir, { withFileTypes: true })).pipe(Effect.orElseSucceed(() => []))
+    const wanted = base.toLowerCase()
+    const scored: Array<{ readonly name: string; readonly score: number }> = []
+    for (const entry of entries) {
+      const name = entry.name
+      const lower = name.toLowerCase()
+      let score: number | undefined
+      if (lower === wanted) score = 0
+      else if (stem(name) === stem(base)) score = 1
+      else if (wanted.length >= 3 && (lower.includes(wanted) || wanted.includes(lower))) score = 2
+      else {
+        const distance = editDistance(lower, wanted)
+        if (distance <= Math.max(1, Math.floor(wanted.length / 3))) score = 2 + distance
+      }
+      if (score !== undefined) scored.push({ name: entry.isDirectory() ? `${name}/` : name, score })
+    }
+    scored.sort((a, b) => a.score - b.score || compareNames(a.name, b.name))
+    const trimmed = shown.replace(/\/+$/, "")
+    const shownDir = trimmed.includes("/") ? trimmed.slice(0, trimmed.lastIndexOf("/") + 1) : ""
+    return scored.slice(0, max).map((s) => `${shownDir}${s.name}`)
+  })
+
+/**
+ * `File not found: <shown>`, with similar names in the same directory when there are some, or a
+ * word that the directory itself is missing.
+ */
+export const notFoundFailure = (absolute: string, shown: string, what = "File"): Effect.Effect<ToolFailure> =>
+  Effect.gen(function* () {
+    const suggestions = yield* similarNames(absolute, shown)
+    let message = `${what} not found: ${shown}`
+    if (suggestions.length > 0) {
+      message += `\nDid you mean: ${suggestions.join(", ")}?`
+    } else {
+      const parent = nodePath.dirname(absolute)
+      const parentExists = yield* tryFs(() => fsp.stat(parent)).pipe(
+        Effect.map((s) => s.isDirectory()),
+        Effect.orElseSucceed(() => false)
+      )
+      message += parentExists
+        ? `\nUse the list tool to see what ${displayParent(shown)} contains.`
+        : `\nIts directory does not exist either; use the list tool to find the right path.`
+    }
+    return new ToolFailure({ message })
+  })
+
+/**
+ * `fs.stat` of the path a tool was given: a missing path fails with `notFoundFailure` (with
+ * suggestions), any other error with `fsFailure`.
+ */
+export const statPath = (absolute: string, shown: string, what = "File"): Effect.Effect<Stats, ToolFailure> =>
+  tryFs(() => fsp.stat(absolute)).pipe(
+    Effect.catchAll((error) =>
+      errnoCode(error) === "ENOENT"
+        ? Effect.flatMap(notFoundFailure(absolute, shown, what), Effect.fail)
+        : Effect.fail(fsFailure(error, shown))
+    )
+  )
+
+const displayParent = (shown: string): string => {
+  const slash = shown.replace(/\/+$/, "").lastIndexOf("/")
+  return slash > 0 ? shown.slice(0, slash) : slash === 0 ? "/" : "the directory"
+}
+
+// ---------------------------------------------------------------------------------------------
+// directory trees
+
+/** Directories that are never descended into or listed (unless listed directly). */
+export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules"])
+
+/** Sorts names by code unit, so listings are the same on every machine and locale. */
+export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+export interface TreeEntry {
+  /** the name of the entry within its directory; directories (and links to them) end with `/` */
+  readonly name: string
+  /** 1 for the entries of the root, 2 for theirs … */
+  readonly depth: number
+  readonly kind: "directory" | "file" | "symlink"
+  /** where a symlink points */
+  readonly target?: string | undefined
+  /** why the directory's entries could not be read */
+  readonly error?: string | undefined
+  readonly children: ReadonlyArray<TreeEntry>
+}
+
+export interface Tree {
+  readonly entries: ReadonlyArray<TreeEntry>
+  /** how many entries the tree holds */
+  readonly count: number
+  /** true when the listing stopped at `maxEntries` */
+  readonly truncated: boolean
+}
+
+interface Building {
+  name: string
+  depth: number
+  kind: TreeEntry["kind"]
+  target?: string | undefined
+  error?: string | undefined
+  children: Array<Building>
+}
+
+interface Pending {
+  readonly dir: string
+  readonly depth: number
+  /** the entry of `dir`, `undefined` for the root */
+  readonly owner: Building | undefined
+  readonly into: Array<Building>
+}
+
+/**
+ * The tree under the directory `root`, `depth` levels deep (1 = its entries only), breadth first so
+ * that the cap of `maxEntries` cuts the deepest levels, not the top ones. Each directory's entries
+ * are sorted by name; `SKIPPED_DIRECTORIES` are left out; symlinks are shown but never followed.
+ * Fails with the Node error when `root` itself cannot be read.
+ */
+export const readTree = (
+  root: string,
+  options: { readonly depth: number; readonly maxEntries: number }
+): Effect.Effect<Tree, unknown> =>
+  Effect.gen(function* () {
+    const top: Array<Building> = []
+    let count = 0
+    let truncated = false
+    let level: Array<Pending> = [{ dir: root, depth: 1, owner: undefined, into: top }]
+    while (level.length > 0 && !truncated) {
+      const next: Array<Pending> = []
+      for (const pending of level) {
+        if (count >= options.maxEntries) {
+          truncated = true
+          break
+        }
+        const read = yield* tryFs(() => fsp.readdir(pending.dir, { withFileTypes: true })).pipe(Effect.either)
+        if (read._tag === "Left") {
+          if (pending.owner === undefined) return yield* Effect.fail(read.left)
+          pending.owner.error = shortFsReason(read.left)
+          continue
+        }
+        const dirents = read.right
+          .filter((d) => !(d.isDirectory() && SKIPPED_DIRECTORIES.has(d.name)))
+          .sort((a, b) => compareNames(a.name, b.name))
+        for (const dirent of dirents) {
+          if (count >= options.maxEntries) {
+            truncated = true
+            break
+          }
+          const full = nodePath.join(pending.dir, dirent.name)
+          const entry: Building = { name: dirent.name, depth: pending.depth, kind: "file", children: [] }
+          if (dirent.isSymbolicLink()) {
+            entry.kind = "symlink"
+            entry.target = yield* tryFs(() => fsp.readlink(full)).pipe(Effect.orElseSucceed(() => undefined))
+            const pointsToDirectory = yield* tryFs(() => fsp.stat(full)).pipe(
+              Effect.map((s) => s.isDirectory()),
+              Effect.orElseSucceed(() => false)
+            )
+            if (pointsToDirectory) entry.name += "/"
+          } else if (dirent.isDirectory()) {
+            entry.kind = "directory"
+            entry.name += "/"
+            if (pending.depth < options.depth) {
+              next.push({ dir: full, depth: pending.depth + 1, owner: entry, into: entry.children })
+            }
+          }
+          pending.into.push(entry)
+          count++
+        }
+      }
+      level = next
+    }
+    return { entries: top, count, truncated }
+  })
+
+/**
+ * A tree as indented lines (after `indent`): two spaces per level, directories with a trailing `/`, symlinks as
+ * `name -> target`, unreadable directories with the reason in parentheses.
+ */
+export const renderTree = (entries: ReadonlyArray<TreeEntry>, indent = ""): Array<string> => {
+  const lines: Array<string> = []
+  const walk = (list: ReadonlyArray<TreeEntry>) => {
+    for (const entry of list) {
+      let line = `${indent}${"  ".repeat(entry.depth - 1)}${entry.name}`
+      if (entry.kind === "symlink" && entry.target !== undefined) line += ` -> ${entry.target}`
+      if (entry.error !== undefined) line += ` (${entry.error})`
+      lines.push(line)
+      walk(entry.children)
+    }
+  }
+  walk(entries)
+  return lines
+}
+
+// ---------------------------------------------------------------------------------------------
+// output capping
+
+/** `1234` -> `"1.2 KB"`, for notes to the model. */
+export const formatBytes = (bytes: number): string => {
+  if (bytes < 1024) return `${bytes} bytes`
+  const round = (n: number) => n.toFixed(1).replace(/\.0$/, "")
+  if (bytes < 1024 * 1024) return `${round(bytes / 1024)} KB`
+  return `${round(bytes / (1024 * 1024))} MB`
+}
+
+/** Drops the bytes of a UTF-8 character cut at the end of `bytes`. */
+const trimIncompleteEnd = (bytes: Buffer): Buffer => {
+  let end = bytes.length
+  // step back over continuation bytes to the lead byte of the last character
+  let i = end - 1
+  while (i >= 0 && i >= end - 4 && (bytes[i]! & 0xc0) === 0x80) i--
+  if (i < 0) return bytes
+  const lead = bytes[i]!
+  const width = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1
+  if (i + width > end) end = i
+  return bytes.subarray(0, end)
+}
+
+/** Drops the continuation bytes of a UTF-8 character cut at the start of `bytes`. */
+const trimIncompleteStart = (bytes: Buffer): Buffer => {
+  let start = 0
+  while (start < bytes.length && start < 4 && (bytes[start]! & 0xc0) === 0x80) start++
+  return bytes.subarray(start)
+}
+
+/**
+ * Collects a stream of output bytes in bounded memory: the first `headBytes` and the last
+ * `tailBytes`, and the total count. `text()` joins them with a marker saying how much was left out.
+ */
+export class HeadTailBuffer {
+  private readonly head: Array<Buffer> = []
+  private headLength = 0
+  private tail: Array<Buffer> = []
+  private tailLength = 0
+  /** all bytes seen so far */
+  bytes = 0
+
+  constructor(
+    readonly headBytes: number,
+    readonly tailBytes: number
+  ) {}
+
+  append(chunk: Buffer): void {
+    this.bytes += chunk.length
+    let rest = chunk
+    if (this.headLength < this.headBytes) {
+      const take = Math.min(this.headBytes - this.headLength, rest.length)
+      this.head.push(rest.subarray(0, take))
+      this.headLength += take
+      rest = rest.subarray(take)
+    }
+    if (rest.length === 0) return
+    this.tail.push(rest)
+    this.tailLength += rest.length
+    // drop whole chunks from the front while the rest still covers the tail
+    while (this.tail.length > 1 && this.tailLength - this.tail[0]!.length >= this.tailBytes) {
+      this.tailLength -= this.tail.shift()!.length
+    }
+  }
+
+  /** true when some bytes were left out */
+  get truncated(): boolean {
+    return this.bytes > this.headBytes + this.tailBytes
+  }
+
+  /** the last `n` bytes seen, as text (for progress reports) */
+  last(n: number): string {
+    const all = Buffer.concat([...(this.tailLength >= n ? [] : this.head), ...this.tail])
+    const slice = all.length > n ? trimIncompleteStart(all.subarray(all.length - n)) : all
+    return slice.toString("utf8")
+  }
+
+  /** everything, or the head and the tail around a marker saying how many bytes were left out */
+  text(): string {
+    const head = Buffer.concat(this.head)
+    const tailAll = Buffer.concat(this.tail)
+    if (!this.truncated) return Buffer.concat([head, tailAll]).toString("utf8")
+    const tail = tailAll.subarray(tailAll.length - this.tailBytes)
+    const omitted = this.bytes - head.length - tail.length
+    const headText = trimIncompleteEnd(head).toString("utf8")
+    const tailText = trimIncompleteStart(tail).toString("utf8")
+    return `${headText}\n\n… [${omitted} bytes (${formatBytes(omitted)}) of output left out; showing the first ${formatBytes(head.length)} and the last ${formatBytes(tail.length)}] …\n\n${tailText}`
+  }
+}

@@ -1,0 +1,277 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
+import {
+  type BashInput,
+  type BashMetadata,
+  KILL_GRACE_MS,
+  makeBash,
+  OUTPUT_HEAD_BYTES,
+  OUTPUT_TAIL_BYTES
+} from "../../src/tools/bash.js"
+import type { ToolContext } from "../../src/tools/Tools.js"
+import { tempDir } from "../support/tmp.js"
+
+const bash = makeBash({ timeoutMs: 10_000, maxTimeoutMs: 60_000 })
+
+const context = (cwd: string, progress: Array<string> = []): ToolContext => ({
+  sessionId: SessionId.make("s"),
+  callId: CallId.make("c"),
+  cwd,
+  timeoutMs: 60_000,
+  progress: (output) => Effect.sync(() => void progress.push(output))
+})
+
+const run = (command: string, options: { cwd?: string; progress?: Array<string> } = {}) =>
+  bash
+    .execute({ command }, context(options.cwd ?? tempDir("logbook-bash-"), options.progress))
+    .pipe(Effect.map((out) => ({ ...out, metadata: out.metadata as BashMetadata })))
+
+/**
+ * Whether `pid` is a live process. A killed process whose parent is gone may stay a zombie when
+ * the container's init does not reap orphans: that counts as gone.
+ */
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false
+    throw error
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
+  } catch {
+    return true
+  }
+}
+
+const readPids = (file: string): Array<number> =>
+  fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map(Number)
+    : []
+
+/** Polls `check` until it returns a value, failing the test after `ms`. */
+const waitFor = <A>(what: string, check: () => A | undefined, ms = 10_000) =>
+  Effect.gen(function* () {
+    for (let waited = 0; waited <= ms; waited += 20) {
+      const value = check()
+      if (value !== undefined) return value
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
+  })
+
+/** Waits until `file` lists `count` pids, all of them alive. */
+const started = (file: string, count: number) =>
+  waitFor(`${count} processes to start`, () => {
+    const pids = readPids(file)
+    return pids.length >= count && pids.every(alive) ? pids : undefined
+  })
+
+describe("bash", () => {
+  it.live("returns the output and the exit code", () =>
+    Effect.gen(function* () {
+      const result = yield* run("echo hello")
+      expect(result.output).toBe("hello\n\nExit code: 0")
+      expect(result.metadata).toMatchObject({ exitCode: 0, bytes: 6, truncated: false })
+      expect(result.metadata.signal).toBeUndefined()
+      expect(result.metadata.durationMs).toBeGreaterThanOrEqual(0)
+    })
+  )
+
+  it.live("returns a non-zero exit code as output, not as a failure", () =>
+    Effect.gen(function* () {
+      const result = yield* run("echo oops; exit 3")
+      expect(result.output).toBe("oops\n\nExit code: 3")
+      expect(result.metadata.exitCode).toBe(3)
+
+      const silent = yield* run("false")
+      expect(silent.output).toBe("(no output)\n\nExit code: 1")
+    })
+  )
+
+  it.live("reports a shell killed by a signal", () =>
+    Effect.gen(function* () {
+      const result = yield* run("kill -KILL $$")
+      expect(result.output).toBe("(no output)\n\nExit code: 137 (killed by SIGKILL)")
+      expect(result.metadata).toMatchObject({ exitCode: 137, signal: "SIGKILL" })
+    })
+  )
+
+  it.live("merges stderr into stdout in the order it was written", () =>
+    Effect.gen(function* () {
+      const result = yield* run("echo one; echo two >&2; echo three; ls /definitely-not-here-logbook; echo four")
+      const shown = result.output.split("\n")
+      expect(shown.slice(0, 3)).toEqual(["one", "two", "three"])
+      expect(shown[3]).toContain("/definitely-not-here-logbook")
+      expect(shown[4]).toBe("four")
+      expect(result.metadata.exitCode).toBe(0)
+    })
+  )
+
+  it.live("reports a syntax error of the command", () =>
+    Effect.gen(function* () {
+      const result = yield* run("if then")
+      expect(result.output).toContain("syntax error")
+      expect(result.metadata.exitCode).toBe(2)
+    })
+  )
+
+  it.live("runs in the context's cwd with TERM=dumb, stdin closed and the rest of the environment", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-cwd-")
+      process.env.LOGBOOK_BASH_TEST = "kept"
+      const result = yield* run('pwd; echo "$TERM $LOGBOOK_BASH_TEST"; cat; echo end', { cwd: dir }).pipe(
+        Effect.ensuring(Effect.sync(() => delete process.env.LOGBOOK_BASH_TEST))
+      )
+      expect(result.output).toBe(`${fs.realpathSync(dir)}\ndumb kept\nend\n\nExit code: 0`)
+    })
+  )
+
+  it.live("keeps the head and the tail of a long output, with a marker for what was left out", () =>
+    Effect.gen(function* () {
+      const result = yield* run("seq 1 30000")
+      const full = `${Array.from({ length: 30000 }, (_, i) => i + 1).join("\n")}\n`
+      const total = Buffer.byteLength(full)
+      expect(result.metadata).toMatchObject({ exitCode: 0, bytes: total, truncated: true })
+      const omitted = total - OUTPUT_HEAD_BYTES - OUTPUT_TAIL_BYTES
+      const marker = `\n\n… [${omitted} bytes (`
+      expect(result.output.startsWith(full.slice(0, OUTPUT_HEAD_BYTES))).toBe(true)
+      expect(result.output).toContain(marker)
+      expect(result.output.endsWith(`${full.slice(-OUTPUT_TAIL_BYTES, -1)}\n\nExit code: 0`)).toBe(true)
+      expect(Buffer.byteLength(result.output)).toBeLessThan(OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES + 300)
+    })
+  )
+
+  it.live("reports the output so far as progress", () =>
+    Effect.gen(function* () {
+      const progress: Array<string> = []
+      const dir = tempDir("logbook-bash-progress-")
+      const flag = path.join(dir, "go")
+      // the second line is written only after the first was reported
+      const fiber = yield* Effect.fork(
+        run(`echo first; while [ ! -e ${flag} ]; do sleep 0.02; done; echo second`, { cwd: dir, progress })
+      )
+      yield* waitFor("the first progress report", () => (progress.length > 0 ? true : undefined))
+      expect(progress[0]).toBe("first\n")
+      fs.writeFileSync(flag, "")
+      const result = yield* Fiber.join(fiber)
+      expect(progress.at(-1)).toBe("first\nsecond\n")
+      expect(result.output).toBe("first\nsecond\n\nExit code: 0")
+    })
+  )
+
+  it.live("caps progress reports to the tail of the output", () =>
+    Effect.gen(function* () {
+      const progress: Array<string> = []
+      yield* run("seq 1 30000", { progress })
+      const last = progress.at(-1)!
+      expect(Buffer.byteLength(last)).toBeLessThanOrEqual(4096)
+      expect(last.endsWith("29999\n30000\n")).toBe(true)
+    })
+  )
+
+  it.live("interruption kills the whole process group", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-kill-")
+      const pids = path.join(dir, "pids")
+      const command = [
+        "echo $$ >> pids",
+        "sleep 30 & echo $! >> pids",
+        "(sleep 30 & echo $! >> pids; wait) &",
+        "sleep 30 & echo $! >> pids",
+        "wait"
+      ].join("\n")
+      const fiber = yield* Effect.fork(run(command, { cwd: dir }))
+      const recorded = yield* started(pids, 4)
+      expect(recorded).toHaveLength(4)
+      const exit = yield* Fiber.interrupt(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      // the release waits until the group is gone: nothing is left when interrupt returns
+      expect(recorded.filter(alive)).toEqual([])
+    })
+  )
+
+  it.live("kills with SIGKILL what ignores SIGTERM", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-term-")
+      const pids = path.join(dir, "pids")
+      const fiber = yield* Effect.fork(
+        run("trap '' TERM; echo $$ >> pids; sleep 30 & echo $! >> pids; wait", { cwd: dir })
+      )
+      const recorded = yield* started(pids, 2)
+      const before = Date.now()
+      yield* Fiber.interrupt(fiber)
+      expect(Date.now() - before).toBeGreaterThanOrEqual(KILL_GRACE_MS - 100)
+      expect(recorded.filter(alive)).toEqual([])
+    })
+  )
+
+  it.live("stops background processes left when the command ends", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-bg-")
+      // one holds the output pipe open, one does not
+      const result = yield* run("sleep 30 & echo $! > held; sleep 30 > /dev/null 2>&1 & echo $! > free; echo done", {
+        cwd: dir
+      })
+      expect(result.output).toBe(
+        "done\n\n(background processes still running when the command ended were stopped)\nExit code: 0"
+      )
+      expect(result.metadata).toMatchObject({ exitCode: 0, stoppedBackground: true })
+      const recorded = [...readPids(path.join(dir, "held")), ...readPids(path.join(dir, "free"))]
+      expect(recorded).toHaveLength(2)
+      expect(recorded.filter(alive)).toEqual([])
+
+      const quiet = yield* run("(sleep 30 > /dev/null 2>&1 &); echo started")
+      expect(quiet.output).toContain("were stopped")
+    })
+  )
+
+  it.live("fails when the command cannot be started, and falls back to sh without bash", () =>
+    Effect.gen(function* () {
+      const missing = path.join(tempDir(), "gone")
+      const error = yield* Effect.flip(bash.execute({ command: "true" }, context(missing)))
+      expect(error.message).toContain(`Working directory not found: ${missing}`)
+
+      const shOnly = tempDir("logbook-bash-path-")
+      const sh = ["/bin/sh", "/usr/bin/sh"].find((p) => fs.existsSync(p))!
+      fs.symlinkSync(sh, path.join(shOnly, "sh"))
+      const originalPath = process.env.PATH
+      const withPath =
+        (value: string) =>
+        <A, E>(effect: Effect.Effect<A, E>) =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => {
+              process.env.PATH = value
+            }),
+            () => effect,
+            () =>
+              Effect.sync(() => {
+                process.env.PATH = originalPath
+              })
+          )
+      const fallback = yield* run("echo $0").pipe(withPath(shOnly))
+      expect(fallback.output).toBe("sh\n\nExit code: 0")
+
+      const none = yield* Effect.flip(bash.execute({ command: "true" }, context(shOnly))).pipe(
+        withPath(tempDir("logbook-bash-empty-path-"))
+      )
+      expect(none.message).toMatch(/^Could not start the command: .*ENOENT/)
+    })
+  )
+
+  it("takes the call's timeout, bounded by the maximum", () => {
+    const tool = makeBash({ timeoutMs: 1000, maxTimeoutMs: 5000 })
+    const timeout = (input: BashInput) => tool.timeoutMs!(input)
+    expect(timeout({ command: "x" })).toBe(1000)
+    expect(timeout({ command: "x", timeoutMs: 3000 })).toBe(3000)
+    expect(timeout({ command: "x", timeoutMs: 9000 })).toBe(5000)
+  })
+})
