@@ -235,8 +235,9 @@ const HINTS: Readonly<Record<string, string>> = {
   "invalid response": "the provider sent something that is not a valid response; check its baseURL and type"
 }
 
-/** seconds for messages: 120000 -> "120s", 1500 -> "1.5s", 400 -> "0.4s" */
+/** seconds for messages: 120000 -> "120s", 1500 -> "1.5s", 400 -> "0.4s"; under 0.1 s in ms: 20 -> "20ms" */
 export const formatMs = (ms: number): string => {
+  if (ms > 0 && ms < 100) return `${Math.round(ms)}ms`
   const s = ms / 1000
   return `${Number.isInteger(s) ? s : Number(s.toFixed(1))}s`
 }

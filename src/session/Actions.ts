@@ -75,6 +75,13 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
     const fail = (error: string, extra: { readonly timedOut?: boolean } = {}) =>
       journal.append([make("tool.failed", { callId, error, ...extra })]).pipe(Effect.as({ callId, ok: false }))
 
+    /** the latest progress text the tool reported (the output so far), for the error of a stopped call */
+    let latestProgress: string | undefined
+    const withOutputSoFar = (error: string) =>
+      latestProgress === undefined || latestProgress.trim() === ""
+        ? error
+        : `${error}\nOutput before it was stopped:\n${latestProgress}`
+
     const interrupted = Effect.gen(function* () {
       const state = yield* journal.state
       if (!isOpen(state, callId)) return
@@ -84,7 +91,7 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
           callId,
           error:
             state.toolParts[callId]?.state._tag === "running"
-              ? `The call was interrupted (${reason}) and stopped before it finished.`
+              ? withOutputSoFar(`The call was interrupted (${reason}) and stopped before it finished.`)
               : `The call was interrupted (${reason}) before it ran.`,
           interrupted: true,
           reason
@@ -115,6 +122,7 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         timeoutMs: prepared.timeoutMs,
         progress: (output) =>
           Effect.gen(function* () {
+            latestProgress = output
             const now = yield* Clock.currentTimeMillis
             if (now - lastProgressAt < progressEveryMs) return
             lastProgressAt = now
@@ -147,8 +155,10 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         const error = executed.left
         if (error instanceof TimedOut) {
           return yield* fail(
-            `The call timed out after ${formatMs(prepared.timeoutMs)} and was stopped. ` +
-              "If it needs longer, call it again with a longer timeout or split the work.",
+            withOutputSoFar(
+              `The call timed out after ${formatMs(prepared.timeoutMs)} and was stopped. ` +
+                "If it needs longer, call it again with a longer timeout or split the work."
+            ),
             { timedOut: true }
           )
         }

@@ -511,18 +511,23 @@ describe("Sessions: interrupt, steer, queue", () => {
         description: "never ends",
         input: Schema.Struct({}),
         timeoutMs: () => 20,
-        execute: () => Effect.never.pipe(Effect.onInterrupt(() => Ref.set(stopped, true)))
+        execute: (_input, context) =>
+          context.progress("compiling 3/10").pipe(
+            Effect.zipRight(Effect.never),
+            Effect.onInterrupt(() => Ref.set(stopped, true))
+          )
       })
       yield* Effect.gen(function* () {
         const { id, state } = yield* prompt("slow")
         expect(yield* Ref.get(stopped)).toBe(true)
         const t = types(yield* events(id))
         expect(t.indexOf("tool.timeout")).toBeLessThan(t.indexOf("tool.failed"))
-        expect(state.toolParts["s1" as never]!.state).toMatchObject({
-          _tag: "error",
-          timedOut: true,
-          interrupted: false
-        })
+        const part = state.toolParts["s1" as never]!.state
+        expect(part).toMatchObject({ _tag: "error", timedOut: true, interrupted: false })
+        // the model reads what the tool printed before it was stopped
+        expect((part as { error: string }).error).toMatch(
+          /timed out after 20ms[\s\S]*Output before it was stopped:\ncompiling 3\/10/
+        )
         expect(state.status._tag).toBe("idle")
       }).pipe(
         Effect.provide(
