@@ -188,7 +188,9 @@ export const run = Command.make(
       const show = (event: Envelope) =>
         Effect.gen(function* () {
           if (args.format === "json") return yield* write(`${JSON.stringify(event)}\n`)
-          yield* stopCountdown
+          // the `session.status retry` committed together with `model.retry` must not stop its countdown
+          const retrying = event.type === "session.status" && event.payload.status._tag === "retry"
+          if (!retrying) yield* stopCountdown
           if (event.type === "model.retry" && tty) {
             const p = event.payload
             const tick = Effect.gen(function* () {
@@ -243,20 +245,11 @@ export const run = Command.make(
           Effect.gen(function* () {
             yield* sessions.interrupt(sessionId, "user").pipe(Effect.ignore)
             yield* finishOutput.pipe(Effect.ignore)
-            const state = yield* sessions.state(sessionId).pipe(Effect.option)
-            const usage = Option.match(state, {
-              onNone: () => undefined,
-              onSome: (s) => {
-                const last = s.messages[s.messages.length - 1]
-                return last?.role === "assistant" ? last.usage : undefined
-              }
-            })
-            yield* report(
-              usage === undefined
-                ? undefined
-                : { turnId: "" as never, reason: "interrupted", message: "interrupted (user)", steps: 0, usage },
-              ExitCode.interrupted
+            const last = yield* sessions.wait(sessionId).pipe(
+              Effect.map(Option.getOrUndefined),
+              Effect.orElseSucceed(() => undefined)
             )
+            yield* report(last, ExitCode.interrupted)
             yield* Console.error(`logbook: interrupted; resume with: logbook run --session ${sessionId} "…"`)
           })
         )
@@ -267,7 +260,7 @@ export const run = Command.make(
       if (outcome === undefined || outcome.reason === "stop") return
       if (outcome.reason === "max-steps") {
         return yield* CliError.failed(
-          `stopped after ${outcome.steps} steps (maxSteps); run again with --session ${sessionId} to go on`
+          `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps); run again with --session ${sessionId} to go on`
         )
       }
       return yield* CliError.failed(outcome.message ?? `the turn ended: ${outcome.reason}`)

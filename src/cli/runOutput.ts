@@ -104,8 +104,7 @@ export const makeTextRenderer = (style: Style, options: { readonly maxAttempts: 
         const p = event.payload
         return line(style.yellow(retryLine(p.attempt, options.maxAttempts, p.delayMs, p.message)))
       }
-      case "model.error":
-        return line(style.red(`model error: ${event.payload.message}`))
+      // model.error: the same sentence ends the run on stderr (`logbook: …`)
       default:
         return ""
     }

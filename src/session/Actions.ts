@@ -13,7 +13,7 @@
  * ends the call `tool.failed {interrupted: true, reason}` after the tool has been stopped. A tool
  * that crashes (a defect) ends `tool.failed` with the crash's message; the kernel goes on.
  */
-import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { make } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
@@ -82,7 +82,15 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         ? error
         : `${error}\nOutput before it was stopped:\n${latestProgress}`
 
+    /**
+     * Completes when the tool's execution has ended, its finalizers included (a command's process
+     * group is gone). An interrupt of the batch does not wait for the race inside `runCall`, so the
+     * interrupted call's `tool.failed` waits for this: the log never says "stopped" too early.
+     */
+    let stopped: Deferred.Deferred<void> | undefined
+
     const interrupted = Effect.gen(function* () {
+      if (stopped !== undefined) yield* Deferred.await(stopped)
       const state = yield* journal.state
       if (!isOpen(state, callId)) return
       const reason = yield* input.interruptReason ?? Effect.succeed("interrupted")
@@ -136,7 +144,12 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         Effect.zipRight(journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })])),
         Effect.zipRight(Effect.fail(new TimedOut()))
       )
-      const executed = yield* prepared.tool.execute(prepared.input, context).pipe(
+      const done = yield* Deferred.make<void>()
+      const execution = Effect.suspend(() => {
+        stopped = done
+        return prepared.tool.execute(prepared.input, context)
+      }).pipe(Effect.ensuring(Deferred.succeed(done, undefined)))
+      const executed = yield* execution.pipe(
         Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause)

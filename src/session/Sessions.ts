@@ -296,9 +296,13 @@ export const makeSessions = (options: SessionsOptions) =>
       return message?.role === "assistant" ? message.usage : emptyUsage
     }
 
-    const usageOfLast = (state: SessionState): Usage => {
-      const last = state.messages[state.messages.length - 1]
-      return last?.role === "assistant" ? last.usage : emptyUsage
+    /** steps and usage of the latest assistant message (the interrupted turn's) */
+    const lastTurnFigures = (state: SessionState): { readonly steps: number; readonly usage: Usage } => {
+      for (let i = state.messages.length - 1; i >= 0; i--) {
+        const message = state.messages[i]!
+        if (message.role === "assistant") return { steps: message.steps.length, usage: message.usage }
+      }
+      return { steps: 0, usage: emptyUsage }
     }
 
     /** Runs one turn to its end; the steps, tools and the closing events. */
@@ -451,8 +455,7 @@ export const makeSessions = (options: SessionsOptions) =>
                   turnId,
                   reason: "interrupted",
                   message: `interrupted (${reason})`,
-                  steps: 0,
-                  usage: state.messages.length > 0 ? usageOfLast(state) : emptyUsage
+                  ...lastTurnFigures(state)
                 }
                 yield* SubscriptionRef.set(driver.status, { running: false, last })
               })

@@ -26,6 +26,8 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string | undefined>>
   readonly cwd?: string
   readonly timeoutMs?: number
+  /** written to the process's stdin, which is then closed (default: stdin is /dev/null) */
+  readonly input?: string
 }
 
 export interface RunResult {
@@ -64,12 +66,19 @@ const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
   return env
 }
 
-const start = (args: ReadonlyArray<string>, options: RunOptions): ChildProcess =>
-  spawn(process.execPath, [binPath, ...args], {
+const start = (args: ReadonlyArray<string>, options: RunOptions): ChildProcess => {
+  const child = spawn(process.execPath, [binPath, ...args], {
     cwd: options.cwd ?? root,
     env: baseEnv(options.env),
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
   })
+  if (options.input !== undefined) {
+    // a process that exits before reading its stdin makes the write fail with EPIPE: not an error here
+    child.stdin!.on("error", () => {})
+    child.stdin!.end(options.input)
+  }
+  return child
+}
 
 /** Runs `logbook <args>` to completion (killed after `timeoutMs`, default 30 s). */
 export const runCli = (args: ReadonlyArray<string>, options: RunOptions = {}): Promise<RunResult> =>

@@ -1,0 +1,233 @@
+/**
+ * `logbook run` against a model server that fails: rate limits, server errors, a bad key, a stream
+ * cut mid-way, a malformed chunk, slow chunks, and retrying until it gives up. The built binary,
+ * real HTTP, the real retry policy (with short waits from the test config).
+ */
+import { afterEach, describe, expect, it } from "vitest"
+import { runCli, spawnCli } from "../support/cli.js"
+import { Reply } from "../support/scriptedServer.js"
+import {
+  contentText,
+  jsonLines,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  messagesOf,
+  ofType,
+  readLog,
+  types
+} from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const idle = { type: "session.status", payload: { status: { _tag: "idle" } } }
+
+describe("logbook run: retried model errors", () => {
+  it("429 with Retry-After: 1 waits a second, says so, then succeeds", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.error(429, { headers: { "retry-after": "1" }, message: "Rate limit reached" }),
+      Reply.text("Answer after the wait.")
+    )
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^retry 2\/8 in 1s: 429 rate limited\nAnswer after the wait\.\n/)
+
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const retries = ofType(log, "model.retry")
+    expect(retries.map((e) => e.payload)).toEqual([
+      { attempt: 2, delayMs: 1000, nextAt: expect.any(Number), message: "429 rate limited", status: 429 }
+    ])
+    // the failed attempt is a step of its own, ended aborted; the retry is the next step
+    const steps = ofType(log, "step.finished")
+    expect(steps.map((e) => [e.payload.step, e.payload.aborted === true])).toEqual([
+      [0, true],
+      [1, false]
+    ])
+    const statuses = ofType(log, "session.status").map((e) => e.payload.status._tag)
+    expect(statuses).toEqual(["busy", "retry", "busy", "idle"])
+    expect(log.at(-1)).toMatchObject(idle)
+    expect(server.requests).toHaveLength(2)
+    expect(messagesOf(server.requests[1]!)).toEqual(messagesOf(server.requests[0]!))
+  })
+
+  it("retry-after-ms below the floor is raised to 500 ms", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.error(429, { headers: { "retry-after-ms": "1" } }), Reply.text("ok"))
+    const result = await runCli([...ws.runArgs, "--format", "json", "hello"])
+    expect(result.code).toBe(0)
+    const retry = jsonLines(result.stdout).find((line) => line.type === "model.retry")
+    expect(retry?.payload).toMatchObject({ attempt: 2, delayMs: 500, status: 429 })
+  })
+
+  it("500, 503 and 529 are retried with backoff, then the answer comes", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.error(500),
+      Reply.error(503),
+      Reply.error(529, { body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } }),
+      Reply.text("Finally.")
+    )
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(
+      /^retry 2\/8 in \d+s: 500 internal server error\nretry 3\/8 in \d+s: 503 service unavailable\nretry 4\/8 in \d+s: 529 overloaded\nFinally\.\n/
+    )
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const retries = ofType(log, "model.retry").map((e) => e.payload)
+    expect(retries.map((p) => [p.attempt, p.status, p.message])).toEqual([
+      [2, 500, "500 internal server error"],
+      [3, 503, "503 service unavailable"],
+      [4, 529, "529 overloaded"]
+    ])
+    // the config's backoff (1 ms, capped at 5 ms), not the defaults
+    for (const p of retries) expect(p.delayMs).toBeLessThanOrEqual(5)
+    expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["stop"])
+    expect(ofType(log, "model.error")).toEqual([])
+    expect(log.at(-1)).toMatchObject(idle)
+    expect(server.requests).toHaveLength(4)
+  })
+
+  it("gives up after retry.maxAttempts: exit 1, model.error, the reason on stderr", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
+    server.enqueue(Reply.error(503), Reply.error(503), Reply.text("never sent"))
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe("logbook: gave up after 2 attempts: 503 service unavailable\n")
+    expect(result.stdout).toMatch(/^retry 2\/2 in \d+s: 503 service unavailable\n/)
+    expect(server.requests).toHaveLength(2)
+    expect(server.pending()).toBe(1)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "model.error").map((e) => e.payload)).toEqual([
+      { message: "gave up after 2 attempts: 503 service unavailable", status: 503, retryable: true }
+    ])
+    expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["error"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+})
+
+describe("logbook run: final model errors", () => {
+  it("401 is not retried: exit 1, model.error, the message on stderr", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.error(401, { message: "Incorrect API key provided" }), Reply.text("never sent"))
+    const result = await runCli([...ws.runArgs, "--format", "json", "hello"])
+    expect(result.code).toBe(1)
+    expect(server.requests).toHaveLength(1)
+    expect(result.stderr).toMatch(
+      /^logbook: 401 unauthorized \(authentication failed\), not retried: check the API key/
+    )
+    expect(result.stderr.trimEnd().split("\n")).toHaveLength(1)
+    const lines = jsonLines(result.stdout)
+    expect(lines.at(-1)).toMatchObject({ type: "done", reason: "error", exitCode: 1, steps: 0 })
+    const events = lines.slice(0, -1)
+    expect(events.map((e) => e.type)).not.toContain("model.retry")
+    const error = events.find((e) => e.type === "model.error")
+    expect(error?.payload).toMatchObject({ status: 401, retryable: false })
+    expect(events.at(-1)).toMatchObject(idle)
+    expect(
+      events.filter((e) => e.type === "turn.finished").map((e) => (e.payload as { reason: string }).reason)
+    ).toEqual(["error"])
+  })
+})
+
+describe("logbook run: broken streams", () => {
+  it("a stream cut mid-way: the step ends aborted, is retried, and the partial text is not sent again", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      // role+"Partial ", "answer " are written, then the socket is destroyed
+      Reply.cutAfter(2, Reply.stream({ text: ["Partial ", "answer ", "that never ends"] })),
+      Reply.text("Complete answer.")
+    )
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^Partial answer \n\(the response was cut off\)\nretry 2\/8 in \d+s: stream cut/)
+    expect(result.stdout).toContain("\nComplete answer.\n")
+
+    expect(server.requests).toHaveLength(2)
+    const resent = JSON.stringify(server.requests[1]!.body.messages)
+    expect(resent).not.toContain("Partial")
+    expect(messagesOf(server.requests[1]!)).toEqual([{ role: "user", content: "hello" }])
+
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const steps = ofType(log, "step.finished")
+    expect(steps.map((e) => [e.payload.step, e.payload.aborted === true])).toEqual([
+      [0, true],
+      [1, false]
+    ])
+    expect(ofType(log, "model.retry")).toHaveLength(1)
+    expect(ofType(log, "model.retry")[0]!.payload.message).toMatch(/^stream cut/)
+    // the cut step's deltas stay in the log (it is append-only), tied to step 0
+    const deltas = ofType(log, "text.delta")
+      .map((e) => e.payload.delta)
+      .join("")
+    expect(deltas).toBe("Partial answer Complete answer.")
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("a malformed chunk is an invalid response: not retried, exit 1, and the session ends idle", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.malformedAfter(1, Reply.stream({ text: ["Before ", "after"] })), Reply.text("never sent"))
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.code).toBe(1)
+    expect(server.requests).toHaveLength(1)
+    expect(result.stderr).toMatch(/^logbook: invalid response: .*not retried/)
+    // the error is said once, on stderr; stdout has the cut response and the usage line
+    expect(result.stdout).toMatch(/^Before \n\(the response was cut off\)\ntokens in /)
+    expect(result.stdout).not.toMatch(/invalid response/)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "model.retry")).toEqual([])
+    expect(ofType(log, "model.error").map((e) => e.payload.retryable)).toEqual([false])
+    expect(ofType(log, "step.finished").map((e) => e.payload.aborted)).toEqual([true])
+    expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["error"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("slow chunks: the first deltas are committed and printed while the stream waits, then it completes", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    janitor.defer(release)
+    server.enqueue(Reply.waitAfter(2, gate, Reply.stream({ text: ["First ", "half, ", "second half."] })))
+    const live = spawnCli([...ws.runArgs, "--format", "json", "hello"])
+    janitor.defer(() => live.child.kill("SIGKILL"))
+
+    // wait until the deltas before the wait are out (one JSON line per event: find them)
+    const deltaText = (lines: ReadonlyArray<string>) =>
+      lines
+        .map((line) => JSON.parse(line) as { type: string; payload: { delta?: string } })
+        .filter((e) => e.type === "text.delta")
+        .map((e) => e.payload.delta)
+        .join("")
+    for (let n = 1; ; n++) {
+      const lines = await live.waitForLines(n)
+      if (deltaText(lines) === "First half, ") break
+    }
+    expect(live.lines().some((line) => line.includes('"type":"step.finished"'))).toBe(false)
+    release()
+
+    const exit = await live.exited
+    expect(live.stderr()).toBe("")
+    expect(exit.code).toBe(0)
+    const lines = live.lines()
+    expect(deltaText(lines.slice(0, -1))).toBe("First half, second half.")
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ type: "done", reason: "stop", exitCode: 0 })
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(types(log)).not.toContain("model.retry")
+    expect(log.at(-1)).toMatchObject(idle)
+    expect(contentText(messagesOf(server.requests[0]!)[0])).toBe("hello")
+  })
+})
