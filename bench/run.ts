@@ -3,8 +3,8 @@
  * with its goal. Benchmarks are not tests: nothing here fails on a missed goal, only on a wrong
  * result (e.g. restore and the full fold disagree).
  *
- *   npm run bench                               all three
- *   npm run bench -- restore                    one (or several): append, restore, coldstart
+ *   npm run bench                               all four
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart, kernel
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- --write docs/benchmarks.md also put the figures into that file, between
  *                                               the `<!-- bench:begin -->` / `<!-- bench:end -->` lines
@@ -16,9 +16,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { type AppendResult, benchAppend } from "./append.js"
 import { benchColdStart, type ColdStartResult } from "./coldstart.js"
+import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 
-const NAMES = ["append", "restore", "coldstart"] as const
+const NAMES = ["append", "restore", "coldstart", "kernel"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -30,7 +31,7 @@ interface Args {
   readonly write: string | undefined
 }
 
-const usage = `usage: npm run bench -- [append] [restore] [coldstart] [--quick] [--write FILE]`
+const usage = `usage: npm run bench -- [append] [restore] [coldstart] [kernel] [--quick] [--write FILE]`
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -245,6 +246,54 @@ const coldMarkdown = (c: ColdStartResult): string =>
     )
   ].join("\n")
 
+const KERNEL_GOAL = 2
+
+const kernelRows = (k: KernelResult): Array<Row> => [
+  {
+    figure:
+      `kernel: ${int(k.shape.deltas)} text deltas + ${int(k.shape.calls)} tool calls through the kernel ` +
+      `(${ms(k.kernelMs)} ms) / the same ${int(k.baselineEvents)} events straight to the EventStore (${ms(k.baselineMs)} ms)`,
+    value: ratio(k.ratio),
+    goal: `≤ ${KERNEL_GOAL}`,
+    result: verdict(k.ratio <= KERNEL_GOAL)
+  }
+]
+
+const kernelMarkdown = (k: KernelResult): string => {
+  const range = (r: readonly [number, number], f: (x: number) => string) => `${f(r[0])}–${f(r[1])}`
+  const x2 = (x: number) => x.toFixed(2)
+  return [
+    `### Kernel overhead (${int(k.events)} events, median of ${k.rounds} rounds)`,
+    "",
+    `One turn of ${k.steps} scripted steps (${int(k.shape.deltas)} text deltas, ${int(k.shape.calls)} calls of an ` +
+      "in-process `echo` tool), one event per stream chunk, through `makeAgentLayer` on a fresh SQLite file, timed " +
+      `from \`send\` to the end of \`wait\`: ${int(k.timedEvents)} events, handed to the store in ` +
+      `${int(k.appendLaterCalls)} \`appendLater\` and ${int(k.appendCalls)} awaited \`append\` calls; the journal ` +
+      `saved ${k.snapshots} snapshots (${bytes(k.snapshotBytes)} of JSON). The baseline appends the same events ` +
+      "(type and payload, read back from the kernel's database) straight to a fresh `EventStore` in the same calls, " +
+      "then `flush`. Events in each database: kernel " +
+      `${int(k.kernelEvents)}, baseline ${int(k.baselineEvents)} (asserted equal in every round).`,
+    "",
+    table(
+      ["", "median ms", "range (ms)"],
+      [
+        ["kernel (`send` … `wait`)", ms(k.kernelMs), range(k.kernelRange, ms)],
+        ["baseline: straight to the `EventStore` (… `flush`)", ms(k.baselineMs), range(k.baselineRange, ms)],
+        [
+          `**kernel / baseline** (goal ≤ ${KERNEL_GOAL})`,
+          `**${ratio(k.ratio)}** ${verdict(k.ratio <= KERNEL_GOAL)}`,
+          `${range(k.ratioRange, x2)} (per round)`
+        ],
+        [
+          "(not judged) the same calls through a `SessionJournal`: fold + snapshots",
+          ms(k.journalMs),
+          `${range(k.journalRange, ms)}; ${x2(k.journalMs / k.baselineMs)}× the baseline`
+        ]
+      ]
+    )
+  ].join("\n")
+}
+
 const machine = () => {
   const cpus = os.cpus()
   return (
@@ -307,6 +356,14 @@ const main = async () => {
         )
         rows.push(...restoreRows(r))
         sections.push(restoreMarkdown(r))
+      } else if (name === "kernel") {
+        const rounds = args.quick ? 3 : 7
+        const shape = args.quick ? QUICK_SHAPE : DEFAULT_SHAPE
+        console.log(`\nkernel: one scripted turn through the kernel and straight to the store, ${rounds} rounds …`)
+        const sub = fs.mkdtempSync(path.join(dir, "kernel-"))
+        const r = await benchKernel(sub, { shape, rounds, log: console.log })
+        rows.push(...kernelRows(r))
+        sections.push(kernelMarkdown(r))
       } else {
         const runs = args.quick ? 6 : 20
         console.log(`\ncoldstart: ${runs} spawns of each, alternated …`)

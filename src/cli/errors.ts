@@ -9,8 +9,8 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import { Cause, Config, Console, Effect, Logger, Option, Schema } from "effect"
 import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
-import { DatabaseError, EventStoreError } from "../store/Errors.js"
 import { SessionUnavailable } from "../session/Sessions.js"
+import { DatabaseError, EventStoreError } from "../store/Errors.js"
 import { ProjectionError } from "../store/Projection.js"
 
 export const ExitCode = {

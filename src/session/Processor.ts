@@ -245,8 +245,10 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
       const steer = input.steer
       const request = input.request(yield* journal.state)
       const stream = model.stream(request)
-      const events = steer === undefined ? stream : stream.pipe(Stream.interruptWhenDeferred(steer))
-      yield* Stream.runForEachChunk(events, handle)
+      // each chunk is handled whole; a steered message stops the stream between chunks. The steer
+      // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
+      const consume = Stream.runForEachChunk(stream, (chunk) => Effect.uninterruptible(handle(chunk)))
+      yield* steer === undefined ? consume : Effect.raceFirst(consume, Deferred.await(steer))
 
       const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
       if (st.finish === undefined && !steered) {

@@ -1,0 +1,431 @@
+/**
+ * Kernel overhead: one turn of a scripted model (10,000 text deltas and 100 tool calls) driven
+ * through the whole kernel (`Sessions` -> `Processor` / `Actions` -> `SessionJournal` ->
+ * `EventStore`, SQLite file), over appending the very events that run committed straight to a
+ * fresh `EventStore` with the same calls (deltas handed over, the rest awaited), side by side in
+ * one run.
+ *
+ * The script (default shape): 101 steps. Steps 1–100 each stream 99 text deltas, then one call of
+ * the in-process `echo` tool (input start, one input delta, the call) and a `tool-calls` finish;
+ * step 101 streams the remaining 100 text deltas and a `stop` finish. In all 10,000 text deltas and
+ * 100 tool calls. The stream delivers ONE event per chunk, as a provider's stream does (the kernel
+ * merges the deltas of one part that arrive in the same chunk, so a single-chunk script would not
+ * be the same work).
+ *
+ * The baseline replays the kernel's own store calls (recorded in an unmeasured run: each
+ * `appendLater` and each awaited `append`, with the events it carried, read back from the kernel's
+ * database as type + payload). A third side, not judged, replays the same calls through a
+ * `SessionJournal` (projection fold + snapshots), to show where the overhead splits.
+ *
+ *   node --expose-gc --import tsx bench/kernel.ts [--quick]     this benchmark alone (e.g. to profile)
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
+import * as Events from "../src/domain/Events.js"
+import { type SessionId, SessionId as SessionIdSchema } from "../src/domain/Ids.js"
+import { Model, ModelEvent } from "../src/model/Model.js"
+import { defaultRetryOptions } from "../src/model/Retry.js"
+import { makeScripted, Script, type ScriptStep } from "../src/model/Scripted.js"
+import { makeAgentLayer } from "../src/session/Agent.js"
+import { Sessions } from "../src/session/Sessions.js"
+import { EventStore, type Snapshot } from "../src/store/EventStore.js"
+import { makeJournal } from "../src/store/Snapshots.js"
+import { defineTool } from "../src/tools/Tools.js"
+import { gc, median, now } from "./util.js"
+
+export interface KernelShape {
+  /** text deltas in the whole turn */
+  readonly deltas: number
+  /** tool calls in the whole turn, one per step; a last step without a call ends the turn */
+  readonly calls: number
+}
+
+export const DEFAULT_SHAPE: KernelShape = { deltas: 10_000, calls: 100 }
+/** `--quick`: a tenth of it, to check that everything runs */
+export const QUICK_SHAPE: KernelShape = { deltas: 1_000, calls: 10 }
+
+/** Pieces of text of the sizes a provider streams (a few tokens each). */
+const PIECES = [
+  "Let me",
+  " look at",
+  " the file",
+  " that handles",
+  " the commit",
+  " path, then",
+  " check how",
+  " the writer",
+  " batches",
+  " deltas.\n"
+]
+
+/**
+ * The turn as a script: `calls + 1` steps; each of the first `calls` streams
+ * `floor(deltas / (calls + 1))` text deltas then calls `echo`, the last streams the rest of the
+ * deltas and stops.
+ */
+export const kernelScript = (shape: KernelShape): ReadonlyArray<ScriptStep> => {
+  const steps = shape.calls + 1
+  const per = Math.floor(shape.deltas / steps)
+  const out: Array<ScriptStep> = []
+  let n = 0
+  const text = (count: number) =>
+    Array.from({ length: count }, () => ModelEvent.TextDelta({ id: "text-0", delta: PIECES[n++ % PIECES.length]! }))
+  const usage = { input: 12_000, output: 400, cacheRead: 10_000 }
+  for (let s = 0; s < shape.calls; s++) {
+    out.push({
+      events: [
+        ...text(per),
+        ...Script.toolCall({ callId: `call_${s}`, tool: "echo", input: { text: `step ${s}: look at src/a${s}.ts` } }),
+        Script.finish("tool-calls", usage)
+      ]
+    })
+  }
+  out.push({ events: [...text(shape.deltas - per * shape.calls), Script.finish("stop", usage)] })
+  return out
+}
+
+/** A trivial in-process tool: returns its input. */
+const echo = defineTool({
+  name: "echo",
+  description: "returns its text",
+  input: Schema.Struct({ text: Schema.String }),
+  execute: (input) => Effect.succeed({ output: input.text })
+})
+
+/** The scripted model, one event per stream chunk (as a real provider's stream delivers them). */
+const layerModel = (script: ReadonlyArray<ScriptStep>): Layer.Layer<Model> =>
+  Layer.effect(
+    Model,
+    Effect.map(makeScripted(script, { name: "bench/scripted" }), ({ model }) => ({
+      name: model.name,
+      stream: (request) => model.stream(request).pipe(Stream.rechunk(1))
+    }))
+  )
+
+/** One call the kernel made to the store: how many events, awaited (`append`) or not (`appendLater`). */
+interface StoreCall {
+  readonly later: boolean
+  readonly count: number
+  /** made after `send` (inside the timed window) */
+  readonly timed: boolean
+}
+
+interface Recorder {
+  readonly calls: Array<StoreCall>
+  timed: boolean
+  /** snapshots the journal saved, and their JSON bytes */
+  snapshots: number
+  snapshotBytes: number
+}
+
+/**
+ * `EventStore` over SQLite; with `record`, a thin wrapper that notes every `append` /
+ * `appendLater` call (only in the unmeasured recording run).
+ */
+const layerStore = (file: string, record?: Recorder) => {
+  const sqlite = EventStore.layerSqlite({ filename: file })
+  if (record === undefined) return sqlite
+  return Layer.effect(
+    EventStore,
+    Effect.map(EventStore, (store) => ({
+      ...store,
+      append: (sessionId: SessionId, events: ReadonlyArray<Events.NewEvent>) => {
+        record.calls.push({ later: false, count: events.length, timed: record.timed })
+        return store.append(sessionId, events)
+      },
+      appendLater: (sessionId: SessionId, events: ReadonlyArray<Events.NewEvent>) => {
+        record.calls.push({ later: true, count: events.length, timed: record.timed })
+        return store.appendLater(sessionId, events)
+      },
+      saveSnapshot: (snapshot: Snapshot) => {
+        record.snapshots += 1
+        record.snapshotBytes += JSON.stringify(snapshot.state).length
+        return store.saveSnapshot(snapshot)
+      }
+    }))
+  ).pipe(Layer.provide(sqlite))
+}
+
+interface KernelRun {
+  readonly ms: number
+  /** every event of the session, in seq order */
+  readonly events: ReadonlyArray<Events.Envelope>
+  /** events committed before `send` (`session.created`) */
+  readonly before: number
+}
+
+/** One turn through the kernel on a fresh SQLite file; timed from `send` to the end of `wait` + `flush`. */
+export const runKernel = (file: string, shape: KernelShape, record?: Recorder): Promise<KernelRun> => {
+  const script = kernelScript(shape)
+  const agent = makeAgentLayer({
+    sessions: { maxSteps: 1000, system: () => "system" },
+    tools: { tools: [echo] },
+    retry: defaultRetryOptions
+  }).pipe(Layer.provideMerge(layerModel(script)), Layer.provideMerge(layerStore(file, record)))
+  const program = Effect.gen(function* () {
+    const sessions = yield* Sessions
+    const store = yield* EventStore
+    const id = yield* sessions.create({ cwd: path.dirname(file) })
+    const before = yield* store.lastSeq(id)
+    if (record !== undefined) record.timed = true
+    gc()
+    const start = now()
+    yield* sessions.send(id, "go")
+    const outcome = yield* sessions.wait(id)
+    yield* store.flush
+    const ms = now() - start
+    if (record !== undefined) record.timed = false
+    const turn = Option.getOrThrow(outcome)
+    if (turn.reason !== "stop" || turn.steps !== script.length) {
+      throw new Error(`the turn ended ${turn.reason} after ${turn.steps} steps, not stop after ${script.length}`)
+    }
+    const events = Chunk.toReadonlyArray(yield* Stream.runCollect(store.read(id)))
+    return { ms, events, before } satisfies KernelRun
+  })
+  return Effect.runPromise(program.pipe(Effect.provide(agent)))
+}
+
+/** The kernel's store calls with the events each one carried (type + payload, as read back). */
+interface Replay {
+  readonly untimed: ReadonlyArray<ReadonlyArray<Events.NewEvent>>
+  readonly timed: ReadonlyArray<{ readonly later: boolean; readonly events: ReadonlyArray<Events.NewEvent> }>
+  readonly count: number
+}
+
+const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Events.Envelope>): Replay => {
+  const events = envelopes.map((e) => Events.make(e.type, e.payload as never) as Events.NewEvent)
+  const total = calls.reduce((sum, c) => sum + c.count, 0)
+  if (total !== events.length) {
+    throw new Error(`the kernel handed ${total} events to the store but ${events.length} were committed`)
+  }
+  const untimed: Array<ReadonlyArray<Events.NewEvent>> = []
+  const timed: Array<{ later: boolean; events: ReadonlyArray<Events.NewEvent> }> = []
+  let at = 0
+  for (const call of calls) {
+    const slice = events.slice(at, at + call.count)
+    at += call.count
+    if (!call.timed) {
+      if (call.later) throw new Error("the kernel handed events over without waiting before the turn")
+      untimed.push(slice)
+    } else timed.push({ later: call.later, events: slice })
+  }
+  return { untimed, timed, count: events.length }
+}
+
+/**
+ * The same events to a fresh `EventStore`, in the same calls as the kernel made them (its batches
+ * reconstructed exactly: each `append` / `appendLater` call of the kernel is one call here with the
+ * same events); timed from the first call after `session.created` to the end of `flush`.
+ * - `store`: straight to the store — the baseline;
+ * - `journal`: through a `SessionJournal` (the projection fold of every call, snapshots every 500
+ *   events and at the turn's end, as the kernel's journal) — where the kernel's overhead splits.
+ */
+export const runReplay = (
+  file: string,
+  replay: Replay,
+  via: "store" | "journal" = "store"
+): Promise<{ readonly ms: number; readonly events: number }> => {
+  const program = Effect.gen(function* () {
+    const store = yield* EventStore
+    const sessionId = SessionIdSchema.make(`bench-kernel-${via}`)
+    for (const events of replay.untimed) yield* store.append(sessionId, events)
+    const sink =
+      via === "store"
+        ? {
+            append: (events: ReadonlyArray<Events.NewEvent>) => store.append(sessionId, events),
+            appendLater: (events: ReadonlyArray<Events.NewEvent>) => store.appendLater(sessionId, events),
+            flush: store.flush
+          }
+        : yield* makeJournal(sessionId)
+    gc()
+    const start = now()
+    for (const call of replay.timed) {
+      if (call.later) yield* sink.appendLater(call.events)
+      else yield* sink.append(call.events)
+    }
+    yield* sink.flush
+    const ms = now() - start
+    const last = yield* store.lastSeq(sessionId)
+    if (last !== replay.count) throw new Error(`${via} replay: expected ${replay.count} events, found ${last}`)
+    return { ms, events: last }
+  })
+  return Effect.runPromise(program.pipe(Effect.provide(EventStore.layerSqlite({ filename: file }))))
+}
+
+export interface KernelResult {
+  readonly shape: KernelShape
+  readonly steps: number
+  readonly rounds: number
+  /** events in the recording run's database */
+  readonly events: number
+  /** events in the kernel's and the baseline's databases (asserted equal in every round) */
+  readonly kernelEvents: number
+  readonly baselineEvents: number
+  /** events committed inside the timed window */
+  readonly timedEvents: number
+  readonly textDeltas: number
+  readonly toolCalls: number
+  /** the kernel's store calls in the timed window */
+  readonly appendCalls: number
+  readonly appendLaterCalls: number
+  /** snapshots the journal saved during the turn (the baseline saves none), and their JSON bytes */
+  readonly snapshots: number
+  readonly snapshotBytes: number
+  readonly kernelMs: number
+  readonly baselineMs: number
+  readonly kernelRange: readonly [number, number]
+  readonly baselineRange: readonly [number, number]
+  /** the same calls through a `SessionJournal` (not judged: where the overhead splits) */
+  readonly journalMs: number
+  readonly journalRange: readonly [number, number]
+  /** kernel / baseline of the medians */
+  readonly ratio: number
+  /** kernel / baseline of each round, lowest and highest */
+  readonly ratioRange: readonly [number, number]
+}
+
+const removeDb = (file: string) => {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true })
+}
+
+const int = (x: number) => x.toLocaleString("en-US")
+
+const typesOf = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type).join(",")
+
+/**
+ * An unmeasured recording run (the kernel's store calls noted, its events read back), one
+ * unmeasured run of each replay, then `rounds` rounds of the kernel, the baseline (straight to the
+ * store) and the journal replay (which goes first rotates); medians.
+ */
+export const benchKernel = async (
+  dir: string,
+  options: {
+    readonly shape?: KernelShape | undefined
+    readonly rounds?: number | undefined
+    readonly log?: ((line: string) => void) | undefined
+  } = {}
+): Promise<KernelResult> => {
+  const shape = options.shape ?? DEFAULT_SHAPE
+  const rounds = options.rounds ?? 7
+  const log = options.log ?? (() => {})
+  let n = 0
+  const file = () => path.join(dir, `kernel-${n++}.db`)
+
+  // warm-up + recording: the kernel's calls to the store and the events they committed
+  const record: Recorder = { calls: [], timed: false, snapshots: 0, snapshotBytes: 0 }
+  const recordFile = file()
+  const recorded = await runKernel(recordFile, shape, record)
+  removeDb(recordFile)
+  const replay = toReplay(record.calls, recorded.events)
+  const textDeltas = recorded.events.filter((e) => e.type === "text.delta").length
+  const toolCalls = recorded.events.filter((e) => e.type === "tool.finished").length
+  if (textDeltas !== shape.deltas || toolCalls !== shape.calls) {
+    throw new Error(
+      `the kernel committed ${textDeltas} text deltas and ${toolCalls} finished calls, ` +
+        `not ${shape.deltas} and ${shape.calls} (deltas merged?)`
+    )
+  }
+  const expectedTypes = typesOf(recorded.events)
+  for (const via of ["store", "journal"] as const) {
+    const warm = file()
+    await runReplay(warm, replay, via)
+    removeDb(warm)
+  }
+  log(
+    `  ${int(replay.count)} events (${int(replay.count - recorded.before)} in the turn: ` +
+      `${int(replay.timed.filter((c) => c.later).length)} handed over, ` +
+      `${int(replay.timed.filter((c) => !c.later).length)} awaited appends), ${record.snapshots} snapshots; ` +
+      `unmeasured kernel run ${recorded.ms.toFixed(0)} ms`
+  )
+
+  const times = { kernel: [] as Array<number>, store: [] as Array<number>, journal: [] as Array<number> }
+  const ratios: Array<number> = []
+  const counts = { kernel: 0, store: 0 }
+  const sides = ["kernel", "store", "journal"] as const
+  for (let r = 0; r < rounds; r++) {
+    // which side goes first rotates from round to round
+    for (let i = 0; i < sides.length; i++) {
+      const side = sides[(i + r) % sides.length]!
+      const f = file()
+      try {
+        if (side === "kernel") {
+          const run = await runKernel(f, shape)
+          if (run.events.length !== replay.count || typesOf(run.events) !== expectedTypes) {
+            throw new Error(
+              `kernel round ${r + 1} committed ${run.events.length} events, the recording run ${replay.count} ` +
+                "(or other types): the runs are not the same work"
+            )
+          }
+          times.kernel.push(run.ms)
+          counts.kernel = run.events.length
+        } else {
+          // `runReplay` checks that the database holds exactly `replay.count` events
+          const replayed = await runReplay(f, replay, side)
+          times[side].push(replayed.ms)
+          if (side === "store") counts.store = replayed.events
+        }
+      } finally {
+        removeDb(f)
+      }
+    }
+    if (counts.kernel !== counts.store) {
+      throw new Error(`round ${r + 1}: the kernel committed ${counts.kernel} events, the baseline ${counts.store}`)
+    }
+    const k = times.kernel[r]!
+    const b = times.store[r]!
+    ratios.push(k / b)
+    log(
+      `  round ${r + 1}: kernel ${k.toFixed(0)} ms, store ${b.toFixed(0)} ms, ratio ${(k / b).toFixed(2)}; ` +
+        `events ${int(counts.kernel)} = ${int(counts.store)}; ` +
+        `journal ${times.journal[r]!.toFixed(0)} ms`
+    )
+  }
+  const kernelMs = median(times.kernel)
+  const baselineMs = median(times.store)
+  const range = (xs: ReadonlyArray<number>) => [Math.min(...xs), Math.max(...xs)] as const
+  return {
+    shape,
+    steps: shape.calls + 1,
+    rounds,
+    events: replay.count,
+    kernelEvents: counts.kernel,
+    baselineEvents: counts.store,
+    timedEvents: replay.timed.reduce((sum, c) => sum + c.events.length, 0),
+    textDeltas,
+    toolCalls,
+    appendCalls: replay.timed.filter((c) => !c.later).length,
+    appendLaterCalls: replay.timed.filter((c) => c.later).length,
+    snapshots: record.snapshots,
+    snapshotBytes: record.snapshotBytes,
+    kernelMs,
+    baselineMs,
+    journalMs: median(times.journal),
+    kernelRange: range(times.kernel),
+    baselineRange: range(times.store),
+    journalRange: range(times.journal),
+    ratio: kernelMs / baselineMs,
+    ratioRange: range(ratios)
+  }
+}
+
+// `node --import tsx bench/kernel.ts [--quick]`: this benchmark alone, e.g. under `--cpu-prof`
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename ?? "")) {
+  const quick = process.argv.includes("--quick")
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-bench-kernel-"))
+  try {
+    const r = await benchKernel(dir, {
+      shape: quick ? QUICK_SHAPE : DEFAULT_SHAPE,
+      rounds: quick ? 3 : 7,
+      log: console.log
+    })
+    console.log(
+      `events: kernel ${int(r.kernelEvents)}, baseline ${int(r.baselineEvents)}; ` +
+        `kernel ${r.kernelMs.toFixed(0)} ms, baseline ${r.baselineMs.toFixed(0)} ms, ratio ${r.ratio.toFixed(2)} ` +
+        `(rounds ${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}); journal replay ${r.journalMs.toFixed(0)} ms`
+    )
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
