@@ -199,7 +199,7 @@ export const run = Command.make(
                 `\r\u001b[2K${style.yellow(retryLine(p.attempt, settings.retry.maxAttempts, p.nextAt - now, p.message))}`
               )
             })
-            const fiber = yield* tick.pipe(Effect.zipRight(Effect.sleep("1 second")), Effect.forever, Effect.forkDaemon)
+            const fiber = yield* tick.pipe(Effect.zipRight(Effect.sleep("1 second")), Effect.forever, Effect.forkScoped)
             yield* Ref.set(countdown, fiber)
             return
           }
@@ -238,8 +238,9 @@ export const run = Command.make(
             yield* write(`${style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs))}\n`)
         })
 
-      yield* sessions.send(sessionId, message)
-      const outcome = yield* sessions.wait(sessionId).pipe(
+      // Ctrl-C from here on (the message being sent included) interrupts the turn as the user's
+      const outcome = yield* sessions.send(sessionId, message).pipe(
+        Effect.zipRight(sessions.wait(sessionId)),
         Effect.map(Option.getOrUndefined),
         Effect.onInterrupt(() =>
           Effect.gen(function* () {
@@ -255,9 +256,10 @@ export const run = Command.make(
         )
       )
       yield* finishOutput
-      const exitCode = outcome === undefined || outcome.reason === "stop" ? ExitCode.ok : ExitCode.failed
+      const exitCode = outcome?.reason === "stop" ? ExitCode.ok : ExitCode.failed
       yield* report(outcome, exitCode)
-      if (outcome === undefined || outcome.reason === "stop") return
+      if (outcome === undefined) return yield* CliError.failed("the turn ended without an outcome")
+      if (outcome.reason === "stop") return
       if (outcome.reason === "max-steps") {
         return yield* CliError.failed(
           `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps); run again with --session ${sessionId} to go on`

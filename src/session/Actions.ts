@@ -13,7 +13,7 @@
  * ends the call `tool.failed {interrupted: true, reason}` after the tool has been stopped. A tool
  * that crashes (a defect) ends `tool.failed` with the crash's message; the kernel goes on.
  */
-import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { make } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
@@ -56,6 +56,9 @@ const isOpen = (state: SessionState, callId: CallId): boolean => {
   return tag === "running" || tag === "pending"
 }
 
+/** How long an interrupted call waits for its tool to confirm it stopped (its finalizers ran). */
+const STOP_WAIT = Duration.seconds(10)
+
 class TimedOut {
   readonly _tag = "TimedOut"
 }
@@ -90,7 +93,11 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
     let stopped: Deferred.Deferred<void> | undefined
 
     const interrupted = Effect.gen(function* () {
-      if (stopped !== undefined) yield* Deferred.await(stopped)
+      // bounded: a tool whose stop never ends must not hang the interrupt
+      const confirmed =
+        stopped === undefined
+          ? true
+          : Option.isSome(yield* Deferred.await(stopped).pipe(Effect.timeout(STOP_WAIT), Effect.option))
       const state = yield* journal.state
       if (!isOpen(state, callId)) return
       const reason = yield* input.interruptReason ?? Effect.succeed("interrupted")
@@ -99,7 +106,11 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
           callId,
           error:
             state.toolParts[callId]?.state._tag === "running"
-              ? withOutputSoFar(`The call was interrupted (${reason}) and stopped before it finished.`)
+              ? withOutputSoFar(
+                  confirmed
+                    ? `The call was interrupted (${reason}) and stopped before it finished.`
+                    : `The call was interrupted (${reason}); it did not confirm it stopped within ${Duration.format(STOP_WAIT)}.`
+                )
               : `The call was interrupted (${reason}) before it ran.`,
           interrupted: true,
           reason
@@ -116,7 +127,14 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         )
       }
       const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
-      const prepared = yield* tools.prepare(hookCall)
+      const prepared = yield* tools.prepare(hookCall).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed({
+            _tag: "Refused" as const,
+            error: `A tool.execute.before hook crashed, so the tool did not run: ${describeDefect(Cause.die(defect))}`
+          })
+        )
+      )
       if (prepared._tag === "Refused") return yield* fail(prepared.error)
       yield* journal.append([
         make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: prepared.input })
@@ -179,7 +197,16 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
       }
       const result = executed.right
       if (result._tag === "Failed") return yield* fail(result.error)
-      const output = yield* tools.finish({ ...hookCall, input: prepared.input }, result.output)
+      const finished = yield* tools.finish({ ...hookCall, input: prepared.input }, result.output).pipe(
+        Effect.map((output) => ({ _tag: "Ok" as const, output })),
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed({ _tag: "Crashed" as const, error: describeDefect(Cause.die(defect)) })
+        )
+      )
+      if (finished._tag === "Crashed") {
+        return yield* fail(`The tool ran, but a tool.execute.after hook crashed on its output: ${finished.error}`)
+      }
+      const output = finished.output
       yield* journal.append([
         make("tool.finished", {
           callId,
@@ -197,7 +224,19 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
       const actionId = yield* makeActionId
       const callIds = input.calls.map((call) => call.callId)
       yield* input.journal.append([make("action.state", { actionId, state: "running", callIds })])
-      const outcomes = yield* Effect.forEach(input.calls, (call) => runCall(input, call), { concurrency }).pipe(
+      // a call that fails (the store) interrupts its siblings: their reason is then `error`, not the user's
+      const batchFailed = yield* Ref.make(false)
+      const batchInput: BatchInput = {
+        ...input,
+        interruptReason: Effect.flatMap(Ref.get(batchFailed), (failed) =>
+          failed ? Effect.succeed("error") : (input.interruptReason ?? Effect.succeed("interrupted"))
+        )
+      }
+      const outcomes = yield* Effect.forEach(
+        input.calls,
+        (call) => runCall(batchInput, call).pipe(Effect.tapError(() => Ref.set(batchFailed, true))),
+        { concurrency }
+      ).pipe(
         Effect.onExit((exit) =>
           exit._tag === "Success"
             ? Effect.void

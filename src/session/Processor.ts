@@ -16,7 +16,7 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Context, Deferred, Effect, Layer, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import type { Price } from "../config/ConfigSchema.js"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
@@ -248,7 +248,15 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
       // each chunk is handled whole; a steered message stops the stream between chunks. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
       const consume = Stream.runForEachChunk(stream, (chunk) => Effect.uninterruptible(handle(chunk)))
-      yield* steer === undefined ? consume : Effect.raceFirst(consume, Deferred.await(steer))
+      if (steer === undefined) yield* consume
+      else {
+        // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
+        // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
+        const consuming = yield* Effect.fork(consume)
+        yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
+          Effect.onExit(() => Fiber.interrupt(consuming))
+        )
+      }
 
       const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
       if (st.finish === undefined && !steered) {

@@ -26,6 +26,7 @@
  */
 import { hostname } from "node:os"
 import {
+  Cause,
   Context,
   Deferred,
   Effect,
@@ -41,7 +42,7 @@ import {
   SubscriptionRef
 } from "effect"
 import type { Price } from "../config/ConfigSchema.js"
-import { make } from "../domain/Events.js"
+import { make, type NewEvent } from "../domain/Events.js"
 import {
   type MessageId,
   makeMessageId,
@@ -127,6 +128,8 @@ interface Driver {
     readonly last: TurnOutcome | undefined
   }>
   readonly leaseLost: Effect.Effect<boolean>
+  /** set by `close`: no further turn starts */
+  readonly closed: Ref.Ref<boolean>
   readonly scope: Scope.CloseableScope
 }
 
@@ -202,67 +205,73 @@ export const makeSessions = (options: SessionsOptions) =>
         return driver === undefined ? Effect.fail(unavailable(sessionId)) : Effect.succeed(driver)
       })
 
+    // the scope is forked and the driver registered without an interrupt in between (that would leak
+    // the lease); the opening itself stays interruptible, and closes the scope when it is interrupted
     const open = (sessionId: SessionId) =>
       openLock.withPermits(1)(
-        Effect.gen(function* () {
-          const existing = (yield* Ref.get(drivers)).get(sessionId)
-          if (existing !== undefined) return yield* existing.journal.state
-          const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
-          const opened = yield* Effect.gen(function* () {
-            const take = Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs })
-            const lease = yield* take.pipe(
-              Effect.catchTag("LeaseHeld", (held) =>
-                // a lease left by a process of this machine that is gone (killed) is taken over at once
-                ownerIsDead(held.owner)
-                  ? store.releaseLease(sessionId, held.owner).pipe(Effect.zipRight(take))
-                  : Effect.fail(held)
-              ),
-              Effect.catchTag("LeaseHeld", (held) =>
-                Effect.fail(
-                  new SessionUnavailable({
-                    sessionId,
-                    reason: "held",
-                    message:
-                      `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
-                      "wait for it to finish or stop it"
-                  })
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function* () {
+            const existing = (yield* Ref.get(drivers)).get(sessionId)
+            if (existing !== undefined) return yield* existing.journal.state
+            const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
+            const opened = yield* Effect.gen(function* () {
+              const take = Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs })
+              const lease = yield* take.pipe(
+                Effect.catchTag("LeaseHeld", (held) =>
+                  // a lease left by a process of this machine that is gone (killed) is taken over at once
+                  ownerIsDead(held.owner)
+                    ? store.releaseLease(sessionId, held.owner).pipe(Effect.zipRight(take))
+                    : Effect.fail(held)
+                ),
+                Effect.catchTag("LeaseHeld", (held) =>
+                  Effect.fail(
+                    new SessionUnavailable({
+                      sessionId,
+                      reason: "held",
+                      message:
+                        `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
+                        "wait for it to finish or stop it"
+                    })
+                  )
                 )
               )
+              const { state } = yield* Recovery.recover(sessionId)
+              if (state.lastSeq === 0)
+                return yield* Effect.fail(
+                  new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
+                )
+              if (state.deleted)
+                return yield* Effect.fail(
+                  new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
+                )
+              const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery })
+              const driver: Driver = {
+                id: sessionId,
+                cwd: state.cwd ?? process.cwd(),
+                journal,
+                lock: yield* Effect.makeSemaphore(1),
+                running: yield* Ref.make(false),
+                steer: yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined),
+                interruptReason: yield* Ref.make("user"),
+                status: yield* SubscriptionRef.make<{ running: boolean; last: TurnOutcome | undefined }>({
+                  running: false,
+                  last: undefined
+                }),
+                leaseLost: lease.isLost,
+                closed: yield* Ref.make(false),
+                scope
+              }
+              return { driver, state }
+            }).pipe(
+              Scope.extend(scope),
+              Effect.provideService(EventStore, store),
+              restore,
+              Effect.onError(() => Scope.close(scope, Exit.void))
             )
-            const { state } = yield* Recovery.recover(sessionId)
-            if (state.lastSeq === 0)
-              return yield* Effect.fail(
-                new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
-              )
-            if (state.deleted)
-              return yield* Effect.fail(
-                new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
-              )
-            const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery })
-            const driver: Driver = {
-              id: sessionId,
-              cwd: state.cwd ?? process.cwd(),
-              journal,
-              lock: yield* Effect.makeSemaphore(1),
-              running: yield* Ref.make(false),
-              steer: yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined),
-              interruptReason: yield* Ref.make("user"),
-              status: yield* SubscriptionRef.make<{ running: boolean; last: TurnOutcome | undefined }>({
-                running: false,
-                last: undefined
-              }),
-              leaseLost: lease.isLost,
-              scope
-            }
-            return { driver, state }
-          }).pipe(
-            Scope.extend(scope),
-            Effect.provideService(EventStore, store),
-            Effect.onError(() => Scope.close(scope, Exit.void))
-          )
-          yield* Ref.update(drivers, (map) => new Map(map).set(sessionId, opened.driver))
-          return opened.state
-        })
+            yield* Ref.update(drivers, (map) => new Map(map).set(sessionId, opened.driver))
+            return opened.state
+          })
+        )
       )
 
     const create = (createOptions: CreateOptions) =>
@@ -305,33 +314,41 @@ export const makeSessions = (options: SessionsOptions) =>
       return { steps: 0, usage: emptyUsage }
     }
 
-    /** Runs one turn to its end; the steps, tools and the closing events. */
-    const runTurn = (driver: Driver, turnId: TurnId, messageIds: ReadonlyArray<MessageId>) =>
+    /** Opens a turn delivering `messageIds` (already recorded); called under `driver.lock`. */
+    const startTurn = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
+      Effect.gen(function* () {
+        const turnId = yield* makeTurnId
+        yield* driver.journal.append([
+          ...before,
+          make("turn.started", { turnId, messageIds }),
+          make("session.status", { status: { _tag: "busy" } })
+        ])
+        return turnId
+      })
+
+    /** Runs one (started) turn to its end: the steps, the tools and the closing events. */
+    const runTurn = (driver: Driver, turnId: TurnId) =>
       Effect.gen(function* () {
         const { journal } = driver
         const messageId = yield* makeMessageId
-        yield* journal.append([
-          make("turn.started", { turnId, messageIds }),
-          make("session.status", { status: { _tag: "busy" } }),
-          make("assistant.started", { messageId, model: model.name })
-        ])
+        yield* journal.append([make("assistant.started", { messageId, model: model.name })])
         let step = 0
         let steps = 0
         let finishReason: string | undefined
         while (true) {
+          // a process that stalled past its lease's ttl stops: another process may drive the session now
           if (yield* driver.leaseLost) {
-            return yield* Effect.fail(
-              new SessionUnavailable({
-                sessionId: driver.id,
-                reason: "lease-lost",
-                message: `lost the lease of session ${driver.id} to another process; stopped the turn`
-              })
-            )
+            return yield* new SessionUnavailable({
+              sessionId: driver.id,
+              reason: "lease-lost",
+              message: `lost the lease of session ${driver.id} to another process; stopped the turn`
+            })
           }
-          const state = yield* journal.state
-          const delivered = pendingSteer(state)
+          // the signal first, then the state: a steer recorded in between is delivered by this step
           const steer = yield* Deferred.make<void>()
           yield* Ref.set(driver.steer, steer)
+          const state = yield* journal.state
+          const delivered = pendingSteer(state)
           const result = yield* processor
             .run({
               journal,
@@ -349,7 +366,6 @@ export const makeSessions = (options: SessionsOptions) =>
             )
           if ("_tag" in result) {
             const error = result.gaveUp
-            const closing = yield* journal.state
             yield* journal.append([
               make("model.error", {
                 message: error.message,
@@ -361,6 +377,7 @@ export const makeSessions = (options: SessionsOptions) =>
               make("chat.state", { state: "idle" }),
               make("session.status", { status: { _tag: "idle" } })
             ])
+            const closing = yield* journal.state
             return {
               turnId,
               reason: "error",
@@ -385,7 +402,7 @@ export const makeSessions = (options: SessionsOptions) =>
           const more = result.calls.length > 0 || result.steered
           if (more && steps < options.maxSteps) continue
           // the end of the turn, unless a steered message came in meanwhile (checked under the lock
-          // `send` takes, so no message is left undelivered)
+          // `send` takes: it then gets one more step)
           const reason: TurnOutcome["reason"] = more ? "max-steps" : "stop"
           const finished = yield* driver.lock.withPermits(1)(
             Effect.gen(function* () {
@@ -406,9 +423,11 @@ export const makeSessions = (options: SessionsOptions) =>
         }
       })
 
-    /** Ends whatever an interrupted or failed turn left open, then idle. */
+    /** Ends whatever an interrupted or failed turn left open, then idle (idempotent). */
     const cleanup = (driver: Driver, reason: string) =>
       Effect.gen(function* () {
+        // another process owns the session now: writing to it would interleave with its events
+        if (yield* driver.leaseLost) return
         const state = yield* driver.journal.state
         const events = Recovery.sweepEvents(state, reason)
         if (events.length > 0) yield* driver.journal.append(events)
@@ -417,16 +436,27 @@ export const makeSessions = (options: SessionsOptions) =>
         Effect.uninterruptible
       )
 
-    /**
-     * The turn fiber: runs the turn, then the queued messages as further turns. Whatever way it
-     * ends, the session ends idle and `status` says how.
-     */
-    const turnLoop = (driver: Driver, first: ReadonlyArray<MessageId>): Effect.Effect<void> =>
+    /** The outcome of a turn that failed in another way than the model (a store error, a bug). */
+    const failedOutcome = (driver: Driver, turnId: TurnId, cause: Cause.Cause<unknown>) =>
       Effect.gen(function* () {
-        let messageIds = first
+        const failure = Cause.squash(cause)
+        const message = failure instanceof Error ? failure.message : String(failure)
+        yield* Effect.logError(`the turn of session ${driver.id} failed: ${message}`)
+        const state = yield* driver.journal.state
+        return { turnId, reason: "error", message, ...lastTurnFigures(state) } satisfies TurnOutcome
+      })
+
+    /**
+     * The turn fiber: runs the turn, then turns for messages left undelivered when it ended (steered
+     * ones that came too late, and queued ones unless the turn failed). Whatever way it ends, the
+     * session ends idle and `status` says how. An interrupt is handled by `interrupt` / `close`.
+     */
+    const turnLoop = (driver: Driver, first: TurnId): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        let turnId = first
         while (true) {
-          const turnId = yield* makeTurnId
-          const outcome = yield* runTurn(driver, turnId, messageIds).pipe(
+          const current = turnId
+          const outcome = yield* runTurn(driver, current).pipe(
             Effect.onExit((exit) =>
               Exit.isSuccess(exit)
                 ? Effect.void
@@ -434,47 +464,39 @@ export const makeSessions = (options: SessionsOptions) =>
                     cleanup(driver, Exit.isInterrupted(exit) ? reason : "error")
                   )
             ),
-            Effect.catchAll((error) =>
-              Effect.gen(function* () {
-                yield* Effect.logError(`the turn of session ${driver.id} failed`, error)
-                return {
-                  turnId,
-                  reason: "error" as const,
-                  message: error.message,
-                  steps: 0,
-                  usage: emptyUsage
-                } satisfies TurnOutcome
-              })
-            ),
-            Effect.onInterrupt(() =>
-              Effect.gen(function* () {
-                const reason = yield* Ref.get(driver.interruptReason)
-                yield* Ref.set(driver.running, false)
-                const state = yield* driver.journal.state
-                const last: TurnOutcome = {
-                  turnId,
-                  reason: "interrupted",
-                  message: `interrupted (${reason})`,
-                  ...lastTurnFigures(state)
-                }
-                yield* SubscriptionRef.set(driver.status, { running: false, last })
-              })
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause as Cause.Cause<never>)
+                : failedOutcome(driver, current, cause)
             )
           )
-          // the next turn: queued messages, decided under the lock `send` takes
+          // the next turn, decided under the lock `send` takes
           const next = yield* driver.lock.withPermits(1)(
             Effect.gen(function* () {
               const state = yield* driver.journal.state
-              const queued = state.queued
-              if (queued.length > 0 && outcome.reason !== "error") return queued
-              yield* Ref.set(driver.running, false)
-              yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
-              return undefined
-            })
+              const waiting = state.messages.flatMap((m) =>
+                m.role === "user" && !m.delivered && (m.mode !== "queue" || outcome.reason !== "error") ? [m.id] : []
+              )
+              if (waiting.length === 0 || (yield* Ref.get(driver.closed)) || (yield* driver.leaseLost)) {
+                yield* Ref.set(driver.running, false)
+                yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
+                return undefined
+              }
+              yield* SubscriptionRef.set(driver.status, { running: true, last: outcome })
+              return yield* startTurn(driver, waiting)
+            }).pipe(
+              Effect.catchAll((error) =>
+                Effect.gen(function* () {
+                  yield* Effect.logError(`could not start the next turn of session ${driver.id}`, error)
+                  yield* Ref.set(driver.running, false)
+                  yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
+                  return undefined
+                })
+              )
+            )
           )
           if (next === undefined) return
-          yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, last: outcome }))
-          messageIds = next
+          turnId = next
         }
       })
 
@@ -483,16 +505,22 @@ export const makeSessions = (options: SessionsOptions) =>
         const driver = yield* driverOf(sessionId)
         return yield* driver.lock.withPermits(1)(
           Effect.gen(function* () {
+            if (yield* Ref.get(driver.closed)) return yield* Effect.fail(unavailable(sessionId))
             const messageId = yield* makeMessageId
             const running = yield* Ref.get(driver.running)
             const asked = sendOptions.mode ?? "prompt"
             if (!running) {
               const state = yield* driver.journal.state
-              yield* driver.journal.append([make("user.message", { messageId, text, mode: "prompt" })])
+              // queued messages left by an interrupt go first, in the same turn
+              const turnId = yield* startTurn(
+                driver,
+                [...state.queued, messageId],
+                [make("user.message", { messageId, text, mode: "prompt" })]
+              )
               yield* Ref.set(driver.running, true)
               yield* Ref.set(driver.interruptReason, "user")
               yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
-              yield* FiberMap.run(fibers, sessionId, turnLoop(driver, [...state.queued, messageId]))
+              yield* FiberMap.run(fibers, sessionId, turnLoop(driver, turnId))
               return messageId
             }
             const mode: UserMode = asked === "queue" ? "queue" : "steer"
@@ -506,15 +534,30 @@ export const makeSessions = (options: SessionsOptions) =>
         )
       })
 
-    const interrupt = (sessionId: SessionId, reason = "user") =>
+    /**
+     * Stops the turn (if one runs) under the lock `send` takes: a message sent meanwhile waits and
+     * then starts a new turn. The turn's own cleanup runs as its fiber ends; it runs here again (it is
+     * idempotent) for a turn whose fiber was interrupted before it started.
+     */
+    const stop = (driver: Driver, reason: string) =>
       Effect.gen(function* () {
-        const driver = yield* driverOf(sessionId)
+        if (!(yield* Ref.get(driver.running))) return
         yield* Ref.set(driver.interruptReason, reason)
-        yield* FiberMap.remove(fibers, sessionId)
-        // a turn that ended without its fiber being interrupted has already set this
+        yield* FiberMap.remove(fibers, driver.id)
+        yield* cleanup(driver, reason)
+        const state = yield* driver.journal.state
+        const last: TurnOutcome = {
+          turnId: state.lastTurn?.turnId ?? ("" as TurnId),
+          reason: "interrupted",
+          message: `interrupted (${reason})`,
+          ...lastTurnFigures(state)
+        }
         yield* Ref.set(driver.running, false)
-        yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: false }))
+        yield* SubscriptionRef.set(driver.status, { running: false, last })
       })
+
+    const interrupt = (sessionId: SessionId, reason = "user") =>
+      Effect.flatMap(driverOf(sessionId), (driver) => driver.lock.withPermits(1)(stop(driver, reason)))
 
     const wait = (sessionId: SessionId) =>
       Effect.gen(function* () {
@@ -530,8 +573,12 @@ export const makeSessions = (options: SessionsOptions) =>
       Effect.gen(function* () {
         const driver = (yield* Ref.get(drivers)).get(sessionId)
         if (driver === undefined) return
-        yield* Ref.set(driver.interruptReason, "shutdown")
-        yield* FiberMap.remove(fibers, sessionId)
+        yield* driver.lock.withPermits(1)(
+          Effect.gen(function* () {
+            yield* Ref.set(driver.closed, true)
+            yield* stop(driver, "shutdown")
+          })
+        )
         yield* Ref.update(drivers, (map) => {
           const copy = new Map(map)
           copy.delete(sessionId)

@@ -238,36 +238,43 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
     Effect.catchAll((error) => Effect.logWarning(`could not rebuild the state of session ${sessionId}`, error))
   )
 
+  // append and appendLater are uninterruptible: an interrupt after the store took the events but
+  // before the cache was updated would leave the cache behind the log
   const append = (events: ReadonlyArray<NewEvent>) =>
     lock
       .withPermits(1)(
-        Effect.gen(function* () {
-          if (events.length === 0) return [] as ReadonlyArray<Envelope>
-          const before = yield* Ref.get(cached)
-          const { stamped, predicted, next } = yield* prepare(before, events)
-          const envelopes = yield* store.append(sessionId, stamped).pipe(Effect.tapError(() => recoverCache))
-          const matches =
-            envelopes.length === predicted.length &&
-            envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
-          const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
-          if (matches) yield* Ref.set(cached, state)
-          const due = yield* Ref.getAndSet(snapshotDue, false)
-          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
-          return envelopes
-        })
+        Effect.uninterruptible(
+          Effect.gen(function* () {
+            if (events.length === 0) return [] as ReadonlyArray<Envelope>
+            const before = yield* Ref.get(cached)
+            const { stamped, predicted, next } = yield* prepare(before, events)
+            const envelopes = yield* store.append(sessionId, stamped).pipe(Effect.tapError(() => recoverCache))
+            const matches =
+              envelopes.length === predicted.length &&
+              envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
+            const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
+            if (matches) yield* Ref.set(cached, state)
+            const due = yield* Ref.getAndSet(snapshotDue, false)
+            if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
+            return envelopes
+          })
+        )
       )
       .pipe(Effect.withSpan("SessionJournal.append"))
 
   const appendLater = (events: ReadonlyArray<NewEvent>) =>
     lock.withPermits(1)(
-      Effect.gen(function* () {
-        if (events.length === 0) return
-        const before = yield* Ref.get(cached)
-        const { stamped, predicted, next } = yield* prepare(before, events)
-        yield* store.appendLater(sessionId, stamped)
-        yield* Ref.set(cached, next)
-        if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted })) yield* Ref.set(snapshotDue, true)
-      })
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          if (events.length === 0) return
+          const before = yield* Ref.get(cached)
+          const { stamped, predicted, next } = yield* prepare(before, events)
+          yield* store.appendLater(sessionId, stamped)
+          yield* Ref.set(cached, next)
+          if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted }))
+            yield* Ref.set(snapshotDue, true)
+        })
+      )
     )
 
   /** Waits for the commit of everything handed over and checks the cached state against the log. */

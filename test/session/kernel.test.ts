@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
 import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -651,5 +651,161 @@ describe("Tools: hooks and progress", () => {
         )
       )
     })
+  )
+})
+
+describe("Sessions: no message is stranded, no turn is stuck", () => {
+  it.live("a defect in the model stream ends the turn as an error, idle; the next message starts a turn", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "first")
+      const outcome = Option.getOrThrow(yield* sessions.wait(id))
+      expect(outcome.reason).toBe("error")
+      expect(outcome.message).toMatch(/has no step/)
+      const state = yield* sessions.state(id)
+      expect(state.status._tag).toBe("idle")
+      expect(state.turn).toBeNull()
+      expect(state.lastTurn).toMatchObject({ interrupted: true, reason: "error" })
+      // the session is usable again: the next message is a prompt that starts (and fails) a turn
+      yield* sessions.send(id, "second")
+      expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("error")
+      const log = yield* events(id)
+      expect(log.filter((x) => x.type === "user.message").map((x) => (x.payload as { mode: string }).mode)).toEqual([
+        "prompt",
+        "prompt"
+      ])
+      expect(log.filter((x) => x.type === "turn.started")).toHaveLength(2)
+    }).pipe(Effect.provide(layer([])))
+  )
+
+  it.live("a crashing after-hook fails the call with a readable error; the turn goes on", () =>
+    Effect.gen(function* () {
+      const { outcome, state } = yield* prompt("hook")
+      expect(outcome.reason).toBe("stop")
+      expect(state.toolParts["c1" as never]!.state).toMatchObject({ _tag: "error" })
+      expect((state.toolParts["c1" as never]!.state as { error: string }).error).toMatch(
+        /after hook crashed on its output: hook bug/
+      )
+    }).pipe(
+      Effect.provide(
+        makeAgentLayer({
+          sessions: { maxSteps: 5, system: () => "system" },
+          tools: { tools: [echo], hooks: { after: [() => Effect.die(new Error("hook bug"))] } },
+          retry: fastRetry
+        }).pipe(
+          Layer.provideMerge(
+            layerScripted([Script.toolCalls([{ callId: "c1", tool: "echo", input: { text: "x" } }]), Script.text("ok")])
+          ),
+          Layer.provideMerge(EventStore.layerMemory)
+        )
+      )
+    )
+  )
+
+  it.live("a steer sent during the last step of a max-steps turn is delivered by a new turn", () =>
+    Effect.gen(function* () {
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const waiting = defineTool({
+        name: "wait",
+        description: "waits",
+        input: Schema.Struct({}),
+        execute: () =>
+          Deferred.succeed(started, undefined).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as({ output: "ok" })
+          )
+      })
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "go")
+        yield* Deferred.await(started)
+        yield* sessions.send(id, "late steer", { mode: "steer" })
+        yield* Deferred.succeed(release, undefined)
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("stop")
+        const state = yield* sessions.state(id)
+        expect(state.messages.filter((m) => m.role === "user").every((m) => m.delivered)).toBe(true)
+        const log = yield* events(id)
+        expect(
+          log.filter((x) => x.type === "turn.finished").map((x) => (x.payload as { reason: string }).reason)
+        ).toEqual(["max-steps", "stop"])
+        const sent = yield* requests
+        expect(sent[1]!.messages.at(-1)).toEqual({ role: "user", content: "late steer" })
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w", tool: "wait", input: {} }]), Script.text("answered")], [waiting], {
+            maxSteps: 1
+          })
+        )
+      )
+    })
+  )
+
+  it.live("a message sent while an interrupt is stopping a tool starts a new turn", () =>
+    Effect.gen(function* () {
+      const started = yield* Deferred.make<void>()
+      const stopping = yield* Deferred.make<void>()
+      const letStop = yield* Deferred.make<void>()
+      const slowStop = defineTool({
+        name: "slowstop",
+        description: "takes a while to stop",
+        input: Schema.Struct({}),
+        execute: () =>
+          Deferred.succeed(started, undefined).pipe(
+            Effect.zipRight(Effect.never),
+            Effect.onInterrupt(() =>
+              Deferred.succeed(stopping, undefined).pipe(Effect.zipRight(Deferred.await(letStop)))
+            )
+          )
+      })
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "go")
+        yield* Deferred.await(started)
+        const interrupting = yield* Effect.fork(sessions.interrupt(id))
+        yield* Deferred.await(stopping)
+        const sending = yield* Effect.fork(sessions.send(id, "next task"))
+        yield* Deferred.succeed(letStop, undefined)
+        yield* Fiber.join(interrupting)
+        yield* Fiber.join(sending)
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("stop")
+        const log = yield* events(id)
+        const messages = log
+          .filter((x) => x.type === "user.message")
+          .map((x) => x.payload as { text: string; mode: string })
+        expect(messages).toEqual([
+          expect.objectContaining({ text: "go", mode: "prompt" }),
+          expect.objectContaining({ text: "next task", mode: "prompt" })
+        ])
+        expect(
+          types(log).filter((t) => t === "turn.started" || t === "turn.interrupted" || t === "turn.finished")
+        ).toEqual(["turn.started", "turn.interrupted", "turn.started", "turn.finished"])
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "s", tool: "slowstop", input: {} }]), Script.text("done")], [slowStop])
+        )
+      )
+    })
+  )
+
+  it.live("an interrupt right after send still records the turn it ended", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "go")
+      yield* sessions.interrupt(id)
+      const state = yield* sessions.state(id)
+      expect(state.turn).toBeNull()
+      expect(state.status._tag).toBe("idle")
+      const t = types(yield* events(id))
+      expect(t).toContain("turn.started")
+      expect(t).toContain("turn.interrupted")
+      expect(t.at(-1)).toBe("session.status")
+    }).pipe(Effect.provide(layer([{ events: [], hang: true }])))
   )
 })
