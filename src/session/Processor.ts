@@ -16,7 +16,7 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Context, Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } from "effect"
 import type { Price } from "../config/ConfigSchema.js"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
@@ -150,6 +150,49 @@ const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
   return out
 }
 
+/** The most stream chunks taken in one batch (bounds how much one `handle` call gets). */
+const MAX_BATCH = 256
+
+/**
+ * Runs `handle` on the stream's events in batches: everything that arrived since the previous
+ * batch was handled (the stream runs ahead into a queue), so deltas that arrive together — a burst
+ * of SSE chunks read at once, or a fast local model — become one event, while a slow stream still
+ * gets one batch per delta (nothing waits for more to come). Ends when the stream ends; fails with
+ * its error after handling what came before it.
+ */
+export const consumeBatched = <E, E2>(
+  stream: Stream.Stream<ModelEvent, E>,
+  handle: (events: ReadonlyArray<ModelEvent>) => Effect.Effect<void, E2>
+): Effect.Effect<void, E | E2> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const queue = yield* Stream.toQueue(stream, { capacity: MAX_BATCH })
+      while (true) {
+        const takes = yield* Queue.takeBetween(queue, 1, MAX_BATCH)
+        const batch: Array<ModelEvent> = []
+        let end = false
+        let failure: Cause.Cause<E> | undefined
+        for (const take of takes) {
+          Take.match(take, {
+            onEnd: () => {
+              end = true
+            },
+            onFailure: (cause) => {
+              failure = cause
+            },
+            onSuccess: (chunk) => {
+              for (const event of chunk) batch.push(event)
+            }
+          })
+          if (end || failure !== undefined) break
+        }
+        if (batch.length > 0) yield* handle(batch)
+        if (failure !== undefined) return yield* Effect.failCause(failure)
+        if (end) return
+      }
+    })
+  )
+
 interface AttemptState {
   finish: { readonly finishReason: string; readonly usage: ModelUsage } | undefined
   readonly calls: Array<StepCall>
@@ -245,9 +288,9 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
       const steer = input.steer
       const request = input.request(yield* journal.state)
       const stream = model.stream(request)
-      // each chunk is handled whole; a steered message stops the stream between chunks. The steer
+      // each batch is handled whole; a steered message stops the stream between batches. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
-      const consume = Stream.runForEachChunk(stream, (chunk) => Effect.uninterruptible(handle(chunk)))
+      const consume = consumeBatched(stream, (events) => Effect.uninterruptible(handle(events)))
       if (steer === undefined) yield* consume
       else {
         // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
