@@ -60,10 +60,10 @@ export { Processor, type StepInput, type StepResult } from "./session/Processor.
 export {
   type CreateOptions,
   type SendOptions,
-  SessionUnavailable,
   Sessions,
   type SessionsOptions,
   type SessionsService,
+  SessionUnavailable,
   type TurnOutcome
 } from "./session/Sessions.js"
 export { systemPrompt } from "./session/SystemPrompt.js"
