@@ -14,7 +14,7 @@
  * that crashes (a defect) ends `tool.failed` with the crash's message; the kernel goes on.
  */
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
-import { make } from "../domain/Events.js"
+import { make, type NewEvent } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
@@ -28,6 +28,8 @@ export interface BatchInput {
   readonly calls: ReadonlyArray<StepCall>
   /** the workspace root the tools work in */
   readonly cwd: string
+  /** events committed with the batch's `action.state running` (e.g. the chat state) */
+  readonly opening?: ReadonlyArray<NewEvent> | undefined
   /** why the batch was interrupted, read when it is (default "interrupted") */
   readonly interruptReason?: Effect.Effect<string> | undefined
 }
@@ -220,10 +222,16 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
 
   const run = (input: BatchInput): Effect.Effect<BatchResult, RestoreError> =>
     Effect.gen(function* () {
-      if (input.calls.length === 0) return { actionId: undefined, failed: false, outcomes: [] }
+      if (input.calls.length === 0) {
+        if (input.opening !== undefined && input.opening.length > 0) yield* input.journal.append(input.opening)
+        return { actionId: undefined, failed: false, outcomes: [] }
+      }
       const actionId = yield* makeActionId
       const callIds = input.calls.map((call) => call.callId)
-      yield* input.journal.append([make("action.state", { actionId, state: "running", callIds })])
+      yield* input.journal.append([
+        ...(input.opening ?? []),
+        make("action.state", { actionId, state: "running", callIds })
+      ])
       // a call that fails (the store) interrupts its siblings: their reason is then `error`, not the user's
       const batchFailed = yield* Ref.make(false)
       const batchInput: BatchInput = {

@@ -3,7 +3,8 @@
  *
  * `Processor.step` makes one attempt: `step.started`, the deltas (`text.delta` / `reasoning.delta`,
  * handed to the writer without waiting; consecutive deltas of one part that arrive together are
- * merged), `tool.pending` when a call's input starts streaming (awaited), and `step.finished` with
+ * merged), `tool.pending` when a call's input starts streaming (handed over with the deltas: it is
+ * not a write-ahead point), and `step.finished` with
  * the usage and its cost. It returns the calls whose input fully arrived; running them is `Actions`'
  * job.
  *
@@ -258,20 +259,16 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
                 break
               case "ToolInputStart": {
                 const { callId, isNew } = yield* callIdFor(event.callId)
-                if (isNew) {
-                  yield* flushDeltas
-                  yield* journal.append([make("tool.pending", { messageId, callId, tool: event.tool })])
-                }
+                // not a write-ahead point (the tool runs after `tool.invoked`): handed over with the deltas
+                if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool: event.tool }))
                 break
               }
               case "ToolInputDelta":
                 break
               case "ToolCall": {
                 const { callId, isNew } = yield* callIdFor(event.callId)
-                if (isNew) {
-                  yield* flushDeltas
-                  yield* journal.append([make("tool.pending", { messageId, callId, tool: event.tool })])
-                }
+                // not a write-ahead point (the tool runs after `tool.invoked`): handed over with the deltas
+                if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool: event.tool }))
                 if (!st.calls.some((call) => call.callId === callId)) {
                   st.calls.push({ callId, tool: event.tool, input: event.input, inputText: event.inputText })
                 }

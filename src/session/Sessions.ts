@@ -390,11 +390,11 @@ export const makeSessions = (options: SessionsOptions) =>
           steps += 1
           finishReason = result.finishReason
           if (result.calls.length > 0) {
-            yield* journal.append([make("chat.state", { state: "awaiting_tool" })])
             yield* actions.run({
               journal,
               messageId,
               calls: result.calls,
+              opening: [make("chat.state", { state: "awaiting_tool" })],
               cwd: driver.cwd,
               interruptReason: Ref.get(driver.interruptReason)
             })
