@@ -17,7 +17,7 @@ import * as Path from "@effect/platform/Path"
 import { Clock, Console, Effect, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
 import { Config, type ConfigInput } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
-import type { SessionId } from "../domain/Ids.js"
+import type { CallId, SessionId } from "../domain/Ids.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import { makeAgentLayer } from "../session/Agent.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
@@ -28,7 +28,7 @@ import { CliError, ExitCode } from "./errors.js"
 import { formatOption } from "./options.js"
 import { stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-import { doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
+import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
 
 const messageArgs = Args.text({ name: "message" }).pipe(
   Args.repeated,
@@ -169,11 +169,20 @@ export const run = Command.make(
       }
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
       const sessionId = existing === undefined ? yield* sessions.create({ cwd, title: titleOf(message) }) : existing
-      if (existing !== undefined) yield* sessions.open(existing)
+      // the calls a crashed run left: their crash-repair lines name the tool, not just the call id
+      const known = existing === undefined ? {} : (yield* sessions.open(existing)).toolParts
 
       // the output: every event from `from` on, until the one the turn ended with (`target`)
       const style = yield* stdoutStyle
-      const renderer = makeTextRenderer(style, { maxAttempts: settings.retry.maxAttempts })
+      const renderer = makeTextRenderer(style, {
+        maxAttempts: settings.retry.maxAttempts,
+        labelOf: (callId) => {
+          const part = known[callId as CallId]
+          return part === undefined
+            ? undefined
+            : `${part.tool} ${describeInput(part.tool, "input" in part.state ? part.state.input : {})}`
+        }
+      })
       const target = yield* Ref.make<number | undefined>(undefined)
       const rendered = yield* Ref.make(from - 1)
       const tty = process.stdout.isTTY === true

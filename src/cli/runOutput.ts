@@ -41,7 +41,14 @@ export interface TextRenderer {
   readonly endLine: () => string
 }
 
-export const makeTextRenderer = (style: Style, options: { readonly maxAttempts: number }): TextRenderer => {
+export const makeTextRenderer = (
+  style: Style,
+  options: {
+    readonly maxAttempts: number
+    /** the label of a call this renderer did not see start (one a crashed run left) */
+    readonly labelOf?: ((callId: string) => string | undefined) | undefined
+  }
+): TextRenderer => {
   let atLineStart = true
   let printedText = false
   const calls = new Map<string, { readonly tool: string; readonly label: string; readonly startedAt: number }>()
@@ -90,7 +97,7 @@ export const makeTextRenderer = (style: Style, options: { readonly maxAttempts: 
         const p = event.payload
         const call = calls.get(p.callId)
         // a call that never started (invalid input, unknown tool) has no invoked line
-        const label = call?.label ?? p.callId
+        const label = call?.label ?? options.labelOf?.(p.callId) ?? p.callId
         const took = call === undefined ? "" : `  ${style.dim(formatDuration(event.at - call.startedAt))}`
         const what =
           p.interrupted === true

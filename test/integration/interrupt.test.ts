@@ -153,7 +153,8 @@ describe("logbook run: kill -9 during a command", () => {
     expect(next.code).toBe(0)
     expect(next.stdout).toContain("The command was cut short by a crash.\n")
     // the sweep's events are part of this run's output
-    expect(next.stdout).toMatch(/^✗ .*call_sleep.* {2}interrupted \(crash\)\n/)
+    // the crash-repair line names the tool and its input, as the run that started it did
+    expect(next.stdout).toMatch(/^✗ bash echo \$\$ > shell\.pid; sleep 300 {2}interrupted \(crash\)\n/)
 
     // the model got a result for every call of the first step
     expect(server.requests).toHaveLength(2)
