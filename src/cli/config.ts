@@ -9,20 +9,13 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as FileSystem from "@effect/platform/FileSystem"
-import * as Path from "@effect/platform/Path"
-import { Console, Effect, Option } from "effect"
+import { Console, Effect } from "effect"
 import { Config, type ConfigSource, describeSource, type MaskedConfig } from "../config/Config.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
-import { CliError } from "./errors.js"
-import { formatOption } from "./options.js"
+import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 
-const cwdOption = Options.text("cwd").pipe(
-  Options.optional,
-  Options.withPseudoName("dir"),
-  Options.withDescription("Read the project config (logbook.json) of this directory instead of the current one.")
-)
+const cwd = cwdOption("Read the project config (logbook.json) of this directory instead of the current one.")
 
 const configFormat = formatOption(
   ["json", "text"],
@@ -63,19 +56,13 @@ export const renderText = (
 
 export const config = Command.make(
   "config",
-  { cwd: cwdOption, format: configFormat, schema: schemaOption },
+  { cwd, format: configFormat, schema: schemaOption },
   Effect.fn("cli.config")(function* ({ cwd, format, schema }) {
     if (schema) {
       yield* Console.log(configJsonSchemaText().trimEnd())
       return
     }
-    const path = yield* Path.Path
-    const fs = yield* FileSystem.FileSystem
-    const dir = path.resolve(Option.getOrElse(cwd, () => "."))
-    const info = yield* fs.stat(dir).pipe(Effect.option)
-    if (Option.isNone(info) || info.value.type !== "Directory") {
-      return yield* CliError.usage(`--cwd ${dir} is not a directory`)
-    }
+    const dir = yield* resolveCwd(cwd)
     const service = yield* Effect.provide(Config, Config.layer({ cwd: dir }))
     const masked = yield* service.masked
     if (format === "json") {

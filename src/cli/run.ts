@@ -12,8 +12,6 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as FileSystem from "@effect/platform/FileSystem"
-import * as Path from "@effect/platform/Path"
 import { Clock, Console, Effect, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
 import { Config, type ConfigInput } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
@@ -25,7 +23,7 @@ import { EventStore } from "../store/EventStore.js"
 import { builtinTools } from "../tools/builtins.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError, ExitCode } from "./errors.js"
-import { formatOption } from "./options.js"
+import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
@@ -54,11 +52,7 @@ const maxStepsOption = Options.integer("max-steps").pipe(
   Options.withPseudoName("n"),
   Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")
 )
-const cwdOption = Options.text("cwd").pipe(
-  Options.optional,
-  Options.withPseudoName("dir"),
-  Options.withDescription("The workspace directory (default: the current directory).")
-)
+const workspaceOption = cwdOption("The workspace directory (default: the current directory).")
 const runFormat = formatOption(
   ["text", "json"],
   "text: the answer as it streams, tool calls, retries and a usage line; json: one JSON line per committed event, then a final done line."
@@ -104,17 +98,11 @@ export const run = Command.make(
     continue: continueOption,
     format: runFormat,
     maxSteps: maxStepsOption,
-    cwd: cwdOption,
+    cwd: workspaceOption,
     db: dbOption
   },
   Effect.fn("cli.run")(function* (args) {
-    const path = yield* Path.Path
-    const fs = yield* FileSystem.FileSystem
-    const cwd = path.resolve(Option.getOrElse(args.cwd, () => process.cwd()))
-    const info = yield* fs.stat(cwd).pipe(Effect.option)
-    if (Option.isNone(info) || info.value.type !== "Directory") {
-      return yield* CliError.usage(`--cwd ${cwd} is not a directory`)
-    }
+    const cwd = yield* resolveCwd(args.cwd)
     if (Option.isSome(args.session) && args.continue) {
       return yield* CliError.usage("--session and --continue cannot be used together: --session names the session")
     }

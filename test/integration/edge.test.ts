@@ -12,6 +12,7 @@ import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
   fileLines,
+  idle,
   isLive,
   killGroup,
   latestSession,
@@ -27,8 +28,6 @@ import {
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
-
-const idle = { type: "session.status", payload: { status: { _tag: "idle" } } }
 
 /** A promise the test resolves (resolved at cleanup whatever happens). */
 const makeGate = () => {

@@ -8,6 +8,7 @@ import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
+  idle,
   jsonLines,
   latestSession,
   makeJanitor,
@@ -20,8 +21,6 @@ import {
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
-
-const idle = { type: "session.status", payload: { status: { _tag: "idle" } } }
 
 describe("logbook run: retried model errors", () => {
   it("429 with Retry-After: 1 waits a second, says so, then succeeds", async () => {

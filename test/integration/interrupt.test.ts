@@ -11,6 +11,7 @@ import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
   fileLines,
+  idle,
   isLive,
   killGroup,
   latestSession,
@@ -27,8 +28,6 @@ import {
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
-
-const idle = { type: "session.status", payload: { status: { _tag: "idle" } } }
 
 /** Kills the process group whose leader's pid the command wrote to `file`, at cleanup. */
 const killGroupAtCleanup = (file: string) =>

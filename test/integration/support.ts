@@ -17,6 +17,9 @@ import { type RecordedRequest, type ScriptedServer, startScriptedServer } from "
 /** Retry settings that keep backoff waits at a few milliseconds. */
 export const fastRetry = { initialDelayMs: 1, maxDelayMs: 5 }
 
+/** The event every run ends with: `session.status idle` (match with `toMatchObject`). */
+export const idle = { type: "session.status", payload: { status: { _tag: "idle" } } }
+
 export interface WorkspaceOptions {
   /** the `retry` object of the config (default `fastRetry`) */
   readonly retry?: Record<string, number>
