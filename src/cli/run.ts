@@ -241,6 +241,8 @@ export const run = Command.make(
         Effect.map(Option.getOrUndefined),
         Effect.onInterrupt(() =>
           Effect.gen(function* () {
+            // stopping a command's process group can take a moment (TERM, then KILL after a grace)
+            yield* Console.error("logbook: interrupting: stopping the model and any running commands…")
             yield* sessions.interrupt(sessionId, "user").pipe(Effect.ignore)
             yield* finishOutput.pipe(Effect.ignore)
             const last = yield* sessions.wait(sessionId).pipe(

@@ -67,7 +67,10 @@ describe("logbook run: Ctrl-C during a long command", () => {
     for (const pid of [shell, ...pids]) expect(isLive(pid), `process ${pid}`).toBe(false)
 
     const id = await latestSession(ws.db, ws.dir)
-    expect(live.stderr()).toBe(`logbook: interrupted; resume with: logbook run --session ${id} "…"\n`)
+    expect(live.stderr()).toBe(
+      "logbook: interrupting: stopping the model and any running commands…\n" +
+        `logbook: interrupted; resume with: logbook run --session ${id} "…"\n`
+    )
     const out = live.lines().join("\n")
     expect(out).toContain("⋯ bash echo $$ > shell.pid; sleep 300 &")
     expect(out).toMatch(/✗ bash echo \$\$ > shell\.pid.* {2}interrupted \(user\)/)
