@@ -19,10 +19,16 @@
  * - a turn runs, mode `queue`: recorded, delivered when the turn ends, as a new turn (all queued
  *   messages together).
  *
+ * When a turn ends, the messages it left undelivered (a steer that came during its last step,
+ * queued ones unless it failed) start the next turn, decided under the same lock `send` takes, so no
+ * message is ever stranded.
+ *
  * `interrupt` stops the turn: the model request is aborted, running tools are interrupted (a
  * command's process group killed), and every open part, action, step and the turn are ended
- * (`Recovery.sweepEvents` with the reason), then idle. Queued messages stay queued. Whatever way a
- * turn ends — finished, failed, interrupted, a store failure — the session ends `idle`.
+ * (`Recovery.sweepEvents` with the reason), then idle. It holds the lock `send` takes, so a message
+ * sent meanwhile waits and then starts a new turn. Queued messages stay queued. Whatever way a turn
+ * ends — finished, failed (a model error, a store error, a bug), interrupted — the session ends
+ * `idle` and `wait` returns.
  */
 import { hostname } from "node:os"
 import {
