@@ -236,7 +236,8 @@ export const makeSessions = (options: SessionsOptions) =>
                       reason: "held",
                       message:
                         `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
-                        "wait for it to finish or stop it"
+                        "wait for it to finish or stop it (if it is gone, its lease runs out within " +
+                        `${Math.max(1, Math.ceil(leaseTtlMs / 1000))}s)`
                     })
                   )
                 )
