@@ -239,28 +239,28 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
   )
 
   // append and appendLater are uninterruptible: an interrupt after the store took the events but
-  // before the cache was updated would leave the cache behind the log
+  // before the cache was updated would leave the cache behind the log. No span per call: the kernel
+  // appends a few times per model step, and a span cost about as much as the rest of the call
+  // (measured: ~20 µs of ~45 µs on the memory store).
   const append = (events: ReadonlyArray<NewEvent>) =>
-    lock
-      .withPermits(1)(
-        Effect.uninterruptible(
-          Effect.gen(function* () {
-            if (events.length === 0) return [] as ReadonlyArray<Envelope>
-            const before = yield* Ref.get(cached)
-            const { stamped, predicted, next } = yield* prepare(before, events)
-            const envelopes = yield* store.append(sessionId, stamped).pipe(Effect.tapError(() => recoverCache))
-            const matches =
-              envelopes.length === predicted.length &&
-              envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
-            const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
-            if (matches) yield* Ref.set(cached, state)
-            const due = yield* Ref.getAndSet(snapshotDue, false)
-            if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
-            return envelopes
-          })
-        )
+    lock.withPermits(1)(
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          if (events.length === 0) return [] as ReadonlyArray<Envelope>
+          const before = yield* Ref.get(cached)
+          const { stamped, predicted, next } = yield* prepare(before, events)
+          const envelopes = yield* store.append(sessionId, stamped).pipe(Effect.tapError(() => recoverCache))
+          const matches =
+            envelopes.length === predicted.length &&
+            envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
+          const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
+          if (matches) yield* Ref.set(cached, state)
+          const due = yield* Ref.getAndSet(snapshotDue, false)
+          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
+          return envelopes
+        })
       )
-      .pipe(Effect.withSpan("SessionJournal.append"))
+    )
 
   const appendLater = (events: ReadonlyArray<NewEvent>) =>
     lock.withPermits(1)(
