@@ -242,6 +242,16 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
       const handle = (chunk: Iterable<ModelEvent>) =>
         Effect.gen(function* () {
           let deltas: Array<NewEvent> = []
+          /**
+           * The log's id of a model call; its first sight (input start, or the whole call from a
+           * provider that streams no input) records `tool.pending`. That is not a write-ahead point
+           * (the tool runs after `tool.invoked`), so it is handed over with the deltas.
+           */
+          const pendingCall = (modelId: string, tool: string) =>
+            Effect.map(callIdFor(modelId), ({ callId, isNew }) => {
+              if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool }))
+              return callId
+            })
           const flushDeltas = Effect.suspend(() => {
             if (deltas.length === 0) return Effect.void
             const batch = deltas
@@ -257,18 +267,13 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
               case "ReasoningDelta":
                 deltas.push(make("reasoning.delta", { messageId, partId: partId(event.id), delta: event.delta }))
                 break
-              case "ToolInputStart": {
-                const { callId, isNew } = yield* callIdFor(event.callId)
-                // not a write-ahead point (the tool runs after `tool.invoked`): handed over with the deltas
-                if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool: event.tool }))
+              case "ToolInputStart":
+                yield* pendingCall(event.callId, event.tool)
                 break
-              }
               case "ToolInputDelta":
                 break
               case "ToolCall": {
-                const { callId, isNew } = yield* callIdFor(event.callId)
-                // not a write-ahead point (the tool runs after `tool.invoked`): handed over with the deltas
-                if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool: event.tool }))
+                const callId = yield* pendingCall(event.callId, event.tool)
                 if (!st.calls.some((call) => call.callId === callId)) {
                   st.calls.push({ callId, tool: event.tool, input: event.input, inputText: event.inputText })
                 }
