@@ -24,8 +24,12 @@ export const describeInput = (tool: string, input: unknown): string => {
   return compactJson(input, 80)
 }
 
-export const retryLine = (attempt: number, maxAttempts: number, waitMs: number, message: string): string =>
-  `retry ${attempt}/${maxAttempts} in ${formatMs(Math.max(0, Math.ceil(waitMs / 1000) * 1000))}: ${message}`
+/** `retry 2/8 in 4s: 429 rate limited`; whole seconds (rounded up) from 1 s on, as it is for a countdown. */
+export const retryLine = (attempt: number, maxAttempts: number, waitMs: number, message: string): string => {
+  const wait = Math.max(0, waitMs)
+  const shown = wait < 1000 ? formatMs(wait) : formatMs(Math.ceil(wait / 1000) * 1000)
+  return `retry ${attempt}/${maxAttempts} in ${shown}: ${message}`
+}
 
 export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
   const parts = [`tokens in ${formatCount(usage.input)}`, `out ${formatCount(usage.output)}`]

@@ -1,0 +1,134 @@
+/**
+ * The text and JSON output of `logbook run`, from envelopes (the rendering alone; the command is
+ * tested through the built binary in test/integration).
+ */
+import { describe, expect, it } from "vitest"
+import { makeStyle } from "../../src/cli/render.js"
+import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "../../src/cli/runOutput.js"
+import { type Envelope, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
+import { CallId, EventId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
+import { emptyUsage } from "../../src/domain/Message.js"
+
+let seq = 0
+const env = <T extends EventType>(type: T, payload: PayloadOf<T>, at = 1_000): Envelope =>
+  ({
+    ...make(type, payload),
+    id: EventId.make(`e${++seq}`),
+    sessionId: SessionId.make("s"),
+    seq,
+    at,
+    parentId: null,
+    v: 1
+  }) as Envelope
+
+const M = MessageId.make("m")
+const plain = makeStyle(false)
+
+describe("retryLine", () => {
+  it("shows whole seconds from one second on, rounded up, and shorter waits as they are", () => {
+    expect(retryLine(2, 8, 4_000, "429 rate limited")).toBe("retry 2/8 in 4s: 429 rate limited")
+    expect(retryLine(2, 8, 3_200, "x")).toBe("retry 2/8 in 4s: x")
+    expect(retryLine(3, 8, 500, "503 service unavailable")).toBe("retry 3/8 in 0.5s: 503 service unavailable")
+    expect(retryLine(3, 8, 5, "x")).toBe("retry 3/8 in 5ms: x")
+    expect(retryLine(3, 8, -20, "x")).toBe("retry 3/8 in 0s: x")
+  })
+})
+
+describe("describeInput", () => {
+  it("shows a command, a path, or compact JSON on one line", () => {
+    expect(describeInput("bash", { command: "npm test\n  -- --run" })).toBe("npm test⏎  -- --run")
+    expect(describeInput("read", { path: "src/a.ts", offset: 10 })).toBe("src/a.ts")
+    expect(describeInput("echo", { text: "hi" })).toBe('{"text":"hi"}')
+  })
+})
+
+describe("the text renderer", () => {
+  it("streams text, gives each tool call a start and an end line with its duration, and marks a cut response", () => {
+    const r = makeTextRenderer(plain, { maxAttempts: 8 })
+    const out = [
+      env("step.started", { messageId: M, step: 0 }),
+      env("text.delta", { messageId: M, partId: PartId.make("p"), delta: "Let me look" }),
+      env("tool.invoked", { messageId: M, callId: CallId.make("c1"), tool: "bash", input: { command: "ls" } }, 1_000),
+      env("tool.finished", { callId: CallId.make("c1"), output: "a.txt" }, 2_200),
+      env("tool.invoked", { messageId: M, callId: CallId.make("c2"), tool: "read", input: { path: "b" } }, 2_300),
+      env("tool.failed", { callId: CallId.make("c2"), error: "File not found: b\nmore", interrupted: false }, 2_305),
+      env("step.started", { messageId: M, step: 1 }),
+      env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "partial" }),
+      env("step.finished", { messageId: M, step: 1, finishReason: "stream-failed", usage: emptyUsage, aborted: true }),
+      env("model.retry", { attempt: 2, delayMs: 4_000, nextAt: 9_000, message: "429 rate limited", status: 429 }),
+      env("text.delta", { messageId: M, partId: PartId.make("r"), delta: "Done." })
+    ]
+      .map(r.render)
+      .join("")
+    expect(out + r.endLine()).toBe(
+      [
+        "Let me look",
+        "⋯ bash ls",
+        "✓ bash ls  1.2s",
+        "⋯ read b",
+        "✗ read b  5ms  File not found: b⏎more",
+        "partial",
+        "(the response was cut off)",
+        "retry 2/8 in 4s: 429 rate limited",
+        "Done.",
+        ""
+      ].join("\n")
+    )
+  })
+
+  it("labels the failure of a call it did not see start from labelOf, else by its id", () => {
+    const r = makeTextRenderer(plain, {
+      maxAttempts: 8,
+      labelOf: (id) => (id === "old" ? "bash sleep 300" : undefined)
+    })
+    expect(
+      r.render(env("tool.failed", { callId: CallId.make("old"), error: "x", interrupted: true, reason: "crash" }))
+    ).toBe("✗ bash sleep 300  interrupted (crash)\n")
+    expect(r.render(env("tool.failed", { callId: CallId.make("new"), error: "x", timedOut: true }))).toBe(
+      "✗ new  timed out\n"
+    )
+  })
+
+  it("prints nothing for events that are not part of the transcript", () => {
+    const r = makeTextRenderer(plain, { maxAttempts: 8 })
+    expect(r.render(env("turn.started", { turnId: TurnId.make("t"), messageIds: [] }))).toBe("")
+    expect(r.render(env("model.error", { message: "401 unauthorized", retryable: false }))).toBe("")
+    expect(r.endLine()).toBe("")
+  })
+})
+
+describe("the summary and done lines", () => {
+  it("sum up tokens, cost, steps and time", () => {
+    const usage = { ...emptyUsage, input: 12_034, output: 311, cacheRead: 10_000, cost: 0.0412 }
+    expect(usageSummary(usage, 3, 9_800)).toBe(
+      "tokens in 12,034 · out 311 · cached 10,000 · cost $0.0412 · 3 steps · 9.8s"
+    )
+    expect(usageSummary(emptyUsage, 1, 400)).toBe("tokens in 0 · out 0 · cost $0 · 1 step · 400ms")
+  })
+
+  it("the done line says how the turn ended, and `interrupted` when there is no outcome", () => {
+    const done = JSON.parse(
+      doneLine({
+        sessionId: "s",
+        outcome: { turnId: TurnId.make("t"), reason: "stop", finishReason: "stop", steps: 2, usage: emptyUsage },
+        exitCode: 0,
+        elapsedMs: 12
+      })
+    )
+    expect(done).toEqual({
+      type: "done",
+      sessionId: "s",
+      reason: "stop",
+      finishReason: "stop",
+      steps: 2,
+      usage: emptyUsage,
+      durationMs: 12,
+      exitCode: 0
+    })
+    expect(JSON.parse(doneLine({ sessionId: "s", outcome: undefined, exitCode: 130, elapsedMs: 1 }))).toMatchObject({
+      reason: "interrupted",
+      steps: 0,
+      exitCode: 130
+    })
+  })
+})
