@@ -76,7 +76,7 @@ describe("logbook run: retried model errors", () => {
     expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(
-      /^retry 2\/8 in \d+s: 500 internal server error\nretry 3\/8 in \d+s: 503 service unavailable\nretry 4\/8 in \d+s: 529 overloaded\nFinally\.\n/
+      /^retry 2\/8 in [\d.]+m?s: 500 internal server error\nretry 3\/8 in [\d.]+m?s: 503 service unavailable\nretry 4\/8 in [\d.]+m?s: 529 overloaded\nFinally\.\n/
     )
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const retries = ofType(log, "model.retry").map((e) => e.payload)
@@ -100,7 +100,7 @@ describe("logbook run: retried model errors", () => {
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
     expect(result.stderr).toBe("logbook: gave up after 2 attempts: 503 service unavailable\n")
-    expect(result.stdout).toMatch(/^retry 2\/2 in \d+s: 503 service unavailable\n/)
+    expect(result.stdout).toMatch(/^retry 2\/2 in [\d.]+m?s: 503 service unavailable\n/)
     expect(server.requests).toHaveLength(2)
     expect(server.pending()).toBe(1)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
@@ -149,7 +149,7 @@ describe("logbook run: broken streams", () => {
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/^Partial answer \n\(the response was cut off\)\nretry 2\/8 in \d+s: stream cut/)
+    expect(result.stdout).toMatch(/^Partial answer \n\(the response was cut off\)\nretry 2\/8 in [\d.]+m?s: stream cut/)
     expect(result.stdout).toContain("\nComplete answer.\n")
 
     expect(server.requests).toHaveLength(2)
