@@ -194,6 +194,24 @@ export const runKernel = (file: string, shape: KernelShape, record?: Recorder): 
   return Effect.runPromise(program.pipe(Effect.provide(agent)))
 }
 
+/**
+ * The scripted model's streams alone (the same steps, one event per chunk), drained with nothing
+ * done per event: what producing the model's side of the turn costs, which the kernel's time
+ * includes and the baseline's does not.
+ */
+export const runModelOnly = (shape: KernelShape): Promise<number> => {
+  const script = kernelScript(shape)
+  const request = { messages: [], tools: [] }
+  const program = Effect.gen(function* () {
+    const model = yield* Model
+    gc()
+    const start = now()
+    for (let i = 0; i < script.length; i++) yield* Stream.runDrain(model.stream(request))
+    return now() - start
+  })
+  return Effect.runPromise(program.pipe(Effect.provide(layerModel(script))))
+}
+
 /** The kernel's store calls with the events each one carried (type + payload, as read back). */
 interface Replay {
   readonly untimed: ReadonlyArray<ReadonlyArray<Events.NewEvent>>
@@ -287,6 +305,9 @@ export interface KernelResult {
   /** the same calls through a `SessionJournal` (not judged: where the overhead splits) */
   readonly journalMs: number
   readonly journalRange: readonly [number, number]
+  /** the scripted model's streams alone, drained (not judged: part of the kernel's time, not the baseline's) */
+  readonly modelMs: number
+  readonly modelRange: readonly [number, number]
   /** kernel / baseline of the medians */
   readonly ratio: number
   /** kernel / baseline of each round, lowest and highest */
@@ -350,7 +371,13 @@ export const benchKernel = async (
       `unmeasured kernel run ${recorded.ms.toFixed(0)} ms`
   )
 
-  const times = { kernel: [] as Array<number>, store: [] as Array<number>, journal: [] as Array<number> }
+  const times = {
+    kernel: [] as Array<number>,
+    store: [] as Array<number>,
+    journal: [] as Array<number>,
+    model: [] as Array<number>
+  }
+  await runModelOnly(shape)
   const ratios: Array<number> = []
   const counts = { kernel: 0, store: 0 }
   const sides = ["kernel", "store", "journal"] as const
@@ -380,6 +407,7 @@ export const benchKernel = async (
         removeDb(f)
       }
     }
+    times.model.push(await runModelOnly(shape))
     if (counts.kernel !== counts.store) {
       throw new Error(`round ${r + 1}: the kernel committed ${counts.kernel} events, the baseline ${counts.store}`)
     }
@@ -389,7 +417,7 @@ export const benchKernel = async (
     log(
       `  round ${r + 1}: kernel ${k.toFixed(0)} ms, store ${b.toFixed(0)} ms, ratio ${(k / b).toFixed(2)}; ` +
         `events ${int(counts.kernel)} = ${int(counts.store)}; ` +
-        `journal ${times.journal[r]!.toFixed(0)} ms`
+        `journal ${times.journal[r]!.toFixed(0)} ms; model alone ${times.model[r]!.toFixed(0)} ms`
     )
   }
   const kernelMs = median(times.kernel)
@@ -412,6 +440,8 @@ export const benchKernel = async (
     kernelMs,
     baselineMs,
     journalMs: median(times.journal),
+    modelMs: median(times.model),
+    modelRange: range(times.model),
     kernelRange: range(times.kernel),
     baselineRange: range(times.store),
     journalRange: range(times.journal),

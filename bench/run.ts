@@ -288,6 +288,11 @@ const kernelMarkdown = (k: KernelResult): string => {
           "(not judged) the same calls through a `SessionJournal`: fold + snapshots",
           ms(k.journalMs),
           `${range(k.journalRange, ms)}; ${x2(k.journalMs / k.baselineMs)}× the baseline`
+        ],
+        [
+          "(not judged) the scripted model's streams alone, drained (in the kernel's time, not the baseline's)",
+          ms(k.modelMs),
+          `${range(k.modelRange, ms)}; ${x2(k.modelMs / k.baselineMs)}× the baseline`
         ]
       ]
     )
