@@ -98,3 +98,4 @@ export {
   Tools,
   type ToolsOptions
 } from "./tools/Tools.js"
+export * as Workspace from "./tools/Workspace.js"

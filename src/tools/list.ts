@@ -7,7 +7,7 @@
  * the top one.
  */
 import { Effect, Schema } from "effect"
-import { displayPath, fsFailure, intAtLeast, readTree, renderTree, resolvePath, statPath } from "./shared.js"
+import { confinedPath, displayPath, fsFailure, intAtLeast, readTree, renderTree, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
 /** The most entries one listing shows. */
@@ -69,7 +69,7 @@ export const list = defineTool<ListInput>({
   description: [
     "Lists a directory as an indented tree, to find your way around a project.",
     `- Shows \`depth\` levels (default ${DEFAULT_DEPTH}; 1 = the directory's own entries). Entries are sorted by name; directories end with "/", symlinks show "-> target" and are not followed.`,
-    '- `path` is relative to the working directory (default ".") or absolute.',
+    '- `path` is relative to the working directory (default ".") or absolute; it must be inside the working directory.',
     "- `.git` and `node_modules` are skipped; list one of them by its path to see inside.",
     `- At most ${MAX_ENTRIES} entries: when the output says it was capped, list a subdirectory or use a smaller depth.`,
     "- To find files by name pattern or by content in a large tree, prefer glob or grep."
@@ -77,7 +77,7 @@ export const list = defineTool<ListInput>({
   input: ListInput,
   execute: Effect.fn("tools.list")(function* (input: ListInput, context: ToolContext) {
     const given = input.path ?? "."
-    const absolute = resolvePath(context.cwd, given)
+    const absolute = yield* confinedPath(context.cwd, given)
     const shown = given === "" ? displayPath(context.cwd, absolute) : given
     const stat = yield* statPath(absolute, shown, "Directory")
     if (!stat.isDirectory()) {

@@ -13,12 +13,12 @@ import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
 import { listDirectory } from "./list.js"
 import {
+  confinedPath,
   displayPath,
   formatBytes,
   fsFailure,
   intAtLeast,
   nonEmptyString,
-  resolvePath,
   statPath,
   tryFs
 } from "./shared.js"
@@ -205,7 +205,7 @@ export const read = defineTool<ReadInput>({
   name: "read",
   description: [
     "Reads a text file and returns its lines numbered like `cat -n`: each line is `<number><TAB><content>`; the number and the tab are not part of the file (leave them out when you quote or edit lines).",
-    "- `path` is relative to the working directory, or absolute.",
+    "- `path` is relative to the working directory, or absolute; it must be inside the working directory (symlinks included).",
     `- Shows up to ${DEFAULT_LIMIT} lines from \`offset\` (1-based, default 1). For a long file, read it in parts with \`offset\` and \`limit\`: when the output is cut it ends with a note saying which offset reads on.`,
     `- Lines longer than ${MAX_LINE_CHARS} characters are cut, and one call returns at most ${formatBytes(MAX_OUTPUT_BYTES)}.`,
     "- Binary files are refused. A directory is shown as its entries (use list for a deeper tree).",
@@ -214,7 +214,7 @@ export const read = defineTool<ReadInput>({
   ].join("\n"),
   input: ReadInput,
   execute: Effect.fn("tools.read")(function* (input: ReadInput, context: ToolContext) {
-    const absolute = resolvePath(context.cwd, input.path)
+    const absolute = yield* confinedPath(context.cwd, input.path)
     const shown = input.path
     const stat = yield* statPath(absolute, shown)
     if (stat.isDirectory()) {

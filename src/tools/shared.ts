@@ -8,10 +8,10 @@
  */
 import type { Stats } from "node:fs"
 import * as fsp from "node:fs/promises"
-import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
 import { ToolFailure } from "./Tools.js"
+import { outsideMessage, resolveInWorkspace } from "./Workspace.js"
 
 // ---------------------------------------------------------------------------------------------
 // input schemas: plain JSON Schemas for the model (no `$defs`, no generated titles), and decoding
@@ -51,15 +51,18 @@ export const nonEmptyString = (description: string) =>
 // paths
 
 /**
- * The absolute path of `input`: absolute paths are kept, `~` and `~/…` are the home directory, and
- * everything else is relative to `cwd`. The result is normalized (no `.`/`..` segments, no trailing
- * slash) but symlinks are not resolved.
+ * The path a file tool may use for `input`: resolved against the workspace root (`cwd`) with real
+ * paths (`Workspace.resolveInWorkspace`), refused with an error the model can read when it leads
+ * outside the workspace (until the `external_directory` permission exists) or cannot be resolved.
+ * Returns the real path (symlinks followed), so what is checked is what is opened.
  */
-export const resolvePath = (cwd: string, input: string): string => {
-  if (input === "~") return os.homedir()
-  if (input.startsWith("~/")) return nodePath.join(os.homedir(), input.slice(2))
-  return nodePath.resolve(cwd, input)
-}
+export const confinedPath = (cwd: string, input: string): Effect.Effect<string, ToolFailure> =>
+  resolveInWorkspace(cwd, input).pipe(
+    Effect.mapError((error) => new ToolFailure({ message: `Cannot use the path ${input}: ${error.message}.` })),
+    Effect.flatMap((path) =>
+      path.inside ? Effect.succeed(path.real) : Effect.fail(new ToolFailure({ message: outsideMessage(path, cwd) }))
+    )
+  )
 
 /** How a path is shown to the model: relative to `cwd` when it is inside, else absolute. */
 export const displayPath = (cwd: string, absolute: string): string => {

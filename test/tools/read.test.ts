@@ -53,12 +53,27 @@ describe("read", () => {
     })
   )
 
-  it.effect("reads a last line without a newline, drops CR of CRLF lines, and takes absolute paths", () =>
+  it.effect(
+    "reads a last line without a newline, drops CR of CRLF lines, and takes absolute paths inside the workspace",
+    () =>
+      Effect.gen(function* () {
+        const dir = workspace({ "w.txt": "one\r\ntwo\r\nthree" })
+        const result = yield* run(dir, { path: path.join(dir, "w.txt") })
+        expect(result.output).toBe("     1\tone\n     2\ttwo\n     3\tthree")
+        expect(result.metadata.lines).toBe(3)
+      })
+  )
+
+  it.effect("refuses a path outside the workspace, also through a symlink", () =>
     Effect.gen(function* () {
-      const dir = workspace({ "w.txt": "one\r\ntwo\r\nthree" })
-      const result = yield* run(tempDir(), { path: path.join(dir, "w.txt") })
-      expect(result.output).toBe("     1\tone\n     2\ttwo\n     3\tthree")
-      expect(result.metadata.lines).toBe(3)
+      const outside = workspace({ "secret.txt": "s3cret" })
+      const dir = workspace({ "a.txt": "a" })
+      fs.symlinkSync(path.join(outside, "secret.txt"), path.join(dir, "link.txt"))
+      for (const input of [path.join(outside, "secret.txt"), "../secret.txt", "link.txt"]) {
+        const error = yield* Effect.flip(read.execute({ path: input }, context(dir)))
+        expect(error.message).toMatch(/is outside the workspace/)
+        expect(error.message).not.toMatch(/s3cret/)
+      }
     })
   )
 
