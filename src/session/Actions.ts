@@ -13,13 +13,22 @@
  * ends the call `tool.failed {interrupted: true, reason}` after the tool has been stopped. A tool
  * that crashes (a defect) ends `tool.failed` with the crash's message; the kernel goes on.
  */
+import * as nodePath from "node:path"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
+import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
-import { type ToolContext, type ToolOutput, Tools } from "../tools/Tools.js"
+import {
+  type FileChange,
+  type FileReads,
+  type FileStamp,
+  type ToolContext,
+  type ToolOutput,
+  Tools
+} from "../tools/Tools.js"
 import type { StepCall } from "./Processor.js"
 
 export interface BatchInput {
@@ -70,9 +79,48 @@ const describeDefect = (cause: Cause.Cause<unknown>): string => {
   return squashed instanceof Error ? squashed.message : String(squashed)
 }
 
-const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
+const makeActions = (tools: Tools["Type"], store: EventStore["Type"], options: ActionsOptions) => {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
   const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
+
+  /** per session: the real path of each file read -> its stamp then */
+  const readStamps = new Map<string, Map<string, FileStamp>>()
+  const readsOf = (sessionId: string): FileReads => {
+    let stamps = readStamps.get(sessionId)
+    if (stamps === undefined) {
+      stamps = new Map()
+      readStamps.set(sessionId, stamps)
+    }
+    const map = stamps
+    return {
+      record: (path, stamp) => Effect.sync(() => void map.set(path, stamp)),
+      last: (path) => Effect.sync(() => map.get(path))
+    }
+  }
+
+  /**
+   * The contents as blobs, then `file.changed` (awaited). A failure here is a broken store: the
+   * call ends as crashed, saying the change could not be recorded.
+   */
+  const recordFileChange = (input: BatchInput, callId: CallId, change: FileChange) =>
+    Effect.gen(function* () {
+      const blob = (content: string | Uint8Array | undefined) =>
+        content === undefined ? Effect.succeed(undefined) : store.putBlob(content)
+      const beforeHash = yield* blob(change.before)
+      const afterHash = yield* blob(change.after)
+      const relative = nodePath.relative(input.cwd, change.path)
+      const path =
+        relative !== "" && !relative.startsWith("..") && !nodePath.isAbsolute(relative) ? relative : change.path
+      yield* input.journal.append([
+        make("file.changed", {
+          path,
+          op: change.op,
+          ...(beforeHash !== undefined ? { beforeHash } : {}),
+          ...(afterHash !== undefined ? { afterHash } : {}),
+          callId
+        })
+      ])
+    }).pipe(Effect.orDieWith((error) => new Error(`could not record the change of ${change.path}: ${error.message}`)))
 
   const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
     const { journal } = input
@@ -148,6 +196,8 @@ const makeActions = (tools: Tools["Type"], options: ActionsOptions) => {
         callId,
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
+        recordFileChange: (change) => recordFileChange(input, callId, change),
+        reads: readsOf(journal.sessionId),
         progress: (output) =>
           Effect.gen(function* () {
             latestProgress = output
@@ -269,9 +319,9 @@ export class Actions extends Context.Tag("logbook/Actions")<
   Actions,
   { readonly run: (input: BatchInput) => Effect.Effect<BatchResult, RestoreError> }
 >() {
-  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools> =>
+  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools | EventStore> =>
     Layer.effect(
       Actions,
-      Effect.map(Tools, (tools) => makeActions(tools, options))
+      Effect.map(Effect.all([Tools, EventStore]), ([tools, store]) => makeActions(tools, store, options))
     )
 }

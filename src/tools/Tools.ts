@@ -33,6 +33,38 @@ export interface ToolContext {
   readonly timeoutMs: number
   /** reports progress (appends `tool.progress`); cheap to call often, it is throttled by the caller */
   readonly progress: (output: string) => Effect.Effect<void>
+  /**
+   * Records a change the tool made to a file, for audit (DESIGN §6): the contents before and after
+   * are stored as content-addressed blobs and `file.changed {path, op, beforeHash, afterHash}` is
+   * committed. `path` is the real absolute path; it is logged relative to the workspace when inside.
+   */
+  readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
+  /** What this session's agent last read of each file (to refuse editing a file changed on disk since). */
+  readonly reads: FileReads
+}
+
+/** A change of one file by a tool. */
+export interface FileChange {
+  readonly path: string
+  readonly op: "create" | "update" | "delete"
+  readonly before?: string | Uint8Array | undefined
+  readonly after?: string | Uint8Array | undefined
+}
+
+/** When a file was read, as its modification time and size then (and a content hash when known). */
+export interface FileStamp {
+  readonly mtimeMs: number
+  readonly size: number
+  readonly hash?: string | undefined
+}
+
+/**
+ * The files an agent read in this session (kept in memory by the process that drives the session:
+ * after a restart a file must be read again before it is edited).
+ */
+export interface FileReads {
+  readonly record: (path: string, stamp: FileStamp) => Effect.Effect<void>
+  readonly last: (path: string) => Effect.Effect<FileStamp | undefined>
 }
 
 /** One tool. `I` is the decoded input. */

@@ -2,7 +2,6 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { CallId, SessionId } from "../../src/domain/Ids.js"
 import {
   type BashInput,
   type BashMetadata,
@@ -13,16 +12,11 @@ import {
 } from "../../src/tools/bash.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
+import { testContext } from "../support/toolContext.js"
 
 const bash = makeBash({ timeoutMs: 10_000, maxTimeoutMs: 60_000 })
 
-const context = (cwd: string, progress: Array<string> = []): ToolContext => ({
-  sessionId: SessionId.make("s"),
-  callId: CallId.make("c"),
-  cwd,
-  timeoutMs: 60_000,
-  progress: (output) => Effect.sync(() => void progress.push(output))
-})
+const context = (cwd: string, progress: Array<string> = []): ToolContext => testContext(cwd, { progress })
 
 const run = (command: string, options: { cwd?: string; progress?: Array<string> } = {}) =>
   bash

@@ -2,18 +2,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { type ListInput, type ListMetadata, list, MAX_ENTRIES } from "../../src/tools/list.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
+import { testContext } from "../support/toolContext.js"
 
-const context = (cwd: string): ToolContext => ({
-  sessionId: SessionId.make("s"),
-  callId: CallId.make("c"),
-  cwd,
-  timeoutMs: 60_000,
-  progress: () => Effect.void
-})
+const context = (cwd: string): ToolContext => testContext(cwd)
 
 /** A temp dir holding `files` (paths ending with "/" are empty directories). */
 const workspace = (files: ReadonlyArray<string>): string => {

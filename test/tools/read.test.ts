@@ -2,7 +2,6 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { CallId, SessionId } from "../../src/domain/Ids.js"
 import {
   BINARY_PROBE_BYTES,
   DEFAULT_LIMIT,
@@ -14,14 +13,9 @@ import {
 } from "../../src/tools/read.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
+import { testContext } from "../support/toolContext.js"
 
-const context = (cwd: string): ToolContext => ({
-  sessionId: SessionId.make("s"),
-  callId: CallId.make("c"),
-  cwd,
-  timeoutMs: 60_000,
-  progress: () => Effect.void
-})
+const context = (cwd: string): ToolContext => testContext(cwd)
 
 /** A temp dir holding `files` (path -> content). */
 const workspace = (files: Record<string, string | Buffer> = {}): string => {

@@ -1,0 +1,34 @@
+/**
+ * A `ToolContext` for testing a tool on its own: progress and file changes are collected in arrays,
+ * reads are remembered in memory, as `Actions` does for a session.
+ */
+import { Effect } from "effect"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
+import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
+
+export interface TestToolContext extends ToolContext {
+  /** every progress text reported, in order */
+  readonly progressed: Array<string>
+  /** every file change recorded, in order */
+  readonly changes: Array<FileChange>
+}
+
+export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
+  const progressed = options.progress ?? []
+  const changes: Array<FileChange> = []
+  const stamps = new Map<string, FileStamp>()
+  return {
+    sessionId: SessionId.make("s"),
+    callId: CallId.make("c"),
+    cwd,
+    timeoutMs: 60_000,
+    progress: (output) => Effect.sync(() => void progressed.push(output)),
+    recordFileChange: (change) => Effect.sync(() => void changes.push(change)),
+    reads: {
+      record: (path, stamp) => Effect.sync(() => void stamps.set(path, stamp)),
+      last: (path) => Effect.sync(() => stamps.get(path))
+    },
+    progressed,
+    changes
+  }
+}
