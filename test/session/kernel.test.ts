@@ -809,3 +809,45 @@ describe("Sessions: no message is stranded, no turn is stuck", () => {
     }).pipe(Effect.provide(layer([{ events: [], hang: true }])))
   )
 })
+
+describe("Actions: file changes", () => {
+  it.live("recordFileChange stores the contents as blobs and commits file.changed, relative to the workspace", () =>
+    Effect.gen(function* () {
+      const writer = defineTool({
+        name: "writer",
+        description: "pretends to write a file",
+        input: Schema.Struct({}),
+        execute: (_input, context) =>
+          context
+            .recordFileChange({ path: `${context.cwd}/src/x.txt`, op: "update", before: "old\n", after: "new\n" })
+            .pipe(Effect.as({ output: "written" }))
+      })
+      yield* Effect.gen(function* () {
+        const { id, state } = yield* prompt("write")
+        const store = yield* EventStore
+        const changed = (yield* events(id)).filter((x) => x.type === "file.changed")
+        expect(changed).toHaveLength(1)
+        const payload = changed[0]!.payload as {
+          path: string
+          op: string
+          beforeHash: string
+          afterHash: string
+          callId: string
+        }
+        expect(payload).toMatchObject({ path: "src/x.txt", op: "update", callId: "w1" })
+        const text = (hash: string) =>
+          store.getBlob(hash).pipe(Effect.map((blob) => new TextDecoder().decode(Option.getOrThrow(blob))))
+        expect(yield* text(payload.beforeHash)).toBe("old\n")
+        expect(yield* text(payload.afterHash)).toBe("new\n")
+        expect(state.files["src/x.txt"]).toMatchObject({ op: "update", callId: "w1" })
+        // the change is committed before the call's result
+        const t = types(yield* events(id))
+        expect(t.indexOf("file.changed")).toBeLessThan(t.indexOf("tool.finished"))
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "writer", input: {} }]), Script.text("ok")], [writer])
+        )
+      )
+    })
+  )
+})
