@@ -1,15 +1,27 @@
 /**
- * The built-in tools, in the order the model is told about them. `write`, `edit`, `glob`, `grep`
- * and `todo` (DESIGN §6) join this list as they are written.
+ * The built-in tools, in the order the model is told about them. `todo` (DESIGN §6) joins this
+ * list when it is written.
  */
 import { type BashSettings, makeBash } from "./bash.js"
+import { edit } from "./edit.js"
+import { glob } from "./glob.js"
+import { grep } from "./grep.js"
 import { list } from "./list.js"
 import { read } from "./read.js"
 import type { AnyTool } from "./Tools.js"
+import { write } from "./write.js"
 
 export interface BuiltinSettings {
   readonly bash: BashSettings
 }
 
 /** The built-in tools, with the settings that come from config. */
-export const builtinTools = (settings: BuiltinSettings): ReadonlyArray<AnyTool> => [read, list, makeBash(settings.bash)]
+export const builtinTools = (settings: BuiltinSettings): ReadonlyArray<AnyTool> => [
+  read,
+  list,
+  glob,
+  grep,
+  write,
+  edit,
+  makeBash(settings.bash)
+]

@@ -8,6 +8,8 @@
  * byte in the first `BINARY_PROBE_BYTES` marks a binary file, which is refused. A directory is shown
  * as its entries, like `list` with depth 1.
  */
+import { createHash } from "node:crypto"
+import type { Stats } from "node:fs"
 import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
@@ -75,6 +77,8 @@ interface Scan {
   readonly capped: boolean
   /** a line was cut at `MAX_LINE_CHARS` */
   readonly lineCut: boolean
+  /** the SHA-256 of the whole file, in hex */
+  readonly hash: string
 }
 
 const binaryFailure = (shown: string) =>
@@ -89,6 +93,7 @@ const scanLines = (handle: FileHandle, shown: string, window: Window): Effect.Ef
   Effect.gen(function* () {
     const end = window.offset + window.limit // first line after the window
     const buffer = Buffer.alloc(CHUNK_BYTES)
+    const hash = createHash("sha256")
     const out: Array<string> = []
     let outBytes = 0
     let capped = false
@@ -136,6 +141,7 @@ const scanLines = (handle: FileHandle, shown: string, window: Window): Effect.Ef
       if (position === 0 && chunk.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
         return yield* binaryFailure(shown)
       }
+      hash.update(chunk)
       position += bytesRead
       lastByte = chunk[bytesRead - 1]!
       let start = 0
@@ -158,10 +164,14 @@ const scanLines = (handle: FileHandle, shown: string, window: Window): Effect.Ef
       }
     }
     if (position > 0 && lastByte !== NEWLINE) finishLine() // the last line has no newline
-    return { text: out.join(""), total: lineNo - 1, lastShown, capped, lineCut }
+    return { text: out.join(""), total: lineNo - 1, lastShown, capped, lineCut, hash: hash.digest("hex") }
   })
 
-const readFile = (absolute: string, shown: string, window: Window) =>
+/**
+ * Reads the file and records what the agent read (`context.reads`): the `stat` taken before
+ * reading (so a change during the read shows as a change) and the hash of the content read.
+ */
+const readFile = (absolute: string, shown: string, window: Window, stat: Stats, context: ToolContext) =>
   Effect.gen(function* () {
     const handle = yield* Effect.acquireRelease(
       tryFs(() => fsp.open(absolute, "r")).pipe(Effect.mapError((error) => fsFailure(error, shown))),
@@ -170,13 +180,14 @@ const readFile = (absolute: string, shown: string, window: Window) =>
     )
     const scan = yield* scanLines(handle, shown, window)
     const base = { path: absolute, lines: scan.total }
-    if (scan.total === 0) {
-      return { output: "(the file is empty)", metadata: { ...base, truncated: false } }
-    }
-    if (window.offset > scan.total) {
+    if (scan.total > 0 && window.offset > scan.total) {
       return yield* new ToolFailure({
         message: `Offset ${window.offset} is past the end of ${shown}, which has ${scan.total} line${scan.total === 1 ? "" : "s"}. Use an offset from 1 to ${scan.total}.`
       })
+    }
+    yield* context.reads.record(absolute, { mtimeMs: stat.mtimeMs, size: stat.size, hash: scan.hash })
+    if (scan.total === 0) {
+      return { output: "(the file is empty)", metadata: { ...base, truncated: false } }
     }
     const notes: Array<string> = []
     const more = scan.lastShown < scan.total
@@ -234,9 +245,12 @@ export const read = defineTool<ReadInput>({
         message: `Cannot read ${shown}: it is not a regular file (a device, socket or pipe). read shows text files only.`
       })
     }
-    return yield* readFile(absolute, shown, {
-      offset: input.offset ?? 1,
-      limit: input.limit ?? DEFAULT_LIMIT
-    })
+    return yield* readFile(
+      absolute,
+      shown,
+      { offset: input.offset ?? 1, limit: input.limit ?? DEFAULT_LIMIT },
+      stat,
+      context
+    )
   })
 })

@@ -6,11 +6,12 @@
  * Confinement to the workspace root is not done here: `Workspace` and `Permissions` decide whether a
  * path may be touched before the tool runs. These helpers only make paths concrete and errors clear.
  */
+import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect, Schema } from "effect"
-import { ToolFailure } from "./Tools.js"
+import { Effect, Random, Schema } from "effect"
+import { type FileReads, type FileStamp, ToolFailure } from "./Tools.js"
 import { outsideMessage, resolveInWorkspace } from "./Workspace.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -434,4 +435,94 @@ export class HeadTailBuffer {
     const tailText = trimIncompleteStart(tail).toString("utf8")
     return `${headText}\n\n… [${omitted} bytes (${formatBytes(omitted)}) of output left out; showing the first ${formatBytes(head.length)} and the last ${formatBytes(tail.length)}] …\n\n${tailText}`
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// changing files: what the agent read, and atomic writes (write, edit; read records the stamps)
+
+/** The SHA-256 of some content, in hex. */
+export const sha256Hex = (content: string | Uint8Array): string => createHash("sha256").update(content).digest("hex")
+
+/** The stamp of a file as it is now: its `stat` and the hash of its whole content. */
+export const fileStamp = (stat: Stats, content: string | Uint8Array): FileStamp => ({
+  mtimeMs: stat.mtimeMs,
+  size: stat.size,
+  hash: sha256Hex(content)
+})
+
+/**
+ * Fails unless the agent read the file `absolute` in this session and it has not changed on disk
+ * since (its last read, write or edit). `stat` and `content` are the file as it is now. With a
+ * content hash in the stamp the hash decides (a `touch` is no change, a same-size rewrite in the same
+ * millisecond is one); without it, the size and the modification time do.
+ */
+export const requireFreshRead = (
+  reads: FileReads,
+  absolute: string,
+  shown: string,
+  current: { readonly stat: Stats; readonly content: Uint8Array },
+  action: "overwrite" | "edit"
+): Effect.Effect<void, ToolFailure> =>
+  Effect.gen(function* () {
+    const stamp = yield* reads.last(absolute)
+    if (stamp === undefined) {
+      return yield* new ToolFailure({
+        message:
+          `You have not read ${shown} in this session. Read it first with the read tool, then ${action} it` +
+          (action === "overwrite"
+            ? ": overwriting a file you have not seen can lose work (to change part of it, prefer edit)."
+            : ": edit replaces exact text, so it needs the file's current content.")
+      })
+    }
+    const changed =
+      stamp.size !== current.stat.size ||
+      (stamp.hash !== undefined ? stamp.hash !== sha256Hex(current.content) : stamp.mtimeMs !== current.stat.mtimeMs)
+    if (changed) {
+      return yield* new ToolFailure({
+        message:
+          `${shown} changed on disk since you last read it (someone or something else modified it). ` +
+          `Read it again with the read tool, then ${action} it based on its current content.`
+      })
+    }
+  })
+
+/**
+ * Writes `content` to `absolute` atomically: into a temporary file in the same directory (flushed
+ * to disk), then renamed over the target, so a crash leaves the old file or the new one, never half
+ * of one. `mode` (the permission bits of the file being replaced) is kept; a new file gets the
+ * default mode. The temporary file is removed when anything fails. Returns the new file's `stat`.
+ */
+export const writeFileAtomic = (
+  absolute: string,
+  content: string | Uint8Array,
+  shown: string,
+  mode?: number
+): Effect.Effect<Stats, ToolFailure> =>
+  Effect.gen(function* () {
+    const suffix = (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
+    const temp = nodePath.join(nodePath.dirname(absolute), `.${nodePath.basename(absolute)}.${suffix}.logbook-tmp`)
+    const write = Effect.acquireUseRelease(
+      tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
+      (handle) =>
+        tryFs(async () => {
+          if (mode !== undefined) await handle.chmod(mode) // `open` applies the umask; the old mode wins
+          await handle.writeFile(content)
+          await handle.sync()
+        }),
+      (handle) => tryFs(() => handle.close()).pipe(Effect.ignore)
+    )
+    return yield* write.pipe(
+      Effect.zipRight(tryFs(() => fsp.rename(temp, absolute))),
+      Effect.zipRight(tryFs(() => fsp.stat(absolute))),
+      Effect.tapError(() => tryFs(() => fsp.rm(temp, { force: true })).pipe(Effect.ignore)),
+      Effect.mapError((error) => fsFailure(error, shown))
+    )
+  })
+
+/** The number of lines of a text (a last line without a newline counts; `""` has none). */
+export const countLines = (text: string): number => {
+  if (text === "") return 0
+  let count = 0
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) count++
+  return text.endsWith("\n") ? count : count + 1
 }

@@ -2,9 +2,12 @@
  * A `ToolContext` for testing a tool on its own: progress and file changes are collected in arrays,
  * reads are remembered in memory, as `Actions` does for a session.
  */
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect } from "effect"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
+import { tempDir } from "./tmp.js"
 
 export interface TestToolContext extends ToolContext {
   /** every progress text reported, in order */
@@ -31,4 +34,15 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     progressed,
     changes
   }
+}
+
+/** A temp dir holding `files` (relative path -> content), parent directories created. */
+export const workspaceWith = (files: Record<string, string | Buffer> = {}, prefix = "logbook-tool-"): string => {
+  const dir = tempDir(prefix)
+  for (const [name, content] of Object.entries(files)) {
+    const file = path.join(dir, name)
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.writeFileSync(file, content)
+  }
+  return dir
 }

@@ -23,8 +23,8 @@ const call = (tool: string, input: unknown) => ({
 })
 
 describe("builtinTools", () => {
-  it("are read, list and bash, with plain object JSON Schemas for the model", () => {
-    expect(tools.definitions.map((d) => d.name)).toEqual(["read", "list", "bash"])
+  it("are read, list, glob, grep, write, edit and bash, with plain object JSON Schemas for the model", () => {
+    expect(tools.definitions.map((d) => d.name)).toEqual(["read", "list", "glob", "grep", "write", "edit", "bash"])
     for (const definition of tools.definitions) {
       expect(definition.description.length).toBeGreaterThan(100)
       const schema = definition.inputSchema as JsonSchema
@@ -43,6 +43,19 @@ describe("builtinTools", () => {
       minimum: 1,
       description: "The 1-based line number to start at. Defaults to 1 (the start of the file)."
     })
+  })
+
+  it("describe write's and edit's inputs plainly: required fields, a boolean replaceAll", () => {
+    const schema = (name: string) => tools.definitions.find((d) => d.name === name)!.inputSchema as JsonSchema
+    expect(schema("write").required).toEqual(["path", "content"])
+    expect(schema("write").properties?.content?.type).toBe("string")
+    expect(schema("edit").required).toEqual(["path", "oldString", "newString"])
+    expect(Object.keys(schema("edit").properties ?? {})).toEqual(["path", "oldString", "newString", "replaceAll"])
+    expect(schema("edit").properties?.replaceAll).toEqual({
+      type: "boolean",
+      description: "Replace every occurrence of oldString instead of requiring exactly one. Defaults to false."
+    })
+    expect(JSON.stringify([schema("write"), schema("edit")])).not.toMatch(/"title"|\$ref|\$defs/)
   })
 
   it.effect("refuses bad input with a message the model can act on, and bounds the bash timeout", () =>

@@ -11,22 +11,13 @@ import {
   type ReadMetadata,
   read
 } from "../../src/tools/read.js"
+import { sha256Hex } from "../../src/tools/shared.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
-import { tempDir } from "../support/tmp.js"
-import { testContext } from "../support/toolContext.js"
+import { testContext, workspaceWith } from "../support/toolContext.js"
 
 const context = (cwd: string): ToolContext => testContext(cwd)
 
-/** A temp dir holding `files` (path -> content). */
-const workspace = (files: Record<string, string | Buffer> = {}): string => {
-  const dir = tempDir("logbook-read-")
-  for (const [name, content] of Object.entries(files)) {
-    const file = path.join(dir, name)
-    fs.mkdirSync(path.dirname(file), { recursive: true })
-    fs.writeFileSync(file, content)
-  }
-  return dir
-}
+const workspace = (files: Record<string, string | Buffer> = {}): string => workspaceWith(files, "logbook-read-")
 
 const run = (dir: string, input: ReadInput) =>
   read.execute(input, context(dir)).pipe(Effect.map((out) => ({ ...out, metadata: out.metadata as ReadMetadata })))
@@ -209,6 +200,23 @@ describe("read", () => {
     Effect.gen(function* () {
       const dir = workspace({ "a.txt": "x" })
       expect(yield* failure(dir, { path: "a.txt/b" })).toBe("Not a directory: a part of the path a.txt/b is a file")
+    })
+  )
+  it.effect("records what was read: the mtime and size before reading, and the hash of the whole file", () =>
+    Effect.gen(function* () {
+      const content = `${lines(3000)}\n`
+      const dir = workspace({ "big.txt": content, "empty.txt": "" })
+      const file = path.join(dir, "big.txt")
+      const ctx = testContext(dir)
+      yield* read.execute({ path: "big.txt", offset: 10, limit: 5 }, ctx)
+      const stat = fs.statSync(file)
+      expect(yield* ctx.reads.last(file)).toEqual({ mtimeMs: stat.mtimeMs, size: stat.size, hash: sha256Hex(content) })
+      yield* read.execute({ path: "empty.txt" }, ctx)
+      expect((yield* ctx.reads.last(path.join(dir, "empty.txt")))?.hash).toBe(sha256Hex(""))
+      // a failed read records nothing
+      const fresh = testContext(dir)
+      yield* Effect.flip(read.execute({ path: "big.txt", offset: 5000 }, fresh))
+      expect(yield* fresh.reads.last(file)).toBeUndefined()
     })
   )
 })

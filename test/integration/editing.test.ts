@@ -1,0 +1,114 @@
+/**
+ * A scripted editing task end to end (issue 4's done-criterion, in its first form): the model reads
+ * a file, finds the bug with grep, edits it, runs the project's tests with bash, and answers. The
+ * built binary, real HTTP, a real workspace; the log records the file change with both contents.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Effect, Option } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { EventStore } from "../../src/store/EventStore.js"
+import { runCli } from "../support/cli.js"
+import { Reply } from "../support/scriptedServer.js"
+import {
+  contentText,
+  idle,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  ofType,
+  readLog,
+  toolResult,
+  unanswered
+} from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const blobText = (db: string, hash: string): Promise<string> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const blob = yield* store.getBlob(hash)
+      return new TextDecoder().decode(Option.getOrThrow(blob))
+    }).pipe(Effect.provide(EventStore.layerSqlite({ filename: db, readonly: true })))
+  )
+
+const BUGGY = "export const sum = (a, b) => a - b\n"
+const FIXED = "export const sum = (a, b) => a + b\n"
+const TEST = [
+  'import { sum } from "./sum.mjs"',
+  "if (sum(2, 3) !== 5) {",
+  '  console.log("FAIL: sum(2, 3) is", sum(2, 3))',
+  "  process.exit(1)",
+  "}",
+  'console.log("ok")',
+  ""
+].join("\n")
+
+describe("logbook run: an editing task", () => {
+  it("grep, read, edit, run the tests, answer: the file is fixed and the change is recorded with both contents", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "sum.mjs"), BUGGY)
+    fs.writeFileSync(path.join(ws.dir, "test.mjs"), TEST)
+    const call = (id: string, name: string, input: unknown) => ({ id, name, arguments: JSON.stringify(input) })
+    server.enqueue(
+      Reply.stream({ toolCalls: [call("call_grep", "grep", { pattern: "a - b" })] }),
+      Reply.stream({ toolCalls: [call("call_read", "read", { path: "sum.mjs" })] }),
+      Reply.stream({
+        toolCalls: [call("call_edit", "edit", { path: "sum.mjs", oldString: "a - b", newString: "a + b" })]
+      }),
+      Reply.stream({ toolCalls: [call("call_test", "bash", { command: "node test.mjs" })] }),
+      Reply.text("Fixed: sum subtracted instead of adding; the test passes.")
+    )
+
+    const result = await runCli([...ws.runArgs, "the test fails, fix it"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "sum.mjs"), "utf8")).toBe(FIXED)
+    expect(result.stdout).toMatch(/✓ edit sum\.mjs/)
+    expect(result.stdout).toMatch(/✓ bash node test\.mjs/)
+
+    // what the model was sent: every call answered; grep found the line, the test passed
+    const last = server.requests.at(-1)!
+    expect(unanswered(last)).toEqual([])
+    expect(contentText(toolResult(last, "call_grep"))).toMatch(/sum\.mjs:1:.*a - b/)
+    expect(contentText(toolResult(last, "call_test"))).toMatch(/ok[\s\S]*Exit code: 0/)
+
+    // the log: the change with its before and after contents, then the session idle
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const changes = ofType(log, "file.changed")
+    expect(changes.map((e) => [e.payload.path, e.payload.op, e.payload.callId])).toEqual([
+      ["sum.mjs", "update", "call_edit"]
+    ])
+    expect(await blobText(ws.db, changes[0]!.payload.beforeHash!)).toBe(BUGGY)
+    expect(await blobText(ws.db, changes[0]!.payload.afterHash!)).toBe(FIXED)
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("an edit of a file the agent never read is refused with a readable error, and nothing changes", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "sum.mjs"), BUGGY)
+    server.enqueue(
+      Reply.stream({
+        toolCalls: [
+          {
+            id: "call_edit",
+            name: "edit",
+            arguments: JSON.stringify({ path: "sum.mjs", oldString: "a - b", newString: "a + b" })
+          }
+        ]
+      }),
+      Reply.text("I need to read it first.")
+    )
+    const result = await runCli([...ws.runArgs, "fix sum"])
+    expect(result.code).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "sum.mjs"), "utf8")).toBe(BUGGY)
+    const error = contentText(toolResult(server.requests.at(-1)!, "call_edit"))
+    expect(error).toMatch(/read/i)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "file.changed")).toEqual([])
+  })
+})
