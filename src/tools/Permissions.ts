@@ -48,20 +48,14 @@
  */
 import type { Effect } from "effect"
 import { Either, ParseResult, Schema } from "effect"
+import { showValue } from "../config/ConfigSchema.js"
 import { compileGlob } from "./ignore.js"
 
 // ---------------------------------------------------------------------------------------------
 // rules as data
 
-const show = (value: unknown): string => {
-  let text: string
-  try {
-    text = JSON.stringify(value) ?? String(value)
-  } catch {
-    text = String(value)
-  }
-  return text.length > 60 ? `${text.slice(0, 59)}…` : text
-}
+/** a value for an error message: JSON cut to 60 characters, a secret-looking string not shown */
+const show = showValue
 
 const actionsText = '"allow", "ask" or "deny"'
 
