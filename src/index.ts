@@ -85,11 +85,14 @@ export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as Snapshots from "./store/Snapshots.js"
 export type { SqliteOptions } from "./store/Sqlite.js"
+export { type ApprovalReply, type ApprovalRequest, Approver } from "./tools/Approver.js"
 export { builtinTools } from "./tools/builtins.js"
+export * as Permissions from "./tools/Permissions.js"
 export {
   type AnyTool,
   defineTool,
   type HookCall,
+  type PermissionSubject,
   type ToolContext,
   type ToolDefinition,
   ToolFailure,

@@ -20,6 +20,7 @@ import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import { makeAgentLayer } from "../session/Agent.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
+import { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError, ExitCode } from "./errors.js"
@@ -51,6 +52,13 @@ const maxStepsOption = Options.integer("max-steps").pipe(
   Options.optional,
   Options.withPseudoName("n"),
   Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")
+)
+const yesOption = Options.boolean("yes").pipe(
+  Options.withAlias("y"),
+  Options.withDescription(
+    "Approve every tool call the permission rules ask about (default: such calls are denied, as nobody can be " +
+      "asked). Calls the rules deny stay denied."
+  )
 )
 const workspaceOption = cwdOption("The workspace directory (default: the current directory).")
 const runFormat = formatOption(
@@ -98,6 +106,7 @@ export const run = Command.make(
     continue: continueOption,
     format: runFormat,
     maxSteps: maxStepsOption,
+    yes: yesOption,
     cwd: workspaceOption,
     db: dbOption
   },
@@ -138,7 +147,9 @@ export const run = Command.make(
         maxOutputTokens: resolved.model.maxOutput
       },
       tools: { tools: builtinTools({ bash: settings.tools.bash }) },
-      retry: settings.retry
+      retry: settings.retry,
+      permissions: settings.permission,
+      approver: args.yes ? Approver.autoAllow : Approver.autoDeny
     }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 
     const program = Effect.gen(function* () {

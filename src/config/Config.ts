@@ -732,6 +732,7 @@ export const maskConfig = (config: ResolvedConfig, isSet: (name: string) => bool
   ),
   retry: config.retry,
   tools: config.tools,
+  permission: config.permission,
   maxSteps: config.maxSteps,
   snapshotEvery: config.snapshotEvery
 })

@@ -11,31 +11,13 @@
  * validation error can say what was expected; values that look like secrets are never echoed.
  */
 import { type ParseResult, Schema } from "effect"
+import { PermissionRules } from "../tools/Permissions.js"
+import { looksLikeSecret, showValue } from "./showValue.js"
 
 // ---------------------------------------------------------------------------------------------
 // messages
 
-/**
- * A value for an error message: JSON, cut to 60 characters; a string that looks like an API key
- * or token is not shown at all.
- */
-export const showValue = (value: unknown): string => {
-  if (value === undefined) return "nothing"
-  if (typeof value === "string" && looksLikeSecret(value)) return "a value that looks like a secret (not shown)"
-  let text: string
-  try {
-    text = JSON.stringify(value) ?? String(value)
-  } catch {
-    text = String(value)
-  }
-  return text.length > 60 ? `${text.slice(0, 59)}…` : text
-}
-
-/** `sk-…`, `sk-ant-…`, `xai-…`, `gsk_…`, `AIza…`, or one long run of key-like characters. */
-export const looksLikeSecret = (text: string): boolean =>
-  /^(sk|pk|rk|xai|gsk|ghp|gho|github_pat|hf)[-_][A-Za-z0-9]/.test(text) ||
-  /^AIza[0-9A-Za-z_-]{20,}/.test(text) ||
-  /^[A-Za-z0-9_\-+/=.]{32,}$/.test(text.trim())
+export { looksLikeSecret, showValue } from "./showValue.js"
 
 /** The message of a leaf: used for every failure of the schema, its base type's included. */
 const expected =
@@ -304,6 +286,15 @@ export const ConfigInput = Schema.Struct({
     }),
     { exact: true }
   ),
+  permission: Schema.optionalWith(
+    PermissionRules.annotations({
+      description:
+        'Permission rules per tool: "allow", "ask" or "deny", or an object of patterns (commands for bash, ' +
+        'paths for the file tools) to those; "external_directory" decides paths outside the workspace, "*" ' +
+        "any tool without an entry. The most specific pattern wins. See docs/tools.md."
+    }),
+    { exact: true }
+  ),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -339,6 +330,8 @@ export const ResolvedConfig = Schema.Struct({
   provider: Schema.Record({ key: ProviderId, value: ProviderSettings }),
   retry: RetrySettings,
   tools: Schema.Struct({ bash: BashSettings }),
+  /** the user's permission rules (the built-in `defaultRules` apply below them); `{}` when none */
+  permission: PermissionRules,
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -352,6 +345,7 @@ export const defaults = {
   },
   retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
   tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } },
+  permission: {},
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

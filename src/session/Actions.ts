@@ -5,9 +5,10 @@
  * most `concurrency` at a time), then `archived` when every call completed or `failed` when one did
  * not (the errors go back to the model as tool results either way).
  *
- * Per call: the input is decoded and the `tool.execute.before` hooks run (`Tools.prepare`); a call
- * that cannot run (not JSON, unknown tool, invalid input, blocked) ends `tool.failed` with an error
- * the model can act on and never starts. Otherwise `tool.invoked` is committed first (write-ahead),
+ * Per call: the input is decoded (`Tools.decode`), the permission rules decide (see below), then the
+ * `tool.execute.before` hooks run (`Tools.before`); a call that cannot run (not JSON, unknown tool,
+ * invalid input, denied, blocked) ends `tool.failed` with an error the model can act on and never
+ * starts. Otherwise `tool.invoked` is committed first (write-ahead),
  * then the tool runs under its timeout. Past the timeout: `tool.timeout`, the tool is interrupted
  * (a command's whole process group is killed), then `tool.failed {timedOut: true}`. An interrupt
  * ends the call `tool.failed {interrupted: true, reason}` after the tool has been stopped. A tool
@@ -16,12 +17,22 @@
 import * as nodePath from "node:path"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
-import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
+import { type ActionId, type CallId, type MessageId, makeActionId, uuidV7 } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
+import { Approver } from "../tools/Approver.js"
 import {
+  defaultRules,
+  evaluate,
+  explain,
+  type PermissionAction,
+  type PermissionResult,
+  type PermissionRules
+} from "../tools/Permissions.js"
+import {
+  type AnyTool,
   type FileChange,
   type FileReads,
   type FileStamp,
@@ -29,7 +40,21 @@ import {
   type ToolOutput,
   Tools
 } from "../tools/Tools.js"
+import { resolveInWorkspace } from "../tools/Workspace.js"
 import type { StepCall } from "./Processor.js"
+
+/*
+ * Permissions (DESIGN §6, issue 4 §2). A tool's `permission(input)` gives its subject: a command,
+ * or a path that is resolved in the workspace (real paths) to its workspace-relative path, or its
+ * absolute real path and `outside` when it leads outside. `evaluate(options.permissions, …)` then
+ * decides with the built-in defaults below the user's rules:
+ * - deny: `tool.failed` ("Denied: … Do not retry it; …"), no `tool.invoked`;
+ * - ask: `permission.asked`, the `Approver`, `permission.replied`; reject ends like deny, once
+ *   runs, always runs and allows that exact tool + subject for the rest of the session (in memory);
+ * - allow: runs (a file tool may then use the outside path: `ToolContext.outsideAllowed`).
+ * The loop guard: a call with the same tool and input (JSON) as the two calls just before it in the
+ * session is asked about even when the rules allow it.
+ */
 
 export interface BatchInput {
   readonly journal: SessionJournal
@@ -59,7 +84,17 @@ export interface ActionsOptions {
   readonly concurrency?: number | undefined
   /** at most one `tool.progress` event per call per this many ms (default 250) */
   readonly progressEveryMs?: number | undefined
+  /** the user's permission rules (the config's `permission`); the built-in `defaultRules` apply below them */
+  readonly permissions?: PermissionRules | undefined
 }
+
+/** The loop guard: a call the same as this many calls just before it (same tool, same input) is asked about. */
+const LOOP_REPEATS = 2
+
+/** What the permission check decided for one call. */
+type Permission =
+  | { readonly _tag: "Run"; readonly outsideAllowed: boolean }
+  | { readonly _tag: "Denied"; readonly error: string }
 
 const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
 const isOpen = (state: SessionState, callId: CallId): boolean => {
@@ -79,9 +114,119 @@ const describeDefect = (cause: Cause.Cause<unknown>): string => {
   return squashed instanceof Error ? squashed.message : String(squashed)
 }
 
-const makeActions = (tools: Tools["Type"], store: EventStore["Type"], options: ActionsOptions) => {
+const makeActions = (
+  tools: Tools["Type"],
+  store: EventStore["Type"],
+  approver: Approver["Type"],
+  options: ActionsOptions
+) => {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
   const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
+  const rules = options.permissions ?? {}
+
+  /**
+   * The built-in rules, plus `allow` for every registered tool they do not name: a program that
+   * registers a tool means it to run (the user's rules, `"*"` included, still come first).
+   */
+  const defaults: PermissionRules = {
+    ...Object.fromEntries(tools.definitions.map((definition) => [definition.name, "allow" as const])),
+    ...defaultRules
+  }
+
+  /** per session: the tool + subject pairs answered `always` (in memory, for this process) */
+  const alwaysAllowed = new Map<string, Set<string>>()
+  /** per session: the signatures (tool + input JSON) of the latest calls, oldest first */
+  const recentCalls = new Map<string, Array<string>>()
+
+  const alwaysKey = (tool: string, subject: string, outside: boolean) => JSON.stringify([tool, subject, outside])
+
+  /** Records the call and says whether it repeats the `LOOP_REPEATS` calls just before it. */
+  const repeats = (sessionId: string, call: StepCall): boolean => {
+    const signature = JSON.stringify([call.tool, call.input])
+    let recent = recentCalls.get(sessionId)
+    if (recent === undefined) {
+      recent = []
+      recentCalls.set(sessionId, recent)
+    }
+    const repeated = recent.length >= LOOP_REPEATS && recent.slice(-LOOP_REPEATS).every((s) => s === signature)
+    recent.push(signature)
+    if (recent.length > LOOP_REPEATS) recent.splice(0, recent.length - LOOP_REPEATS)
+    return repeated
+  }
+
+  /**
+   * The permission check of one decoded call (DESIGN §6: before the hooks): the rules decide allow,
+   * ask or deny; an ask (or the loop guard) goes to the Approver between `permission.asked` and
+   * `permission.replied`.
+   */
+  const checkPermission = (input: BatchInput, call: StepCall, tool: AnyTool, decoded: unknown) =>
+    Effect.gen(function* () {
+      const { journal } = input
+      const sessionId = journal.sessionId
+      const asked = tool.permission?.(decoded) ?? {}
+      let subject = asked.subject ?? ""
+      let outside = false
+      if (asked.path !== undefined) {
+        const resolved = yield* resolveInWorkspace(input.cwd, asked.path).pipe(Effect.option)
+        if (Option.isSome(resolved)) {
+          outside = !resolved.value.inside
+          subject = resolved.value.relative ?? resolved.value.real
+        } else {
+          // cannot be resolved: judged as written; the tool itself then fails with the reason
+          subject = asked.path
+        }
+      }
+      const loop = repeats(sessionId, call)
+      const result: PermissionResult = evaluate(rules, { tool: call.tool, subject, outside }, defaults)
+      let action: PermissionAction = result.action
+      if (action === "ask" && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {
+        action = "allow"
+      }
+      if (action === "deny") {
+        return {
+          _tag: "Denied",
+          error:
+            `Denied: ${explain(result)}. Do not retry it; do the task another way, ` +
+            "or tell the user what you need and why."
+        } satisfies Permission
+      }
+      if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+
+      const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
+      const reason = loop ? `${what} needs approval: the same call a third time in a row` : explain(result)
+      const permissionId = yield* uuidV7
+      yield* journal.append([
+        make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })
+      ])
+      const reply = yield* approver.ask({
+        sessionId,
+        callId: call.callId,
+        tool: call.tool,
+        subject,
+        outside,
+        rule: loop ? undefined : result.rule,
+        reason
+      })
+      yield* journal.append([make("permission.replied", { permissionId, reply })])
+      if (reply === "reject") {
+        const who = approver.rejectedBy ?? "the user"
+        return {
+          _tag: "Denied",
+          error:
+            `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
+            "or tell the user what you need and why."
+        } satisfies Permission
+      }
+      if (reply === "always") {
+        let allowed = alwaysAllowed.get(sessionId)
+        if (allowed === undefined) {
+          allowed = new Set()
+          alwaysAllowed.set(sessionId, allowed)
+        }
+        allowed.add(alwaysKey(call.tool, subject, outside))
+      }
+      return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+    })
 
   /** per session: the real path of each file read -> its stamp then */
   const readStamps = new Map<string, Map<string, FileStamp>>()
@@ -177,7 +322,11 @@ const makeActions = (tools: Tools["Type"], store: EventStore["Type"], options: A
         )
       }
       const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
-      const prepared = yield* tools.prepare(hookCall).pipe(
+      const decoded = tools.decode(hookCall)
+      if (decoded._tag === "Refused") return yield* fail(decoded.error)
+      const permission: Permission = yield* checkPermission(input, call, decoded.tool, decoded.input)
+      if (permission._tag === "Denied") return yield* fail(permission.error)
+      const prepared = yield* tools.before(hookCall, decoded).pipe(
         Effect.catchAllDefect((defect) =>
           Effect.succeed({
             _tag: "Refused" as const,
@@ -198,6 +347,7 @@ const makeActions = (tools: Tools["Type"], store: EventStore["Type"], options: A
         timeoutMs: prepared.timeoutMs,
         recordFileChange: (change) => recordFileChange(input, callId, change),
         reads: readsOf(journal.sessionId),
+        outsideAllowed: permission.outsideAllowed,
         progress: (output) =>
           Effect.gen(function* () {
             latestProgress = output
@@ -319,9 +469,11 @@ export class Actions extends Context.Tag("logbook/Actions")<
   Actions,
   { readonly run: (input: BatchInput) => Effect.Effect<BatchResult, RestoreError> }
 >() {
-  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools | EventStore> =>
+  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools | EventStore | Approver> =>
     Layer.effect(
       Actions,
-      Effect.map(Effect.all([Tools, EventStore]), ([tools, store]) => makeActions(tools, store, options))
+      Effect.map(Effect.all([Tools, EventStore, Approver]), ([tools, store, approver]) =>
+        makeActions(tools, store, approver, options)
+      )
     )
 }

@@ -13,6 +13,8 @@ import { Layer } from "effect"
 import type { Model } from "../model/Model.js"
 import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
 import type { EventStore } from "../store/EventStore.js"
+import { Approver } from "../tools/Approver.js"
+import type { PermissionRules } from "../tools/Permissions.js"
 import { Tools, type ToolsOptions } from "../tools/Tools.js"
 import { Actions, type ActionsOptions } from "./Actions.js"
 import { Processor } from "./Processor.js"
@@ -23,12 +25,20 @@ export interface AgentOptions {
   readonly tools: ToolsOptions
   readonly retry?: RetryOptions | undefined
   readonly actions?: ActionsOptions | undefined
+  /** the user's permission rules (the config's `permission`); the built-in defaults apply below them */
+  readonly permissions?: PermissionRules | undefined
+  /** who answers a call the rules ask about (default `Approver.autoDeny`) */
+  readonly approver?: Layer.Layer<Approver> | undefined
 }
 
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
 
 export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices, never, EventStore | Model> => {
   const base = Layer.mergeAll(Tools.layer(options.tools), Retry.layer(options.retry ?? defaultRetryOptions))
-  const kernel = Layer.mergeAll(Processor.layer, Actions.layer(options.actions)).pipe(Layer.provideMerge(base))
+  const actions = Actions.layer({
+    ...options.actions,
+    ...(options.permissions !== undefined ? { permissions: options.permissions } : {})
+  }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
+  const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
   return Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
 }

@@ -1,7 +1,7 @@
 /**
  * Permission rules (DESIGN §6, issue 4 §2): a pure rules engine that says whether a tool call is
- * allowed, needs the user's approval, or is denied. No services here; the kernel and the config
- * wire it in later.
+ * allowed, needs the user's approval, or is denied. No services here: `Actions` evaluates the
+ * config's `permission` rules before every call and asks the `Approver` service about an `ask`.
  *
  * Rules are data (`PermissionRules`, a Schema the config can embed): per tool name either one
  * action, or an object of wildcard patterns to actions; `external_directory` decides paths outside
@@ -46,9 +46,8 @@
  * So with `{ "git *": "ask", "git status*": "allow", "*": "deny" }`, `git status` is allowed (10
  * literal characters beat 4), `git push` asks and `ls` is denied.
  */
-import type { Effect } from "effect"
 import { Either, ParseResult, Schema } from "effect"
-import { showValue } from "../config/ConfigSchema.js"
+import { showValue } from "../config/showValue.js"
 import { compileGlob } from "./ignore.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -481,16 +480,7 @@ export const explain = (result: PermissionResult): string => {
 }
 
 // ---------------------------------------------------------------------------------------------
-// the next step (a sketch, not implemented)
+// answers
 
-/** How the user answers an `ask` (the `permission.replied` event's `reply`). */
+/** How the user answers an `ask` (the `permission.replied` event's `reply`); see `Approver`. */
 export type ApprovalReply = "once" | "always" | "reject"
-
-/**
- * Sketch for the next session: the service that answers `ask` — interactive (a prompt), auto-deny
- * (the default for `logbook run`), auto-allow (`--yes`). It becomes a `Context.Tag` with one layer
- * per kind; the kernel writes `permission.asked` / `permission.replied` around `approve`.
- */
-export interface Approver {
-  readonly approve: (request: PermissionRequest, result: PermissionResult) => Effect.Effect<ApprovalReply>
-}

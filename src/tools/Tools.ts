@@ -41,6 +41,20 @@ export interface ToolContext {
   readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
   /** What this session's agent last read of each file (to refuse editing a file changed on disk since). */
   readonly reads: FileReads
+  /**
+   * Whether this call may touch a path outside the workspace: the permission check found its path
+   * outside and `external_directory` allowed it (or the user approved). File tools pass it to
+   * `confinedPath`.
+   */
+  readonly outsideAllowed: boolean
+}
+
+/** What a call asks permission for: a command (`subject`) or a path, resolved by the caller. */
+export interface PermissionSubject {
+  /** the pattern subject as is (the command for `bash`) */
+  readonly subject?: string | undefined
+  /** a path as the model wrote it: resolved in the workspace, its real path becomes the subject */
+  readonly path?: string | undefined
 }
 
 /** A change of one file by a tool. */
@@ -76,6 +90,8 @@ export interface ToolDefinition<I = unknown> {
   readonly input: Schema.Schema<I, any, never>
   /** the timeout of a call with this input (ms); the registry's default when absent */
   readonly timeoutMs?: ((input: I) => number) | undefined
+  /** what a call with this input asks permission for (see `Permissions`); no subject when absent */
+  readonly permission?: ((input: I) => PermissionSubject) | undefined
   /**
    * Runs the tool. Interruption (timeout, user interrupt) must stop everything it started:
    * acquire with `Effect.acquireRelease` and let the scope release it.
@@ -120,6 +136,11 @@ export interface ToolsOptions {
   readonly defaultTimeoutMs?: number | undefined
 }
 
+/** A call whose input was decoded (before the hooks ran); or why it cannot run. */
+export type DecodedCall =
+  | { readonly _tag: "Decoded"; readonly tool: AnyTool; readonly input: unknown }
+  | { readonly _tag: "Refused"; readonly error: string }
+
 /** A decoded call, ready to run; or why it cannot run (the model reads `error`). */
 export type PreparedCall =
   | { readonly _tag: "Ready"; readonly tool: AnyTool; readonly input: unknown; readonly timeoutMs: number }
@@ -149,6 +170,13 @@ export class Tools extends Context.Tag("logbook/Tools")<
      * with an error the model can act on (unknown tool, invalid input, blocked by a hook).
      */
     readonly prepare: (call: HookCall) => Effect.Effect<PreparedCall>
+    /** the first half of `prepare`: the tool and its decoded input, or `Refused` (unknown tool, invalid input) */
+    readonly decode: (call: HookCall) => DecodedCall
+    /** the second half of `prepare`: the before hooks on a decoded call, and its timeout */
+    readonly before: (
+      call: HookCall,
+      decoded: { readonly tool: AnyTool; readonly input: unknown }
+    ) => Effect.Effect<PreparedCall>
     /** runs the after hooks on a successful output */
     readonly finish: (call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput>
   }
@@ -164,22 +192,30 @@ export class Tools extends Context.Tag("logbook/Tools")<
     const after = options.hooks?.after ?? []
     const names = () => Array.from(byName.keys()).sort().join(", ")
 
-    const prepare = (call: HookCall): Effect.Effect<PreparedCall> =>
+    const decode = (call: HookCall): DecodedCall => {
+      const tool = byName.get(call.tool)
+      if (tool === undefined) {
+        return { _tag: "Refused", error: `Unknown tool "${call.tool}". The available tools are: ${names()}.` }
+      }
+      const decoded = ParseResult.decodeUnknownEither(tool.input, { onExcessProperty: "error" })(call.input)
+      if (Either.isLeft(decoded)) {
+        return {
+          _tag: "Refused",
+          error:
+            `Invalid input for tool "${call.tool}": ${ParseResult.TreeFormatter.formatIssueSync(decoded.left)}\n` +
+            `The input was: ${describeInput(call.input)}. Call the tool again with input that matches its schema.`
+        }
+      }
+      return { _tag: "Decoded", tool, input: decoded.right }
+    }
+
+    const runBefore = (
+      call: HookCall,
+      decoded: { readonly tool: AnyTool; readonly input: unknown }
+    ): Effect.Effect<PreparedCall> =>
       Effect.gen(function* () {
-        const tool = byName.get(call.tool)
-        if (tool === undefined) {
-          return { _tag: "Refused", error: `Unknown tool "${call.tool}". The available tools are: ${names()}.` }
-        }
-        const decoded = ParseResult.decodeUnknownEither(tool.input, { onExcessProperty: "error" })(call.input)
-        if (Either.isLeft(decoded)) {
-          return {
-            _tag: "Refused",
-            error:
-              `Invalid input for tool "${call.tool}": ${ParseResult.TreeFormatter.formatIssueSync(decoded.left)}\n` +
-              `The input was: ${describeInput(call.input)}. Call the tool again with input that matches its schema.`
-          }
-        }
-        let input: unknown = decoded.right
+        const tool = decoded.tool
+        let input: unknown = decoded.input
         for (const hook of before) {
           const result = yield* hook({ ...call, input })
           if ("block" in result) return { _tag: "Refused", error: `The call was blocked: ${result.block}` }
@@ -196,6 +232,11 @@ export class Tools extends Context.Tag("logbook/Tools")<
         return { _tag: "Ready", tool, input, timeoutMs }
       })
 
+    const prepare = (call: HookCall): Effect.Effect<PreparedCall> => {
+      const decoded = decode(call)
+      return decoded._tag === "Refused" ? Effect.succeed(decoded) : runBefore(call, decoded)
+    }
+
     const finish = (call: HookCall, output: ToolOutput): Effect.Effect<ToolOutput> =>
       Effect.reduce(after, output, (current, hook) => hook(call, current))
 
@@ -207,6 +248,8 @@ export class Tools extends Context.Tag("logbook/Tools")<
       })),
       get: (name) => Option.fromNullable(byName.get(name)),
       prepare,
+      decode,
+      before: runBefore,
       finish
     }
   }

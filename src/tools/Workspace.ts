@@ -8,8 +8,8 @@
  * also a dangling one and one in a parent directory of a path that does not exist yet (a file about
  * to be written), and says whether the real path is inside the root. A path is inside when its real path is the root's
  * real path or below it (compared by whole path segments: `/w/ws-evil` is not inside `/w/ws`).
- * What a tool does with an outside path is its caller's decision: until permissions exist
- * (`external_directory`, issue 4), the built-in file tools refuse it.
+ * What a tool does with an outside path is its caller's decision: the built-in file tools use it
+ * only when the `external_directory` permission allowed the call (`ToolContext.outsideAllowed`).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -147,11 +147,11 @@ export const resolveInWorkspace = (root: string, input: string): Effect.Effect<W
     }
   })
 
-/** The sentence a file tool gives for a path outside the workspace (until permissions exist). */
+/** The sentence a file tool gives for a path outside the workspace that it was not allowed to use. */
 export const outsideMessage = (path: WorkspacePath, root: string): string => {
   const via = path.real !== path.absolute ? ` (it leads to ${path.real})` : ""
   return (
     `${path.input} is outside the workspace ${root}${via}. Tools may only touch files inside the workspace ` +
-    "(access outside it needs the external_directory permission, which is not granted); use a path inside it."
+    "(access outside it needs the external_directory permission, which this call was not granted); use a path inside it."
   )
 }

@@ -343,6 +343,7 @@ export const makeBash = (settings: BashSettings) =>
       "- Quote paths that contain spaces."
     ].join("\n"),
     input: BashInput,
+    permission: (input) => ({ subject: input.command }),
     timeoutMs: (input) => Math.min(input.timeoutMs ?? settings.timeoutMs, settings.maxTimeoutMs),
     execute: run
   })

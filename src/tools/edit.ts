@@ -272,6 +272,7 @@ export const edit = defineTool<EditInput>({
     "- The output shows the changed lines with a few lines around them, numbered like read's output."
   ].join("\n"),
   input: EditInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.edit")(function* (input: EditInput, context: ToolContext) {
     const shown = input.path
     if (input.oldString === "") {
@@ -286,7 +287,7 @@ export const edit = defineTool<EditInput>({
           "oldString and newString are the same, so the edit would change nothing. Give the new text in newString."
       })
     }
-    const absolute = yield* confinedPath(context.cwd, input.path)
+    const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const stat = yield* tryFs(() => fsp.stat(absolute)).pipe(
       Effect.catchAll((error) =>
         errnoCode(error) === "ENOENT"

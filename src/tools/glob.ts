@@ -54,7 +54,7 @@ export const searchStart = (context: ToolContext, given: string | undefined): Ef
   Effect.gen(function* () {
     const root = yield* confinedPath(context.cwd, ".")
     const path = given ?? "."
-    const absolute = yield* confinedPath(context.cwd, path)
+    const absolute = yield* confinedPath(context.cwd, path, context.outsideAllowed)
     const shown = path === "" ? displayPath(root, absolute) : path
     const stat = yield* statPath(absolute, shown, "Path")
     return { root, absolute, shown, stat }
@@ -83,6 +83,7 @@ export const glob = defineTool<GlobInput>({
     `- Paths are shown relative to the working directory, sorted by modification time (newest first), at most ${MAX_RESULTS}: when the output says it was capped, narrow the pattern or the path.`
   ].join("\n"),
   input: GlobInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.glob")(function* (input: GlobInput, context: ToolContext) {
     const start = yield* searchStart(context, input.path)
     if (!start.stat.isDirectory()) {

@@ -93,6 +93,7 @@ export const grep = defineTool<GrepInput>({
     `- Files are in path order; lines longer than ${MAX_LINE_CHARS} characters are cut. At most ${MAX_MATCHES} matching lines are shown: when the output says it was capped, narrow the pattern, the path or \`include\`.`
   ].join("\n"),
   input: GrepInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.grep")(function* (input: GrepInput, context: ToolContext) {
     const regex = yield* Effect.try({
       try: () => new RegExp(input.pattern, input.ignoreCase === true ? "i" : ""),

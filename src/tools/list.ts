@@ -69,15 +69,16 @@ export const list = defineTool<ListInput>({
   description: [
     "Lists a directory as an indented tree, to find your way around a project.",
     `- Shows \`depth\` levels (default ${DEFAULT_DEPTH}; 1 = the directory's own entries). Entries are sorted by name; directories end with "/", symlinks show "-> target" and are not followed.`,
-    '- `path` is relative to the working directory (default ".") or absolute; it must be inside the working directory.',
+    '- `path` is relative to the working directory (default ".") or absolute; a path outside it (symlinks included) needs permission and may be denied.',
     "- `.git` and `node_modules` are skipped; list one of them by its path to see inside.",
     `- At most ${MAX_ENTRIES} entries: when the output says it was capped, list a subdirectory or use a smaller depth.`,
     "- To find files by name pattern or by content in a large tree, prefer glob or grep."
   ].join("\n"),
   input: ListInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.list")(function* (input: ListInput, context: ToolContext) {
     const given = input.path ?? "."
-    const absolute = yield* confinedPath(context.cwd, given)
+    const absolute = yield* confinedPath(context.cwd, given, context.outsideAllowed)
     const shown = given === "" ? displayPath(context.cwd, absolute) : given
     const stat = yield* statPath(absolute, shown, "Directory")
     if (!stat.isDirectory()) {

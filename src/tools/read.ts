@@ -216,7 +216,7 @@ export const read = defineTool<ReadInput>({
   name: "read",
   description: [
     "Reads a text file and returns its lines numbered like `cat -n`: each line is `<number><TAB><content>`; the number and the tab are not part of the file (leave them out when you quote or edit lines).",
-    "- `path` is relative to the working directory, or absolute; it must be inside the working directory (symlinks included).",
+    "- `path` is relative to the working directory, or absolute; a path outside it (symlinks included) needs the user's permission and may be denied.",
     `- Shows up to ${DEFAULT_LIMIT} lines from \`offset\` (1-based, default 1). For a long file, read it in parts with \`offset\` and \`limit\`: when the output is cut it ends with a note saying which offset reads on.`,
     `- Lines longer than ${MAX_LINE_CHARS} characters are cut, and one call returns at most ${formatBytes(MAX_OUTPUT_BYTES)}.`,
     "- Binary files are refused. A directory is shown as its entries (use list for a deeper tree).",
@@ -224,8 +224,9 @@ export const read = defineTool<ReadInput>({
     "- Read a file before you edit it; when you need several files, read them in the same step."
   ].join("\n"),
   input: ReadInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.read")(function* (input: ReadInput, context: ToolContext) {
-    const absolute = yield* confinedPath(context.cwd, input.path)
+    const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const shown = input.path
     const stat = yield* statPath(absolute, shown)
     if (stat.isDirectory()) {

@@ -53,15 +53,18 @@ export const nonEmptyString = (description: string) =>
 
 /**
  * The path a file tool may use for `input`: resolved against the workspace root (`cwd`) with real
- * paths (`Workspace.resolveInWorkspace`), refused with an error the model can read when it leads
- * outside the workspace (until the `external_directory` permission exists) or cannot be resolved.
+ * paths (`Workspace.resolveInWorkspace`), refused with an error the model can read when it cannot be
+ * resolved, or when it leads outside the workspace and `outsideAllowed` is false (the call's
+ * `ToolContext.outsideAllowed`: the `external_directory` permission allowed this call).
  * Returns the real path (symlinks followed), so what is checked is what is opened.
  */
-export const confinedPath = (cwd: string, input: string): Effect.Effect<string, ToolFailure> =>
+export const confinedPath = (cwd: string, input: string, outsideAllowed = false): Effect.Effect<string, ToolFailure> =>
   resolveInWorkspace(cwd, input).pipe(
     Effect.mapError((error) => new ToolFailure({ message: `Cannot use the path ${input}: ${error.message}.` })),
     Effect.flatMap((path) =>
-      path.inside ? Effect.succeed(path.real) : Effect.fail(new ToolFailure({ message: outsideMessage(path, cwd) }))
+      path.inside || outsideAllowed
+        ? Effect.succeed(path.real)
+        : Effect.fail(new ToolFailure({ message: outsideMessage(path, cwd) }))
     )
   )
 

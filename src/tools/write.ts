@@ -55,13 +55,14 @@ export const write = defineTool<WriteInput>({
     "Creates a file with the given content, or replaces an existing file's whole content.",
     "- Use it for new files and for rewriting most of a file. To change part of an existing file, use edit instead: it is shorter and cannot lose the parts you do not repeat.",
     "- To replace an existing file you must have read it with the read tool in this session, and it must not have changed on disk since; otherwise the call is refused and you read it first. A new file needs no read.",
-    "- `path` is relative to the working directory, or absolute; it must be inside the working directory. Missing parent directories are created.",
+    "- `path` is relative to the working directory, or absolute; a path outside it (symlinks included) needs the user's permission and may be denied. Missing parent directories are created.",
     "- `content` is written exactly as given (UTF-8): no line numbers, keep the file's indentation and line endings.",
     "- The file is replaced atomically and keeps its permissions."
   ].join("\n"),
   input: WriteInput,
+  permission: (input) => ({ path: input.path ?? "." }),
   execute: Effect.fn("tools.write")(function* (input: WriteInput, context: ToolContext) {
-    const absolute = yield* confinedPath(context.cwd, input.path)
+    const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const shown = input.path
     const existing = yield* tryFs(() => fsp.stat(absolute)).pipe(
       Effect.map((stat) => stat as typeof stat | undefined),

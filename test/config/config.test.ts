@@ -653,3 +653,23 @@ describe("maskConfig", () => {
     expect(JSON.stringify(masked)).not.toContain("hunter2")
   })
 })
+
+describe("Config: permission", () => {
+  it("holds the user's rules, {} when none", () => {
+    expect(resolved().config.permission).toEqual({})
+    const rules = { bash: { "git status*": "allow", "rm *": "deny" }, external_directory: "ask" }
+    expect(resolved(file({ permission: rules })).config.permission).toEqual(rules)
+  })
+
+  it("an invalid rule names the file, the key and what was expected", () => {
+    const error = resolveError(file({ permission: { bash: { "rm *": "never" } } }))
+    expect(error.message).toContain(
+      'invalid config in file /p/logbook.json at permission.bash: pattern "rm *": expected'
+    )
+    expect(error.message).toContain('"allow", "ask" or "deny", got "never"')
+    const notAnObject = resolveError(file({ permission: "allow" }))
+    expect(notAnObject.message).toContain(
+      'invalid config in file /p/logbook.json at permission: expected an object of tool names to rules, got "allow"'
+    )
+  })
+})

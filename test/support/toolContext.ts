@@ -25,6 +25,7 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     callId: CallId.make("c"),
     cwd,
     timeoutMs: 60_000,
+    outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),
     recordFileChange: (change) => Effect.sync(() => void changes.push(change)),
     reads: {

@@ -1,0 +1,50 @@
+/**
+ * The Approver (DESIGN §6, issue 4 §2): answers a tool call the permission rules say to `ask`
+ * about. `Actions` writes `permission.asked` before asking and `permission.replied` after.
+ *
+ * - `once`: run this call;
+ * - `always`: run it, and allow the same tool with the same subject for the rest of the session;
+ * - `reject`: do not run it; the model reads that it was denied.
+ *
+ * Layers: `autoDeny` (the default of `logbook run`: nobody is there to ask) and `autoAllow`
+ * (`logbook run --yes`). An interactive prompt is a later layer.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { CallId, SessionId } from "../domain/Ids.js"
+import type { ApprovalReply } from "./Permissions.js"
+
+export type { ApprovalReply } from "./Permissions.js"
+
+/** What the Approver is asked about. */
+export interface ApprovalRequest {
+  readonly sessionId: SessionId
+  readonly callId: CallId
+  readonly tool: string
+  /** the command, or the path (workspace-relative; absolute when outside) */
+  readonly subject: string
+  /** whether the path is outside the workspace */
+  readonly outside: boolean
+  /** the rule that said `ask` (undefined when no rule matched, or for the loop guard) */
+  readonly rule: string | undefined
+  /** why it is asked, a sentence for the user */
+  readonly reason: string
+}
+
+export class Approver extends Context.Tag("logbook/Approver")<
+  Approver,
+  {
+    readonly ask: (request: ApprovalRequest) => Effect.Effect<ApprovalReply>
+    /** who rejected, for the model's error (default "the user"), e.g. a non-interactive policy */
+    readonly rejectedBy?: string | undefined
+  }
+>() {
+  /** Rejects everything that needs approval: the default when nobody can be asked. */
+  static readonly autoDeny: Layer.Layer<Approver> = Layer.succeed(Approver, {
+    ask: () => Effect.succeed("reject"),
+    rejectedBy: "the non-interactive policy (logbook run denies what needs approval unless --yes)"
+  })
+  /** Approves everything that needs approval, once per call (`--yes`). Denied calls stay denied. */
+  static readonly autoAllow: Layer.Layer<Approver> = Layer.succeed(Approver, {
+    ask: () => Effect.succeed("once")
+  })
+}
