@@ -346,6 +346,10 @@ const makeActions = (
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
         recordFileChange: (change) => recordFileChange(input, callId, change),
+        storeBlob: (content) =>
+          store
+            .putBlob(content)
+            .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
         reads: readsOf(journal.sessionId),
         outsideAllowed: permission.outsideAllowed,
         progress: (output) =>

@@ -39,6 +39,8 @@ export interface ToolContext {
    * committed. `path` is the real absolute path; it is logged relative to the workspace when inside.
    */
   readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
+  /** Stores content as a content-addressed blob of the log and returns its hash (e.g. a command's whole output). */
+  readonly storeBlob: (content: string | Uint8Array) => Effect.Effect<string>
   /** What this session's agent last read of each file (to refuse editing a file changed on disk since). */
   readonly reads: FileReads
   /**

@@ -14,9 +14,10 @@
  * (the output says so). When a background process keeps the output pipe open after the shell has
  * exited, the call does not wait for it: after `CLOSE_GRACE_MS` the group is stopped and the call ends.
  *
- * Output is kept in bounded memory (`HeadTailBuffer`): the model reads the first and the last part
- * with a marker saying how many bytes were left out. `context.progress` gets the tail of the output
- * as it arrives.
+ * The model reads the first and the last part of the output (`HeadTailBuffer`) with a marker saying
+ * how many bytes were left out; the whole output (up to `FULL_OUTPUT_BYTES`) is stored as a blob and
+ * named in the call's metadata with the command, exit code and duration — the command's record for
+ * audit. `context.progress` gets the tail of the output as it arrives.
  *
  * "Live" means not a zombie: in a container whose init does not reap orphans, killed background
  * processes stay zombies forever; on Linux `/proc` tells them apart.
@@ -66,8 +67,14 @@ export const BashInput = Schema.Struct({
 })
 export type BashInput = typeof BashInput.Type
 
-/** metadata of a command: how it ended, how much it printed, and how long it took */
+/** The whole output of a command is kept as a blob up to this size (beyond it, only head and tail). */
+export const FULL_OUTPUT_BYTES = 16 * 1024 * 1024
+
+/** metadata of a command — its record for audit: what ran, how it ended, what it printed, how long it took */
 export interface BashMetadata {
+  readonly command: string
+  /** the blob (SHA-256) of the whole output; absent when it was larger than `FULL_OUTPUT_BYTES` */
+  readonly outputBlob?: string
   /** the exit code; 128 + the signal number when the shell was killed by a signal */
   readonly exitCode: number
   readonly signal?: string
@@ -292,7 +299,7 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
     return yield* new ToolFailure({ message: `The working directory ${context.cwd} is not a directory.` })
   }
   const started = yield* Clock.currentTimeMillis
-  const output = new HeadTailBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
+  const output = new HeadTailBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES).keepAll(FULL_OUTPUT_BYTES)
   const events = yield* Queue.unbounded<ShellEvent>()
   const script = `exec 2>&1; ${input.command}`
   const running = yield* Effect.acquireRelease(
@@ -315,7 +322,11 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   const code = running.exit?.code ?? null
   const signal = running.exit?.signal ?? undefined
   const exitCode = code ?? (signal === undefined ? -1 : 128 + signalNumber(signal))
+  const whole = output.whole()
+  const outputBlob = whole === undefined ? undefined : yield* context.storeBlob(whole)
   const metadata: BashMetadata = {
+    command: input.command,
+    ...(outputBlob === undefined ? {} : { outputBlob }),
     exitCode,
     ...(signal === undefined ? {} : { signal }),
     bytes: output.bytes,

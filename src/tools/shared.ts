@@ -397,8 +397,28 @@ export class HeadTailBuffer {
     readonly tailBytes: number
   ) {}
 
+  /** every chunk, while the whole output is within `keepAll`'s limit */
+  private all: Array<Buffer> | undefined
+  private allLimit = 0
+
+  /** Also keeps the whole output, up to `maxBytes` (beyond that only head and tail are kept). */
+  keepAll(maxBytes: number): this {
+    this.all = []
+    this.allLimit = maxBytes
+    return this
+  }
+
+  /** The whole output when `keepAll` was asked for and it stayed within the limit. */
+  whole(): Buffer | undefined {
+    return this.all === undefined ? undefined : Buffer.concat(this.all)
+  }
+
   append(chunk: Buffer): void {
     this.bytes += chunk.length
+    if (this.all !== undefined) {
+      if (this.bytes <= this.allLimit) this.all.push(chunk)
+      else this.all = undefined
+    }
     let rest = chunk
     if (this.headLength < this.headBytes) {
       const take = Math.min(this.headBytes - this.headLength, rest.length)

@@ -3,7 +3,9 @@
  * command with a huge output. Each ends as a readable tool error or a capped output — never a
  * crash, never a stuck session.
  */
+import { Effect, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
+import { EventStore } from "../../src/store/EventStore.js"
 import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
@@ -50,6 +52,16 @@ describe("logbook run: tool calls the model gets wrong", () => {
     expect(big).toMatch(/200000\n[\s\S]*Exit code: 0/)
 
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    // the command's record: the command, its exit code, and its whole output as a blob
+    const finished = ofType(log, "tool.finished").find((e) => e.payload.callId === "call_big")!
+    const record = finished.payload.metadata as { command: string; exitCode: number; outputBlob: string }
+    expect(record).toMatchObject({ command: "seq 1 200000", exitCode: 0 })
+    const whole = await Effect.runPromise(
+      Effect.flatMap(EventStore, (store) => store.getBlob(record.outputBlob)).pipe(
+        Effect.provide(EventStore.layerSqlite({ filename: ws.db, readonly: true }))
+      )
+    )
+    expect(new TextDecoder().decode(Option.getOrThrow(whole)).split("\n")).toHaveLength(200_001)
     // only the call that could run was invoked
     expect(ofType(log, "tool.invoked").map((e) => e.payload.callId)).toEqual(["call_big"])
     expect(

@@ -2,6 +2,7 @@
  * A `ToolContext` for testing a tool on its own: progress and file changes are collected in arrays,
  * reads are remembered in memory, as `Actions` does for a session.
  */
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect } from "effect"
@@ -14,11 +15,14 @@ export interface TestToolContext extends ToolContext {
   readonly progressed: Array<string>
   /** every file change recorded, in order */
   readonly changes: Array<FileChange>
+  /** the blobs stored (hash -> content as text) */
+  readonly blobs: Map<string, string>
 }
 
 export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
   const progressed = options.progress ?? []
   const changes: Array<FileChange> = []
+  const blobs = new Map<string, string>()
   const stamps = new Map<string, FileStamp>()
   return {
     sessionId: SessionId.make("s"),
@@ -28,12 +32,19 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),
     recordFileChange: (change) => Effect.sync(() => void changes.push(change)),
+    storeBlob: (content) =>
+      Effect.sync(() => {
+        const hash = createHash("sha256").update(content).digest("hex")
+        blobs.set(hash, typeof content === "string" ? content : Buffer.from(content).toString("utf8"))
+        return hash
+      }),
     reads: {
       record: (path, stamp) => Effect.sync(() => void stamps.set(path, stamp)),
       last: (path) => Effect.sync(() => stamps.get(path))
     },
     progressed,
-    changes
+    changes,
+    blobs
   }
 }
 

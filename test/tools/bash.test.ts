@@ -129,6 +129,19 @@ describe("bash", () => {
     })
   )
 
+  it.live("records the command and its whole output as a blob, even when the model reads only head and tail", () =>
+    Effect.gen(function* () {
+      const ctx = testContext(tempDir("logbook-bash-"))
+      const result = yield* bash.execute({ command: "seq 1 100000" }, ctx)
+      const metadata = result.metadata as BashMetadata
+      expect(metadata.command).toBe("seq 1 100000")
+      expect(metadata.truncated).toBe(true)
+      const whole = ctx.blobs.get(metadata.outputBlob!)!
+      expect(whole).toBe(`${Array.from({ length: 100_000 }, (_, i) => i + 1).join("\n")}\n`)
+      expect(result.output.length).toBeLessThan(whole.length)
+    })
+  )
+
   it.live("keeps the head and the tail of a long output, with a marker for what was left out", () =>
     Effect.gen(function* () {
       const result = yield* run("seq 1 30000")
