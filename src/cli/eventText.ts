@@ -122,6 +122,11 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
       return pairs(p, ["reply", "permissionId"])
     case "file.changed":
       return `${str(p.op) ?? "?"} ${str(p.path) ?? "?"}${p.callId === undefined ? "" : ` call=${str(p.callId)}`}`
+    case "todo.updated": {
+      const items = Array.isArray(p.items) ? (p.items as ReadonlyArray<Fields>) : []
+      const done = items.filter((item) => item.status === "completed").length
+      return `${items.length} item${items.length === 1 ? "" : "s"}, ${done} completed`
+    }
     case "compaction.done":
       return `upTo=${str(p.upToMessageId) ?? "?"} summary=${quoted(oneLine(str(p.summary) ?? ""), 60)}`
     default:

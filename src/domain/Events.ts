@@ -161,6 +161,15 @@ export const FileChanged = event("file.changed", {
   afterHash: Schema.optional(Schema.String),
   callId: Schema.optional(CallId)
 })
+export const TodoStatus = Schema.Literal("pending", "in_progress", "completed", "cancelled")
+export type TodoStatus = typeof TodoStatus.Type
+export const TodoItem = Schema.Struct({ content: Schema.String, status: TodoStatus })
+export type TodoItem = typeof TodoItem.Type
+/** The agent's task list for the session, replaced as a whole by the `todo` tool. */
+export const TodoUpdated = event("todo.updated", {
+  items: Schema.Array(TodoItem),
+  callId: Schema.optional(CallId)
+})
 export const CompactionDone = event("compaction.done", {
   /** messages before this one are summarised */
   upToMessageId: MessageId,
@@ -196,6 +205,7 @@ export const Event = Schema.Union(
   PermissionAsked,
   PermissionReplied,
   FileChanged,
+  TodoUpdated,
   CompactionDone
 )
 export type Event = typeof Event.Type

@@ -346,6 +346,11 @@ const makeActions = (
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
         recordFileChange: (change) => recordFileChange(input, callId, change),
+        updateTodos: (items) =>
+          input.journal.append([make("todo.updated", { items, callId })]).pipe(
+            Effect.asVoid,
+            Effect.orDieWith((error) => new Error(`could not record the task list: ${error.message}`))
+          ),
         storeBlob: (content) =>
           store
             .putBlob(content)

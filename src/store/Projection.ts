@@ -18,7 +18,8 @@ import {
   type Envelope,
   type EventOf,
   type EventType,
-  SessionStatus
+  SessionStatus,
+  TodoItem
 } from "../domain/Events.js"
 import { ActionId, CallId, MessageId, type PartId, SessionId, TurnId } from "../domain/Ids.js"
 import {
@@ -35,7 +36,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 2
+export const PROJECTION_VERSION = 3
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -146,6 +147,8 @@ export const SessionState = Schema.Struct({
   lastError: Schema.NullOr(ModelErrorInfo),
   permissions: Schema.Record({ key: Schema.String, value: PermissionInfo }),
   files: Schema.Record({ key: Schema.String, value: FileChange }),
+  /** the agent's task list (the latest `todo.updated`) */
+  todos: Schema.Array(TodoItem),
   compaction: Schema.NullOr(Compaction)
 })
 export type SessionState = typeof SessionState.Type
@@ -182,6 +185,7 @@ export const empty = (sessionId: SessionId): SessionState => ({
   lastError: null,
   permissions: {},
   files: {},
+  todos: [],
   compaction: null
 })
 
@@ -619,6 +623,9 @@ const handlers: Handlers = {
       at: env.at
     }
     s.files = files
+  },
+  "todo.updated": (_ctx, s, env) => {
+    s.todos = env.payload.items
   },
   "compaction.done": (ctx, s, env) => {
     const p = env.payload

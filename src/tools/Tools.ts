@@ -8,6 +8,7 @@
  * `tool.invoked`, timeouts, interruption) is `Actions`' job, not the registry's.
  */
 import { Context, Effect, Either, JSONSchema, Layer, Option, ParseResult, Schema } from "effect"
+import type { TodoItem } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ModelTool } from "../model/Model.js"
 
@@ -39,6 +40,8 @@ export interface ToolContext {
    * committed. `path` is the real absolute path; it is logged relative to the workspace when inside.
    */
   readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
+  /** Replaces the session's task list (commits `todo.updated`). */
+  readonly updateTodos: (items: ReadonlyArray<TodoItem>) => Effect.Effect<void>
   /** Stores content as a content-addressed blob of the log and returns its hash (e.g. a command's whole output). */
   readonly storeBlob: (content: string | Uint8Array) => Effect.Effect<string>
   /** What this session's agent last read of each file (to refuse editing a file changed on disk since). */

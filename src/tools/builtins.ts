@@ -1,6 +1,5 @@
 /**
- * The built-in tools, in the order the model is told about them. `todo` (DESIGN §6) joins this
- * list when it is written.
+ * The built-in tools (DESIGN §6), in the order the model is told about them.
  */
 import { type BashSettings, makeBash } from "./bash.js"
 import { edit } from "./edit.js"
@@ -9,6 +8,7 @@ import { grep } from "./grep.js"
 import { list } from "./list.js"
 import { read } from "./read.js"
 import type { AnyTool } from "./Tools.js"
+import { todo } from "./todo.js"
 import { write } from "./write.js"
 
 export interface BuiltinSettings {
@@ -23,5 +23,6 @@ export const builtinTools = (settings: BuiltinSettings): ReadonlyArray<AnyTool> 
   grep,
   write,
   edit,
-  makeBash(settings.bash)
+  makeBash(settings.bash),
+  todo
 ]

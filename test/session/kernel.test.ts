@@ -15,6 +15,7 @@ import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { type AnyTool, defineTool, ToolFailure } from "../../src/tools/Tools.js"
+import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 
 const echo = defineTool({
@@ -849,5 +850,46 @@ describe("Actions: file changes", () => {
         )
       )
     })
+  )
+})
+
+describe("the todo tool through the kernel", () => {
+  it.live("the task list is kept as todo.updated events and in the projection", () =>
+    Effect.gen(function* () {
+      const { id, state } = yield* prompt("plan")
+      expect(state.todos).toEqual([
+        { content: "Read", status: "completed" },
+        { content: "Fix", status: "in_progress" }
+      ])
+      const updates = (yield* events(id)).filter((x) => x.type === "todo.updated")
+      expect(updates.map((x) => (x.payload as { callId: string }).callId)).toEqual(["t1"])
+    }).pipe(
+      Effect.provide(
+        makeAgentLayer({
+          sessions: { maxSteps: 5, system: () => "system" },
+          tools: { tools: [todo] },
+          retry: fastRetry
+        }).pipe(
+          Layer.provideMerge(
+            layerScripted([
+              Script.toolCalls([
+                {
+                  callId: "t1",
+                  tool: "todo",
+                  input: {
+                    todos: [
+                      { content: "Read", status: "completed" },
+                      { content: "Fix", status: "in_progress" }
+                    ]
+                  }
+                }
+              ]),
+              Script.text("ok")
+            ])
+          ),
+          Layer.provideMerge(EventStore.layerMemory)
+        )
+      )
+    )
   )
 })

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect } from "effect"
+import type { TodoItem } from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "./tmp.js"
@@ -17,12 +18,15 @@ export interface TestToolContext extends ToolContext {
   readonly changes: Array<FileChange>
   /** the blobs stored (hash -> content as text) */
   readonly blobs: Map<string, string>
+  /** every task list recorded, in order */
+  readonly todos: Array<ReadonlyArray<TodoItem>>
 }
 
 export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
   const progressed = options.progress ?? []
   const changes: Array<FileChange> = []
   const blobs = new Map<string, string>()
+  const todos: Array<ReadonlyArray<TodoItem>> = []
   const stamps = new Map<string, FileStamp>()
   return {
     sessionId: SessionId.make("s"),
@@ -32,6 +36,7 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),
     recordFileChange: (change) => Effect.sync(() => void changes.push(change)),
+    updateTodos: (items) => Effect.sync(() => void todos.push(items)),
     storeBlob: (content) =>
       Effect.sync(() => {
         const hash = createHash("sha256").update(content).digest("hex")
@@ -44,7 +49,8 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     },
     progressed,
     changes,
-    blobs
+    blobs,
+    todos
   }
 }
 

@@ -24,7 +24,16 @@ const call = (tool: string, input: unknown) => ({
 
 describe("builtinTools", () => {
   it("are read, list, glob, grep, write, edit and bash, with plain object JSON Schemas for the model", () => {
-    expect(tools.definitions.map((d) => d.name)).toEqual(["read", "list", "glob", "grep", "write", "edit", "bash"])
+    expect(tools.definitions.map((d) => d.name)).toEqual([
+      "read",
+      "list",
+      "glob",
+      "grep",
+      "write",
+      "edit",
+      "bash",
+      "todo"
+    ])
     for (const definition of tools.definitions) {
       expect(definition.description.length).toBeGreaterThan(100)
       const schema = definition.inputSchema as JsonSchema
