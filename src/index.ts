@@ -90,8 +90,10 @@ export { builtinTools } from "./tools/builtins.js"
 export * as Permissions from "./tools/Permissions.js"
 export {
   type AnyTool,
+  combineHooks,
   defineTool,
   type HookCall,
+  Hooks,
   type PermissionSubject,
   type ToolContext,
   type ToolDefinition,

@@ -259,5 +259,36 @@ export class Tools extends Context.Tag("logbook/Tools")<
     }
   }
 
-  static readonly layer = (options: ToolsOptions): Layer.Layer<Tools> => Layer.sync(Tools, () => Tools.make(options))
+  /**
+   * The registry. Hooks come from `options.hooks` and, after them, from a `Hooks` service when the
+   * program provides one (`Layer.provide(Hooks.layer({ before, after }))` around the agent's layer).
+   */
+  static readonly layer = (options: ToolsOptions): Layer.Layer<Tools> =>
+    Layer.effect(
+      Tools,
+      Effect.map(Effect.serviceOption(Hooks), (provided) =>
+        Tools.make({
+          ...options,
+          hooks: Option.match(provided, {
+            onNone: () => options.hooks,
+            onSome: (hooks) => combineHooks(options.hooks ?? {}, hooks)
+          })
+        })
+      )
+    )
+}
+
+/** Both sets of hooks, `first`'s before `second`'s. */
+export const combineHooks = (first: ToolHooks, second: ToolHooks): ToolHooks => ({
+  before: [...(first.before ?? []), ...(second.before ?? [])],
+  after: [...(first.after ?? []), ...(second.after ?? [])]
+})
+
+/**
+ * `tool.execute.before` / `tool.execute.after` hooks as a service (DESIGN §6): a program that embeds
+ * logbook adds its hooks by providing this layer to the agent's layer. Optional: without it, only
+ * the hooks given to `Tools.layer` run.
+ */
+export class Hooks extends Context.Tag("logbook/Hooks")<Hooks, ToolHooks>() {
+  static readonly layer = (hooks: ToolHooks): Layer.Layer<Hooks> => Layer.succeed(Hooks, hooks)
 }

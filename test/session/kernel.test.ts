@@ -14,7 +14,7 @@ import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { type AnyTool, defineTool, ToolFailure } from "../../src/tools/Tools.js"
+import { type AnyTool, defineTool, Hooks, ToolFailure } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 
@@ -883,6 +883,66 @@ describe("the todo tool through the kernel", () => {
                     ]
                   }
                 }
+              ]),
+              Script.text("ok")
+            ])
+          ),
+          Layer.provideMerge(EventStore.layerMemory)
+        )
+      )
+    )
+  )
+})
+
+describe("Hooks as a layer", () => {
+  it.live("a program adds hooks by providing Hooks.layer: they run after the registry's own, both ways", () =>
+    Effect.gen(function* () {
+      const { id, state } = yield* prompt("hooks")
+      // the registry's before hook upper-cases, then the layer's appends "!"; the after hooks likewise
+      expect(state.toolParts["h1" as never]!.state).toMatchObject({
+        _tag: "completed",
+        input: { text: "HI!" },
+        output: "echo: HI! (registry) (layer)"
+      })
+      expect(state.toolParts["h2" as never]!.state).toMatchObject({
+        _tag: "error",
+        error: "The call was blocked: the layer blocks rm"
+      })
+      const invoked = (yield* events(id)).filter((x) => x.type === "tool.invoked")
+      expect(invoked.map((x) => (x.payload as { callId: string }).callId)).toEqual(["h1"])
+    }).pipe(
+      Effect.provide(
+        makeAgentLayer({
+          sessions: { maxSteps: 5, system: () => "system" },
+          tools: {
+            tools: [echo],
+            hooks: {
+              before: [
+                (call) => Effect.succeed({ input: { text: (call.input as { text: string }).text.toUpperCase() } })
+              ],
+              after: [(_call, output) => Effect.succeed({ ...output, output: `${output.output} (registry)` })]
+            }
+          },
+          retry: fastRetry
+        }).pipe(
+          Layer.provide(
+            Hooks.layer({
+              before: [
+                (call) =>
+                  Effect.succeed(
+                    (call.input as { text: string }).text === "RM"
+                      ? { block: "the layer blocks rm" }
+                      : { input: { text: `${(call.input as { text: string }).text}!` } }
+                  )
+              ],
+              after: [(_call, output) => Effect.succeed({ ...output, output: `${output.output} (layer)` })]
+            })
+          ),
+          Layer.provideMerge(
+            layerScripted([
+              Script.toolCalls([
+                { callId: "h1", tool: "echo", input: { text: "hi" } },
+                { callId: "h2", tool: "echo", input: { text: "rm" } }
               ]),
               Script.text("ok")
             ])
