@@ -21,6 +21,7 @@ import { type ActionId, type CallId, type MessageId, makeActionId, uuidV7 } from
 import { formatMs } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
+import { interruptedError } from "../store/Recovery.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { Approver } from "../tools/Approver.js"
 import {
@@ -303,10 +304,10 @@ const makeActions = (
             state.toolParts[callId]?.state._tag === "running"
               ? withOutputSoFar(
                   confirmed
-                    ? `The call was interrupted (${reason}) and stopped before it finished.`
+                    ? interruptedError(reason, true)
                     : `The call was interrupted (${reason}); it did not confirm it stopped within ${Duration.format(STOP_WAIT)}.`
                 )
-              : `The call was interrupted (${reason}) before it ran.`,
+              : interruptedError(reason, false),
           interrupted: true,
           reason
         })

@@ -401,8 +401,6 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
   return { attempt, run }
 }
 
-export type ProcessorService = ReturnType<typeof makeProcessor>
-
 /** One model step: stream -> events, ToolPart transitions, retry, cleanup. */
 export class Processor extends Context.Tag("logbook/Processor")<
   Processor,

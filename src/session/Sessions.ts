@@ -307,16 +307,16 @@ export const makeSessions = (options: SessionsOptions) =>
         maxOutputTokens: options.maxOutputTokens
       })
 
-    const usageOf = (state: SessionState, messageId: MessageId): Usage => {
-      const message = state.messages.find((m) => m.id === messageId)
-      return message?.role === "assistant" ? message.usage : emptyUsage
-    }
-
-    /** steps and usage of the latest assistant message (the interrupted turn's) */
+    /**
+     * Steps and usage of the latest assistant message (the turn's, which is always the newest one):
+     * the steps that went through, not the attempts a retry or an interrupt cut.
+     */
     const lastTurnFigures = (state: SessionState): { readonly steps: number; readonly usage: Usage } => {
       for (let i = state.messages.length - 1; i >= 0; i--) {
         const message = state.messages[i]!
-        if (message.role === "assistant") return { steps: message.steps.length, usage: message.usage }
+        if (message.role === "assistant") {
+          return { steps: message.steps.filter((step) => !step.aborted).length, usage: message.usage }
+        }
       }
       return { steps: 0, usage: emptyUsage }
     }
@@ -384,13 +384,11 @@ export const makeSessions = (options: SessionsOptions) =>
               make("chat.state", { state: "idle" }),
               make("session.status", { status: { _tag: "idle" } })
             ])
-            const closing = yield* journal.state
             return {
               turnId,
               reason: "error",
               message: error.message,
-              steps,
-              usage: usageOf(closing, messageId)
+              ...lastTurnFigures(yield* journal.state)
             } satisfies TurnOutcome
           }
           step = result.step + 1
@@ -425,8 +423,7 @@ export const makeSessions = (options: SessionsOptions) =>
             })
           )
           if (!finished) continue
-          const closing = yield* journal.state
-          return { turnId, reason, finishReason, steps, usage: usageOf(closing, messageId) } satisfies TurnOutcome
+          return { turnId, reason, finishReason, ...lastTurnFigures(yield* journal.state) } satisfies TurnOutcome
         }
       })
 

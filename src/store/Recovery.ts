@@ -35,21 +35,25 @@ export const CRASH_REASON = "crash"
  * `reason` (default `crash`) is written in every event; the kernel uses the same repair with
  * `user` or `shutdown` when a turn is interrupted in a live process.
  */
+/** The error of a call ended by an interrupt (`reason`), or by a crash; `ran`: the tool had started. */
+export const interruptedError = (reason: string, ran: boolean): string => {
+  if (reason === CRASH_REASON) {
+    return ran
+      ? "The process running this tool stopped before it finished (crash); its outcome is unknown."
+      : "The process stopped before this tool call ran (crash)."
+  }
+  return ran
+    ? `The call was interrupted (${reason}) and stopped before it finished.`
+    : `The call was interrupted (${reason}) before it ran.`
+}
+
 export const sweepEvents = (state: SessionState, reason: string = CRASH_REASON): ReadonlyArray<NewEvent> => {
   const events: Array<NewEvent> = []
-  const crash = reason === CRASH_REASON
   for (const part of Projection.openToolParts(state)) {
     events.push(
       make("tool.failed", {
         callId: part.callId,
-        error:
-          part.state._tag === "running"
-            ? crash
-              ? "The process running this tool stopped before it finished (crash); its outcome is unknown."
-              : `The call was interrupted (${reason}) and stopped before it finished.`
-            : crash
-              ? "The process stopped before this tool call ran (crash)."
-              : `The call was interrupted (${reason}) before it ran.`,
+        error: interruptedError(reason, part.state._tag === "running"),
         interrupted: true,
         ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
         reason

@@ -170,14 +170,9 @@ export class Tools extends Context.Tag("logbook/Tools")<
     /** what the model is told about every tool */
     readonly definitions: ReadonlyArray<ModelTool>
     readonly get: (name: string) => Option.Option<AnyTool>
-    /**
-     * Decodes a call's input and runs the before hooks: `Ready` with the input to run, or `Refused`
-     * with an error the model can act on (unknown tool, invalid input, blocked by a hook).
-     */
-    readonly prepare: (call: HookCall) => Effect.Effect<PreparedCall>
-    /** the first half of `prepare`: the tool and its decoded input, or `Refused` (unknown tool, invalid input) */
+    /** the tool and its decoded input, or `Refused` with an error the model can act on (unknown tool, invalid input) */
     readonly decode: (call: HookCall) => DecodedCall
-    /** the second half of `prepare`: the before hooks on a decoded call, and its timeout */
+    /** the before hooks on a decoded call (`Refused` when one blocks it), and its timeout */
     readonly before: (
       call: HookCall,
       decoded: { readonly tool: AnyTool; readonly input: unknown }
@@ -237,11 +232,6 @@ export class Tools extends Context.Tag("logbook/Tools")<
         return { _tag: "Ready", tool, input, timeoutMs }
       })
 
-    const prepare = (call: HookCall): Effect.Effect<PreparedCall> => {
-      const decoded = decode(call)
-      return decoded._tag === "Refused" ? Effect.succeed(decoded) : runBefore(call, decoded)
-    }
-
     const finish = (call: HookCall, output: ToolOutput): Effect.Effect<ToolOutput> =>
       Effect.reduce(after, output, (current, hook) => hook(call, current))
 
@@ -252,7 +242,6 @@ export class Tools extends Context.Tag("logbook/Tools")<
         inputSchema: inputJsonSchema(tool.input)
       })),
       get: (name) => Option.fromNullable(byName.get(name)),
-      prepare,
       decode,
       before: runBefore,
       finish

@@ -14,7 +14,7 @@ import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { type AnyTool, defineTool, Hooks, ToolFailure } from "../../src/tools/Tools.js"
+import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 
@@ -48,14 +48,18 @@ const fastRetry = {
   minRetryAfterMs: 1
 }
 
+/**
+ * The agent over the scripted model and the memory store: the test tools plus `extraTools`, or
+ * `options.tools` (tools and hooks) in their place.
+ */
 const layer = (
   script: ReadonlyArray<ScriptStep>,
   extraTools: ReadonlyArray<AnyTool> = [],
-  options: { readonly maxSteps?: number } = {}
+  options: { readonly maxSteps?: number; readonly tools?: ToolsOptions } = {}
 ) =>
   makeAgentLayer({
     sessions: { maxSteps: options.maxSteps ?? 10, system: () => "system" },
-    tools: { tools: [echo, failing, crashing, ...extraTools] },
+    tools: options.tools ?? { tools: [echo, failing, crashing, ...extraTools] },
     retry: fastRetry
   }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
 
@@ -597,34 +601,31 @@ describe("Tools: hooks and progress", () => {
       )
     }).pipe(
       Effect.provide(
-        makeAgentLayer({
-          sessions: { maxSteps: 5, system: () => "system" },
-          tools: {
-            tools: [echo],
-            hooks: {
-              before: [
-                (call) =>
-                  Effect.succeed(
-                    (call.input as { text: string }).text === "secret"
-                      ? { block: "no secrets" }
-                      : { input: { text: (call.input as { text: string }).text.toUpperCase() } }
-                  )
-              ],
-              after: [(_call, output) => Effect.succeed({ ...output, output: `${output.output} (after)` })]
+        layer(
+          [
+            Script.toolCalls([
+              { callId: "h1", tool: "echo", input: { text: "hooked" } },
+              { callId: "h2", tool: "echo", input: { text: "secret" } }
+            ]),
+            Script.text("ok")
+          ],
+          [],
+          {
+            tools: {
+              tools: [echo],
+              hooks: {
+                before: [
+                  (call) =>
+                    Effect.succeed(
+                      (call.input as { text: string }).text === "secret"
+                        ? { block: "no secrets" }
+                        : { input: { text: (call.input as { text: string }).text.toUpperCase() } }
+                    )
+                ],
+                after: [(_call, output) => Effect.succeed({ ...output, output: `${output.output} (after)` })]
+              }
             }
-          },
-          retry: fastRetry
-        }).pipe(
-          Layer.provideMerge(
-            layerScripted([
-              Script.toolCalls([
-                { callId: "h1", tool: "echo", input: { text: "hooked" } },
-                { callId: "h2", tool: "echo", input: { text: "secret" } }
-              ]),
-              Script.text("ok")
-            ])
-          ),
-          Layer.provideMerge(EventStore.layerMemory)
+          }
         )
       )
     )
@@ -690,16 +691,9 @@ describe("Sessions: no message is stranded, no turn is stuck", () => {
       )
     }).pipe(
       Effect.provide(
-        makeAgentLayer({
-          sessions: { maxSteps: 5, system: () => "system" },
-          tools: { tools: [echo], hooks: { after: [() => Effect.die(new Error("hook bug"))] } },
-          retry: fastRetry
-        }).pipe(
-          Layer.provideMerge(
-            layerScripted([Script.toolCalls([{ callId: "c1", tool: "echo", input: { text: "x" } }]), Script.text("ok")])
-          ),
-          Layer.provideMerge(EventStore.layerMemory)
-        )
+        layer([Script.toolCalls([{ callId: "c1", tool: "echo", input: { text: "x" } }]), Script.text("ok")], [], {
+          tools: { tools: [echo], hooks: { after: [() => Effect.die(new Error("hook bug"))] } }
+        })
       )
     )
   )
@@ -865,29 +859,24 @@ describe("the todo tool through the kernel", () => {
       expect(updates.map((x) => (x.payload as { callId: string }).callId)).toEqual(["t1"])
     }).pipe(
       Effect.provide(
-        makeAgentLayer({
-          sessions: { maxSteps: 5, system: () => "system" },
-          tools: { tools: [todo] },
-          retry: fastRetry
-        }).pipe(
-          Layer.provideMerge(
-            layerScripted([
-              Script.toolCalls([
-                {
-                  callId: "t1",
-                  tool: "todo",
-                  input: {
-                    todos: [
-                      { content: "Read", status: "completed" },
-                      { content: "Fix", status: "in_progress" }
-                    ]
-                  }
+        layer(
+          [
+            Script.toolCalls([
+              {
+                callId: "t1",
+                tool: "todo",
+                input: {
+                  todos: [
+                    { content: "Read", status: "completed" },
+                    { content: "Fix", status: "in_progress" }
+                  ]
                 }
-              ]),
-              Script.text("ok")
-            ])
-          ),
-          Layer.provideMerge(EventStore.layerMemory)
+              }
+            ]),
+            Script.text("ok")
+          ],
+          [],
+          { tools: { tools: [todo] } }
         )
       )
     )

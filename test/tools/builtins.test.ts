@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { builtinTools } from "../../src/tools/builtins.js"
-import { Tools } from "../../src/tools/Tools.js"
+import { type HookCall, Tools } from "../../src/tools/Tools.js"
 
 interface JsonSchema {
   readonly type?: string
@@ -69,16 +69,21 @@ describe("builtinTools", () => {
 
   it.effect("refuses bad input with a message the model can act on, and bounds the bash timeout", () =>
     Effect.gen(function* () {
-      const bad = yield* tools.prepare(call("read", { path: "a.txt", offset: 0 }))
+      // what Actions does before the permission check and after it: decode, then the before hooks
+      const prepare = (c: HookCall) => {
+        const decoded = tools.decode(c)
+        return decoded._tag === "Refused" ? Effect.succeed(decoded) : tools.before(c, decoded)
+      }
+      const bad = yield* prepare(call("read", { path: "a.txt", offset: 0 }))
       expect(bad._tag).toBe("Refused")
       expect(bad._tag === "Refused" && bad.error).toContain("expected a whole number of 1 or more, got 0")
 
-      const empty = yield* tools.prepare(call("bash", { command: "" }))
+      const empty = yield* prepare(call("bash", { command: "" }))
       expect(empty._tag === "Refused" && empty.error).toContain('expected a non-empty string, got ""')
 
-      const slow = yield* tools.prepare(call("bash", { command: "make", timeoutMs: 60_000 }))
+      const slow = yield* prepare(call("bash", { command: "make", timeoutMs: 60_000 }))
       expect(slow._tag === "Ready" && slow.timeoutMs).toBe(5000)
-      const plain = yield* tools.prepare(call("bash", { command: "make" }))
+      const plain = yield* prepare(call("bash", { command: "make" }))
       expect(plain._tag === "Ready" && plain.timeoutMs).toBe(1000)
     })
   )
