@@ -113,7 +113,9 @@ export const ToolFailed = event("tool.failed", {
   interrupted: Schema.optional(Schema.Boolean),
   timedOut: Schema.optional(Schema.Boolean),
   /** for interrupted calls: `user`, `crash`, `shutdown` … */
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  /** what the tool recorded of a call stopped before it returned (a command's exit code, output blob …) */
+  metadata: Schema.optional(Schema.Unknown)
 })
 export const ToolTimeout = event("tool.timeout", { callId: CallId, timeoutMs: Schema.NonNegativeInt })
 

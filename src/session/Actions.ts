@@ -271,8 +271,12 @@ const makeActions = (
   const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
     const { journal } = input
     const callId = call.callId
-    const fail = (error: string, extra: { readonly timedOut?: boolean } = {}) =>
+    const fail = (error: string, extra: { readonly timedOut?: boolean; readonly metadata?: unknown } = {}) =>
       journal.append([make("tool.failed", { callId, error, ...extra })]).pipe(Effect.as({ callId, ok: false }))
+
+    /** what the tool recorded when it was stopped (`ToolContext.recordStopped`), for its `tool.failed` */
+    let stoppedRecord: { readonly metadata: unknown } | undefined
+    const stoppedMetadata = () => (stoppedRecord === undefined ? {} : { metadata: stoppedRecord.metadata })
 
     /** the latest progress text the tool reported (the output so far), for the error of a stopped call */
     let latestProgress: string | undefined
@@ -309,7 +313,8 @@ const makeActions = (
                 )
               : interruptedError(reason, false),
           interrupted: true,
-          reason
+          reason,
+          ...stoppedMetadata()
         })
       ])
     }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end the interrupted call ${callId}`, error)))
@@ -358,6 +363,10 @@ const makeActions = (
             .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
         reads: readsOf(journal.sessionId),
         outsideAllowed: permission.outsideAllowed,
+        recordStopped: (metadata) =>
+          Effect.sync(() => {
+            stoppedRecord = { metadata }
+          }),
         progress: (output) =>
           Effect.gen(function* () {
             latestProgress = output
@@ -402,7 +411,7 @@ const makeActions = (
               `The call timed out after ${formatMs(prepared.timeoutMs)} and was stopped. ` +
                 "If it needs longer, call it again with a longer timeout or split the work."
             ),
-            { timedOut: true }
+            { timedOut: true, ...stoppedMetadata() }
           )
         }
         return yield* Effect.fail(error)

@@ -52,6 +52,13 @@ export interface ToolContext {
    * `confinedPath`.
    */
   readonly outsideAllowed: boolean
+  /**
+   * The record of a call that was stopped (timed out or interrupted) before it returned, written as
+   * the `metadata` of its `tool.failed` — e.g. a command's exit code, duration and output blob. A
+   * tool calls it from its finalizer, once what it ran is gone; the caller waits for the finalizers
+   * before it writes `tool.failed`.
+   */
+  readonly recordStopped: (metadata: unknown) => Effect.Effect<void>
 }
 
 /** What a call asks permission for: a command (`subject`) or a path, resolved by the caller. */

@@ -17,7 +17,9 @@
  * The model reads the first and the last part of the output (`HeadTailBuffer`) with a marker saying
  * how many bytes were left out; the whole output (up to `FULL_OUTPUT_BYTES`) is stored as a blob and
  * named in the call's metadata with the command, exit code and duration — the command's record for
- * audit. `context.progress` gets the tail of the output as it arrives.
+ * audit. A command stopped by a timeout or an interrupt leaves the same record (through
+ * `context.recordStopped`, in its `tool.failed`). `context.progress` gets the tail of the output as
+ * it arrives.
  *
  * "Live" means not a zombie: in a container whose init does not reap orphans, killed background
  * processes stay zombies forever; on Linux `/proc` tells them apart.
@@ -25,7 +27,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
-import { Chunk, Clock, Duration, Effect, Option, Queue, Schema } from "effect"
+import { Chunk, Clock, Duration, Effect, Exit, Option, Queue, Schema } from "effect"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
@@ -293,6 +295,45 @@ const formatOutput = (output: HeadTailBuffer, exitCode: number, signal: string |
 
 const signalNumber = (signal: NodeJS.Signals): number => os.constants.signals[signal] ?? 0
 
+/** Waits (at most `AFTER_KILL_MS`) for the shell's pipes to close, so the output read so far is all of it. */
+const awaitClosed = (running: Running): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const deadline = (yield* Clock.currentTimeMillis) + AFTER_KILL_MS
+    while (!running.closed) {
+      const left = deadline - (yield* Clock.currentTimeMillis)
+      if (left <= 0) return
+      const next = yield* Queue.take(running.events).pipe(Effect.timeout(Duration.millis(left)), Effect.option)
+      if (Option.isNone(next)) return
+    }
+  })
+
+/** The command's record (see `BashMetadata`): the whole output is stored as a blob when it was kept. */
+const recordOf = (
+  command: string,
+  running: Running,
+  output: HeadTailBuffer,
+  started: number,
+  context: ToolContext,
+  stoppedBackground: boolean
+): Effect.Effect<BashMetadata> =>
+  Effect.gen(function* () {
+    const durationMs = (yield* Clock.currentTimeMillis) - started
+    const code = running.exit?.code ?? null
+    const signal = running.exit?.signal ?? undefined
+    const whole = output.whole()
+    const outputBlob = whole === undefined ? undefined : yield* context.storeBlob(whole)
+    return {
+      command,
+      ...(outputBlob === undefined ? {} : { outputBlob }),
+      exitCode: code ?? (signal === undefined ? -1 : 128 + signalNumber(signal)),
+      ...(signal === undefined ? {} : { signal }),
+      bytes: output.bytes,
+      truncated: output.truncated,
+      durationMs,
+      ...(stoppedBackground ? { stoppedBackground: true } : {})
+    }
+  })
+
 const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolContext) {
   const cwd = yield* statPath(context.cwd, context.cwd, "Working directory")
   if (!cwd.isDirectory()) {
@@ -315,26 +356,20 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
           })
       )
     ),
-    release
+    (running, exit) =>
+      Exit.isInterrupted(exit)
+        ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
+          stopGroup(running.pid).pipe(
+            Effect.zipRight(awaitClosed(running)),
+            Effect.zipRight(recordOf(input.command, running, output, started, context, false)),
+            Effect.flatMap(context.recordStopped),
+            Effect.ensuring(release(running))
+          )
+        : release(running)
   )
   const stopped = yield* awaitEnd(running, output, context.progress)
-  const durationMs = (yield* Clock.currentTimeMillis) - started
-  const code = running.exit?.code ?? null
-  const signal = running.exit?.signal ?? undefined
-  const exitCode = code ?? (signal === undefined ? -1 : 128 + signalNumber(signal))
-  const whole = output.whole()
-  const outputBlob = whole === undefined ? undefined : yield* context.storeBlob(whole)
-  const metadata: BashMetadata = {
-    command: input.command,
-    ...(outputBlob === undefined ? {} : { outputBlob }),
-    exitCode,
-    ...(signal === undefined ? {} : { signal }),
-    bytes: output.bytes,
-    truncated: output.truncated,
-    durationMs,
-    ...(stopped ? { stoppedBackground: true } : {})
-  }
-  return { output: formatOutput(output, exitCode, signal, stopped), metadata } satisfies ToolOutput
+  const metadata = yield* recordOf(input.command, running, output, started, context, stopped)
+  return { output: formatOutput(output, metadata.exitCode, metadata.signal, stopped), metadata } satisfies ToolOutput
 }, Effect.scoped)
 
 /** Makes the `bash` tool with the configured default and maximum timeouts. */

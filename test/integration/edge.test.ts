@@ -161,6 +161,10 @@ describe("logbook run: the interrupted call is recorded after its command is sto
     expect((await live.exited).code).toBe(130)
     expect(isLive(sleeper!)).toBe(false)
     expect(recordedWhileRunning).toBe(false)
+    // the command's record is in the interrupted call's tool.failed: it ignored SIGTERM, so SIGKILL (128 + 9)
+    const failed = ofType(await readLog(ws.db, id), "tool.failed")
+    expect(failed.map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([[true, "user"]])
+    expect(failed[0]!.payload.metadata).toMatchObject({ command, exitCode: 137, signal: "SIGKILL" })
   })
 })
 

@@ -5,12 +5,11 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { EventStore } from "../../src/store/EventStore.js"
 import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
+  blobText,
   contentText,
   idle,
   latestSession,
@@ -24,15 +23,6 @@ import {
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
-
-const blobText = (db: string, hash: string): Promise<string> =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const store = yield* EventStore
-      const blob = yield* store.getBlob(hash)
-      return new TextDecoder().decode(Option.getOrThrow(blob))
-    }).pipe(Effect.provide(EventStore.layerSqlite({ filename: db, readonly: true })))
-  )
 
 const BUGGY = "export const sum = (a, b) => a - b\n"
 const FIXED = "export const sum = (a, b) => a + b\n"

@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import { SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
@@ -95,6 +95,15 @@ export const readLog = (db: string, sessionId: string): Promise<ReadonlyArray<En
     db,
     Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(SessionId.make(sessionId)))).pipe(
       Effect.map((chunk) => Array.from(chunk))
+    )
+  )
+
+/** A blob of the log as UTF-8 text (fails when it is missing). */
+export const blobText = (db: string, hash: string): Promise<string> =>
+  withStore(
+    db,
+    Effect.flatMap(EventStore, (store) => store.getBlob(hash)).pipe(
+      Effect.map((blob) => new TextDecoder().decode(Option.getOrThrow(blob)))
     )
   )
 

@@ -3,12 +3,11 @@
  * command with a huge output. Each ends as a readable tool error or a capped output — never a
  * crash, never a stuck session.
  */
-import { Effect, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { EventStore } from "../../src/store/EventStore.js"
 import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
+  blobText,
   contentText,
   idle,
   latestSession,
@@ -56,12 +55,7 @@ describe("logbook run: tool calls the model gets wrong", () => {
     const finished = ofType(log, "tool.finished").find((e) => e.payload.callId === "call_big")!
     const record = finished.payload.metadata as { command: string; exitCode: number; outputBlob: string }
     expect(record).toMatchObject({ command: "seq 1 200000", exitCode: 0 })
-    const whole = await Effect.runPromise(
-      Effect.flatMap(EventStore, (store) => store.getBlob(record.outputBlob)).pipe(
-        Effect.provide(EventStore.layerSqlite({ filename: ws.db, readonly: true }))
-      )
-    )
-    expect(new TextDecoder().decode(Option.getOrThrow(whole)).split("\n")).toHaveLength(200_001)
+    expect((await blobText(ws.db, record.outputBlob)).split("\n")).toHaveLength(200_001)
     // only the call that could run was invoked
     expect(ofType(log, "tool.invoked").map((e) => e.payload.callId)).toEqual(["call_big"])
     expect(
@@ -69,6 +63,43 @@ describe("logbook run: tool calls the model gets wrong", () => {
         .map((e) => e.payload.callId)
         .sort()
     ).toEqual(["call_bad", "call_unknown"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+})
+
+describe("logbook run: a command stopped by its timeout", () => {
+  it("tool.timeout, then tool.failed {timedOut} with the command's record: exit code, duration, output blob", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const command = "echo started; sleep 60"
+    server.enqueue(
+      Reply.stream({
+        toolCalls: [{ id: "call_slow", name: "bash", arguments: JSON.stringify({ command, timeoutMs: 1500 }) }]
+      }),
+      Reply.text("It was too slow.")
+    )
+    const result = await runCli([...ws.runArgs, "run the slow thing"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("timed out after 1.5s")
+
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "tool.timeout").map((e) => e.payload.timeoutMs)).toEqual([1500])
+    const failed = ofType(log, "tool.failed")
+    expect(failed).toHaveLength(1)
+    expect(failed[0]!.payload).toMatchObject({ callId: "call_slow", timedOut: true })
+    const record = failed[0]!.payload.metadata as {
+      command: string
+      exitCode: number
+      signal: string
+      durationMs: number
+      outputBlob: string
+    }
+    // the shell was stopped by SIGTERM (128 + 15), after the timeout
+    expect(record).toMatchObject({ command, exitCode: 143, signal: "SIGTERM" })
+    expect(record.durationMs).toBeGreaterThanOrEqual(1500)
+    // the output it had written: normally all of "started\n" (a prefix of it on a very slow machine)
+    expect("started\n".startsWith(await blobText(ws.db, record.outputBlob))).toBe(true)
+    expect(unanswered(server.requests.at(-1)!)).toEqual([])
     expect(log.at(-1)).toMatchObject(idle)
   })
 })

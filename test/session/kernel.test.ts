@@ -349,11 +349,13 @@ describe("Sessions: interrupt, steer, queue", () => {
         name: "wait",
         description: "waits",
         input: Schema.Struct({}),
-        execute: () =>
+        execute: (_input, context) =>
           Deferred.succeed(started, undefined).pipe(
             Effect.zipRight(Deferred.await(release)),
             Effect.as({ output: "released" }),
-            Effect.onInterrupt(() => Ref.set(finalized, true))
+            Effect.onInterrupt(() =>
+              Ref.set(finalized, true).pipe(Effect.zipRight(context.recordStopped({ stoppedWhile: "waiting" })))
+            )
           )
       })
       return { started, release, finalized, tool }
@@ -379,6 +381,9 @@ describe("Sessions: interrupt, steer, queue", () => {
         const part = state.toolParts["w1" as never]!
         expect(part.state).toMatchObject({ _tag: "error", interrupted: true, reason: "user" })
         expect(Object.values(state.actions).map((a) => a.state)).toEqual(["failed"])
+        // what the tool recorded as it was stopped is the metadata of its tool.failed
+        const failed = (yield* events(id)).filter((e) => e.type === "tool.failed")
+        expect(failed.map((e) => e.payload)).toMatchObject([{ callId: "w1", metadata: { stoppedWhile: "waiting" } }])
         // the next prompt's history answers the interrupted call
         yield* sessions.send(id, "again")
         yield* sessions.wait(id)
@@ -519,7 +524,9 @@ describe("Sessions: interrupt, steer, queue", () => {
         execute: (_input, context) =>
           context.progress("compiling 3/10").pipe(
             Effect.zipRight(Effect.never),
-            Effect.onInterrupt(() => Ref.set(stopped, true))
+            Effect.onInterrupt(() =>
+              Ref.set(stopped, true).pipe(Effect.zipRight(context.recordStopped({ step: 3, of: 10 })))
+            )
           )
       })
       yield* Effect.gen(function* () {
@@ -527,6 +534,9 @@ describe("Sessions: interrupt, steer, queue", () => {
         expect(yield* Ref.get(stopped)).toBe(true)
         const t = types(yield* events(id))
         expect(t.indexOf("tool.timeout")).toBeLessThan(t.indexOf("tool.failed"))
+        // the tool's record of the stopped call (written by its finalizer) is in tool.failed
+        const failed = (yield* events(id)).find((e) => e.type === "tool.failed")!
+        expect(failed.payload).toMatchObject({ timedOut: true, metadata: { step: 3, of: 10 } })
         const part = state.toolParts["s1" as never]!.state
         expect(part).toMatchObject({ _tag: "error", timedOut: true, interrupted: false })
         // the model reads what the tool printed before it was stopped

@@ -20,6 +20,8 @@ export interface TestToolContext extends ToolContext {
   readonly blobs: Map<string, string>
   /** every task list recorded, in order */
   readonly todos: Array<ReadonlyArray<TodoItem>>
+  /** every record of a stopped call, in order */
+  readonly stoppedRecords: Array<unknown>
 }
 
 export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
@@ -28,6 +30,7 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
   const blobs = new Map<string, string>()
   const todos: Array<ReadonlyArray<TodoItem>> = []
   const stamps = new Map<string, FileStamp>()
+  const stoppedRecords: Array<unknown> = []
   return {
     sessionId: SessionId.make("s"),
     callId: CallId.make("c"),
@@ -47,10 +50,12 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
       record: (path, stamp) => Effect.sync(() => void stamps.set(path, stamp)),
       last: (path) => Effect.sync(() => stamps.get(path))
     },
+    recordStopped: (metadata) => Effect.sync(() => void stoppedRecords.push(metadata)),
     progressed,
     changes,
     blobs,
-    todos
+    todos,
+    stoppedRecords
   }
 }
 

@@ -206,6 +206,37 @@ describe("bash", () => {
     })
   )
 
+  it.live("an interrupted command leaves its record: command, exit code, duration, the output so far as a blob", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-record-")
+      const ctx = testContext(dir)
+      const command = "echo before; echo $$ > pids; sleep 30; echo never"
+      const fiber = yield* Effect.fork(bash.execute({ command }, ctx))
+      yield* started(path.join(dir, "pids"), 1)
+      yield* waitFor("the first line of output", () =>
+        ctx.progressed.some((p) => p.includes("before")) ? true : undefined
+      )
+      expect(ctx.stoppedRecords).toEqual([])
+      yield* Fiber.interrupt(fiber)
+      // recorded by the finalizer, once the group is gone: so before interrupt returns
+      expect(ctx.stoppedRecords).toHaveLength(1)
+      const record = ctx.stoppedRecords[0] as BashMetadata
+      expect(record).toMatchObject({ command, exitCode: 143, signal: "SIGTERM", bytes: 7, truncated: false })
+      expect(record.durationMs).toBeGreaterThanOrEqual(0)
+      expect(ctx.blobs.get(record.outputBlob!)).toBe("before\n")
+    })
+  )
+
+  it.live("a command that ends records nothing as stopped (its record is the result's metadata)", () =>
+    Effect.gen(function* () {
+      const ctx = testContext(tempDir("logbook-bash-record-"))
+      const result = yield* bash.execute({ command: "echo fine" }, ctx)
+      expect(ctx.stoppedRecords).toEqual([])
+      expect(result.metadata).toMatchObject({ command: "echo fine", exitCode: 0 })
+      expect(ctx.blobs.get((result.metadata as BashMetadata).outputBlob!)).toBe("fine\n")
+    })
+  )
+
   it.live("kills with SIGKILL what ignores SIGTERM", () =>
     Effect.gen(function* () {
       const dir = tempDir("logbook-bash-term-")
