@@ -154,7 +154,9 @@ export const PermissionAsked = event("permission.asked", {
 })
 export const PermissionReplied = event("permission.replied", {
   permissionId: Schema.String,
-  reply: Schema.Literal("once", "always", "reject")
+  reply: Schema.Literal("once", "always", "reject"),
+  /** the ask ended unanswered: the turn was interrupted (or the process crashed) while it waited */
+  interrupted: Schema.optional(Schema.Boolean)
 })
 export const FileChanged = event("file.changed", {
   path: Schema.String,

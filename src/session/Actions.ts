@@ -199,15 +199,25 @@ const makeActions = (
       yield* journal.append([
         make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })
       ])
-      const reply = yield* approver.ask({
-        sessionId,
-        callId: call.callId,
-        tool: call.tool,
-        subject,
-        outside,
-        rule: loop ? undefined : result.rule,
-        reason
-      })
+      const reply = yield* approver
+        .ask({
+          sessionId,
+          permissionId,
+          callId: call.callId,
+          tool: call.tool,
+          subject,
+          outside,
+          rule: loop ? undefined : result.rule,
+          reason
+        })
+        .pipe(
+          // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
+          Effect.onInterrupt(() =>
+            journal
+              .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
+              .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
+          )
+        )
       yield* journal.append([make("permission.replied", { permissionId, reply })])
       if (reply === "reject") {
         const who = approver.rejectedBy ?? "the user"

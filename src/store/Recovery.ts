@@ -24,15 +24,15 @@ export const CRASH_REASON = "crash"
 
 /**
  * The events that repair a state left by a dead process (empty when there is nothing to repair):
+ * - `permission.replied {reply: "reject", interrupted: true}` for every ask nobody answered;
  * - `tool.failed {interrupted: true, reason: "crash"}` for every tool part still pending or running;
  * - `action.state failed` for every action still pending or running;
  * - `step.finished {aborted: true}` for an open step and `assistant.completed` for every assistant
  *   message not completed (finish reason `crash`), so no message looks as if it were still streaming;
  * - if a turn is open, or the chat state or the session status is not idle:
  *   `turn.interrupted {reason: "crash"}`, `chat.state idle`, `session.status idle`.
- * Open permission asks are left alone: they end with their tool call.
  *
- * `reason` (default `crash`) is written in every event; the kernel uses the same repair with
+ * `reason` (default `crash`) is written in every event that has one; the kernel uses the same repair with
  * `user` or `shutdown` when a turn is interrupted in a live process.
  */
 /** The error of a call ended by an interrupt (`reason`), or by a crash; `ran`: the tool had started. */
@@ -49,6 +49,11 @@ export const interruptedError = (reason: string, ran: boolean): string => {
 
 export const sweepEvents = (state: SessionState, reason: string = CRASH_REASON): ReadonlyArray<NewEvent> => {
   const events: Array<NewEvent> = []
+  for (const asked of Object.values(state.permissions)) {
+    if (asked.reply === null) {
+      events.push(make("permission.replied", { permissionId: asked.permissionId, reply: "reject", interrupted: true }))
+    }
+  }
   for (const part of Projection.openToolParts(state)) {
     events.push(
       make("tool.failed", {

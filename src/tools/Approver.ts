@@ -18,6 +18,8 @@ export type { ApprovalReply } from "./Permissions.js"
 /** What the Approver is asked about. */
 export interface ApprovalRequest {
   readonly sessionId: SessionId
+  /** the id of the `permission.asked` event written for this request */
+  readonly permissionId: string
   readonly callId: CallId
   readonly tool: string
   /** the command, or the path (workspace-relative; absolute when outside) */

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Deferred, Effect, Layer, Option, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
 import { layerScripted, Script, type ScriptStep } from "../../src/model/Scripted.js"
@@ -110,6 +110,48 @@ describe("Actions: permissions", () => {
       )
     )
   })
+
+  it.live(
+    "an interrupt while the Approver waits: the ask is closed (reject, interrupted), the call ends interrupted",
+    () => {
+      const cwd = workspaceWith({})
+      return Effect.gen(function* () {
+        const asking = yield* Deferred.make<void>()
+        const waiting = Layer.succeed(Approver, {
+          ask: () => Deferred.succeed(asking, undefined).pipe(Effect.zipRight(Effect.never))
+        })
+        yield* Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const id: SessionId = yield* sessions.create({ cwd })
+          yield* sessions.send(id, "go")
+          yield* Deferred.await(asking)
+          yield* sessions.interrupt(id)
+          expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("interrupted")
+          const store = yield* EventStore
+          const log = Array.from(yield* Stream.runCollect(store.read(id))) as Array<Envelope>
+          const asked = ofType(log, "permission.asked")
+          expect(ofType(log, "permission.replied").map((e) => e.payload)).toEqual([
+            { permissionId: asked[0]!.payload.permissionId, reply: "reject", interrupted: true }
+          ])
+          expect(ofType(log, "tool.failed").map((e) => [e.payload.callId, e.payload.interrupted])).toEqual([
+            ["c1", true]
+          ])
+          expect(ofType(log, "tool.invoked")).toEqual([])
+          expect(fs.existsSync(path.join(cwd, "made"))).toBe(false)
+          const state = yield* sessions.state(id)
+          expect(Object.values(state.permissions).map((p) => p.reply)).toEqual(["reject"])
+          expect(state.status._tag).toBe("idle")
+        }).pipe(
+          Effect.provide(
+            layer([Script.toolCalls([call("c1", "bash", { command: "touch made" })]), Script.text("ok")], {
+              permissions: { bash: "ask" },
+              approver: waiting
+            })
+          )
+        )
+      })
+    }
+  )
 
   it.live("always is remembered for the session: the same call again is not asked", () => {
     const cwd = workspaceWith({})

@@ -274,6 +274,23 @@ describe("Recovery.sweepEvents", () => {
     ])
   })
 
+  it("closes an ask nobody answered first: permission.replied reject, marked interrupted", () => {
+    const state = Either.getOrThrow(
+      fold(Projection.empty(SESSION_ID), [
+        ...crashed,
+        e("permission.asked", { permissionId: "p-open", callId: PENDING, tool: "bash", pattern: "rm -rf x" })
+      ])
+    )
+    const repairs = Recovery.sweepEvents(state)
+    expect(repairs[0]).toMatchObject({
+      type: "permission.replied",
+      payload: { permissionId: "p-open", reply: "reject", interrupted: true }
+    })
+    expect(repairs.filter((x) => x.type === "permission.replied")).toHaveLength(1)
+    const repaired = Either.getOrThrow(fold(state, repairs))
+    expect(repaired.permissions["p-open"]!.reply).toBe("reject")
+  })
+
   it("repairs any state a crash can leave, and a repaired state needs no repair (property)", () => {
     FastCheck.assert(
       FastCheck.property(envelopesArb({ maxLength: 120 }), (envelopes) => {
@@ -287,6 +304,11 @@ describe("Recovery.sweepEvents", () => {
         expect(repaired.status._tag).toBe("idle")
         for (const message of repaired.messages) {
           if (message.role === "assistant") expect(message.completedAt).toBeDefined()
+        }
+        // every ask is answered: the open ones as rejected, marked interrupted
+        expect(Object.values(repaired.permissions).filter((p) => p.reply === null)).toEqual([])
+        for (const [id, asked] of Object.entries(state.permissions)) {
+          if (asked.reply !== null) expect(repaired.permissions[id]).toBe(asked)
         }
         expect(Recovery.sweepEvents(repaired)).toEqual([])
         // the sweep only ends things: finished tool parts are untouched
