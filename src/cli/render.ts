@@ -75,12 +75,16 @@ const envVar = (name: string) =>
   )
 
 /** The style for stdout of this process. */
-export const stdoutStyle: Effect.Effect<Style> = Effect.gen(function* () {
-  const noColor = yield* envVar("NO_COLOR")
-  const forceColor = yield* envVar("FORCE_COLOR")
-  const isTTY = yield* Effect.sync(() => process.stdout.isTTY === true)
-  return makeStyle(colorEnabled({ isTTY, noColor, forceColor }))
-})
+/** The style of what is written to `stream`: colour on a terminal, unless `NO_COLOR` (or with `FORCE_COLOR`). */
+export const streamStyle = (stream: NodeJS.WriteStream): Effect.Effect<Style> =>
+  Effect.gen(function* () {
+    const noColor = yield* envVar("NO_COLOR")
+    const forceColor = yield* envVar("FORCE_COLOR")
+    const isTTY = yield* Effect.sync(() => stream.isTTY === true)
+    return makeStyle(colorEnabled({ isTTY, noColor, forceColor }))
+  })
+
+export const stdoutStyle: Effect.Effect<Style> = Effect.suspend(() => streamStyle(process.stdout))
 
 const ansiPattern = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 

@@ -22,10 +22,11 @@ import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
+import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError, ExitCode } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
-import { stdoutStyle } from "./render.js"
+import { stdoutStyle, streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
 
@@ -56,8 +57,9 @@ const maxStepsOption = Options.integer("max-steps").pipe(
 const yesOption = Options.boolean("yes").pipe(
   Options.withAlias("y"),
   Options.withDescription(
-    "Approve every tool call the permission rules ask about (default: such calls are denied, as nobody can be " +
-      "asked). Calls the rules deny stay denied."
+    "Approve every tool call the permission rules ask about, without asking. Default: on a terminal you are " +
+      "asked (once / always / reject); elsewhere (stdin or stderr not a terminal) such calls are denied. " +
+      "Calls the rules deny stay denied."
   )
 )
 const workspaceOption = cwdOption("The workspace directory (default: the current directory).")
@@ -139,6 +141,22 @@ export const run = Command.make(
     const settings = config.config
     const filename = yield* resolveDbPath(args.db)
 
+    // who answers the calls the rules ask about: --yes, the user at the terminal, or nobody (denied)
+    const desk =
+      !args.yes && canPrompt(process.stdin, process.stderr)
+        ? makeApprovalDesk({
+            terminal: nodeTerminal(process.stdin, process.stderr),
+            style: yield* streamStyle(process.stderr),
+            // raw mode turns Ctrl-C into a key: make it the signal it would have been
+            onCtrlC: Effect.sync(() => void process.kill(process.pid, "SIGINT"))
+          })
+        : undefined
+    const approver = args.yes
+      ? Approver.autoAllow
+      : desk !== undefined
+        ? Layer.succeed(Approver, desk.approver)
+        : Approver.autoDeny
+
     const agent = makeAgentLayer({
       sessions: {
         maxSteps: settings.maxSteps,
@@ -149,7 +167,7 @@ export const run = Command.make(
       tools: { tools: builtinTools({ bash: settings.tools.bash }) },
       retry: settings.retry,
       permissions: settings.permission,
-      approver: args.yes ? Approver.autoAllow : Approver.autoDeny
+      approver
     }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 
     const program = Effect.gen(function* () {
@@ -195,6 +213,13 @@ export const run = Command.make(
       })
       const show = (event: Envelope) =>
         Effect.gen(function* () {
+          if (event.type === "permission.asked" && desk !== undefined) {
+            yield* stopCountdown
+            // the prompt, after everything written before the ask; later output waits for the answer
+            if (args.format === "json") yield* write(`${JSON.stringify(event)}\n`)
+            else yield* write(renderer.render(event) + renderer.endLine())
+            return yield* desk.serve(event.payload.permissionId)
+          }
           if (args.format === "json") return yield* write(`${JSON.stringify(event)}\n`)
           // the `session.status retry` committed together with `model.retry` must not stop its countdown
           const retrying = event.type === "session.status" && event.payload.status._tag === "retry"
@@ -229,6 +254,8 @@ export const run = Command.make(
       )
 
       const finishOutput = Effect.gen(function* () {
+        // the turn is over: no ask can still be answered
+        if (desk !== undefined) yield* desk.close
         const last = yield* store.lastSeq(sessionId)
         yield* Ref.set(target, last)
         if ((yield* Ref.get(rendered)) >= last) yield* Fiber.interrupt(follower)

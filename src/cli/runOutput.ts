@@ -56,6 +56,11 @@ export const makeTextRenderer = (
   let atLineStart = true
   let printedText = false
   const calls = new Map<string, { readonly tool: string; readonly label: string; readonly startedAt: number }>()
+  /** the label of a call asked about (a denied call never gets `tool.invoked`) */
+  const asked = new Map<string, string>()
+  /** permissionId -> callId of the asks; the calls whose ask was rejected */
+  const askedCalls = new Map<string, string>()
+  const rejected = new Set<string>()
   const line = (text: string): string => {
     const prefix = atLineStart ? "" : "\n"
     atLineStart = true
@@ -79,6 +84,21 @@ export const makeTextRenderer = (
           return line(style.dim("(the response was cut off)"))
         }
         return ""
+      case "permission.asked": {
+        const p = event.payload
+        if (p.callId !== undefined) {
+          asked.set(p.callId, p.pattern === "" ? p.tool : `${p.tool} ${truncate(oneLine(p.pattern), 80)}`)
+          askedCalls.set(p.permissionId, p.callId)
+        }
+        return ""
+      }
+      case "permission.replied": {
+        const callId = askedCalls.get(event.payload.permissionId)
+        if (callId !== undefined && event.payload.reply === "reject" && event.payload.interrupted !== true) {
+          rejected.add(callId)
+        }
+        return ""
+      }
       case "tool.invoked": {
         const label = `${event.payload.tool} ${describeInput(event.payload.tool, event.payload.input)}`
         calls.set(event.payload.callId, { tool: event.payload.tool, label, startedAt: event.at })
@@ -101,14 +121,16 @@ export const makeTextRenderer = (
         const p = event.payload
         const call = calls.get(p.callId)
         // a call that never started (invalid input, unknown tool) has no invoked line
-        const label = call?.label ?? options.labelOf?.(p.callId) ?? p.callId
+        const label = call?.label ?? asked.get(p.callId) ?? options.labelOf?.(p.callId) ?? p.callId
         const took = call === undefined ? "" : `  ${style.dim(formatDuration(event.at - call.startedAt))}`
         const what =
           p.interrupted === true
             ? `interrupted${p.reason !== undefined ? ` (${p.reason})` : ""}`
             : p.timedOut === true
               ? "timed out"
-              : truncate(oneLine(p.error), 120)
+              : rejected.has(p.callId)
+                ? "rejected (the model is told)"
+                : truncate(oneLine(p.error), 120)
         return line(`${style.red("✗")} ${label}${took}  ${what}`)
       }
       case "model.retry": {

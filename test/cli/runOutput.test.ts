@@ -89,6 +89,28 @@ describe("the text renderer", () => {
     )
   })
 
+  it("labels a call that was asked about and never ran by what was asked; a rejected ask is 'rejected'", () => {
+    const r = makeTextRenderer(plain, { maxAttempts: 8 })
+    const ask = (permissionId: string, callId: string, pattern: string) =>
+      r.render(env("permission.asked", { permissionId, callId: CallId.make(callId), tool: "bash", pattern }))
+    expect(ask("p1", "c1", "rm -rf build")).toBe("")
+    expect(r.render(env("permission.replied", { permissionId: "p1", reply: "reject" }))).toBe("")
+    expect(
+      r.render(env("tool.failed", { callId: CallId.make("c1"), error: "Denied: … and the user rejected it." }))
+    ).toBe("✗ bash rm -rf build  rejected (the model is told)\n")
+    // denied by a rule (no reply): the error's first line
+    ask("p2", "c2", "rm x")
+    expect(r.render(env("tool.failed", { callId: CallId.make("c2"), error: "Denied: by the rule." }))).toBe(
+      "✗ bash rm x  Denied: by the rule.\n"
+    )
+    // an ask closed by an interrupt: the call ends interrupted
+    ask("p3", "c3", "rm y")
+    r.render(env("permission.replied", { permissionId: "p3", reply: "reject", interrupted: true }))
+    expect(
+      r.render(env("tool.failed", { callId: CallId.make("c3"), error: "x", interrupted: true, reason: "user" }))
+    ).toBe("✗ bash rm y  interrupted (user)\n")
+  })
+
   it("prints nothing for events that are not part of the transcript", () => {
     const r = makeTextRenderer(plain, { maxAttempts: 8 })
     expect(r.render(env("turn.started", { turnId: TurnId.make("t"), messageIds: [] }))).toBe("")

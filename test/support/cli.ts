@@ -54,7 +54,8 @@ export const testHome = (): string => {
   return home
 }
 
-const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
+/** The environment CLI runs get: this one without logbook's variables, a scratch HOME, `TEST_TZ`. */
+export const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const name of ["LOGBOOK_DB", "XDG_DATA_HOME", "NO_COLOR", "FORCE_COLOR", "LOGBOOK_DEBUG"]) delete env[name]
   env.HOME = testHome()

@@ -1,0 +1,206 @@
+/**
+ * The interactive Approver of `logbook run` on a terminal (issue 4 §2): a call the permission rules
+ * `ask` about is shown to the user, who answers with one key — `o` once, `a` always (this exact call
+ * for the rest of the session), `r` reject.
+ *
+ * The prompt is written by the run's output follower, not by the kernel's fiber: the follower is the
+ * only writer of the output, so the prompt comes after everything the agent printed before the ask,
+ * and nothing the agent prints (a parallel call's progress) lands inside it. The two meet here:
+ *
+ * - `approver.ask` (the kernel, after `permission.asked` is committed) hands its request over and
+ *   waits for the reply;
+ * - `serve(permissionId)` (the follower, when it reaches that `permission.asked`) takes the request,
+ *   prompts, and hands the reply back.
+ *
+ * An ask that is interrupted (Ctrl-C, the turn interrupted) ends its prompt; `close` ends every
+ * prompt still waiting (the turn is over). Ctrl-C at the prompt (the terminal is in raw mode, so it
+ * arrives as a key) is turned back into SIGINT: the run is interrupted as anywhere else.
+ */
+import { type Context, Deferred, Effect } from "effect"
+import type { ApprovalReply, ApprovalRequest, Approver } from "../tools/Approver.js"
+import { oneLine, type Style, truncate } from "./render.js"
+
+/** Where the prompt is shown and read: a terminal in raw mode, or a script in tests. */
+export interface PromptTerminal {
+  readonly write: (text: string) => Effect.Effect<void>
+  /**
+   * Shows `text`, then reads keys until `choose` returns an answer (`undefined`: not an answer, keep
+   * reading). The terminal is in raw mode meanwhile and restored after, also when interrupted; keys
+   * typed before the question was shown are dropped (typeahead must not answer it).
+   */
+  readonly question: <A>(text: string, choose: (key: string) => A | undefined) => Effect.Effect<A>
+}
+
+/** What one key means at the prompt. */
+export type PromptKey = ApprovalReply | "interrupt" | undefined
+
+/** `o`/`y` once, `a` always, `r`/`n`/Esc/Ctrl-D reject, Ctrl-C interrupt; anything else is no answer. */
+export const keyMeaning = (key: string): PromptKey => {
+  switch (key.toLowerCase()) {
+    case "o":
+    case "y":
+      return "once"
+    case "a":
+      return "always"
+    case "r":
+    case "n":
+    case "\u001b":
+    case "\u0004":
+      return "reject"
+    case "\u0003":
+      return "interrupt"
+    default:
+      return undefined
+  }
+}
+
+const answered: Record<ApprovalReply, string> = {
+  once: "allowed once",
+  always: "allowed for the rest of this session",
+  reject: "rejected"
+}
+
+/** The lines shown for a request (without the answer). */
+export const promptText = (style: Style, request: ApprovalRequest): string => {
+  const subject = request.subject === "" ? "" : ` ${truncate(oneLine(request.subject), 200)}`
+  return (
+    `${style.yellow("?")} ${style.bold(`${request.tool}${subject}`)}\n` +
+    `  ${request.reason}\n` +
+    `  ${style.bold("o")} once · ${style.bold("a")} always (this exact call, this session) · ${style.bold("r")} reject › `
+  )
+}
+
+interface Pending {
+  readonly request: Deferred.Deferred<ApprovalRequest>
+  readonly reply: Deferred.Deferred<ApprovalReply>
+  /** the ask is over without an answer (interrupted, or the turn ended) */
+  readonly cancelled: Deferred.Deferred<void>
+}
+
+export interface ApprovalDesk {
+  /** the Approver the kernel asks */
+  readonly approver: Context.Tag.Service<Approver>
+  /** prompts for the ask `permissionId` (once its request arrives); returns when it is answered or cancelled */
+  readonly serve: (permissionId: string) => Effect.Effect<void>
+  /** ends every ask still waiting: nobody will answer them any more */
+  readonly close: Effect.Effect<void>
+}
+
+export const makeApprovalDesk = (options: {
+  readonly terminal: PromptTerminal
+  readonly style: Style
+  /** what a Ctrl-C at the prompt does (the run's own SIGINT handling) */
+  readonly onCtrlC: Effect.Effect<void>
+}): ApprovalDesk => {
+  const { terminal, style } = options
+  const pending = new Map<string, Pending>()
+  const entry = (permissionId: string): Effect.Effect<Pending> =>
+    Effect.gen(function* () {
+      const found = pending.get(permissionId)
+      if (found !== undefined) return found
+      const made: Pending = {
+        request: yield* Deferred.make<ApprovalRequest>(),
+        reply: yield* Deferred.make<ApprovalReply>(),
+        cancelled: yield* Deferred.make<void>()
+      }
+      pending.set(permissionId, made)
+      return made
+    })
+
+  const ask = (request: ApprovalRequest): Effect.Effect<ApprovalReply> =>
+    Effect.gen(function* () {
+      const e = yield* entry(request.permissionId)
+      yield* Deferred.succeed(e.request, request)
+      return yield* Deferred.await(e.reply)
+    }).pipe(
+      Effect.onInterrupt(() =>
+        Effect.flatMap(entry(request.permissionId), (e) => Deferred.succeed(e.cancelled, undefined))
+      ),
+      Effect.ensuring(Effect.sync(() => pending.delete(request.permissionId)))
+    )
+
+  /** The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. */
+  const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalReply> =>
+    Effect.gen(function* () {
+      const reply = yield* terminal.question(promptText(style, request), (key) => {
+        const meaning = keyMeaning(key)
+        if (meaning === "interrupt") {
+          Effect.runFork(options.onCtrlC)
+          return undefined
+        }
+        return meaning
+      })
+      const shown = answered[reply]
+      yield* terminal.write(`${reply === "reject" ? style.red(shown) : style.green(shown)}\n`)
+      return reply
+    }).pipe(Effect.onInterrupt(() => terminal.write(`${style.dim("(not answered: interrupted)")}\n`)))
+
+  const serve = (permissionId: string): Effect.Effect<void> =>
+    Effect.gen(function* () {
+      const e = yield* entry(permissionId)
+      const answer = Effect.gen(function* () {
+        const request = yield* Deferred.await(e.request)
+        const reply = yield* prompt(request)
+        yield* Deferred.succeed(e.reply, reply)
+      })
+      yield* Effect.raceFirst(answer, Deferred.await(e.cancelled))
+    })
+
+  const close = Effect.suspend(() =>
+    Effect.forEach(Array.from(pending.values()), (e) => Deferred.succeed(e.cancelled, undefined), { discard: true })
+  )
+
+  return { approver: { ask }, serve, close }
+}
+
+/** How long keys typed before a question are dropped, once the terminal is in raw mode. */
+const TYPEAHEAD_MS = 30
+
+/**
+ * The process's terminal: the prompt is written to `output` (stderr), keys are read from `input`
+ * (stdin) in raw mode, one `data` chunk per key press (an escape sequence — an arrow key — is one
+ * chunk, and no answer). Raw mode is set and what was typed before is read and dropped for
+ * `TYPEAHEAD_MS` before the question is written, so a key pressed after the question is visible is
+ * never dropped.
+ */
+export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): PromptTerminal => ({
+  write: (text) => Effect.sync(() => void output.write(text)),
+  question: <A>(text: string, choose: (key: string) => A | undefined) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const wasRaw = input.isRaw
+        input.setRawMode(true)
+        input.resume()
+        return wasRaw
+      }),
+      () =>
+        Effect.async<A>((resume) => {
+          let listening = false
+          const onData = (chunk: Buffer | string) => {
+            if (!listening) return
+            const choice = choose(chunk.toString())
+            if (choice === undefined) return
+            input.off("data", onData)
+            resume(Effect.succeed(choice))
+          }
+          input.on("data", onData)
+          const timer = setTimeout(() => {
+            listening = true
+            output.write(text)
+          }, TYPEAHEAD_MS)
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            input.off("data", onData)
+          })
+        }),
+      (wasRaw) =>
+        Effect.sync(() => {
+          input.setRawMode(wasRaw)
+          input.pause()
+        })
+    )
+})
+
+/** Whether `logbook run` can ask the user: stdin and stderr are both a terminal. */
+export const canPrompt = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): boolean =>
+  input.isTTY === true && output.isTTY === true && typeof input.setRawMode === "function"

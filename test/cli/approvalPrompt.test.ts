@@ -1,0 +1,154 @@
+/**
+ * The interactive Approver's desk (src/cli/approvalPrompt.ts) with a scripted terminal: the kernel's
+ * ask and the output follower's prompt meet in either order, keys answer it, an interrupt or the
+ * end of the turn ends it. Through a real terminal: test/integration/approve.test.ts.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Queue } from "effect"
+import { type ApprovalDesk, keyMeaning, makeApprovalDesk, type PromptTerminal } from "../../src/cli/approvalPrompt.js"
+import { makeStyle } from "../../src/cli/render.js"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
+import type { ApprovalRequest } from "../../src/tools/Approver.js"
+
+const request = (permissionId: string, subject = "rm -rf build"): ApprovalRequest => ({
+  sessionId: SessionId.make("s"),
+  permissionId,
+  callId: CallId.make(`call-${permissionId}`),
+  tool: "bash",
+  subject,
+  outside: false,
+  rule: "rm *",
+  reason: `bash \`${subject}\` needs approval by the rule "rm *"`
+})
+
+/** A terminal whose keys come from a queue; what it shows is collected, `asking` says a question waits. */
+const scripted = Effect.gen(function* () {
+  const keys = yield* Queue.unbounded<string>()
+  const shown: Array<string> = []
+  const asking = yield* Deferred.make<void>()
+  const terminal: PromptTerminal = {
+    write: (text) => Effect.sync(() => void shown.push(text)),
+    question: <A>(text: string, choose: (key: string) => A | undefined) =>
+      Effect.gen(function* () {
+        shown.push(text)
+        yield* Deferred.succeed(asking, undefined)
+        while (true) {
+          const choice = choose(yield* Queue.take(keys))
+          if (choice !== undefined) return choice
+        }
+      })
+  }
+  return { keys, shown, asking, terminal }
+})
+
+const setup = Effect.gen(function* () {
+  const t = yield* scripted
+  let ctrlC = 0
+  const desk: ApprovalDesk = makeApprovalDesk({
+    terminal: t.terminal,
+    style: makeStyle(false),
+    onCtrlC: Effect.sync(() => void ctrlC++)
+  })
+  return { ...t, desk, ctrlCs: () => ctrlC }
+})
+
+describe("keyMeaning", () => {
+  it("o/y once, a always, r/n/Esc/Ctrl-D reject, Ctrl-C interrupt, anything else no answer", () => {
+    expect(["o", "O", "y"].map(keyMeaning)).toEqual(["once", "once", "once"])
+    expect(["a", "A"].map(keyMeaning)).toEqual(["always", "always"])
+    expect(["r", "n", "\u001b", "\u0004"].map(keyMeaning)).toEqual(["reject", "reject", "reject", "reject"])
+    expect(keyMeaning("\u0003")).toBe("interrupt")
+    // Enter, an arrow key (one escape sequence), other letters: no answer
+    expect(["\r", "\u001b[A", "x", "oa", " "].map(keyMeaning)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined
+    ])
+  })
+})
+
+describe("the approval desk", () => {
+  it.effect("ask first, then the prompt: the key's answer reaches the kernel, and the answer is shown", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      yield* Queue.offerAll(t.keys, ["x", "\r", "a"])
+      expect(yield* Fiber.join(asking)).toBe("always")
+      yield* Fiber.join(serving)
+      expect(t.shown.join("")).toBe(
+        "? bash rm -rf build\n" +
+          '  bash `rm -rf build` needs approval by the rule "rm *"\n' +
+          "  o once · a always (this exact call, this session) · r reject › " +
+          "allowed for the rest of this session\n"
+      )
+    })
+  )
+
+  it.effect(
+    "the prompt first (the follower reached permission.asked before the kernel asked): it waits for the request",
+    () =>
+      Effect.gen(function* () {
+        const t = yield* setup
+        const serving = yield* Effect.fork(t.desk.serve("p1"))
+        yield* Effect.yieldNow()
+        expect(t.shown).toEqual([])
+        const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+        yield* Deferred.await(t.asking)
+        yield* Queue.offer(t.keys, "r")
+        expect(yield* Fiber.join(asking)).toBe("reject")
+        yield* Fiber.join(serving)
+        expect(t.shown.at(-1)).toBe("rejected\n")
+      })
+  )
+
+  it.effect("Ctrl-C at the prompt raises the interrupt and keeps waiting; the interrupted ask ends the prompt", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      yield* Queue.offer(t.keys, "\u0003")
+      // the key is read and the run's interrupt raised; no answer yet
+      while (t.ctrlCs() === 0) yield* Effect.yieldNow()
+      expect(asking.unsafePoll()).toBeNull()
+      // the run's interrupt reaches the ask
+      const exit = yield* Fiber.interrupt(asking)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      yield* Fiber.join(serving)
+      expect(t.shown.at(-1)).toBe("(not answered: interrupted)\n")
+    })
+  )
+
+  it.effect("close ends a prompt whose request never came (the turn ended between the ask's event and the ask)", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const serving = yield* Effect.fork(t.desk.serve("p-lost"))
+      yield* Effect.yieldNow()
+      yield* t.desk.close
+      yield* Fiber.join(serving)
+      expect(t.shown).toEqual([])
+    })
+  )
+
+  it.effect("two asks at once (parallel calls) are prompted one after the other, each answered on its own", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const first = yield* Effect.fork(t.desk.approver.ask(request("p1", "rm a")))
+      const second = yield* Effect.fork(t.desk.approver.ask(request("p2", "rm b")))
+      // the follower serves the asks in the order of their events
+      const serving = yield* Effect.fork(Effect.zipRight(t.desk.serve("p1"), t.desk.serve("p2")))
+      yield* Queue.offerAll(t.keys, ["o", "r"])
+      expect(yield* Fiber.join(first)).toBe("once")
+      expect(yield* Fiber.join(second)).toBe("reject")
+      yield* Fiber.join(serving)
+      const text = t.shown.join("")
+      expect(text.indexOf("? bash rm a")).toBeLessThan(text.indexOf("allowed once"))
+      expect(text.indexOf("allowed once")).toBeLessThan(text.indexOf("? bash rm b"))
+      expect(text.endsWith("rejected\n")).toBe(true)
+    })
+  )
+})

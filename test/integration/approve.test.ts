@@ -1,0 +1,101 @@
+/**
+ * The interactive Approver through the built binary in a real terminal (tmux): `logbook run` asks
+ * before a call the permission rules `ask` about, and the user answers with one key — once, always,
+ * reject — or interrupts with Ctrl-C. Every answer is in the log; nothing runs without one.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { Reply } from "../support/scriptedServer.js"
+import { hasTmux, runInTmux } from "../support/tmux.js"
+import { contentText, idle, latestSession, makeJanitor, makeWorkspace, ofType, readLog, toolResult } from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const bash = (id: string, command: string) => ({ id, name: "bash", arguments: JSON.stringify({ command }) })
+
+describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () => {
+  it("once, always (not asked again), an ignored key, reject: each answer logged, only approved commands run", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
+    server.enqueue(
+      Reply.stream({ text: ["I will make the files."], toolCalls: [bash("call_once", "touch once.txt")] }),
+      Reply.stream({ toolCalls: [bash("call_always", "touch always.txt")] }),
+      // the same command again: answered "always" before, so not asked
+      Reply.stream({ toolCalls: [bash("call_again", "touch always.txt")] }),
+      Reply.stream({ toolCalls: [bash("call_reject", "touch rejected.txt")] }),
+      Reply.text("All done.")
+    )
+    const run = runInTmux([...ws.runArgs, "make the files"])
+    janitor.defer(run.close)
+
+    const first = await run.waitFor(/\? bash touch once\.txt[\s\S]*› $/m)
+    // the prompt comes after what the model wrote before the call, and says why it asks
+    expect(first.indexOf("I will make the files.")).toBeLessThan(first.indexOf("? bash touch once.txt"))
+    expect(first).toContain('bash `touch once.txt` needs approval by the rule "bash"')
+    expect(first).toContain("o once · a always (this exact call, this session) · r reject ›")
+    // nothing runs before the answer
+    expect(fs.existsSync(path.join(ws.dir, "once.txt"))).toBe(false)
+    run.keys("o")
+    await run.waitFor(/\? bash touch always\.txt[\s\S]*› $/m)
+    expect(fs.existsSync(path.join(ws.dir, "once.txt"))).toBe(true)
+    run.keys("a")
+    await run.waitFor(/\? bash touch rejected\.txt[\s\S]*› $/m)
+    // a key that is no answer is ignored: the prompt still waits
+    run.keys("x")
+    run.keys("r")
+    expect(await run.exited()).toBe(0)
+
+    const screen = run.screen()
+    expect(screen).toContain("allowed once")
+    expect(screen).toContain("allowed for the rest of this session")
+    expect(screen).toMatch(/› rejected/)
+    expect(screen).toMatch(/✗ bash touch rejected\.txt +rejected \(the model is told\)/)
+    expect(screen).toContain("All done.")
+    // the always-approved command was asked once, not twice
+    expect(screen.match(/\? bash touch always\.txt/g)).toHaveLength(1)
+
+    expect(fs.existsSync(path.join(ws.dir, "always.txt"))).toBe(true)
+    expect(fs.existsSync(path.join(ws.dir, "rejected.txt"))).toBe(false)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const asked = ofType(log, "permission.asked")
+    expect(asked.map((e) => e.payload.callId)).toEqual(["call_once", "call_always", "call_reject"])
+    const replied = ofType(log, "permission.replied")
+    expect(replied.map((e) => [e.payload.permissionId, e.payload.reply])).toEqual(
+      asked.map((e, i) => [e.payload.permissionId, ["once", "always", "reject"][i]])
+    )
+    expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_once", "call_always", "call_again"])
+    const denial = contentText(toolResult(server.requests[4]!, "call_reject"))
+    expect(denial).toContain("Denied: bash `touch rejected.txt` needs approval")
+    expect(denial).toContain("the user rejected it")
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("Ctrl-C at the prompt: the run is interrupted (exit 130), the ask closed unanswered, nothing ran", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: { "rm *": "ask" } } } })
+    fs.writeFileSync(path.join(ws.dir, "keep.txt"), "keep")
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_rm", "rm keep.txt")] }))
+    const run = runInTmux([...ws.runArgs, "clean up"])
+    janitor.defer(run.close)
+
+    await run.waitFor(/\? bash rm keep\.txt[\s\S]*› $/m)
+    run.keys("C-c")
+    expect(await run.exited()).toBe(130)
+    const screen = run.screen()
+    expect(screen).toContain("(not answered: interrupted)")
+    expect(screen).toMatch(/interrupted; resume with: logbook run --session \S+/)
+
+    expect(fs.readFileSync(path.join(ws.dir, "keep.txt"), "utf8")).toBe("keep")
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "permission.replied").map((e) => [e.payload.reply, e.payload.interrupted])).toEqual([
+      ["reject", true]
+    ])
+    expect(ofType(log, "tool.invoked")).toEqual([])
+    expect(ofType(log, "tool.failed").map((e) => [e.payload.callId, e.payload.interrupted, e.payload.reason])).toEqual(
+      [["call_rm", true, "user"]]
+    )
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+})

@@ -1,0 +1,78 @@
+/**
+ * The built binary in a real terminal: a tmux session of its own (a private server socket), driven
+ * with send-keys and read with capture-pane — the way a user at a terminal meets `logbook`.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { spawnSync } from "node:child_process"
+import { baseEnv, binPath, scratchDir } from "./cli.js"
+
+export const hasTmux = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0
+
+const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
+
+export interface TmuxRun {
+  /** the screen and its history, as text (wrapped lines joined) */
+  readonly screen: () => string
+  /** polls the screen (every 20 ms) until `pattern` is on it; returns the screen */
+  readonly waitFor: (pattern: string | RegExp, timeoutMs?: number) => Promise<string>
+  /** presses keys (tmux key names: "o", "C-c", "Enter") */
+  readonly keys: (...keys: ReadonlyArray<string>) => void
+  /** the exit code of logbook, once it exited */
+  readonly exited: (timeoutMs?: number) => Promise<number>
+  /** ends the tmux server and everything in it */
+  readonly close: () => void
+}
+
+let counter = 0
+
+/** Runs `logbook <args>` in a new tmux session, 160×50, with the environment of `runCli`. */
+export const runInTmux = (args: ReadonlyArray<string>): TmuxRun => {
+  const dir = scratchDir()
+  const socket = `logbook-test-${process.pid}-${++counter}`
+  const exitFile = path.join(dir, "exit-code")
+  const env = baseEnv()
+  const tmux = (...tmuxArgs: ReadonlyArray<string>) => {
+    const result = spawnSync("tmux", ["-L", socket, "-f", "/dev/null", ...tmuxArgs], { encoding: "utf8", env })
+    if (result.status !== 0) throw new Error(`tmux ${tmuxArgs[0]} failed: ${result.stderr}`)
+    return result.stdout
+  }
+  const command = `${[process.execPath, binPath, ...args].map(quote).join(" ")}; echo $? > ${quote(exitFile)}; sleep 100000`
+  tmux("new-session", "-d", "-s", "main", "-x", "160", "-y", "50", command)
+  const screen = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-")
+  const poll = async <A>(what: string, probe: () => A | undefined, timeoutMs: number): Promise<A> => {
+    const deadline = Date.now() + timeoutMs
+    while (true) {
+      const value = probe()
+      if (value !== undefined) return value
+      if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}; the screen:\n${screen()}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+  return {
+    screen,
+    waitFor: (pattern, timeoutMs = 20_000) =>
+      poll(
+        `${pattern} on the screen`,
+        () => {
+          const text = screen()
+          return (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) ? text : undefined
+        },
+        timeoutMs
+      ),
+    keys: (...keys) => void tmux("send-keys", "-t", "main", ...keys),
+    exited: (timeoutMs = 30_000) =>
+      poll(
+        "logbook to exit",
+        () => {
+          if (!fs.existsSync(exitFile)) return undefined
+          const text = fs.readFileSync(exitFile, "utf8")
+          return text.endsWith("\n") ? Number(text.trim()) : undefined
+        },
+        timeoutMs
+      ),
+    close: () => {
+      spawnSync("tmux", ["-L", socket, "kill-server"], { env })
+    }
+  }
+}
