@@ -65,7 +65,11 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     expect(replied.map((e) => [e.payload.permissionId, e.payload.reply])).toEqual(
       asked.map((e, i) => [e.payload.permissionId, ["once", "always", "reject"][i]])
     )
-    expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_once", "call_always", "call_again"])
+    expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual([
+      "call_once",
+      "call_always",
+      "call_again"
+    ])
     const denial = contentText(toolResult(server.requests[4]!, "call_reject"))
     expect(denial).toContain("Denied: bash `touch rejected.txt` needs approval")
     expect(denial).toContain("the user rejected it")
@@ -93,9 +97,9 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
       ["reject", true]
     ])
     expect(ofType(log, "tool.invoked")).toEqual([])
-    expect(ofType(log, "tool.failed").map((e) => [e.payload.callId, e.payload.interrupted, e.payload.reason])).toEqual(
-      [["call_rm", true, "user"]]
-    )
+    expect(ofType(log, "tool.failed").map((e) => [e.payload.callId, e.payload.interrupted, e.payload.reason])).toEqual([
+      ["call_rm", true, "user"]
+    ])
     expect(log.at(-1)).toMatchObject(idle)
   })
 })

@@ -2,9 +2,10 @@
  * The built binary in a real terminal: a tmux session of its own (a private server socket), driven
  * with send-keys and read with capture-pane — the way a user at a terminal meets `logbook`.
  */
+
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { spawnSync } from "node:child_process"
 import { baseEnv, binPath, scratchDir } from "./cli.js"
 
 export const hasTmux = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0
