@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process"
 import { afterEach, describe, expect, it } from "vitest"
-import { binPath, TEST_TZ, testHome } from "../support/cli.js"
+import { baseEnv, binPath } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import { makeJanitor, makeWorkspace } from "./support.js"
 
@@ -23,8 +23,7 @@ const runOnTerminal = (
   args: ReadonlyArray<string>
 ): Promise<{ readonly code: number | null; readonly output: string }> =>
   new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, HOME: testHome(), TZ: TEST_TZ }
-    for (const name of ["LOGBOOK_DB", "XDG_DATA_HOME", "NO_COLOR", "FORCE_COLOR", "LOGBOOK_DEBUG"]) delete env[name]
+    const env = baseEnv()
     const command = [process.execPath, binPath, ...args].map(quote).join(" ")
     const child = spawn("script", ["-qfec", command, "/dev/null"], { env, stdio: ["ignore", "pipe", "pipe"] })
     janitor.defer(() => child.kill("SIGKILL"))
