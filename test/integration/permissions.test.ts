@@ -5,7 +5,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { runCli } from "../support/cli.js"
+import { runCli, scratchDir } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import { contentText, latestSession, makeJanitor, makeWorkspace, ofType, readLog, toolResult } from "./support.js"
 
@@ -63,6 +63,50 @@ describe("logbook run: permissions", () => {
     expect(result.code).toBe(0)
     expect(sent).toContain("Exit code: 0")
     expect(fs.existsSync(path.join(ws.dir, "made"))).toBe(true)
+    expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["once"])
+    expect(ofType(log, "tool.finished")).toHaveLength(1)
+  })
+
+  it('allowed by the most specific rule ("echo *": allow under "*": ask): runs without an ask', async () => {
+    const { result, log, sent } = await runBash({ bash: { "*": "ask", "echo *": "allow" } }, "echo hello")
+    expect(result.code).toBe(0)
+    expect(sent).toContain("hello")
+    expect(sent).toContain("Exit code: 0")
+    expect(ofType(log, "permission.asked")).toEqual([])
+    expect(ofType(log, "tool.finished")).toHaveLength(1)
+  })
+})
+
+describe("logbook run: a path outside the workspace (external_directory: ask by default)", () => {
+  const readOutside = async (flags: ReadonlyArray<string>) => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const outside = path.join(scratchDir(), "notes.txt")
+    fs.writeFileSync(outside, "outside secret\n")
+    server.enqueue(
+      Reply.stream({ toolCalls: [{ id: "call_read", name: "read", arguments: [JSON.stringify({ path: outside })] }] }),
+      Reply.text("done")
+    )
+    const result = await runCli([...ws.runArgs, ...flags, "read it"])
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const sent = contentText(toolResult(server.requests[1]!, "call_read"))
+    return { outside, result, log, sent }
+  }
+
+  it("without --yes: asked, rejected, the file is not read", async () => {
+    const { outside, result, log, sent } = await readOutside([])
+    expect(result.code).toBe(0)
+    expect(sent).toContain(`Denied: read \`${fs.realpathSync(outside)}\` (outside the workspace) needs approval`)
+    expect(sent).not.toContain("outside secret")
+    expect(ofType(log, "permission.asked").map((e) => e.payload.tool)).toEqual(["read"])
+    expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["reject"])
+    expect(ofType(log, "tool.invoked")).toEqual([])
+  })
+
+  it("with --yes: approved once, the outside file is read", async () => {
+    const { result, log, sent } = await readOutside(["--yes"])
+    expect(result.code).toBe(0)
+    expect(sent).toContain("outside secret")
     expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["once"])
     expect(ofType(log, "tool.finished")).toHaveLength(1)
   })
