@@ -167,6 +167,7 @@ export const run = Command.make(
       tools: { tools: builtinTools({ bash: settings.tools.bash }) },
       retry: settings.retry,
       permissions: settings.permission,
+      permissionLimit: config.trustedPermission,
       approver
     }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 

@@ -37,6 +37,7 @@ import {
   Redacted,
   Schema
 } from "effect"
+import { PermissionRules } from "../tools/Permissions.js"
 import {
   ConfigInput,
   defaultApiKeyEnv,
@@ -365,6 +366,13 @@ export const envSources = (env: (name: string) => string | undefined): ReadonlyA
 /** A resolved config and where each of its values came from. */
 export interface LoadedConfig {
   readonly config: ResolvedConfig
+  /**
+   * The `permission` rules of every source but the project file (`logbook.json` of the workspace,
+   * which comes with the repository, from whoever wrote it): the rules the user set. The agent never
+   * decides looser than these (`ActionsOptions.permissionLimit`), so a project file can tighten the
+   * rules but not loosen them. `{}` when no such source sets any.
+   */
+  readonly trustedPermission: PermissionRules
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -424,12 +432,18 @@ export const resolveSources = (
   const merged: Record<string, unknown> = {}
   const origins = new Map<string, number>()
   mergeInto(merged, structuredClone(defaults) as Record<string, unknown>, 0, [], origins)
+  const projectFile = files.find((file) => file.kind === "project")?.path
+  const trusted: Record<string, unknown> = {}
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
     const { $schema: _, ...rest } = valid.right
     sources.push(item.source)
     mergeInto(merged, rest as Record<string, unknown>, sources.length - 1, [], origins)
+    const fromProject = item.source._tag === "File" && item.source.path === projectFile
+    if (!fromProject && rest.permission !== undefined) {
+      mergeInto(trusted, { permission: structuredClone(rest.permission) }, 0, [], new Map())
+    }
   }
   const originOf = originLookup(sources, origins)
   const decoded = Schema.decodeUnknownEither(ResolvedConfig)(merged, parseOptions)
@@ -469,7 +483,8 @@ export const resolveSources = (
     checkOrder(merged, sources, origins, ["retry", "initialDelayMs"], ["retry", "maxDelayMs"])
   if (order !== undefined) return Either.left(order)
 
-  return Either.right({ config, files, originOf: (path) => originOf(path) })
+  const trustedPermission = Schema.decodeUnknownSync(PermissionRules)(trusted.permission ?? {})
+  return Either.right({ config, trustedPermission, files, originOf: (path) => originOf(path) })
 }
 
 /** `apiKeyEnv` defaults to OPENAI_API_KEY for type openai and ANTHROPIC_API_KEY for anthropic. */

@@ -30,7 +30,8 @@ import {
   explain,
   type PermissionAction,
   type PermissionResult,
-  type PermissionRules
+  type PermissionRules,
+  stricter
 } from "../tools/Permissions.js"
 import {
   type AnyTool,
@@ -87,6 +88,12 @@ export interface ActionsOptions {
   readonly progressEveryMs?: number | undefined
   /** the user's permission rules (the config's `permission`); the built-in `defaultRules` apply below them */
   readonly permissions?: PermissionRules | undefined
+  /**
+   * Rules no decision may be looser than (deny > ask > allow): `logbook run` passes the rules of the
+   * user's own config (`LoadedConfig.trustedPermission`), so the project's `logbook.json` can tighten
+   * `permissions` but not loosen them.
+   */
+  readonly permissionLimit?: PermissionRules | undefined
 }
 
 /** The loop guard: a call the same as this many calls just before it (same tool, same input) is asked about. */
@@ -124,6 +131,7 @@ const makeActions = (
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
   const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
   const rules = options.permissions ?? {}
+  const limit = options.permissionLimit
 
   /**
    * The built-in rules, plus `allow` for every registered tool they do not name: a program that
@@ -178,7 +186,14 @@ const makeActions = (
         }
       }
       const loop = repeats(sessionId, call)
-      const result: PermissionResult = evaluate(rules, { tool: call.tool, subject, outside }, defaults)
+      const request = { tool: call.tool, subject, outside }
+      const configured: PermissionResult = evaluate(rules, request, defaults)
+      const bound = limit === undefined ? undefined : evaluate(limit, request, defaults)
+      const limited = bound !== undefined && stricter(bound.action, configured.action) !== configured.action
+      const result = limited ? bound : configured
+      const explained = limited
+        ? `${explain(result)} (the project's logbook.json can tighten your rules, not loosen them)`
+        : explain(result)
       let action: PermissionAction = result.action
       if (action === "ask" && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {
         action = "allow"
@@ -187,14 +202,14 @@ const makeActions = (
         return {
           _tag: "Denied",
           error:
-            `Denied: ${explain(result)}. Do not retry it; do the task another way, ` +
+            `Denied: ${explained}. Do not retry it; do the task another way, ` +
             "or tell the user what you need and why."
         } satisfies Permission
       }
       if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
 
       const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
-      const reason = loop ? `${what} needs approval: the same call a third time in a row` : explain(result)
+      const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
       const permissionId = yield* uuidV7
       yield* journal.append([
         make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })

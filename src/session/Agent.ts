@@ -27,6 +27,8 @@ export interface AgentOptions {
   readonly actions?: ActionsOptions | undefined
   /** the user's permission rules (the config's `permission`); the built-in defaults apply below them */
   readonly permissions?: PermissionRules | undefined
+  /** rules no decision may be looser than (see `ActionsOptions.permissionLimit`) */
+  readonly permissionLimit?: PermissionRules | undefined
   /** who answers a call the rules ask about (default `Approver.autoDeny`) */
   readonly approver?: Layer.Layer<Approver> | undefined
 }
@@ -37,7 +39,8 @@ export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices
   const base = Layer.mergeAll(Tools.layer(options.tools), Retry.layer(options.retry ?? defaultRetryOptions))
   const actions = Actions.layer({
     ...options.actions,
-    ...(options.permissions !== undefined ? { permissions: options.permissions } : {})
+    ...(options.permissions !== undefined ? { permissions: options.permissions } : {}),
+    ...(options.permissionLimit !== undefined ? { permissionLimit: options.permissionLimit } : {})
   }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
   const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
   return Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))

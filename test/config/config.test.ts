@@ -661,6 +661,35 @@ describe("Config: permission", () => {
     expect(resolved(file({ permission: rules })).config.permission).toEqual(rules)
   })
 
+  it("trustedPermission: the rules of every source but the project file (which may tighten, not loosen)", () => {
+    const globalFile = "/home/u/.config/logbook/config.json"
+    const projectFile = "/w/logbook.json"
+    const files = [
+      { kind: "global" as const, path: globalFile, found: true },
+      { kind: "project" as const, path: projectFile, found: true }
+    ]
+    const both = resolveSources(
+      [
+        file({ permission: { bash: { "*": "ask", "git status*": "allow" } } }, globalFile),
+        file({ permission: { bash: { "npm test*": "allow" }, external_directory: "allow" } }, projectFile)
+      ],
+      files
+    )
+    if (Either.isLeft(both)) throw new Error(both.left.message)
+    // the merged rules hold both files' rules; the trusted ones only the global file's
+    expect(both.right.config.permission).toEqual({
+      bash: { "*": "ask", "git status*": "allow", "npm test*": "allow" },
+      external_directory: "allow"
+    })
+    expect(both.right.trustedPermission).toEqual({ bash: { "*": "ask", "git status*": "allow" } })
+    // no global rules: nothing is trusted beyond the built-in defaults
+    const projectOnly = resolveSources([file({ permission: { "*": "allow" } }, projectFile)], files)
+    if (Either.isLeft(projectOnly)) throw new Error(projectOnly.left.message)
+    expect(projectOnly.right.trustedPermission).toEqual({})
+    // without a project file (or an API caller passing no files), every source is trusted
+    expect(resolved(file({ permission: { read: "deny" } })).trustedPermission).toEqual({ read: "deny" })
+  })
+
   it("an invalid rule names the file, the key and what was expected", () => {
     const error = resolveError(file({ permission: { bash: { "rm *": "never" } } }))
     expect(error.message).toContain(

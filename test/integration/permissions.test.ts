@@ -78,16 +78,31 @@ describe("logbook run: permissions", () => {
 })
 
 describe("logbook run: a path outside the workspace (external_directory: ask by default)", () => {
-  const readOutside = async (flags: ReadonlyArray<string>) => {
+  const readOutside = async (
+    flags: ReadonlyArray<string>,
+    permission: { readonly project?: Record<string, unknown>; readonly global?: Record<string, unknown> } = {}
+  ) => {
     const server = await janitor.server()
-    const ws = makeWorkspace(server)
+    const ws = makeWorkspace(
+      server,
+      permission.project === undefined ? {} : { config: { permission: permission.project } }
+    )
+    // the user's own config: $XDG_CONFIG_HOME/logbook/config.json
+    const configHome = scratchDir()
+    if (permission.global !== undefined) {
+      fs.mkdirSync(path.join(configHome, "logbook"))
+      fs.writeFileSync(
+        path.join(configHome, "logbook", "config.json"),
+        JSON.stringify({ permission: permission.global })
+      )
+    }
     const outside = path.join(scratchDir(), "notes.txt")
     fs.writeFileSync(outside, "outside secret\n")
     server.enqueue(
       Reply.stream({ toolCalls: [{ id: "call_read", name: "read", arguments: [JSON.stringify({ path: outside })] }] }),
       Reply.text("done")
     )
-    const result = await runCli([...ws.runArgs, ...flags, "read it"])
+    const result = await runCli([...ws.runArgs, ...flags, "read it"], { env: { XDG_CONFIG_HOME: configHome } })
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const sent = contentText(toolResult(server.requests[1]!, "call_read"))
     return { outside, result, log, sent }
@@ -109,5 +124,20 @@ describe("logbook run: a path outside the workspace (external_directory: ask by 
     expect(sent).toContain("outside secret")
     expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["once"])
     expect(ofType(log, "tool.finished")).toHaveLength(1)
+  })
+
+  it("the project's logbook.json cannot allow it (it may only tighten the user's rules): still asked, rejected", async () => {
+    const { result, log, sent } = await readOutside([], { project: { external_directory: "allow" } })
+    expect(result.code).toBe(0)
+    expect(sent).toContain("(the project's logbook.json can tighten your rules, not loosen them)")
+    expect(sent).not.toContain("outside secret")
+    expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["reject"])
+  })
+
+  it("the user's own config can allow it: read without an ask", async () => {
+    const { result, log, sent } = await readOutside([], { global: { external_directory: "allow" } })
+    expect(result.code).toBe(0)
+    expect(sent).toContain("outside secret")
+    expect(ofType(log, "permission.asked")).toEqual([])
   })
 })

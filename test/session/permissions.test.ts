@@ -21,12 +21,17 @@ import { workspaceWith } from "../support/toolContext.js"
 
 const layer = (
   script: ReadonlyArray<ScriptStep>,
-  options: { readonly permissions?: PermissionRules; readonly approver?: Layer.Layer<Approver> } = {}
+  options: {
+    readonly permissions?: PermissionRules
+    readonly permissionLimit?: PermissionRules
+    readonly approver?: Layer.Layer<Approver>
+  } = {}
 ) =>
   makeAgentLayer({
     sessions: { maxSteps: 10, system: () => "system" },
     tools: { tools: builtinTools({ bash: { timeoutMs: 10_000, maxTimeoutMs: 20_000 } }) },
     ...(options.permissions !== undefined ? { permissions: options.permissions } : {}),
+    ...(options.permissionLimit !== undefined ? { permissionLimit: options.permissionLimit } : {}),
     ...(options.approver !== undefined ? { approver: options.approver } : {})
   }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
 
@@ -150,6 +155,43 @@ describe("Actions: permissions", () => {
           )
         )
       })
+    }
+  )
+
+  it.live(
+    "permissionLimit: rules may tighten the limit (deny), not loosen it (allow stays ask); the error says why",
+    () => {
+      const cwd = workspaceWith({ x: "keep" })
+      return Effect.gen(function* () {
+        const log = yield* prompt(cwd)
+        // c1: "echo *" allowed by the rules, but the limit asks every bash call: asked (and denied by default)
+        expect(ofType(log, "permission.asked").map((e) => e.payload.callId)).toEqual(["c1"])
+        const failed = ofType(log, "tool.failed")
+        expect(failed.map((e) => e.payload.callId)).toEqual(["c1", "c2"])
+        expect(failed[0]!.payload.error).toContain(
+          'bash `echo hi` needs approval by the rule "*" (the project\'s logbook.json can tighten your rules, not loosen them)'
+        )
+        // c2: "rm *" denied by the rules: stricter than the limit's ask, so denied without an ask
+        expect(failed[1]!.payload.error).toContain('Denied: bash `rm -rf x` is denied by the rule "rm *".')
+        expect(failed[1]!.payload.error).not.toContain("tighten")
+        expect(fs.existsSync(path.join(cwd, "x"))).toBe(true)
+      }).pipe(
+        Effect.provide(
+          layer(
+            [
+              Script.toolCalls([
+                call("c1", "bash", { command: "echo hi" }),
+                call("c2", "bash", { command: "rm -rf x" })
+              ]),
+              Script.text("ok")
+            ],
+            {
+              permissions: { bash: { "*": "ask", "echo *": "allow", "rm *": "deny" } },
+              permissionLimit: { bash: { "*": "ask" } }
+            }
+          )
+        )
+      )
     }
   )
 
