@@ -77,7 +77,18 @@ describe("logbook run: Ctrl-C during a long command", () => {
 
     const log = await readLog(ws.db, id)
     expect(ofType(log, "tool.failed").map((e) => e.payload)).toEqual([
-      { callId: "call_long", error: expect.stringContaining("interrupted"), interrupted: true, reason: "user" }
+      {
+        callId: "call_long",
+        error: expect.stringContaining("interrupted"),
+        interrupted: true,
+        reason: "user",
+        // the stopped command's record
+        metadata: expect.objectContaining({
+          exitCode: 143,
+          signal: "SIGTERM",
+          command: expect.stringContaining("sleep 300")
+        })
+      }
     ])
     expect(ofType(log, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["user"])
     expect(ofType(log, "turn.finished")).toEqual([])
