@@ -70,9 +70,15 @@ export const globMatcher = (pattern: string, what: string): Effect.Effect<RegExp
       })
   })
 
-/** A path relative to the workspace root with `/` separators. */
-export const rootRelative = (root: string, absolute: string): string =>
-  nodePath.relative(root, absolute).split(nodePath.sep).join("/")
+/**
+ * A path relative to the workspace root with `/` separators; a path outside the workspace (a search
+ * `external_directory` allowed) stays absolute, as the model gave it, not `../../…`.
+ */
+export const rootRelative = (root: string, absolute: string): string => {
+  const relative = nodePath.relative(root, absolute)
+  if (relative === ".." || relative.startsWith(`..${nodePath.sep}`) || nodePath.isAbsolute(relative)) return absolute
+  return relative.split(nodePath.sep).join("/")
+}
 
 export const glob = defineTool<GlobInput>({
   name: "glob",

@@ -221,6 +221,19 @@ describe("glob", () => {
     })
   )
 
+  it.effect("an outside directory the permission allowed: its files are shown by their absolute paths, not ../", () =>
+    Effect.gen(function* () {
+      const dir = workspace({ "in.txt": "" })
+      const outside = fs.realpathSync(workspace({ "notes/a.md": "", "b.md": "" }))
+      age(outside, ["notes/a.md", "b.md"])
+      const context = { ...testContext(dir), outsideAllowed: true }
+      const found = yield* glob.execute({ pattern: "**/*.md", path: outside }, context)
+      expect(found.output).toBe(`${outside}/b.md\n${outside}/notes/a.md`)
+      // without the permission the outside path is refused
+      expect(yield* failure(dir, { pattern: "**/*.md", path: outside })).toMatch(/outside the workspace/)
+    })
+  )
+
   it.effect("caps the result and says how many matched", () =>
     Effect.gen(function* () {
       const names = Array.from({ length: MAX_RESULTS + 50 }, (_, i) => `f${String(i).padStart(3, "0")}.txt`)
