@@ -108,6 +108,8 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
         .filter((s) => s !== "")
         .join(" ")
     }
+    case "tool.process":
+      return `call=${str(p.callId) ?? "?"} ${pairs(p, ["pgid", "startTicks"])}`
     case "tool.timeout":
       return `call=${str(p.callId) ?? "?"} after ${formatDuration(num(p.timeoutMs) ?? 0)}`
     case "action.state":
@@ -119,7 +121,7 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
     case "permission.asked":
       return pairs(p, ["tool", "pattern", "permissionId", "callId"])
     case "permission.replied":
-      return pairs(p, ["reply", "permissionId"])
+      return pairs(p, ["reply", "interrupted", "permissionId"])
     case "file.changed":
       return `${str(p.op) ?? "?"} ${str(p.path) ?? "?"}${p.callId === undefined ? "" : ` call=${str(p.callId)}`}`
     case "todo.updated": {

@@ -101,6 +101,16 @@ export const ToolInvoked = event("tool.invoked", {
   input: Schema.Unknown
 })
 export const ToolProgress = event("tool.progress", { callId: CallId, output: Schema.String })
+/** A process group a running call started (a command), for stopping it after a crash. */
+export const ToolProcess = event("tool.process", {
+  callId: CallId,
+  /** the group's id: its leader's pid */
+  pgid: Schema.Int,
+  /** the leader's start time, in clock ticks after boot (Linux `/proc/<pid>/stat`): tells a reused pid */
+  startTicks: Schema.optional(Schema.Number),
+  /** `/proc/sys/kernel/random/boot_id`: which machine and boot the group ran in */
+  bootId: Schema.optional(Schema.String)
+})
 /** ToolCallFinished */
 export const ToolFinished = event("tool.finished", {
   callId: CallId,
@@ -202,6 +212,7 @@ export const Event = Schema.Union(
   ToolProgress,
   ToolFinished,
   ToolFailed,
+  ToolProcess,
   ToolTimeout,
   ActionStateChanged,
   ModelRetry,

@@ -46,7 +46,17 @@ export const ToolRunning = Schema.TaggedStruct("running", {
   /** the latest progress text, if any */
   progress: Schema.optional(Schema.String),
   /** set by `tool.timeout` while the tool is being stopped */
-  timedOut: Schema.Boolean
+  timedOut: Schema.Boolean,
+  /** the process groups it started (`tool.process`), stopped by the crash sweep of a later run */
+  processes: Schema.optional(
+    Schema.Array(
+      Schema.Struct({
+        pgid: Schema.Int,
+        startTicks: Schema.optional(Schema.Number),
+        bootId: Schema.optional(Schema.String)
+      })
+    )
+  )
 })
 export const ToolCompleted = Schema.TaggedStruct("completed", {
   input: Schema.Unknown,

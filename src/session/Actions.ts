@@ -388,6 +388,11 @@ const makeActions = (
             .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
         reads: readsOf(journal.sessionId),
         outsideAllowed: permission.outsideAllowed,
+        recordProcess: (group) =>
+          journal.append([make("tool.process", { callId, ...group })]).pipe(
+            Effect.asVoid,
+            Effect.orDieWith((error) => new Error(`could not record the command's process group: ${error.message}`))
+          ),
         recordStopped: (metadata) =>
           Effect.sync(() => {
             stoppedRecord = { metadata }

@@ -30,6 +30,7 @@
  * ends — finished, failed (a model error, a store error, a bug), interrupted — the session ends
  * `idle` and `wait` returns.
  */
+
 import { hostname } from "node:os"
 import {
   Cause,
@@ -64,6 +65,7 @@ import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
+import { stopRecordedGroup } from "../tools/processGroup.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
 import { toModelMessages } from "./History.js"
@@ -242,7 +244,8 @@ export const makeSessions = (options: SessionsOptions) =>
                   )
                 )
               )
-              const { state } = yield* Recovery.recover(sessionId)
+              // a command the dead process started may still run: stop it before the sweep ends its call
+              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopRecordedGroup })
               if (state.lastSeq === 0)
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })

@@ -36,7 +36,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 3
+export const PROJECTION_VERSION = 4
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -519,6 +519,12 @@ const handlers: Handlers = {
   "tool.progress": (ctx, s, env) => {
     const part = runningPart(s, env, env.payload.callId)
     setToolState(ctx, s, part, { ...(part.state as RunningState), progress: env.payload.output })
+  },
+  "tool.process": (ctx, s, env) => {
+    const part = runningPart(s, env, env.payload.callId)
+    const running = part.state as RunningState
+    const { callId: _, ...group } = env.payload
+    setToolState(ctx, s, part, { ...running, processes: [...(running.processes ?? []), group] })
   },
   "tool.timeout": (ctx, s, env) => {
     const part = runningPart(s, env, env.payload.callId)

@@ -12,7 +12,7 @@
 import { Deferred, Duration, Effect, Schedule } from "effect"
 import { type Envelope, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
-import { emptyUsage } from "../domain/Message.js"
+import { emptyUsage, type ToolState } from "../domain/Message.js"
 import type { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
 import type { SessionState } from "./Projection.js"
@@ -47,7 +47,12 @@ export const interruptedError = (reason: string, ran: boolean): string => {
     : `The call was interrupted (${reason}) before it ran.`
 }
 
-export const sweepEvents = (state: SessionState, reason: string = CRASH_REASON): ReadonlyArray<NewEvent> => {
+export const sweepEvents = (
+  state: SessionState,
+  reason: string = CRASH_REASON,
+  /** calls whose leftover processes were stopped before the sweep (their error says so) */
+  stopped: ReadonlySet<string> = new Set()
+): ReadonlyArray<NewEvent> => {
   const events: Array<NewEvent> = []
   for (const asked of Object.values(state.permissions)) {
     if (asked.reply === null) {
@@ -58,7 +63,9 @@ export const sweepEvents = (state: SessionState, reason: string = CRASH_REASON):
     events.push(
       make("tool.failed", {
         callId: part.callId,
-        error: interruptedError(reason, part.state._tag === "running"),
+        error:
+          interruptedError(reason, part.state._tag === "running") +
+          (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
         interrupted: true,
         ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
         reason
@@ -107,8 +114,11 @@ export interface SweepResult {
  * Appends `sweepEvents(state)` in one call and returns the repaired state. The caller must hold
  * the session's lease and `state` must be the current projection.
  */
-export const sweep = Effect.fn("Recovery.sweep")(function* (state: SessionState) {
-  const events = sweepEvents(state)
+export const sweep = Effect.fn("Recovery.sweep")(function* (
+  state: SessionState,
+  stopped: ReadonlySet<string> = new Set()
+) {
+  const events = sweepEvents(state, CRASH_REASON, stopped)
   if (events.length === 0) return { state, appended: [] } satisfies SweepResult
   const store = yield* EventStore
   const appended = yield* store.append(state.sessionId, events)
@@ -116,9 +126,34 @@ export const sweep = Effect.fn("Recovery.sweep")(function* (state: SessionState)
   return { state: repaired, appended } satisfies SweepResult
 })
 
-/** Restores a session and sweeps it (the caller holds the lease). */
-export const recover = Effect.fn("Recovery.recover")(function* (sessionId: SessionId) {
-  return yield* sweep(yield* restore(sessionId))
+/** A process group a running call recorded (`tool.process`). */
+export type RecordedGroup = NonNullable<Extract<ToolState, { readonly _tag: "running" }>["processes"]>[number]
+
+export interface RecoverOptions {
+  /**
+   * Stops what is left of a process group a call of the dead process started; returns whether
+   * something was stopped. The kernel passes `processGroup.stopRecordedGroup`; without it, leftover
+   * processes are left alone.
+   */
+  readonly stopGroup?: ((group: RecordedGroup) => Effect.Effect<boolean>) | undefined
+}
+
+/**
+ * Restores a session and sweeps it (the caller holds the lease). With `stopGroup`, the process
+ * groups the dead process's running calls recorded are stopped first.
+ */
+export const recover = Effect.fn("Recovery.recover")(function* (sessionId: SessionId, options: RecoverOptions = {}) {
+  const state = yield* restore(sessionId)
+  const stopped = new Set<string>()
+  if (options.stopGroup !== undefined) {
+    for (const part of Projection.openToolParts(state)) {
+      if (part.state._tag !== "running") continue
+      for (const group of part.state.processes ?? []) {
+        if (yield* options.stopGroup(group)) stopped.add(part.callId)
+      }
+    }
+  }
+  return yield* sweep(state, stopped)
 })
 
 export interface LeaseOptions {

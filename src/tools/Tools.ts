@@ -7,10 +7,12 @@
  * their message is what the model reads as the tool's error. Running the calls of a step (write-ahead
  * `tool.invoked`, timeouts, interruption) is `Actions`' job, not the registry's.
  */
+
 import { Context, Effect, Either, JSONSchema, Layer, Option, ParseResult, Schema } from "effect"
 import type { TodoItem } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ModelTool } from "../model/Model.js"
+import type { ProcessGroup } from "./processGroup.js"
 
 /** A tool's expected failure; `message` is the error text the model reads. */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
@@ -59,6 +61,11 @@ export interface ToolContext {
    * before it writes `tool.failed`.
    */
   readonly recordStopped: (metadata: unknown) => Effect.Effect<void>
+  /**
+   * Records a process group the call started (commits `tool.process`), so that a run that opens
+   * the session after this process died can stop what is left of it (`processGroup.ts`).
+   */
+  readonly recordProcess: (group: ProcessGroup) => Effect.Effect<void>
 }
 
 /** What a call asks permission for: a command (`subject`) or a path, resolved by the caller. */

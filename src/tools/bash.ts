@@ -25,9 +25,9 @@
  * processes stay zombies forever; on Linux `/proc` tells them apart.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as os from "node:os"
 import { Chunk, Clock, Duration, Effect, Exit, Option, Queue, Schema } from "effect"
+import { AFTER_KILL_MS, groupAlive, identifyGroup, type ProcessGroup, stopGroup } from "./processGroup.js"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
@@ -37,13 +37,9 @@ export const OUTPUT_HEAD_BYTES = 10 * 1024
 export const OUTPUT_TAIL_BYTES = 20 * 1024
 /** How much of the output's tail a progress report carries. */
 export const PROGRESS_BYTES = 4 * 1024
-/** How long a process group gets between SIGTERM and SIGKILL. */
-export const KILL_GRACE_MS = 1500
 /** After the shell exits, how long its output may take to end before the group is stopped. */
 export const CLOSE_GRACE_MS = 250
-const POLL_MS = 20
-/** how long to wait for a group to die after SIGKILL, and for the pipes to close after that */
-const AFTER_KILL_MS = 3000
+export { groupAlive, KILL_GRACE_MS, stopGroup } from "./processGroup.js"
 
 export interface BashSettings {
   /** the timeout of a call that does not give one (ms) */
@@ -90,76 +86,6 @@ export interface BashMetadata {
 }
 
 // ---------------------------------------------------------------------------------------------
-// process groups
-
-/** The state letter (`R`, `S`, `Z` …) and group of `/proc/<pid>/stat`; `undefined` where it cannot be read. */
-const procStat = (pid: string): { readonly state: string; readonly pgrp: number } | undefined => {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so split after the last ")"
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0]!, pgrp: Number(fields[2]) }
-  } catch {
-    return undefined
-  }
-}
-
-/** Whether the process group `pgid` has a live member. */
-export const groupAlive = (pgid: number): boolean => {
-  try {
-    process.kill(-pgid, 0)
-  } catch (error) {
-    return errnoCode(error) === "EPERM"
-  }
-  // kill(2) counts zombies; where /proc exists, look for a member that is not one
-  if (process.platform !== "linux") return true
-  let pids: Array<string>
-  try {
-    pids = fs.readdirSync("/proc")
-  } catch {
-    return true
-  }
-  for (const pid of pids) {
-    if (pid.charCodeAt(0) < 48 || pid.charCodeAt(0) > 57) continue
-    const stat = procStat(pid)
-    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X") return true
-  }
-  return false
-}
-
-const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
-  try {
-    process.kill(-pgid, signal)
-  } catch {
-    // ESRCH: the group is gone already
-  }
-}
-
-/** Polls until the group has no live member; `false` when `ms` passed first. */
-const awaitGroupGone = (pgid: number, ms: number): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    for (let waited = 0; ; waited += POLL_MS) {
-      if (!groupAlive(pgid)) return true
-      if (waited >= ms) return false
-      yield* Effect.sleep(Duration.millis(POLL_MS))
-    }
-  })
-
-/**
- * Stops every process of the group `pgid`: SIGTERM, then SIGKILL when some are still alive after
- * `KILL_GRACE_MS`; returns when none is left (or, after SIGKILL, when `AFTER_KILL_MS` passed: a
- * process in uninterruptible sleep cannot be waited for). Idempotent.
- */
-export const stopGroup = (pgid: number): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    if (!groupAlive(pgid)) return
-    signalGroup(pgid, "SIGTERM")
-    if (yield* awaitGroupGone(pgid, KILL_GRACE_MS)) return
-    signalGroup(pgid, "SIGKILL")
-    yield* awaitGroupGone(pgid, AFTER_KILL_MS)
-  })
-
-// ---------------------------------------------------------------------------------------------
 // running one command
 
 type ShellEvent = "data" | "exit" | "close"
@@ -167,6 +93,8 @@ type ShellEvent = "data" | "exit" | "close"
 interface Running {
   readonly child: ChildProcess
   readonly pid: number
+  /** the group's identity, read as soon as the shell exists (before it can exit) */
+  readonly group: ProcessGroup
   readonly events: Queue.Queue<ShellEvent>
   /** set by the child's `exit` event */
   exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
@@ -198,7 +126,7 @@ const spawnShell = (
       resume(Effect.fail(error))
       return
     }
-    const state: Omit<Running, "pid"> = { child, events, exit: undefined, closed: false }
+    const state: Omit<Running, "pid" | "group"> = { child, events, exit: undefined, closed: false }
     const onData = (chunk: Buffer) => {
       output.append(chunk)
       Queue.unsafeOffer(events, "data")
@@ -226,7 +154,7 @@ const spawnShell = (
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
-      resume(Effect.succeed(Object.assign(state, { pid: child.pid! })))
+      resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: identifyGroup(child.pid!) })))
     })
   })
 
@@ -367,6 +295,8 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
           )
         : release(running)
   )
+  // the group, so that a later run can stop it if this process dies (kill -9) while it runs
+  yield* context.recordProcess(running.group)
   const stopped = yield* awaitEnd(running, output, context.progress)
   const metadata = yield* recordOf(input.command, running, output, started, context, stopped)
   return { output: formatOutput(output, metadata.exitCode, metadata.signal, stopped), metadata } satisfies ToolOutput

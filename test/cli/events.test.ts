@@ -3,6 +3,8 @@
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
 import Database from "better-sqlite3"
+import { summarize } from "../../src/cli/eventText.js"
+import { makeStyle } from "../../src/cli/render.js"
 import * as Events from "../../src/domain/Events.js"
 import { CallId } from "../../src/domain/Ids.js"
 import { runCli, sampleSession, scratchDb, seed, spawnCli } from "../support/cli.js"
@@ -210,5 +212,17 @@ describe("logbook events", () => {
         live.child.kill("SIGKILL")
       }
     })
+  })
+})
+
+describe("summarize: the one-line text of an event", () => {
+  const plain = makeStyle(false)
+  it("tool.process shows the call and its group; an unanswered ask's reply says interrupted", () => {
+    expect(summarize("tool.process", { callId: "c1", pgid: 4242, startTicks: 99, bootId: "b" }, plain)).toBe(
+      "call=c1 pgid=4242 startTicks=99"
+    )
+    expect(summarize("permission.replied", { permissionId: "p1", reply: "reject", interrupted: true }, plain)).toBe(
+      'reply="reject" interrupted=true permissionId="p1"'
+    )
   })
 })

@@ -153,8 +153,11 @@ describe("logbook run: kill -9 during a command", () => {
     expect(exit.signal).toBe("SIGKILL")
     const shell = Number(fs.readFileSync(shellFile, "utf8").trim())
     // SIGKILL runs no finalizer: the command runs in a process group of its own, which outlives
-    // logbook (this documents the current behaviour; the test kills the group at cleanup)
+    // logbook — until the next run opens the session (below)
     expect(isLive(shell)).toBe(true)
+    // the group was recorded (tool.process) once the command started
+    const recorded = ofType(await readLog(ws.db, id), "tool.process")
+    expect(recorded.map((e) => [e.payload.callId, e.payload.pgid])).toEqual([["call_sleep", shell]])
 
     const before = await readLog(ws.db, id)
     expect(before.at(-1)?.type).not.toBe("session.status") // the dead process left the turn open
@@ -168,6 +171,8 @@ describe("logbook run: kill -9 during a command", () => {
     // the sweep's events are part of this run's output
     // the crash-repair line names the tool and its input, as the run that started it did
     expect(next.stdout).toMatch(/^✗ bash echo \$\$ > shell\.pid; sleep 300 {2}interrupted \(crash\)\n/)
+    // opening the session stopped what the dead process left running
+    expect(isLive(shell)).toBe(false)
 
     // the model got a result for every call of the first step
     expect(server.requests).toHaveLength(2)
@@ -176,7 +181,9 @@ describe("logbook run: kill -9 during a command", () => {
     expect(assistant?.tool_calls?.map((c) => c.id)).toEqual(calls)
     expect(unanswered(request)).toEqual([])
     expect(contentText(toolResult(request, "call_read"))).toContain("remember the milk")
-    expect(contentText(toolResult(request, "call_sleep"))).toMatch(/crash/)
+    expect(contentText(toolResult(request, "call_sleep"))).toMatch(
+      /\(crash\); its outcome is unknown\. Its command was still running and was stopped\./
+    )
     expect(messagesOf(request).at(-1)).toEqual({ role: "user", content: "what happened?" })
 
     // the sweep: the running call failed (crash), the turn interrupted (crash), then the new turn
@@ -191,8 +198,5 @@ describe("logbook run: kill -9 during a command", () => {
     expect(ofType(swept, "turn.finished").map((e) => e.payload.reason)).toEqual(["stop"])
     expect(log.at(-1)).toMatchObject(idle)
     expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1))
-
-    // the crash sweep records the call as failed but does not stop the orphaned command: it still runs
-    expect(isLive(shell)).toBe(true)
   })
 })

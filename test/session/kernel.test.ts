@@ -2,21 +2,24 @@
  * The kernel in process: Sessions -> Processor/Actions -> scripted Model, in-memory store.
  * Every scenario ends with the session idle and checks the log tells what happened.
  */
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
-import type { SessionId } from "../../src/domain/Ids.js"
+import type { CallId, SessionId } from "../../src/domain/Ids.js"
 import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
 import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import { groupAlive, identifyGroup } from "../../src/tools/processGroup.js"
 import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
+
+const C2 = "c2" as CallId
 
 const echo = defineTool({
   name: "echo",
@@ -578,6 +581,55 @@ describe("Sessions: opening a session a crashed process left", () => {
       expect(sent[0]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"])
       expect(JSON.stringify(sent[0]!.messages[2])).toMatch(/interrupted \(crash\)/)
     }).pipe(Effect.provide(layer([Script.text("resumed")])))
+  )
+
+  it.live("stops what is left of a command the dead process started (its recorded group), and says so", () =>
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const sessions = yield* Sessions
+      const id = "crashed-cmd" as SessionId
+      // a command left running by a process killed with SIGKILL: its own process group, still alive
+      const orphan = spawn("sleep", ["30"], { detached: true, stdio: "ignore" })
+      orphan.unref()
+      const pgid = orphan.pid!
+      const group = identifyGroup(pgid)
+      // another call's recorded group whose leader is a different process now (a reused pid): left alone
+      const other = spawn("sleep", ["30"], { detached: true, stdio: "ignore" })
+      other.unref()
+      const reused = { ...identifyGroup(other.pid!), startTicks: identifyGroup(other.pid!).startTicks! + 1 }
+      try {
+        yield* store.append(id, [
+          ...prelude,
+          e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }),
+          e("tool.pending", { messageId: A1, callId: C2, tool: "bash" }),
+          e("step.finished", { messageId: A1, step: 0, finishReason: "tool-calls", usage }),
+          e("chat.state", { state: "awaiting_tool" }),
+          e("tool.invoked", { messageId: A1, callId: C1, tool: "bash", input: { command: "sleep 30" } }),
+          e("tool.process", { callId: C1, ...group }),
+          e("tool.invoked", { messageId: A1, callId: C2, tool: "bash", input: { command: "sleep 30" } }),
+          e("tool.process", { callId: C2, ...reused })
+        ])
+        expect(groupAlive(pgid)).toBe(true)
+        const opened = yield* sessions.open(id)
+        expect(groupAlive(pgid)).toBe(false)
+        expect(groupAlive(other.pid!)).toBe(true)
+        const first = opened.toolParts[C1]!.state
+        expect(first).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
+        expect((first as { error: string }).error).toBe(
+          "The process running this tool stopped before it finished (crash); its outcome is unknown. " +
+            "Its command was still running and was stopped."
+        )
+        expect((opened.toolParts[C2]!.state as { error: string }).error).not.toContain("was stopped")
+      } finally {
+        for (const pid of [pgid, other.pid!]) {
+          try {
+            process.kill(-pid, "SIGKILL")
+          } catch {
+            // gone
+          }
+        }
+      }
+    }).pipe(Effect.provide(layer([])))
   )
 
   it("takes over the lease of a process of this machine that is gone, never a live one", () => {

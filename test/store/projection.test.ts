@@ -347,6 +347,23 @@ describe("Projection: ToolPart transitions", () => {
     })
   })
 
+  it("running -> running via tool.process: each process group the call started is kept", () => {
+    const group = (pgid: number) => ({ pgid, startTicks: 5 * pgid, bootId: "boot" })
+    const s = ok([
+      ...prelude,
+      invoked,
+      e("tool.process", { callId: C1, ...group(41) }),
+      e("tool.process", { callId: C1, pgid: 42 })
+    ])
+    expect(tool(s).state).toEqual({
+      _tag: "running",
+      input: { command: "ls" },
+      startedAt: at(6),
+      timedOut: false,
+      processes: [group(41), { pgid: 42 }]
+    })
+  })
+
   it("running -> completed via tool.finished", () => {
     const s = ok([...prelude, invoked, finished])
     expect(tool(s).state).toEqual({
@@ -416,6 +433,12 @@ describe("Projection: ToolPart transitions", () => {
     ["tool.failed on a failed call", [invoked, interrupted, failed], "already error"],
     ["tool.progress on an unknown call", [progress], "unknown call"],
     ["tool.timeout on an unknown call", [timeout], "unknown call"],
+    ["tool.process on a pending call", [pending, e("tool.process", { callId: C1, pgid: 7 })], "not running"],
+    [
+      "tool.process on a completed call",
+      [invoked, finished, e("tool.process", { callId: C1, pgid: 7 })],
+      "not running"
+    ],
     ["tool.finished on an unknown call", [finished], "unknown call"],
     ["tool.failed on an unknown call", [failed], "unknown call"],
     [
@@ -546,7 +569,8 @@ describe("Projection: properties", () => {
         for (const env of envelopes) seen.add(env.type)
         return Either.isRight(Projection.applyAll(Projection.empty(SESSION_ID), envelopes))
       }),
-      { numRuns: 300, seed: 42 }
+      // enough runs that the rarer events (a running call's process, its permission asks) show up
+      { numRuns: 1000, seed: 42 }
     )
     const missing = [
       "session.created",
@@ -564,6 +588,7 @@ describe("Projection: properties", () => {
       "tool.pending",
       "tool.invoked",
       "tool.progress",
+      "tool.process",
       "tool.finished",
       "tool.failed",
       "tool.timeout",

@@ -223,6 +223,9 @@ const moves = (sim: Sim, options: Required<SimulateOptions>): Array<readonly [nu
   add(1, (sim, x) => cleanup(sim, x, "crash"))
   for (const callId of running) {
     add(3, (sim, x) => emit(sim, "tool.progress", { callId, output: `line ${x % 100}\n` }))
+    add(1, (sim, x) =>
+      emit(sim, "tool.process", { callId, pgid: 1000 + (x % 5000), startTicks: x % 100000, bootId: "boot-a" })
+    )
     if (sim.calls.get(callId) === "running") {
       add(1, (sim, x) => {
         emit(sim, "tool.timeout", { callId, timeoutMs: 1000 + (x % 5) * 1000 })
@@ -254,10 +257,13 @@ const moves = (sim: Sim, options: Required<SimulateOptions>): Array<readonly [nu
         callId
       })
     )
-    add(1, (sim, x) => {
+    add(2, (sim, x) => {
       const permissionId = nextId(sim, "perm")
       emit(sim, "permission.asked", { permissionId, callId, tool: "bash", pattern: `cmd ${x % 3}` })
-      sim.openPermissions.push(permissionId)
+      // answered at once half of the time (an ask is often answered before anything else happens)
+      if (x % 2 === 0)
+        emit(sim, "permission.replied", { permissionId, reply: (["once", "always", "reject"] as const)[x % 3]! })
+      else sim.openPermissions.push(permissionId)
     })
   }
 

@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import type { TodoItem } from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
+import type { ProcessGroup } from "../../src/tools/processGroup.js"
 import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "./tmp.js"
 
@@ -22,6 +23,8 @@ export interface TestToolContext extends ToolContext {
   readonly todos: Array<ReadonlyArray<TodoItem>>
   /** every record of a stopped call, in order */
   readonly stoppedRecords: Array<unknown>
+  /** every process group recorded, in order */
+  readonly processes: Array<ProcessGroup>
 }
 
 export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
@@ -31,6 +34,7 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
   const todos: Array<ReadonlyArray<TodoItem>> = []
   const stamps = new Map<string, FileStamp>()
   const stoppedRecords: Array<unknown> = []
+  const processes: Array<ProcessGroup> = []
   return {
     sessionId: SessionId.make("s"),
     callId: CallId.make("c"),
@@ -50,12 +54,14 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
       record: (path, stamp) => Effect.sync(() => void stamps.set(path, stamp)),
       last: (path) => Effect.sync(() => stamps.get(path))
     },
+    recordProcess: (group) => Effect.sync(() => void processes.push(group)),
     recordStopped: (metadata) => Effect.sync(() => void stoppedRecords.push(metadata)),
     progressed,
     changes,
     blobs,
     todos,
-    stoppedRecords
+    stoppedRecords,
+    processes
   }
 }
 

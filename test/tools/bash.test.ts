@@ -227,6 +227,20 @@ describe("bash", () => {
     })
   )
 
+  it.live("records the command's process group (the shell leads it) before waiting for it", () =>
+    Effect.gen(function* () {
+      const ctx = testContext(tempDir("logbook-bash-group-"))
+      const result = yield* bash.execute({ command: "echo $$" }, ctx)
+      const shell = Number(result.output.split("\n")[0])
+      expect(ctx.processes).toHaveLength(1)
+      expect(ctx.processes[0]!.pgid).toBe(shell)
+      if (process.platform === "linux") {
+        expect(ctx.processes[0]!.startTicks).toBeGreaterThan(0)
+        expect(ctx.processes[0]!.bootId).toMatch(/^[0-9a-f-]{36}$/)
+      }
+    })
+  )
+
   it.live("a command that ends records nothing as stopped (its record is the result's metadata)", () =>
     Effect.gen(function* () {
       const ctx = testContext(tempDir("logbook-bash-record-"))
