@@ -3,8 +3,8 @@
  * with its goal. Benchmarks are not tests: nothing here fails on a missed goal, only on a wrong
  * result (e.g. restore and the full fold disagree).
  *
- *   npm run bench                               all four
- *   npm run bench -- restore                    one (or several): append, restore, coldstart, kernel
+ *   npm run bench                               all of them
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart, kernel, grep
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- --write docs/benchmarks.md also put the figures into that file, between
  *                                               the `<!-- bench:begin -->` / `<!-- bench:end -->` lines
@@ -16,10 +16,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { type AppendResult, benchAppend } from "./append.js"
 import { benchColdStart, type ColdStartResult } from "./coldstart.js"
+import { benchGrep, type GrepResult, RIPGREP_MIN_FILES } from "./grep.js"
 import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 
-const NAMES = ["append", "restore", "coldstart", "kernel"] as const
+const NAMES = ["append", "restore", "coldstart", "kernel", "grep"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -31,7 +32,7 @@ interface Args {
   readonly write: string | undefined
 }
 
-const usage = `usage: npm run bench -- [append] [restore] [coldstart] [kernel] [--quick] [--write FILE]`
+const usage = `usage: npm run bench -- [append] [restore] [coldstart] [kernel] [grep] [--quick] [--write FILE]`
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -299,6 +300,75 @@ const kernelMarkdown = (k: KernelResult): string => {
   ].join("\n")
 }
 
+const grepRows = (g: GrepResult): Array<Row> => {
+  if (g._tag === "Skipped") return [{ figure: "grep", value: "-", goal: "(skipped)", result: g.reason }]
+  const rows: Array<Row> = g.cases.map((c) => {
+    const big = c.tree === "big"
+    return {
+      figure:
+        `grep: ${big ? `${int(g.big.files)} files (${bytes(g.big.bytes)})` : "5 files"}, ${c.pattern}: ` +
+        `ripgrep (${ms(c.rgMs)} ms) / JavaScript (${ms(c.jsMs)} ms)`,
+      value: ratio(c.ratio),
+      goal: big ? "< 1" : `(reported: JavaScript below ${RIPGREP_MIN_FILES} files)`,
+      result: big ? verdict(c.ratio < 1) : "(reported)"
+    }
+  })
+  rows.push({
+    figure: "grep: ripgrep faster (both patterns) from, files",
+    value: g.crossover === undefined ? "never" : int(g.crossover),
+    goal: `RIPGREP_MIN_FILES = ${RIPGREP_MIN_FILES}`,
+    result: "(reported)"
+  })
+  return rows
+}
+
+const grepMarkdown = (g: GrepResult): string => {
+  if (g._tag === "Skipped") return `### grep: JavaScript vs ripgrep\n\nSkipped: ${g.reason}.`
+  const x = (t: { readonly jsMs: number; readonly rgMs: number }) => `${(t.jsMs / t.rgMs).toFixed(1)}×`
+  return [
+    `### grep: JavaScript vs ripgrep (\`${g.rg}\`; medians of ${g.rounds} rounds on the large tree, ${g.sweepRounds * 2} on the small one, ${g.sweepRounds} in the sweep)`,
+    "",
+    table(
+      ["tree", "pattern", "matching lines (files)", "JavaScript ms", "ripgrep ms", "ripgrep / JavaScript", "speed-up"],
+      g.cases.map((c) => [
+        c.tree === "big" ? `${int(g.big.files)} files, ${bytes(g.big.bytes)}` : "5 files",
+        c.pattern,
+        `${int(c.matches)} (${int(c.files)})`,
+        ms(c.jsMs),
+        ms(c.rgMs),
+        ratio(c.ratio),
+        x(c)
+      ])
+    ),
+    "",
+    "Sweep (same kind of tree, rare literal and broad pattern):",
+    "",
+    table(
+      [
+        "files",
+        "rare: JavaScript ms",
+        "rare: ripgrep ms",
+        "rare: rg / JS",
+        "broad: JavaScript ms",
+        "broad: ripgrep ms",
+        "broad: rg / JS"
+      ],
+      g.sweep.map((p) => [
+        int(p.files),
+        ms(p.rare.jsMs),
+        ms(p.rare.rgMs),
+        ratio(p.rare.ratio),
+        ms(p.broad.jsMs),
+        ms(p.broad.rgMs),
+        ratio(p.broad.ratio)
+      ])
+    ),
+    "",
+    `ripgrep faster for both patterns from ${g.crossover === undefined ? "no size of the sweep" : `${int(g.crossover)} files`}; ` +
+      `the tool uses it from \`RIPGREP_MIN_FILES\` = ${RIPGREP_MIN_FILES} files (directory searches only).`
+  ].join("\n")
+}
+
 const machine = () => {
   const cpus = os.cpus()
   return (
@@ -369,6 +439,12 @@ const main = async () => {
         const r = await benchKernel(sub, { shape, rounds, log: console.log })
         rows.push(...kernelRows(r))
         sections.push(kernelMarkdown(r))
+      } else if (name === "grep") {
+        console.log("\ngrep: JavaScript and ripgrep searches alternated on generated trees …")
+        const sub = fs.mkdtempSync(path.join(dir, "grep-"))
+        const r = await benchGrep(sub, { quick: args.quick, log: console.log })
+        rows.push(...grepRows(r))
+        sections.push(grepMarkdown(r))
       } else {
         const runs = args.quick ? 6 : 20
         console.log(`\ncoldstart: ${runs} spawns of each, alternated …`)

@@ -1,21 +1,41 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { beforeEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
 import {
   type GrepInput,
   type GrepMetadata,
   grep,
   MAX_FILE_BYTES,
   MAX_LINE_CHARS,
-  MAX_MATCHES
+  MAX_MATCHES,
+  runGrep
 } from "../../src/tools/grep.js"
+import { locateRipgrep } from "../../src/tools/ripgrep.js"
 import { testContext, workspaceWith } from "../support/toolContext.js"
 
 const workspace = (files: Record<string, string | Buffer> = {}): string => workspaceWith(files, "logbook-grep-")
 
+// every test runs through the tool, then (when rg is installed; test/tools/ripgrep.test.ts says
+// whether it must be) with each search forced: they must give the same results
+const hasRg = Option.isSome(await Effect.runPromise(locateRipgrep))
+const searches = ["tool", "javascript", ...(hasRg ? ["ripgrep" as const] : [])] as const
+
+let search: (typeof searches)[number] = "tool"
+
 const run = (dir: string, input: GrepInput) =>
-  grep.execute(input, testContext(dir)).pipe(Effect.map((out) => ({ ...out, metadata: out.metadata as GrepMetadata })))
+  search === "tool"
+    ? grep
+        .execute(input, testContext(dir))
+        .pipe(Effect.map((out) => ({ ...out, metadata: out.metadata as GrepMetadata })))
+    : runGrep(input, testContext(dir), search).pipe(
+        Effect.tap((out) =>
+          // a directory search forced to ripgrep must have used it
+          Effect.sync(() => {
+            if (search === "ripgrep" && input.path === undefined) expect(out.backend).toBe("ripgrep")
+          })
+        )
+      )
 
 const failure = (dir: string, input: GrepInput) =>
   Effect.map(Effect.flip(grep.execute(input, testContext(dir))), (error) => error.message)
@@ -38,7 +58,11 @@ const project = (): string => {
   return dir
 }
 
-describe("grep", () => {
+describe.each(searches)("grep (%s)", (which) => {
+  beforeEach(() => {
+    search = which
+  })
+
   it.effect("shows matching lines grouped by file, skipping ignored, binary and symlinked directories", () =>
     Effect.gen(function* () {
       const dir = project()
@@ -132,6 +156,15 @@ describe("grep", () => {
       fs.symlinkSync("inside.txt", path.join(dir, "inside-link.txt"))
       const result = yield* run(dir, { pattern: "needle" })
       expect(result.output).toBe("inside-link.txt:1: needle inside\n\ninside.txt:1: needle inside")
+    })
+  )
+
+  it.effect("does not count the empty string after a final line feed as a line", () =>
+    Effect.gen(function* () {
+      const dir = workspace({ "a.txt": "one\n\nthree\n", "empty.txt": "", "nl.txt": "\n", "cr.txt": "x\r\n\r\n" })
+      const result = yield* run(dir, { pattern: "^$" })
+      expect(result.output).toBe("a.txt:2: \n\ncr.txt:2: \n\nnl.txt:1: ")
+      expect(result.metadata).toEqual({ matches: 3, files: 3, truncated: false })
     })
   )
 
