@@ -58,6 +58,18 @@ const project = (): string => {
   return dir
 }
 
+describe("grep outside the workspace", () => {
+  it.effect("an outside directory the permission allowed: matches are shown by absolute path, not ../", () =>
+    Effect.gen(function* () {
+      const dir = workspace({ "in.txt": "needle inside\n" })
+      const outside = fs.realpathSync(workspace({ "notes.md": "a needle outside\n" }))
+      const context = { ...testContext(dir), outsideAllowed: true }
+      const found = yield* grep.execute({ pattern: "needle", path: outside }, context)
+      expect(found.output).toBe(`${outside}/notes.md:1: a needle outside`)
+    })
+  )
+})
+
 describe.each(searches)("grep (%s)", (which) => {
   beforeEach(() => {
     search = which
