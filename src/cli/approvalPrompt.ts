@@ -25,16 +25,21 @@ export interface PromptTerminal {
   readonly write: (text: string) => Effect.Effect<void>
   /**
    * Shows `text`, then reads keys until `choose` returns an answer (`undefined`: not an answer, keep
-   * reading). The terminal is in raw mode meanwhile and restored after, also when interrupted; keys
-   * typed before the question was shown are dropped (typeahead must not answer it).
+   * reading). The terminal is in raw mode meanwhile and restored after, also when interrupted, when
+   * `interrupted` is written if the question had been shown. Keys typed before the question was
+   * shown are dropped (typeahead must not answer it), but a Ctrl-C among them is still passed on.
    */
-  readonly question: <A>(text: string, choose: (key: string) => A | undefined) => Effect.Effect<A>
+  readonly question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) => Effect.Effect<A>
 }
 
 /** What one key means at the prompt. */
 export type PromptKey = ApprovalReply | "interrupt" | undefined
 
-/** `o`/`y` once, `a` always, `r`/`n`/Esc/Ctrl-D reject, Ctrl-C interrupt; anything else is no answer. */
+/**
+ * `o`/`y` once, `a` always, `r`/`n`/Ctrl-D reject, Ctrl-C interrupt; anything else is no answer —
+ * Esc too: a terminal may deliver an arrow key's escape sequence in two reads, whose first is a lone
+ * Esc, and an arrow key must not reject a call.
+ */
 export const keyMeaning = (key: string): PromptKey => {
   switch (key.toLowerCase()) {
     case "o":
@@ -44,7 +49,6 @@ export const keyMeaning = (key: string): PromptKey => {
       return "always"
     case "r":
     case "n":
-    case "\u001b":
     case "\u0004":
       return "reject"
     case "\u0003":
@@ -80,9 +84,12 @@ interface Pending {
 export interface ApprovalDesk {
   /** the Approver the kernel asks */
   readonly approver: Context.Tag.Service<Approver>
-  /** prompts for the ask `permissionId` (once its request arrives); returns when it is answered or cancelled */
+  /**
+   * Prompts for the ask `permissionId` once its request arrives; returns when it is answered or
+   * over (the ask was interrupted, or `close` ran — before or after this was called).
+   */
   readonly serve: (permissionId: string) => Effect.Effect<void>
-  /** ends every ask still waiting: nobody will answer them any more */
+  /** ends every ask still waiting, and every later `serve` at once: nobody will answer any more */
   readonly close: Effect.Effect<void>
 }
 
@@ -93,17 +100,23 @@ export const makeApprovalDesk = (options: {
   readonly onCtrlC: Effect.Effect<void>
 }): ApprovalDesk => {
   const { terminal, style } = options
-  const pending = new Map<string, Pending>()
+  /**
+   * permissionId -> the meeting of its ask and its prompt, made by whichever comes first. An ended
+   * ask keeps its entry (cancelled) until the prompt side has seen it, so a late `serve` returns.
+   */
+  const entries = new Map<string, Pending>()
+  let closed = false
   const entry = (permissionId: string): Effect.Effect<Pending> =>
     Effect.gen(function* () {
-      const found = pending.get(permissionId)
+      const found = entries.get(permissionId)
       if (found !== undefined) return found
       const made: Pending = {
         request: yield* Deferred.make<ApprovalRequest>(),
         reply: yield* Deferred.make<ApprovalReply>(),
         cancelled: yield* Deferred.make<void>()
       }
-      pending.set(permissionId, made)
+      if (closed) yield* Deferred.succeed(made.cancelled, undefined)
+      entries.set(permissionId, made)
       return made
     })
 
@@ -111,44 +124,53 @@ export const makeApprovalDesk = (options: {
     Effect.gen(function* () {
       const e = yield* entry(request.permissionId)
       yield* Deferred.succeed(e.request, request)
-      return yield* Deferred.await(e.reply)
+      // the turn is over (cannot happen while the kernel asks, but nobody would answer)
+      return yield* Effect.raceFirst(Deferred.await(e.reply), Effect.as(Deferred.await(e.cancelled), "reject" as const))
     }).pipe(
       Effect.onInterrupt(() =>
         Effect.flatMap(entry(request.permissionId), (e) => Deferred.succeed(e.cancelled, undefined))
-      ),
-      Effect.ensuring(Effect.sync(() => pending.delete(request.permissionId)))
+      )
     )
 
   /** The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. */
   const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalReply> =>
     Effect.gen(function* () {
-      const reply = yield* terminal.question(promptText(style, request), (key) => {
-        const meaning = keyMeaning(key)
-        if (meaning === "interrupt") {
-          Effect.runFork(options.onCtrlC)
-          return undefined
-        }
-        return meaning
-      })
+      const reply = yield* terminal.question(
+        promptText(style, request),
+        (key) => {
+          const meaning = keyMeaning(key)
+          if (meaning === "interrupt") {
+            Effect.runFork(options.onCtrlC)
+            return undefined
+          }
+          return meaning
+        },
+        `${style.dim("(not answered: interrupted)")}\n`
+      )
       const shown = answered[reply]
       yield* terminal.write(`${reply === "reject" ? style.red(shown) : style.green(shown)}\n`)
       return reply
-    }).pipe(Effect.onInterrupt(() => terminal.write(`${style.dim("(not answered: interrupted)")}\n`)))
+    })
 
   const serve = (permissionId: string): Effect.Effect<void> =>
     Effect.gen(function* () {
       const e = yield* entry(permissionId)
+      // an ask that is over already is not shown
+      if (yield* Deferred.isDone(e.cancelled)) return
       const answer = Effect.gen(function* () {
         const request = yield* Deferred.await(e.request)
         const reply = yield* prompt(request)
         yield* Deferred.succeed(e.reply, reply)
       })
       yield* Effect.raceFirst(answer, Deferred.await(e.cancelled))
-    })
+    }).pipe(Effect.ensuring(Effect.sync(() => entries.delete(permissionId))))
 
-  const close = Effect.suspend(() =>
-    Effect.forEach(Array.from(pending.values()), (e) => Deferred.succeed(e.cancelled, undefined), { discard: true })
-  )
+  const close = Effect.suspend(() => {
+    closed = true
+    return Effect.forEach(Array.from(entries.values()), (e) => Deferred.succeed(e.cancelled, undefined), {
+      discard: true
+    })
+  })
 
   return { approver: { ask }, serve, close }
 }
@@ -165,7 +187,7 @@ const TYPEAHEAD_MS = 30
  */
 export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): PromptTerminal => ({
   write: (text) => Effect.sync(() => void output.write(text)),
-  question: <A>(text: string, choose: (key: string) => A | undefined) =>
+  question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {
         const wasRaw = input.isRaw
@@ -177,8 +199,13 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
         Effect.async<A>((resume) => {
           let listening = false
           const onData = (chunk: Buffer | string) => {
-            if (!listening) return
-            const choice = choose(chunk.toString())
+            const key = chunk.toString()
+            if (!listening) {
+              // typeahead: dropped, but a Ctrl-C in it still interrupts
+              if (key.includes("\u0003")) choose("\u0003")
+              return
+            }
+            const choice = choose(key)
             if (choice === undefined) return
             input.off("data", onData)
             resume(Effect.succeed(choice))
@@ -191,6 +218,7 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
           return Effect.sync(() => {
             clearTimeout(timer)
             input.off("data", onData)
+            if (listening) output.write(interrupted)
           })
         }),
       (wasRaw) =>

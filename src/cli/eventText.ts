@@ -109,7 +109,7 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
         .join(" ")
     }
     case "tool.process":
-      return `call=${str(p.callId) ?? "?"} ${pairs(p, ["pgid", "startTicks"])}`
+      return `call=${str(p.callId) ?? "?"} ${pairs(p, ["pgid"])}`
     case "tool.timeout":
       return `call=${str(p.callId) ?? "?"} after ${formatDuration(num(p.timeoutMs) ?? 0)}`
     case "action.state":

@@ -106,10 +106,8 @@ export const ToolProcess = event("tool.process", {
   callId: CallId,
   /** the group's id: its leader's pid */
   pgid: Schema.Int,
-  /** the leader's start time, in clock ticks after boot (Linux `/proc/<pid>/stat`): tells a reused pid */
-  startTicks: Schema.optional(Schema.Number),
-  /** `/proc/sys/kernel/random/boot_id`: which machine and boot the group ran in */
-  bootId: Schema.optional(Schema.String)
+  /** a random token in the environment of the group's processes (`LOGBOOK_PROCESS_TOKEN`): tells them from a reused id */
+  token: Schema.optional(Schema.String)
 })
 /** ToolCallFinished */
 export const ToolFinished = event("tool.finished", {

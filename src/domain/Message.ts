@@ -52,8 +52,7 @@ export const ToolRunning = Schema.TaggedStruct("running", {
     Schema.Array(
       Schema.Struct({
         pgid: Schema.Int,
-        startTicks: Schema.optional(Schema.Number),
-        bootId: Schema.optional(Schema.String)
+        token: Schema.optional(Schema.String)
       })
     )
   )

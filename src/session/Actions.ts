@@ -149,6 +149,17 @@ const makeActions = (
 
   const alwaysKey = (tool: string, subject: string, outside: boolean) => JSON.stringify([tool, subject, outside])
 
+  /** per session: asks go to the Approver one at a time */
+  const askLocks = new Map<string, Effect.Semaphore>()
+  const askLockOf = (sessionId: string): Effect.Semaphore => {
+    let lock = askLocks.get(sessionId)
+    if (lock === undefined) {
+      lock = Effect.unsafeMakeSemaphore(1)
+      askLocks.set(sessionId, lock)
+    }
+    return lock
+  }
+
   /** Records the call and says whether it repeats the `LOOP_REPEATS` calls just before it. */
   const repeats = (sessionId: string, call: StepCall): boolean => {
     const signature = JSON.stringify([call.tool, call.input])
@@ -208,50 +219,59 @@ const makeActions = (
       }
       if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
 
-      const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
-      const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
-      const permissionId = yield* uuidV7
-      yield* journal.append([
-        make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })
-      ])
-      const reply = yield* approver
-        .ask({
-          sessionId,
-          permissionId,
-          callId: call.callId,
-          tool: call.tool,
-          subject,
-          outside,
-          rule: loop ? undefined : result.rule,
-          reason
+      // one ask at a time per session; an earlier ask of the same batch may have been answered
+      // "always" for this very call meanwhile
+      return yield* askLockOf(sessionId).withPermits(1)(
+        Effect.gen(function* () {
+          if (!loop && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {
+            return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+          }
+          const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
+          const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
+          const permissionId = yield* uuidV7
+          yield* journal.append([
+            make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })
+          ])
+          const reply = yield* approver
+            .ask({
+              sessionId,
+              permissionId,
+              callId: call.callId,
+              tool: call.tool,
+              subject,
+              outside,
+              rule: loop ? undefined : result.rule,
+              reason
+            })
+            .pipe(
+              // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
+              Effect.onInterrupt(() =>
+                journal
+                  .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
+                  .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
+              )
+            )
+          yield* journal.append([make("permission.replied", { permissionId, reply })])
+          if (reply === "reject") {
+            const who = approver.rejectedBy ?? "the user"
+            return {
+              _tag: "Denied",
+              error:
+                `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
+                "or tell the user what you need and why."
+            } satisfies Permission
+          }
+          if (reply === "always") {
+            let allowed = alwaysAllowed.get(sessionId)
+            if (allowed === undefined) {
+              allowed = new Set()
+              alwaysAllowed.set(sessionId, allowed)
+            }
+            allowed.add(alwaysKey(call.tool, subject, outside))
+          }
+          return { _tag: "Run", outsideAllowed: outside } satisfies Permission
         })
-        .pipe(
-          // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
-          Effect.onInterrupt(() =>
-            journal
-              .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
-              .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
-          )
-        )
-      yield* journal.append([make("permission.replied", { permissionId, reply })])
-      if (reply === "reject") {
-        const who = approver.rejectedBy ?? "the user"
-        return {
-          _tag: "Denied",
-          error:
-            `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
-            "or tell the user what you need and why."
-        } satisfies Permission
-      }
-      if (reply === "always") {
-        let allowed = alwaysAllowed.get(sessionId)
-        if (allowed === undefined) {
-          allowed = new Set()
-          alwaysAllowed.set(sessionId, allowed)
-        }
-        allowed.add(alwaysKey(call.tool, subject, outside))
-      }
-      return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+      )
     })
 
   /** per session: the real path of each file read -> its stamp then */

@@ -145,13 +145,20 @@ export interface RecoverOptions {
 export const recover = Effect.fn("Recovery.recover")(function* (sessionId: SessionId, options: RecoverOptions = {}) {
   const state = yield* restore(sessionId)
   const stopped = new Set<string>()
-  if (options.stopGroup !== undefined) {
-    for (const part of Projection.openToolParts(state)) {
-      if (part.state._tag !== "running") continue
-      for (const group of part.state.processes ?? []) {
-        if (yield* options.stopGroup(group)) stopped.add(part.callId)
-      }
-    }
+  const stopGroup = options.stopGroup
+  if (stopGroup !== undefined) {
+    const groups = Projection.openToolParts(state).flatMap((part) =>
+      part.state._tag === "running" ? (part.state.processes ?? []).map((group) => [part.callId, group] as const) : []
+    )
+    // at the same time: stopping one can take seconds (TERM, a grace period, KILL)
+    yield* Effect.forEach(
+      groups,
+      ([callId, group]) =>
+        Effect.map(stopGroup(group), (done) => {
+          if (done) stopped.add(callId)
+        }),
+      { concurrency: "unbounded", discard: true }
+    )
   }
   return yield* sweep(state, stopped)
 })

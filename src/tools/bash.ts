@@ -27,7 +27,14 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as os from "node:os"
 import { Chunk, Clock, Duration, Effect, Exit, Option, Queue, Schema } from "effect"
-import { AFTER_KILL_MS, groupAlive, identifyGroup, type ProcessGroup, stopGroup } from "./processGroup.js"
+import {
+  AFTER_KILL_MS,
+  groupAlive,
+  newProcessToken,
+  PROCESS_TOKEN_ENV,
+  type ProcessGroup,
+  stopGroup
+} from "./processGroup.js"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
@@ -93,7 +100,7 @@ type ShellEvent = "data" | "exit" | "close"
 interface Running {
   readonly child: ChildProcess
   readonly pid: number
-  /** the group's identity, read as soon as the shell exists (before it can exit) */
+  /** the group and the token its processes carry */
   readonly group: ProcessGroup
   readonly events: Queue.Queue<ShellEvent>
   /** set by the child's `exit` event */
@@ -114,13 +121,15 @@ const spawnShell = (
   events: Queue.Queue<ShellEvent>
 ): Effect.Effect<Running, unknown> =>
   Effect.async<Running, unknown>((resume) => {
+    // in every process of the command: tells them apart later from others of a reused group id
+    const token = newProcessToken()
     let child: ChildProcess
     try {
       child = spawn(shell, ["-c", script], {
         cwd,
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, TERM: "dumb" }
+        env: { ...process.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
       })
     } catch (error) {
       resume(Effect.fail(error))
@@ -154,7 +163,7 @@ const spawnShell = (
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
-      resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: identifyGroup(child.pid!) })))
+      resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: { pgid: child.pid!, token } })))
     })
   })
 

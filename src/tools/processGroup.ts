@@ -1,10 +1,11 @@
 /**
  * Process groups: whether one has a live member, stopping all of it, and telling after a crash
- * whether a recorded group is still the one a tool started.
+ * whether a recorded group is still the one a tool started (by a token in its processes' environment).
  *
  * "Live" means not a zombie: in a container whose init does not reap orphans, killed background
  * processes stay zombies forever; on Linux `/proc` tells them apart.
  */
+import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import { Duration, Effect } from "effect"
 import { errnoCode } from "./shared.js"
@@ -15,22 +16,34 @@ export const KILL_GRACE_MS = 1500
 export const AFTER_KILL_MS = 3000
 const POLL_MS = 20
 
-/**
- * The state letter (`R`, `S`, `Z` …), group and start time (clock ticks after boot) of
- * `/proc/<pid>/stat`; `undefined` where it cannot be read.
- */
-const procStat = (
-  pid: string
-): { readonly state: string; readonly pgrp: number; readonly startTicks: number } | undefined => {
+/** The state letter (`R`, `S`, `Z` …) and group of `/proc/<pid>/stat`; `undefined` where it cannot be read. */
+const procStat = (pid: string): { readonly state: string; readonly pgrp: number } | undefined => {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // "pid (comm) state ppid pgrp … starttime(22) …": comm may hold spaces and parentheses, so split
-    // after the last ")"; field n is then at index n - 3
+    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so split after the last ")"
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0]!, pgrp: Number(fields[2]), startTicks: Number(fields[19]) }
+    return { state: fields[0]!, pgrp: Number(fields[2]) }
   } catch {
     return undefined
   }
+}
+
+/**
+ * The pids of the live (not zombie) processes of group `pgid`, from `/proc`; `undefined` where it
+ * cannot be read.
+ */
+const liveMembers = (pgid: number): ReadonlyArray<string> | undefined => {
+  let pids: Array<string>
+  try {
+    pids = fs.readdirSync("/proc")
+  } catch {
+    return undefined
+  }
+  return pids.filter((pid) => {
+    if (pid.charCodeAt(0) < 48 || pid.charCodeAt(0) > 57) return false
+    const stat = procStat(pid)
+    return stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X"
+  })
 }
 
 /** Whether the process group `pgid` has a live member. */
@@ -42,18 +55,8 @@ export const groupAlive = (pgid: number): boolean => {
   }
   // kill(2) counts zombies; where /proc exists, look for a member that is not one
   if (process.platform !== "linux") return true
-  let pids: Array<string>
-  try {
-    pids = fs.readdirSync("/proc")
-  } catch {
-    return true
-  }
-  for (const pid of pids) {
-    if (pid.charCodeAt(0) < 48 || pid.charCodeAt(0) > 57) continue
-    const stat = procStat(pid)
-    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X") return true
-  }
-  return false
+  const members = liveMembers(pgid)
+  return members === undefined || members.length > 0
 }
 
 const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
@@ -91,63 +94,52 @@ export const stopGroup = (pgid: number): Effect.Effect<void> =>
 // ---------------------------------------------------------------------------------------------
 // after a crash
 
+/** The environment variable that marks every process of a command with its group's token. */
+export const PROCESS_TOKEN_ENV = "LOGBOOK_PROCESS_TOKEN"
+
 /**
- * A process group a tool started, as recorded in `tool.process`: its id and, where `/proc` tells,
- * its leader's start time and the boot (of this machine) it ran in.
+ * A process group a tool started, as recorded in `tool.process`: its id, and the random token its
+ * processes carry in their environment (`PROCESS_TOKEN_ENV`), which proves later that a live
+ * process of that id is still one of them.
  */
 export interface ProcessGroup {
   readonly pgid: number
-  readonly startTicks?: number | undefined
-  readonly bootId?: string | undefined
+  readonly token?: string | undefined
 }
 
-let bootId: string | undefined | null = null
-/** `/proc/sys/kernel/random/boot_id`: different on another machine and after a reboot. */
-export const currentBootId = (): string | undefined => {
-  if (bootId === null) {
-    try {
-      bootId = fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || undefined
-    } catch {
-      bootId = undefined
-    }
-  }
-  return bootId
-}
+/** A new random token for a group about to be started. */
+export const newProcessToken = (): string => randomUUID()
 
-/** The identity of the group `pid` leads (a process spawned `detached` leads its own group). */
-export const identifyGroup = (pid: number): ProcessGroup => {
-  const stat = procStat(String(pid))
-  const boot = currentBootId()
-  return {
-    pgid: pid,
-    ...(stat === undefined || !Number.isFinite(stat.startTicks) ? {} : { startTicks: stat.startTicks }),
-    ...(boot === undefined ? {} : { bootId: boot })
+/** Whether the environment of process `pid` holds `name=value` (false when it cannot be read). */
+const environHas = (pid: string, entry: string): boolean => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/environ`).toString("utf8").split("\0").includes(entry)
+  } catch {
+    return false
   }
 }
 
 /**
- * Whether `group` is still the group that was recorded: the same boot of the same machine, and its
- * leader, while there is one, the process that was recorded (same start time). A group id cannot be
- * given to a new process while any process of the group lives (Linux keeps the id in use), so once
- * the leader is gone, live members of `pgid` are the recorded group's. Without the start time and
- * the boot id nothing can be told, and the answer is `false`: a group that cannot be identified is
- * never signalled.
+ * Whether `group` is still the group that was recorded: a live process of `pgid` carries its token
+ * in its environment. Group ids are reused (once a group is gone, its number can go to another
+ * process, which may lead a group of its own, or leave one without a leader), and a database can
+ * be shared across machines or containers; the token (random, per command) is what tells. Without
+ * a token, or where `/proc` cannot be read (not Linux, another user's processes), the answer is
+ * `false`: a group that cannot be identified is never signalled.
  */
 export const isRecordedGroup = (group: ProcessGroup): boolean => {
-  if (group.startTicks === undefined || group.bootId === undefined) return false
-  if (currentBootId() !== group.bootId) return false
-  const leader = procStat(String(group.pgid))
-  if (leader === undefined) return true
-  return leader.startTicks === group.startTicks && leader.pgrp === group.pgid
+  if (group.token === undefined || group.token === "") return false
+  const entry = `${PROCESS_TOKEN_ENV}=${group.token}`
+  return (liveMembers(group.pgid) ?? []).some((pid) => environHas(pid, entry))
 }
 
 /**
- * Stops what is left of a recorded group (`stopGroup`) when it is still that group and has a live
- * member; returns whether it did.
+ * Stops what is left of a recorded group (`stopGroup`) when it is still that group; returns whether
+ * it did.
  */
 export const stopRecordedGroup = (group: ProcessGroup): Effect.Effect<boolean> =>
   Effect.gen(function* () {
-    if (!isRecordedGroup(group) || !groupAlive(group.pgid)) return false
+    if (!isRecordedGroup(group)) return false
     yield* stopGroup(group.pgid)
     return true
   })

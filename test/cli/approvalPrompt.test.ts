@@ -28,7 +28,7 @@ const scripted = Effect.gen(function* () {
   const asking = yield* Deferred.make<void>()
   const terminal: PromptTerminal = {
     write: (text) => Effect.sync(() => void shown.push(text)),
-    question: <A>(text: string, choose: (key: string) => A | undefined) =>
+    question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
       Effect.gen(function* () {
         shown.push(text)
         yield* Deferred.succeed(asking, undefined)
@@ -36,7 +36,7 @@ const scripted = Effect.gen(function* () {
           const choice = choose(yield* Queue.take(keys))
           if (choice !== undefined) return choice
         }
-      })
+      }).pipe(Effect.onInterrupt(() => Effect.sync(() => void shown.push(interrupted))))
   }
   return { keys, shown, asking, terminal }
 })
@@ -53,13 +53,14 @@ const setup = Effect.gen(function* () {
 })
 
 describe("keyMeaning", () => {
-  it("o/y once, a always, r/n/Esc/Ctrl-D reject, Ctrl-C interrupt, anything else no answer", () => {
+  it("o/y once, a always, r/n/Ctrl-D reject, Ctrl-C interrupt, anything else no answer", () => {
     expect(["o", "O", "y"].map(keyMeaning)).toEqual(["once", "once", "once"])
     expect(["a", "A"].map(keyMeaning)).toEqual(["always", "always"])
-    expect(["r", "n", "\u001b", "\u0004"].map(keyMeaning)).toEqual(["reject", "reject", "reject", "reject"])
+    expect(["r", "n", "\u0004"].map(keyMeaning)).toEqual(["reject", "reject", "reject"])
     expect(keyMeaning("\u0003")).toBe("interrupt")
-    // Enter, an arrow key (one escape sequence), other letters: no answer
-    expect(["\r", "\u001b[A", "x", "oa", " "].map(keyMeaning)).toEqual([
+    // Enter, an arrow key (whole, or its lone Esc when split over two reads), other letters: no answer
+    expect(["\r", "\u001b[A", "\u001b", "x", "oa", " "].map(keyMeaning)).toEqual([
+      undefined,
       undefined,
       undefined,
       undefined,
@@ -130,6 +131,34 @@ describe("the approval desk", () => {
       yield* Effect.yieldNow()
       yield* t.desk.close
       yield* Fiber.join(serving)
+      expect(t.shown).toEqual([])
+    })
+  )
+
+  it.effect("asks that ended before the follower reached them: a late serve returns at once (no hang)", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      // two parallel asks; the follower prompts for the first; Ctrl-C ends the turn: both asks end
+      const first = yield* Effect.fork(t.desk.approver.ask(request("p1", "rm a")))
+      const second = yield* Effect.fork(t.desk.approver.ask(request("p2", "rm b")))
+      const follower = yield* Effect.fork(Effect.zipRight(t.desk.serve("p1"), t.desk.serve("p2")))
+      yield* Deferred.await(t.asking)
+      yield* Fiber.interrupt(first)
+      yield* Fiber.interrupt(second)
+      yield* t.desk.close
+      yield* Fiber.join(follower)
+      // the first prompt was shown and ended unanswered; the second was never shown
+      expect(t.shown.filter((s) => s.startsWith("? bash")).map((s) => s.split("\n")[0])).toEqual(["? bash rm a"])
+      expect(t.shown.at(-1)).toBe("(not answered: interrupted)\n")
+    })
+  )
+
+  it.effect("after close, a serve returns at once and an ask is rejected", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      yield* t.desk.close
+      yield* t.desk.serve("late")
+      expect(yield* t.desk.approver.ask(request("later"))).toBe("reject")
       expect(t.shown).toEqual([])
     })
   )

@@ -218,9 +218,7 @@ describe("logbook events", () => {
 describe("summarize: the one-line text of an event", () => {
   const plain = makeStyle(false)
   it("tool.process shows the call and its group; an unanswered ask's reply says interrupted", () => {
-    expect(summarize("tool.process", { callId: "c1", pgid: 4242, startTicks: 99, bootId: "b" }, plain)).toBe(
-      "call=c1 pgid=4242 startTicks=99"
-    )
+    expect(summarize("tool.process", { callId: "c1", pgid: 4242, token: "t" }, plain)).toBe("call=c1 pgid=4242")
     expect(summarize("permission.replied", { permissionId: "p1", reply: "reject", interrupted: true }, plain)).toBe(
       'reply="reject" interrupted=true permissionId="p1"'
     )

@@ -14,7 +14,7 @@ import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { groupAlive, identifyGroup } from "../../src/tools/processGroup.js"
+import { groupAlive, newProcessToken, PROCESS_TOKEN_ENV } from "../../src/tools/processGroup.js"
 import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
@@ -589,14 +589,19 @@ describe("Sessions: opening a session a crashed process left", () => {
       const sessions = yield* Sessions
       const id = "crashed-cmd" as SessionId
       // a command left running by a process killed with SIGKILL: its own process group, still alive
-      const orphan = spawn("sleep", ["30"], { detached: true, stdio: "ignore" })
+      const token = newProcessToken()
+      const orphan = spawn("sleep", ["30"], {
+        detached: true,
+        stdio: "ignore",
+        env: { ...process.env, [PROCESS_TOKEN_ENV]: token }
+      })
       orphan.unref()
       const pgid = orphan.pid!
-      const group = identifyGroup(pgid)
-      // another call's recorded group whose leader is a different process now (a reused pid): left alone
+      const group = { pgid, token }
+      // another call's recorded group id, now a group of another program (the id reused): left alone
       const other = spawn("sleep", ["30"], { detached: true, stdio: "ignore" })
       other.unref()
-      const reused = { ...identifyGroup(other.pid!), startTicks: identifyGroup(other.pid!).startTicks! + 1 }
+      const reused = { pgid: other.pid!, token: newProcessToken() }
       try {
         yield* store.append(id, [
           ...prelude,

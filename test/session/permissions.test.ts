@@ -195,6 +195,49 @@ describe("Actions: permissions", () => {
     }
   )
 
+  it.live(
+    "parallel calls of one batch are asked one at a time; an 'always' covers the same call waiting its turn",
+    () => {
+      const cwd = workspaceWith({})
+      let asks = 0
+      let concurrent = 0
+      let most = 0
+      const always = Layer.succeed(Approver, {
+        ask: () =>
+          Effect.gen(function* () {
+            asks++
+            concurrent++
+            most = Math.max(most, concurrent)
+            yield* Effect.sleep("5 millis")
+            concurrent--
+            return "always" as const
+          })
+      })
+      return Effect.gen(function* () {
+        const log = yield* prompt(cwd)
+        // c1 and c2 are the same command: one ask answers both; c3 is another, asked after
+        expect(asks).toBe(2)
+        expect(most).toBe(1)
+        expect(ofType(log, "permission.asked").map((e) => e.payload.pattern)).toEqual(["echo same", "echo other"])
+        expect(ofType(log, "tool.finished")).toHaveLength(3)
+      }).pipe(
+        Effect.provide(
+          layer(
+            [
+              Script.toolCalls([
+                call("c1", "bash", { command: "echo same" }),
+                call("c2", "bash", { command: "echo same" }),
+                call("c3", "bash", { command: "echo other" })
+              ]),
+              Script.text("ok")
+            ],
+            { permissions: { bash: "ask" }, approver: always }
+          )
+        )
+      )
+    }
+  )
+
   it.live("always is remembered for the session: the same call again is not asked", () => {
     const cwd = workspaceWith({})
     let asks = 0

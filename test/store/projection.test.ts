@@ -348,7 +348,7 @@ describe("Projection: ToolPart transitions", () => {
   })
 
   it("running -> running via tool.process: each process group the call started is kept", () => {
-    const group = (pgid: number) => ({ pgid, startTicks: 5 * pgid, bootId: "boot" })
+    const group = (pgid: number) => ({ pgid, token: `t${pgid}` })
     const s = ok([
       ...prelude,
       invoked,

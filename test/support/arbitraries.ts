@@ -223,9 +223,7 @@ const moves = (sim: Sim, options: Required<SimulateOptions>): Array<readonly [nu
   add(1, (sim, x) => cleanup(sim, x, "crash"))
   for (const callId of running) {
     add(3, (sim, x) => emit(sim, "tool.progress", { callId, output: `line ${x % 100}\n` }))
-    add(1, (sim, x) =>
-      emit(sim, "tool.process", { callId, pgid: 1000 + (x % 5000), startTicks: x % 100000, bootId: "boot-a" })
-    )
+    add(1, (sim, x) => emit(sim, "tool.process", { callId, pgid: 1000 + (x % 5000), token: `token-${x % 1000}` }))
     if (sim.calls.get(callId) === "running") {
       add(1, (sim, x) => {
         emit(sim, "tool.timeout", { callId, timeoutMs: 1000 + (x % 5) * 1000 })

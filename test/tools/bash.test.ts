@@ -230,14 +230,13 @@ describe("bash", () => {
   it.live("records the command's process group (the shell leads it) before waiting for it", () =>
     Effect.gen(function* () {
       const ctx = testContext(tempDir("logbook-bash-group-"))
-      const result = yield* bash.execute({ command: "echo $$" }, ctx)
-      const shell = Number(result.output.split("\n")[0])
+      const result = yield* bash.execute({ command: 'echo $$; echo "$LOGBOOK_PROCESS_TOKEN"' }, ctx)
+      const [shell, token] = result.output.split("\n")
       expect(ctx.processes).toHaveLength(1)
-      expect(ctx.processes[0]!.pgid).toBe(shell)
-      if (process.platform === "linux") {
-        expect(ctx.processes[0]!.startTicks).toBeGreaterThan(0)
-        expect(ctx.processes[0]!.bootId).toMatch(/^[0-9a-f-]{36}$/)
-      }
+      // the group is the shell's, and the token recorded is the one its processes carry
+      expect(ctx.processes[0]!.pgid).toBe(Number(shell))
+      expect(ctx.processes[0]!.token).toBe(token)
+      expect(token).toMatch(/^[0-9a-f-]{36}$/)
     })
   )
 

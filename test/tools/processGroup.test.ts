@@ -1,7 +1,7 @@
 /**
- * Process groups after a crash (src/tools/processGroup.ts): a recorded group is recognised — by its
- * leader's start time and the boot id — and stopped; a group that cannot be told apart from a reused
- * pid is left alone.
+ * Process groups after a crash (src/tools/processGroup.ts): a recorded group is recognised by the
+ * token its processes carry in their environment, and stopped; a group of the same id without the
+ * token (the id reused, another user's, no /proc) is left alone.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -9,10 +9,10 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import {
-  currentBootId,
   groupAlive,
-  identifyGroup,
   isRecordedGroup,
+  newProcessToken,
+  PROCESS_TOKEN_ENV,
   stopRecordedGroup
 } from "../../src/tools/processGroup.js"
 import { isLive } from "../integration/support.js"
@@ -30,11 +30,15 @@ afterEach(() => {
   }
 })
 
-/** Starts `sh -c script` leading a group of its own; resolves once `ready` holds a line (the script writes it). */
-const startGroup = async (script: string) => {
+/**
+ * Starts `sh -c script` leading a group of its own, with `token` (if any) in its environment;
+ * resolves once the file READY stands for holds a line (the script writes it).
+ */
+const startGroup = async (script: string, token: string | undefined) => {
   const dir = tempDir("logbook-pgroup-")
   const ready = path.join(dir, "ready")
-  const child = spawn("sh", ["-c", script.replaceAll("READY", ready)], { detached: true, stdio: "ignore" })
+  const env = { ...process.env, ...(token === undefined ? {} : { [PROCESS_TOKEN_ENV]: token }) }
+  const child = spawn("sh", ["-c", script.replaceAll("READY", ready)], { detached: true, stdio: "ignore", env })
   groups.push(child.pid!)
   for (let i = 0; i < 500 && !(fs.existsSync(ready) && fs.readFileSync(ready, "utf8").endsWith("\n")); i++) {
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -43,45 +47,43 @@ const startGroup = async (script: string) => {
 }
 
 describe.skipIf(!onLinux)("process groups after a crash", () => {
-  it("identifies a group by its leader's start time and the boot; the record matches while it runs", async () => {
-    const { pgid } = await startGroup("echo ok > READY; exec sleep 30")
-    const group = identifyGroup(pgid)
-    expect(group.pgid).toBe(pgid)
-    expect(group.startTicks).toBeGreaterThan(0)
-    expect(group.bootId).toBe(currentBootId())
-    expect(group.bootId).toMatch(/^[0-9a-f-]{36}$/)
-    expect(isRecordedGroup(group)).toBe(true)
+  it("a live group whose processes carry the token is the recorded one", async () => {
+    const token = newProcessToken()
+    const { pgid } = await startGroup("echo ok > READY; exec sleep 30", token)
+    expect(isRecordedGroup({ pgid, token })).toBe(true)
   })
 
-  it("a different start time (the pid reused), another boot or machine, or no identity: not the recorded group", async () => {
-    const { pgid } = await startGroup("echo ok > READY; exec sleep 30")
-    const group = identifyGroup(pgid)
-    expect(isRecordedGroup({ ...group, startTicks: group.startTicks! + 1 })).toBe(false)
-    expect(isRecordedGroup({ ...group, bootId: "00000000-0000-0000-0000-000000000000" })).toBe(false)
+  it("the same id without the token (reused, or recorded by another run), or no token: left alone", async () => {
+    const { pgid } = await startGroup("echo ok > READY; exec sleep 30", newProcessToken())
+    expect(isRecordedGroup({ pgid, token: newProcessToken() })).toBe(false)
     expect(isRecordedGroup({ pgid })).toBe(false)
+    const unmarked = await startGroup("echo ok > READY; exec sleep 30", undefined)
+    expect(isRecordedGroup({ pgid: unmarked.pgid, token: newProcessToken() })).toBe(false)
     // none of these is signalled
-    expect(await Effect.runPromise(stopRecordedGroup({ ...group, startTicks: group.startTicks! + 1 }))).toBe(false)
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid, token: newProcessToken() }))).toBe(false)
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid: unmarked.pgid, token: "" }))).toBe(false)
     expect(groupAlive(pgid)).toBe(true)
+    expect(groupAlive(unmarked.pgid)).toBe(true)
   })
 
-  it("stops the whole group, also when its leader has exited and a child holds the group", async () => {
+  it("stops the whole group, also when its leader has exited and a child (with the token) holds it", async () => {
+    const token = newProcessToken()
     // the leader starts a background sleep, reports its pid, and exits when told to
     const { pgid, child, ready, readyFile } = await startGroup(
-      'sleep 30 & echo $! > READY; while [ ! -f "READY.go" ]; do sleep 0.02; done; exit 0'
+      'sleep 30 & echo $! > READY; while [ ! -f "READY.go" ]; do sleep 0.02; done; exit 0',
+      token
     )
-    const group = identifyGroup(pgid)
-    expect(group.startTicks).toBeGreaterThan(0)
     fs.writeFileSync(`${readyFile}.go`, "")
     await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once("exit", () => resolve())))
     const sleeper = Number(ready)
     expect(groupAlive(pgid)).toBe(true)
-    // the leader is gone (or a zombie): the live members are still the recorded group's
-    expect(isRecordedGroup(group)).toBe(true)
-    expect(await Effect.runPromise(stopRecordedGroup(group))).toBe(true)
+    // the leader is gone: the child's environment still proves the group
+    expect(isRecordedGroup({ pgid, token })).toBe(true)
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid, token }))).toBe(true)
     expect(groupAlive(pgid)).toBe(false)
     // gone, or a zombie nobody reaps (a container whose init does not)
     expect(isLive(sleeper)).toBe(false)
     // nothing left: nothing to stop
-    expect(await Effect.runPromise(stopRecordedGroup(group))).toBe(false)
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid, token }))).toBe(false)
   })
 })
