@@ -102,4 +102,27 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     ])
     expect(log.at(-1)).toMatchObject(idle)
   })
+
+  it("--format json with stdout elsewhere: the prompt on the terminal (stderr), stdout only JSON lines", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_json", "touch json.txt")] }), Reply.text("Made it."))
+    const out = path.join(ws.dir, "..", `${path.basename(ws.dir)}.jsonl`)
+    const run = runInTmux([...ws.runArgs, "--format", "json", "make it"], { stdoutFile: out })
+    janitor.defer(run.close)
+
+    await run.waitFor(/\? bash touch json\.txt[\s\S]*› $/m)
+    run.keys("o")
+    expect(await run.exited()).toBe(0)
+    expect(run.screen()).toContain("allowed once")
+    expect(fs.existsSync(path.join(ws.dir, "json.txt"))).toBe(true)
+    const lines = fs
+      .readFileSync(out, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; payload?: { reply?: string } })
+    expect(lines.at(-1)).toMatchObject({ type: "done", exitCode: 0 })
+    expect(lines.filter((l) => l.type === "permission.replied").map((l) => l.payload?.reply)).toEqual(["once"])
+    expect(lines.some((l) => l.type === "tool.finished")).toBe(true)
+  })
 })

@@ -27,8 +27,11 @@ export interface TmuxRun {
 
 let counter = 0
 
-/** Runs `logbook <args>` in a new tmux session, 160×50, with the environment of `runCli`. */
-export const runInTmux = (args: ReadonlyArray<string>): TmuxRun => {
+/**
+ * Runs `logbook <args>` in a new tmux session, 160×50, with the environment of `runCli`; with
+ * `stdoutFile`, its stdout goes to that file (stdin and stderr stay the terminal).
+ */
+export const runInTmux = (args: ReadonlyArray<string>, options: { readonly stdoutFile?: string } = {}): TmuxRun => {
   const dir = scratchDir()
   const socket = `logbook-test-${process.pid}-${++counter}`
   const exitFile = path.join(dir, "exit-code")
@@ -38,7 +41,8 @@ export const runInTmux = (args: ReadonlyArray<string>): TmuxRun => {
     if (result.status !== 0) throw new Error(`tmux ${tmuxArgs[0]} failed: ${result.stderr}`)
     return result.stdout
   }
-  const command = `${[process.execPath, binPath, ...args].map(quote).join(" ")}; echo $? > ${quote(exitFile)}; sleep 100000`
+  const redirect = options.stdoutFile === undefined ? "" : ` > ${quote(options.stdoutFile)}`
+  const command = `${[process.execPath, binPath, ...args].map(quote).join(" ")}${redirect}; echo $? > ${quote(exitFile)}; sleep 100000`
   tmux("new-session", "-d", "-s", "main", "-x", "160", "-y", "50", command)
   const screen = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-")
   const poll = async <A>(what: string, probe: () => A | undefined, timeoutMs: number): Promise<A> => {
