@@ -6,8 +6,9 @@
  * - `always`: run it, and allow the same tool with the same subject for the rest of the session;
  * - `reject`: do not run it; the model reads that it was denied.
  *
- * Layers: `autoDeny` (the default of `logbook run`: nobody is there to ask) and `autoAllow`
- * (`logbook run --yes`). An interactive prompt is a later layer.
+ * Layers: `autoDeny` (the default, and `logbook run`'s when no terminal can ask anyone) and
+ * `autoAllow` (`logbook run --yes`). `logbook run` on a terminal asks the user with a prompt
+ * (src/cli/approvalPrompt.ts); a program that embeds logbook provides its own.
  */
 import { Context, Effect, Layer } from "effect"
 import type { CallId, SessionId } from "../domain/Ids.js"
