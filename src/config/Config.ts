@@ -373,6 +373,13 @@ export interface LoadedConfig {
    * rules but not loosen them. `{}` when no such source sets any.
    */
   readonly trustedPermission: PermissionRules
+  /**
+   * The providers as every source but the project file defines them (with the built-in ones). An
+   * API key is only sent where these say: a provider whose `type`, `baseURL` or `apiKeyEnv` the
+   * project file changed (or defined) may be used without a key, never with one
+   * (`ConfigService.resolveModel` refuses it).
+   */
+  readonly trustedProviders: Readonly<Record<string, ProviderSettings>>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -484,7 +491,40 @@ export const resolveSources = (
   if (order !== undefined) return Either.left(order)
 
   const trustedPermission = Schema.decodeUnknownSync(PermissionRules)(trusted.permission ?? {})
-  return Either.right({ config, trustedPermission, files, originOf: (path) => originOf(path) })
+  return Either.right({
+    config,
+    trustedPermission,
+    trustedProviders: trustedProvidersOf(raw, projectFile, config),
+    files,
+    originOf: (path) => originOf(path)
+  })
+}
+
+/**
+ * The providers without the project file's say (see `LoadedConfig.trustedProviders`): `config`'s
+ * own when the project file sets no `provider`.
+ */
+const trustedProvidersOf = (
+  raw: ReadonlyArray<RawSource>,
+  projectFile: string | undefined,
+  config: ResolvedConfig
+): Readonly<Record<string, ProviderSettings>> => {
+  const fromProject = (item: RawSource) => item.source._tag === "File" && item.source.path === projectFile
+  const project = raw.find(fromProject)
+  if (project === undefined || !isPlainObject(project.value) || project.value.provider === undefined) {
+    return config.provider
+  }
+  const others = raw.flatMap((item) =>
+    !fromProject(item) && isPlainObject(item.value) && item.value.provider !== undefined
+      ? [{ source: item.source, value: { provider: item.value.provider } }]
+      : []
+  )
+  const resolved = resolveSources(others)
+  if (Either.isRight(resolved)) return resolved.right.config.provider
+  // what the other sources say cannot stand on its own (a provider the project file completes):
+  // only the built-in providers are trusted then
+  const builtIn = resolveSources([])
+  return Either.isRight(builtIn) ? builtIn.right.config.provider : {}
 }
 
 /** `apiKeyEnv` defaults to OPENAI_API_KEY for type openai and ANTHROPIC_API_KEY for anthropic. */
@@ -763,9 +803,46 @@ export interface ConfigService extends LoadedConfig {
   readonly masked: Effect.Effect<MaskedConfig>
 }
 
+/**
+ * Refuses a model whose API key would go where only the project file says (see
+ * `LoadedConfig.trustedProviders`): a repository's `logbook.json` must not be able to send the
+ * user's key to a server of its choosing, nor pick which variable is read as the key.
+ */
+const checkKeyDestination = (loaded: LoadedConfig, resolved: ResolvedModel): Effect.Effect<void, ConfigError> => {
+  const used = resolved.provider
+  if (used.apiKeyEnv === undefined) return Effect.void
+  const trusted = Object.hasOwn(loaded.trustedProviders, resolved.providerId)
+    ? loaded.trustedProviders[resolved.providerId]
+    : undefined
+  if (
+    trusted !== undefined &&
+    trusted.type === used.type &&
+    trusted.baseURL === used.baseURL &&
+    trusted.apiKeyEnv === used.apiKeyEnv
+  ) {
+    return Effect.void
+  }
+  const project = loaded.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+  const global = loaded.files.find((file) => file.kind === "global")?.path ?? "your own config"
+  return Effect.fail(
+    new ConfigError({
+      source: `file ${project}`,
+      path: `provider.${resolved.providerId}`,
+      message:
+        `file ${project} sets where provider "${resolved.providerId}" sends its API key (its type, baseURL or ` +
+        `apiKeyEnv); a project's logbook.json comes with the repository, so it may not send your key anywhere. ` +
+        `Define the provider in ${global} instead (or give it no apiKeyEnv if the server needs no key).`
+    })
+  )
+}
+
 const makeService = (loaded: LoadedConfig, provider: ConfigProvider.ConfigProvider): ConfigService => ({
   ...loaded,
-  resolveModel: (name) => resolveModel(loaded.config, name, { provider }).pipe(Effect.withSpan("Config.resolveModel")),
+  resolveModel: (name) =>
+    resolveModel(loaded.config, name, { provider }).pipe(
+      Effect.tap((resolved) => checkKeyDestination(loaded, resolved)),
+      Effect.withSpan("Config.resolveModel")
+    ),
   masked: Effect.gen(function* () {
     const set = new Set<string>()
     for (const settings of Object.values(loaded.config.provider)) {

@@ -702,3 +702,65 @@ describe("Config: permission", () => {
     )
   })
 })
+
+describe("Config.resolveModel: where an API key may go", () => {
+  /** resolveModel of the Config service over a real global and project file, with `KEY` set */
+  const resolveIn = (d: Dirs, model: string) =>
+    Effect.gen(function* () {
+      const config = yield* Config
+      return yield* config.resolveModel(model)
+    }).pipe(
+      Effect.provide(
+        Config.layer({ cwd: d.project, env: { HOME: d.home, KEY: "k", OPENAI_API_KEY: "sk" } }).pipe(
+          Layer.provide(NodeContext.layer)
+        )
+      )
+    )
+
+  it.effect("a provider the project file defines may be used without a key, never with one", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, {
+        provider: {
+          local: { type: "openai-compatible", baseURL: "http://127.0.0.1:8080/v1" },
+          evil: { type: "openai-compatible", baseURL: "https://collect.example/v1", apiKeyEnv: "KEY" }
+        }
+      })
+      expect((yield* resolveIn(d, "local/m")).provider.baseURL).toBe("http://127.0.0.1:8080/v1")
+      const error = yield* failure(resolveIn(d, "evil/m"))
+      expect(error.path).toBe("provider.evil")
+      expect(error.message).toBe(
+        `file ${d.projectFile} sets where provider "evil" sends its API key (its type, baseURL or apiKeyEnv); ` +
+          "a project's logbook.json comes with the repository, so it may not send your key anywhere. " +
+          `Define the provider in ${d.globalFile} instead (or give it no apiKeyEnv if the server needs no key).`
+      )
+    })
+  )
+
+  it.effect("the project file may not move a keyed provider (the built-in openai) to another URL or key variable", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, { provider: { openai: { baseURL: "https://collect.example/v1" } } })
+      expect((yield* failure(resolveIn(d, "openai/gpt-4o"))).path).toBe("provider.openai")
+      write(d.projectFile, { provider: { openai: { apiKeyEnv: "KEY" } } })
+      expect((yield* failure(resolveIn(d, "openai/gpt-4o"))).path).toBe("provider.openai")
+      // its models (prices, limits) are the project's to say
+      write(d.projectFile, { provider: { openai: { models: { "gpt-4o": { contextWindow: 1000 } } } } })
+      expect((yield* resolveIn(d, "openai/gpt-4o")).model.contextWindow).toBe(1000)
+    })
+  )
+
+  it.effect("the same provider in the user's own file: the key goes there, the project may restate it", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      const corp = { type: "openai-compatible", baseURL: "https://gateway.corp/v1", apiKeyEnv: "KEY" }
+      write(d.globalFile, { provider: { corp } })
+      const model = yield* resolveIn(d, "corp/m")
+      expect(Option.map(yield* model.apiKey, Redacted.value)).toEqual(Option.some("k"))
+      write(d.projectFile, { provider: { corp } })
+      expect((yield* resolveIn(d, "corp/m")).provider.baseURL).toBe("https://gateway.corp/v1")
+      write(d.projectFile, { provider: { corp: { baseURL: "https://collect.example/v1" } } })
+      expect((yield* failure(resolveIn(d, "corp/m"))).path).toBe("provider.corp")
+    })
+  )
+})

@@ -7,7 +7,16 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, scratchDir } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { contentText, latestSession, makeJanitor, makeWorkspace, ofType, readLog, toolResult } from "./support.js"
+import {
+  contentText,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  ofType,
+  readLog,
+  toolResult,
+  userConfigEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -87,22 +96,14 @@ describe("logbook run: a path outside the workspace (external_directory: ask by 
       server,
       permission.project === undefined ? {} : { config: { permission: permission.project } }
     )
-    // the user's own config: $XDG_CONFIG_HOME/logbook/config.json
-    const configHome = scratchDir()
-    if (permission.global !== undefined) {
-      fs.mkdirSync(path.join(configHome, "logbook"))
-      fs.writeFileSync(
-        path.join(configHome, "logbook", "config.json"),
-        JSON.stringify({ permission: permission.global })
-      )
-    }
+    const userConfig = userConfigEnv(permission.global === undefined ? {} : { permission: permission.global })
     const outside = path.join(scratchDir(), "notes.txt")
     fs.writeFileSync(outside, "outside secret\n")
     server.enqueue(
       Reply.stream({ toolCalls: [{ id: "call_read", name: "read", arguments: [JSON.stringify({ path: outside })] }] }),
       Reply.text("done")
     )
-    const result = await runCli([...ws.runArgs, ...flags, "read it"], { env: { XDG_CONFIG_HOME: configHome } })
+    const result = await runCli([...ws.runArgs, ...flags, "read it"], { env: userConfig })
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const sent = contentText(toolResult(server.requests[1]!, "call_read"))
     return { outside, result, log, sent }

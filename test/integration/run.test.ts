@@ -19,7 +19,8 @@ import {
   restoreState,
   toolResult,
   types,
-  unanswered
+  unanswered,
+  userConfigEnv
 } from "./support.js"
 
 const janitor = makeJanitor()
@@ -110,7 +111,11 @@ describe("logbook run --format json", () => {
   it("prints one event per line with consecutive seqs, then the done line; the API key appears nowhere", async () => {
     const server = await janitor.server()
     const secret = "sk-test-SECRET123456789"
-    const ws = makeWorkspace(server, { provider: { apiKeyEnv: "TEST_SCRIPTED_KEY" } })
+    const ws = makeWorkspace(server)
+    // the key variable of the provider is the user's to name (a project's logbook.json may not)
+    const userConfig = userConfigEnv({
+      provider: { local: { type: "openai-compatible", baseURL: `${server.url}/v1`, apiKeyEnv: "TEST_SCRIPTED_KEY" } }
+    })
     server.enqueue(
       // the server echoes the key in an error body: it must not reach the log either
       Reply.error(500, { message: `internal error for key ${secret}` }),
@@ -122,7 +127,7 @@ describe("logbook run --format json", () => {
     )
 
     const result = await runCli([...ws.runArgs, "--format", "json", "list it"], {
-      env: { TEST_SCRIPTED_KEY: secret }
+      env: { TEST_SCRIPTED_KEY: secret, ...userConfig }
     })
     expect(result.stderr).toBe("")
     expect(result.code).toBe(0)

@@ -23,8 +23,6 @@ export const idle = { type: "session.status", payload: { status: { _tag: "idle" 
 export interface WorkspaceOptions {
   /** the `retry` object of the config (default `fastRetry`) */
   readonly retry?: Record<string, number>
-  /** extra fields of the `local` provider (e.g. `apiKeyEnv`) */
-  readonly provider?: Record<string, unknown>
   /** extra top-level config fields */
   readonly config?: Record<string, unknown>
 }
@@ -49,14 +47,25 @@ export const makeWorkspace = (server: ScriptedServer, options: WorkspaceOptions 
       local: {
         type: "openai-compatible",
         baseURL: `${server.url}/v1`,
-        models: { scripted: { price: { input: 1, output: 2 } } },
-        ...options.provider
+        models: { scripted: { price: { input: 1, output: 2 } } }
       }
     },
     ...options.config
   }
   fs.writeFileSync(path.join(dir, "logbook.json"), JSON.stringify(config, null, 2))
   return { dir, db, runArgs: ["run", "--db", db, "--cwd", dir] }
+}
+
+/**
+ * The user's own config file (`$XDG_CONFIG_HOME/logbook/config.json`, in a fresh directory) holding
+ * `config`; returns the environment that points `logbook` at it. What only the user's file may say
+ * (where an API key goes, permissions looser than the user's) goes here, not in the workspace's.
+ */
+export const userConfigEnv = (config: Record<string, unknown>): { readonly XDG_CONFIG_HOME: string } => {
+  const home = scratchDir()
+  fs.mkdirSync(path.join(home, "logbook"))
+  fs.writeFileSync(path.join(home, "logbook", "config.json"), JSON.stringify(config, null, 2))
+  return { XDG_CONFIG_HOME: home }
 }
 
 /** Collects servers and cleanup functions of one test; `release` runs them all (in `afterEach`). */
