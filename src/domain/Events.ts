@@ -109,11 +109,22 @@ export const ToolProcess = event("tool.process", {
   /** a random token in the environment of the group's processes (`LOGBOOK_PROCESS_TOKEN`): tells them from a reused id */
   token: Schema.optional(Schema.String)
 })
+/** What the agent saw of a file when a tool read (or wrote) it: its real path, mtime, size and hash. */
+export const FileRead = Schema.Struct({
+  path: Schema.String,
+  mtimeMs: Schema.Finite,
+  size: Schema.NonNegativeInt,
+  hash: Schema.optional(Schema.String)
+})
+export type FileRead = typeof FileRead.Type
+
 /** ToolCallFinished */
 export const ToolFinished = event("tool.finished", {
   callId: CallId,
   output: Schema.String,
-  metadata: Schema.optional(Schema.Unknown)
+  metadata: Schema.optional(Schema.Unknown),
+  /** the files the call read or wrote, as it left them (so a later edit can tell they are unchanged) */
+  reads: Schema.optional(Schema.Array(FileRead))
 })
 export const ToolFailed = event("tool.failed", {
   callId: CallId,

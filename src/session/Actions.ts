@@ -16,7 +16,7 @@
  */
 import * as nodePath from "node:path"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
-import { make, type NewEvent } from "../domain/Events.js"
+import { type FileRead, make, type NewEvent } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId, uuidV7 } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
@@ -274,20 +274,19 @@ const makeActions = (
       )
     })
 
-  /** per session: the real path of each file read -> its stamp then */
-  const readStamps = new Map<string, Map<string, FileStamp>>()
-  const readsOf = (sessionId: string): FileReads => {
-    let stamps = readStamps.get(sessionId)
-    if (stamps === undefined) {
-      stamps = new Map()
-      readStamps.set(sessionId, stamps)
-    }
-    const map = stamps
-    return {
-      record: (path, stamp) => Effect.sync(() => void map.set(path, stamp)),
-      last: (path) => Effect.sync(() => map.get(path))
-    }
-  }
+  /**
+   * What the agent last saw of each file: the stamps this call recorded (`recorded`, written with
+   * its `tool.finished`), else the session's (`SessionState.reads`, from every finished call — also
+   * of an earlier process, so `--continue` can edit a file read before).
+   */
+  const readsOf = (journal: SessionJournal, recorded: Array<FileRead>): FileReads => ({
+    record: (path, stamp) => Effect.sync(() => void recorded.push({ path, ...stamp })),
+    last: (path) =>
+      Effect.map(journal.state, (state): FileStamp | undefined => {
+        for (let i = recorded.length - 1; i >= 0; i--) if (recorded[i]!.path === path) return recorded[i]
+        return Object.hasOwn(state.reads, path) ? state.reads[path] : undefined
+      })
+  })
 
   /**
    * The contents as blobs, then `file.changed` (awaited). A failure here is a broken store: the
@@ -391,6 +390,7 @@ const makeActions = (
       ])
 
       let lastProgressAt = Number.NEGATIVE_INFINITY
+      const recordedReads: Array<FileRead> = []
       const context: ToolContext = {
         sessionId: journal.sessionId,
         callId,
@@ -406,7 +406,7 @@ const makeActions = (
           store
             .putBlob(content)
             .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
-        reads: readsOf(journal.sessionId),
+        reads: readsOf(journal, recordedReads),
         outsideAllowed: permission.outsideAllowed,
         recordProcess: (group) =>
           journal.append([make("tool.process", { callId, ...group })]).pipe(
@@ -482,7 +482,8 @@ const makeActions = (
         make("tool.finished", {
           callId,
           output: output.output,
-          ...(output.metadata !== undefined ? { metadata: output.metadata } : {})
+          ...(output.metadata !== undefined ? { metadata: output.metadata } : {}),
+          ...(recordedReads.length > 0 ? { reads: recordedReads } : {})
         })
       ])
       return { callId, ok: true }

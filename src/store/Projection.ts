@@ -100,6 +100,13 @@ export const PermissionInfo = Schema.Struct({
 })
 export type PermissionInfo = typeof PermissionInfo.Type
 
+/** What the agent last saw of a file: mtime, size and (when known) content hash. */
+export const FileStampInfo = Schema.Struct({
+  mtimeMs: Schema.Finite,
+  size: Schema.NonNegativeInt,
+  hash: Schema.optional(Schema.String)
+})
+
 /** The latest change of one file path. */
 export const FileChange = Schema.Struct({
   op: Schema.Literal("create", "update", "delete"),
@@ -149,6 +156,11 @@ export const SessionState = Schema.Struct({
   files: Schema.Record({ key: Schema.String, value: FileChange }),
   /** the agent's task list (the latest `todo.updated`) */
   todos: Schema.Array(TodoItem),
+  /**
+   * real path -> what the agent last saw of the file (`tool.finished` `reads`): `edit` and `write`
+   * refuse a file changed on disk since, also in a later process
+   */
+  reads: Schema.Record({ key: Schema.String, value: FileStampInfo }),
   compaction: Schema.NullOr(Compaction)
 })
 export type SessionState = typeof SessionState.Type
@@ -186,6 +198,7 @@ export const empty = (sessionId: SessionId): SessionState => ({
   permissions: {},
   files: {},
   todos: [],
+  reads: {},
   compaction: null
 })
 
@@ -534,6 +547,11 @@ const handlers: Handlers = {
     const p = env.payload
     const part = runningPart(s, env, p.callId)
     const running = part.state as RunningState
+    if (p.reads !== undefined && p.reads.length > 0) {
+      const reads = own(ctx, s.reads)
+      for (const { path, ...stamp } of p.reads) reads[path] = stamp
+      s.reads = reads
+    }
     setToolState(ctx, s, part, {
       _tag: "completed",
       input: running.input,

@@ -101,4 +101,38 @@ describe("logbook run: an editing task", () => {
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "file.changed")).toEqual([])
   })
+
+  it("--continue: a file read in an earlier run is edited without reading it again; changed on disk since, refused", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const file = path.join(ws.dir, "sum.mjs")
+    fs.writeFileSync(file, BUGGY)
+    const call = (id: string, name: string, input: unknown) => ({ id, name, arguments: JSON.stringify(input) })
+    const edit = (id: string, from: string, to: string) =>
+      Reply.stream({ toolCalls: [call(id, "edit", { path: "sum.mjs", oldString: from, newString: to })] })
+
+    // first run: the model reads the file and stops
+    server.enqueue(Reply.stream({ toolCalls: [call("call_read", "read", { path: "sum.mjs" })] }), Reply.text("Read."))
+    expect((await runCli([...ws.runArgs, "look at sum.mjs"])).code).toBe(0)
+
+    // a new process: the read is in the log (tool.finished reads), so the edit goes through
+    server.enqueue(edit("call_edit", "a - b", "a + b"), Reply.text("Fixed."))
+    const second = await runCli([...ws.runArgs, "--continue", "fix it"])
+    expect(second.code).toBe(0)
+    expect(fs.readFileSync(file, "utf8")).toBe(FIXED)
+    expect(contentText(toolResult(server.requests.at(-1)!, "call_edit"))).not.toMatch(/read it/i)
+
+    // the agent's own edit is what it saw last: it can edit again in a third run…
+    server.enqueue(edit("call_again", "(a, b)", "(x, y) => x + y, _ = (a, b)"), Reply.text("Again."))
+    expect((await runCli([...ws.runArgs, "--continue", "rename"])).code).toBe(0)
+    const edited = fs.readFileSync(file, "utf8")
+    expect(edited).toContain("(x, y) => x + y")
+
+    // …but not after someone else changed the file between runs
+    fs.writeFileSync(file, `${edited}// changed by the user\n`)
+    server.enqueue(edit("call_stale", "x + y", "y + x"), Reply.text("It changed."))
+    expect((await runCli([...ws.runArgs, "--continue", "swap"])).code).toBe(0)
+    expect(fs.readFileSync(file, "utf8")).toBe(`${edited}// changed by the user\n`)
+    expect(contentText(toolResult(server.requests.at(-1)!, "call_stale"))).toMatch(/changed/i)
+  })
 })

@@ -364,6 +364,33 @@ describe("Projection: ToolPart transitions", () => {
     })
   })
 
+  it("tool.finished with reads: the session's reads keep each file's latest stamp", () => {
+    const c2 = "c2" as CallId
+    const s = ok([
+      ...prelude,
+      invoked,
+      e("tool.finished", {
+        callId: C1,
+        output: "read",
+        reads: [
+          { path: "/w/a.ts", mtimeMs: 1, size: 10, hash: "h1" },
+          { path: "/w/b.ts", mtimeMs: 2, size: 20 }
+        ]
+      }),
+      e("tool.invoked", { messageId: A1, callId: c2, tool: "edit", input: {} }),
+      e("tool.finished", {
+        callId: c2,
+        output: "edited",
+        reads: [{ path: "/w/a.ts", mtimeMs: 3, size: 12, hash: "h2" }]
+      })
+    ])
+    expect(s.reads).toEqual({
+      "/w/a.ts": { mtimeMs: 3, size: 12, hash: "h2" },
+      "/w/b.ts": { mtimeMs: 2, size: 20 }
+    })
+    expect(Projection.empty(SESSION_ID).reads).toEqual({})
+  })
+
   it("running -> completed via tool.finished", () => {
     const s = ok([...prelude, invoked, finished])
     expect(tool(s).state).toEqual({
