@@ -245,7 +245,7 @@ export const makeSessions = (options: SessionsOptions) =>
                 )
               )
               // a command the dead process started may still run: stop it before the sweep ends its call
-              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopRecordedGroup })
+              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopRecordedGroup, owner })
               if (state.lastSeq === 0)
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
@@ -254,7 +254,8 @@ export const makeSessions = (options: SessionsOptions) =>
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
                 )
-              const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery })
+              // every event of this driver is fenced by the lease: after losing it, nothing more is written
+              const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery, owner })
               const driver: Driver = {
                 id: sessionId,
                 cwd: state.cwd ?? process.cwd(),

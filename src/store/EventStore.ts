@@ -69,6 +69,17 @@ export interface LoadedSnapshot extends Snapshot {
 /** Snapshots kept per session and format version; older ones are deleted when a new one is saved. */
 export const SNAPSHOTS_KEPT = 3
 
+/** How an append is written. */
+export interface AppendOptions {
+  /**
+   * Write only while this owner holds the session's lease (`acquireLease`): checked in the commit
+   * itself, so a process that lost the session (it stalled past the lease's ttl and another took
+   * over) cannot interleave its events with the new driver's. A fenced append fails with a refused
+   * `EventStoreError` and writes nothing. Without it, no check (creating a session, tools).
+   */
+  readonly owner?: string | undefined
+}
+
 export interface Lease {
   readonly sessionId: SessionId
   readonly owner: string
@@ -85,7 +96,8 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
      */
     readonly append: (
       sessionId: SessionId,
-      events: ReadonlyArray<NewEvent>
+      events: ReadonlyArray<NewEvent>,
+      options?: AppendOptions
     ) => Effect.Effect<ReadonlyArray<Envelope>, EventStoreError>
     /**
      * Hands events to the writer fiber without waiting for the commit (text deltas). Order with
@@ -94,7 +106,8 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
      */
     readonly appendLater: (
       sessionId: SessionId,
-      events: ReadonlyArray<NewEvent>
+      events: ReadonlyArray<NewEvent>,
+      options?: AppendOptions
     ) => Effect.Effect<void, EventStoreError>
     /** Waits until everything handed over so far is committed. */
     readonly flush: Effect.Effect<void, EventStoreError>

@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
-import { type Backend, type StoredRow, storeError, summarize } from "./internal/core.js"
+import { type Backend, fencedError, type StoredRow, storeError, summarize } from "./internal/core.js"
 
 interface SnapshotRow {
   readonly seq: number
@@ -42,6 +42,10 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
         // all or nothing, like a transaction: check before writing anything
         const seen = new Set<string>()
         for (const request of requests) {
+          if (request.owner !== undefined) {
+            const holder = leases.get(request.sessionId)?.owner
+            if (holder !== request.owner) return Effect.fail(fencedError(request.sessionId, request.owner, holder))
+          }
           for (const e of request.events) {
             if (ids.has(e.id) || seen.has(e.id)) {
               return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`, true))

@@ -9,11 +9,11 @@
  * The sweep is a pure function of the projection (`sweepEvents`) and is idempotent: on a
  * repaired state it returns nothing.
  */
-import { Deferred, Duration, Effect, Schedule } from "effect"
+import { Deferred, Duration, Effect, Option, Schedule } from "effect"
 import { type Envelope, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { emptyUsage, type ToolState } from "../domain/Message.js"
-import type { LeaseHeld } from "./Errors.js"
+import { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
@@ -116,12 +116,14 @@ export interface SweepResult {
  */
 export const sweep = Effect.fn("Recovery.sweep")(function* (
   state: SessionState,
-  stopped: ReadonlySet<string> = new Set()
+  stopped: ReadonlySet<string> = new Set(),
+  /** the lease owner the repair is written for (fenced, see `AppendOptions.owner`) */
+  owner?: string
 ) {
   const events = sweepEvents(state, CRASH_REASON, stopped)
   if (events.length === 0) return { state, appended: [] } satisfies SweepResult
   const store = yield* EventStore
-  const appended = yield* store.append(state.sessionId, events)
+  const appended = yield* store.append(state.sessionId, events, { owner })
   const repaired = yield* Projection.applyAll(state, appended)
   return { state: repaired, appended } satisfies SweepResult
 })
@@ -136,6 +138,8 @@ export interface RecoverOptions {
    * processes are left alone.
    */
   readonly stopGroup?: ((group: RecordedGroup) => Effect.Effect<boolean>) | undefined
+  /** the lease owner the caller holds: the repair is fenced by it */
+  readonly owner?: string | undefined
 }
 
 /**
@@ -160,7 +164,7 @@ export const recover = Effect.fn("Recovery.recover")(function* (sessionId: Sessi
       { concurrency: "unbounded", discard: true }
     )
   }
-  return yield* sweep(state, stopped)
+  return yield* sweep(state, stopped, options.owner)
 })
 
 export interface LeaseOptions {
@@ -197,7 +201,20 @@ export const holdLease = Effect.fn("Recovery.holdLease")(function* (
   )
   const lost = yield* Deferred.make<LeaseHeld>()
   const interval = Duration.millis(Math.max(1, Math.floor(options.ttlMs / 3)))
-  const renew = store.acquireLease(sessionId, owner, options.ttlMs).pipe(
+  // a lease that is no longer ours (taken over, or taken and released meanwhile) is lost for good:
+  // renewing must not take it back, the session may have moved on without this process
+  const renew = store.lease(sessionId).pipe(
+    Effect.flatMap((current) =>
+      Option.isSome(current) && current.value.owner === owner
+        ? store.acquireLease(sessionId, owner, options.ttlMs)
+        : Effect.fail(
+            new LeaseHeld({
+              sessionId,
+              owner: Option.isSome(current) ? current.value.owner : "nobody (the lease was released)",
+              expiresAt: Option.isSome(current) ? current.value.expiresAt : 0
+            })
+          )
+    ),
     Effect.asVoid,
     // a failed write is retried at the next tick; the lease lives ttl, i.e. three ticks
     Effect.catchTag("EventStoreError", (error) =>

@@ -176,6 +176,8 @@ export interface JournalOptions {
   readonly every?: number | undefined
   /** the current state, when the caller already has it (e.g. from `Recovery.openSession`) */
   readonly initial?: SessionState | undefined
+  /** the lease owner the journal writes for: every append is fenced by it (`AppendOptions.owner`) */
+  readonly owner?: string | undefined
 }
 
 const placeholderId = EventId.make("uncommitted")
@@ -186,6 +188,7 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
 ) {
   const store = yield* EventStore
   const every = options.every ?? DEFAULT_SNAPSHOT_EVERY
+  const fence = { owner: options.owner }
   const initial = options.initial ?? (yield* restore(sessionId))
   const cached = yield* Ref.make(initial)
   /** a snapshot fell due for events handed over with `appendLater` */
@@ -249,7 +252,7 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
           if (events.length === 0) return [] as ReadonlyArray<Envelope>
           const before = yield* Ref.get(cached)
           const { stamped, predicted, next } = yield* prepare(before, events)
-          const envelopes = yield* store.append(sessionId, stamped).pipe(Effect.tapError(() => recoverCache))
+          const envelopes = yield* store.append(sessionId, stamped, fence).pipe(Effect.tapError(() => recoverCache))
           const matches =
             envelopes.length === predicted.length &&
             envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
@@ -269,7 +272,7 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
           if (events.length === 0) return
           const before = yield* Ref.get(cached)
           const { stamped, predicted, next } = yield* prepare(before, events)
-          yield* store.appendLater(sessionId, stamped)
+          yield* store.appendLater(sessionId, stamped, fence)
           yield* Ref.set(cached, next)
           if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted }))
             yield* Ref.set(snapshotDue, true)

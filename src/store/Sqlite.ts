@@ -25,11 +25,19 @@ import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./Event
 import {
   type Backend,
   type CommitRequest,
+  fencedError,
   type StoredRow,
   type StoredSnapshot,
   storeError,
   summarize
 } from "./internal/core.js"
+
+/** Thrown inside the commit transaction (which rolls it back) when a request is fenced off. */
+class Fenced extends Error {
+  constructor(readonly error: EventStoreError) {
+    super(error.message)
+  }
+}
 
 /** `PRAGMA application_id` of every logbook database: "LOGB". */
 export const APPLICATION_ID = 0x4c4f4742
@@ -325,7 +333,16 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
       const selectLastSeq = db.prepare<[string], { last: number | null }>(SELECT_LAST_SEQ)
       const upsertSession = db.prepare(UPSERT_SESSION)
 
+      const selectLease = db.prepare<[string], { owner: string; expires_at: number }>(
+        "SELECT owner, expires_at FROM leases WHERE session_id = ?"
+      )
       const commit = db.transaction((requests: ReadonlyArray<CommitRequest>): ReadonlyArray<number> => {
+        // the fence: a request written for a lease owner goes in only while that owner holds the lease
+        for (const r of requests) {
+          if (r.owner === undefined) continue
+          const holder = selectLease.get(r.sessionId)?.owner
+          if (holder !== r.owner) throw new Fenced(fencedError(r.sessionId, r.owner, holder))
+        }
         // one read of the last seq and one index update per session, however many requests it has
         const bySession = new Map<SessionId, Array<number>>()
         requests.forEach((r, i) => {
@@ -372,9 +389,6 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         pruneSnapshots.run(s.sessionId, s.version, s.sessionId, s.version, keep)
       })
       const putBlob = db.prepare("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
-      const selectLease = db.prepare<[string], { owner: string; expires_at: number }>(
-        "SELECT owner, expires_at FROM leases WHERE session_id = ?"
-      )
       const upsertLease = db.prepare(`INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)
         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`)
       const deleteLease = db.prepare("DELETE FROM leases WHERE session_id = ? AND owner = ?")
@@ -423,12 +437,14 @@ export const makeSqliteBackend = (
         : Effect.try({
             try: () => f(writer),
             catch: (e) =>
-              storeError(
-                method,
-                e,
-                `${method}: ${describeSqliteError(e)}`,
-                String((e as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT")
-              )
+              e instanceof Fenced
+                ? e.error
+                : storeError(
+                    method,
+                    e,
+                    `${method}: ${describeSqliteError(e)}`,
+                    String((e as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT")
+                  )
           })
     const fail =
       (method: string) =>

@@ -402,6 +402,34 @@ describe("Sessions: interrupt, steer, queue", () => {
     })
   )
 
+  it.live("a driver that lost its lease writes nothing more: its appends are fenced, the turn ends with an error", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const store = yield* EventStore
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "wait")
+        yield* Deferred.await(g.started)
+        // this process stalls past its ttl; another takes the session over
+        const held = Option.getOrThrow(yield* store.lease(id))
+        yield* store.releaseLease(id, held.owner)
+        yield* store.acquireLease(id, "another-process", 60_000)
+        const before = yield* store.lastSeq(id)
+        yield* Deferred.succeed(g.release, undefined)
+        const outcome = yield* sessions.wait(id)
+        expect(Option.map(outcome, (o) => o.reason)).not.toEqual(Option.some("stop"))
+        // not one event after the takeover: the tool's result, the cleanup, the turn's end were all refused
+        expect(yield* store.lastSeq(id)).toBe(before)
+        expect(Option.getOrThrow(yield* store.lease(id)).owner).toBe("another-process")
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
+        )
+      )
+    })
+  )
+
   it.live("interrupt while the model streams aborts the step", () =>
     Effect.gen(function* () {
       const sessions = yield* Sessions

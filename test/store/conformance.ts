@@ -479,6 +479,40 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
+    it.effect("an append fenced by a lease owner is written only while that owner holds the lease", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const s = sid("fenced")
+          const other = sid("other")
+          yield* TestClock.setTime(1_000)
+          yield* store.append(s, [created()])
+          yield* store.append(other, [created()])
+          // no lease yet: a fenced append is refused, an unfenced one is not
+          const none = yield* Effect.flip(store.append(s, [progress(1)], { owner: "proc-a" }))
+          expect(none.refused).toBe(true)
+          expect(none.message).toBe(
+            `append: session ${s} is no longer driven by this process (proc-a): its lease was released`
+          )
+          yield* store.acquireLease(s, "proc-a", 1_000)
+          expect((yield* store.append(s, [progress(2)], { owner: "proc-a" })).map((e) => e.seq)).toEqual([2])
+          // proc-a stalls past its ttl; proc-b takes the session over
+          yield* TestClock.adjust(1_000)
+          yield* store.acquireLease(s, "proc-b", 1_000)
+          const lost = yield* Effect.flip(store.append(s, [progress(3), progress(4)], { owner: "proc-a" }))
+          expect(lost.message).toContain("its lease is held by proc-b")
+          // …and the same for events handed over without waiting: reported by the next append
+          yield* store.appendLater(s, [progress(5)], { owner: "proc-a" })
+          yield* Effect.flip(store.flush)
+          // nothing of proc-a's was written after it lost the lease; proc-b and other sessions go on
+          expect((yield* store.append(s, [progress(6)], { owner: "proc-b" })).map((e) => e.seq)).toEqual([3])
+          expect((yield* store.append(other, [progress(7)])).map((e) => e.seq)).toEqual([2])
+          const outputs = (yield* collect(store.read(s))).map((e) => (e.payload as { output?: string }).output)
+          expect(outputs).toEqual([undefined, "line 2", "line 6"])
+        })
+      )
+    )
+
     it.effect("leases: one owner at a time until expiry or release", () =>
       run(
         Effect.gen(function* () {

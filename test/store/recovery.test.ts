@@ -204,6 +204,22 @@ for (const [name, makeLayer] of layers) {
         expect(Option.getOrThrow(yield* store.lease(SESSION_ID)).owner).toBe("owner-b")
       }).pipe(Effect.provide(makeLayer()))
     )
+
+    it.scoped("a lease another owner took and released meanwhile is lost, not taken back by the renewal", () =>
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const handle = yield* Recovery.holdLease(SESSION_ID, "owner-a", { ttlMs: 3_000 })
+        // owner-b takes the session over, drives it, and is done before owner-a's next renewal
+        yield* store.releaseLease(SESSION_ID, "owner-a")
+        yield* store.acquireLease(SESSION_ID, "owner-b", 60_000)
+        yield* store.releaseLease(SESSION_ID, "owner-b")
+        yield* TestClock.adjust(1_000)
+        expect(yield* handle.isLost).toBe(true)
+        expect(yield* handle.lost).toMatchObject({ _tag: "LeaseHeld", owner: "nobody (the lease was released)" })
+        // nobody holds it: owner-a did not take it back
+        expect(Option.isNone(yield* store.lease(SESSION_ID))).toBe(true)
+      }).pipe(Effect.provide(makeLayer()))
+    )
   })
 }
 

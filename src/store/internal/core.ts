@@ -19,6 +19,7 @@ import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
 import {
+  type AppendOptions,
   type EventQuery,
   type EventStoreService,
   type Lease,
@@ -43,7 +44,25 @@ export interface PreparedEvent {
 export interface CommitRequest {
   readonly sessionId: SessionId
   readonly events: ReadonlyArray<PreparedEvent>
+  /**
+   * The lease owner the request is written for: the backend commits it only while that owner holds
+   * the session's lease (a fence), else it refuses it with `fencedMessage`. None: no check.
+   */
+  readonly owner?: string | undefined
 }
+
+/**
+ * The refusal of a request written for an owner that no longer holds the session's lease (another
+ * process took the session over): refused (`refused: true`), so only that session's requests fail.
+ */
+export const fencedError = (sessionId: SessionId, owner: string, holder: string | undefined): EventStoreError =>
+  storeError(
+    "append",
+    undefined,
+    `append: session ${sessionId} is no longer driven by this process (${owner}): ` +
+      (holder === undefined ? "its lease was released" : `its lease is held by ${holder}`),
+    true
+  )
 
 /** Rows as a backend returns them: the stored columns. */
 export interface StoredRow extends EnvelopeHeader {
@@ -409,14 +428,14 @@ export const makeService = (
       Effect.catchAll(flush, (error) => Effect.logError("logbook: events could not be written before closing", error))
     )
 
-    const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
+    const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
       Effect.zipRight(
         Effect.suspend(() => reportLost([sessionId])),
         events.length === 0
           ? Effect.succeed([] as ReadonlyArray<Envelope>)
           : Effect.flatMap(prepareEvents(events), (prepared) =>
               Effect.flatMap(Deferred.make<ReadonlyArray<Envelope>, EventStoreError>(), (done) => {
-                pending.push({ request: { sessionId, events: prepared }, done })
+                pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done })
                 // If this caller is interrupted before its request is committed, the background
                 // writer commits it: an interrupted append may still be written (never half).
                 return Effect.zipRight(
@@ -427,11 +446,11 @@ export const makeService = (
             )
       )
 
-    const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>) =>
+    const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
       events.length === 0
         ? Effect.void
         : Effect.flatMap(prepareEvents(events), (prepared) => {
-            pending.push({ request: { sessionId, events: prepared }, done: undefined })
+            pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done: undefined })
             return signal
           })
 
