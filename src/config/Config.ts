@@ -803,35 +803,44 @@ export interface ConfigService extends LoadedConfig {
   readonly masked: Effect.Effect<MaskedConfig>
 }
 
+/** Whether a base URL is on this machine: `localhost`, `127.0.0.0/8` or `[::1]`. */
+export const isLoopbackUrl = (url: string): boolean => {
+  if (!URL.canParse(url)) return false
+  const host = new URL(url).hostname
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+}
+
 /**
- * Refuses a model whose API key would go where only the project file says (see
- * `LoadedConfig.trustedProviders`): a repository's `logbook.json` must not be able to send the
- * user's key to a server of its choosing, nor pick which variable is read as the key.
+ * Refuses a model whose requests would go where only the project file says (see
+ * `LoadedConfig.trustedProviders`). A repository's `logbook.json` must not be able to send the
+ * user's key to a server of its choosing, nor pick which variable is read as the key — and whoever
+ * serves the model drives the agent (its tool calls run here), so without a key too it may only
+ * point a provider at this machine (a local server: Ollama, LM Studio, a test server).
  */
-const checkKeyDestination = (loaded: LoadedConfig, resolved: ResolvedModel): Effect.Effect<void, ConfigError> => {
+const checkDestination = (loaded: LoadedConfig, resolved: ResolvedModel): Effect.Effect<void, ConfigError> => {
   const used = resolved.provider
-  if (used.apiKeyEnv === undefined) return Effect.void
   const trusted = Object.hasOwn(loaded.trustedProviders, resolved.providerId)
     ? loaded.trustedProviders[resolved.providerId]
     : undefined
-  if (
-    trusted !== undefined &&
-    trusted.type === used.type &&
-    trusted.baseURL === used.baseURL &&
-    trusted.apiKeyEnv === used.apiKeyEnv
-  ) {
-    return Effect.void
-  }
+  const sameEndpoint = trusted !== undefined && trusted.type === used.type && trusted.baseURL === used.baseURL
+  if (sameEndpoint && trusted.apiKeyEnv === used.apiKeyEnv) return Effect.void
+  const keyless = used.apiKeyEnv === undefined
+  if (keyless && (sameEndpoint || (used.baseURL !== undefined && isLoopbackUrl(used.baseURL)))) return Effect.void
   const project = loaded.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
   const global = loaded.files.find((file) => file.kind === "global")?.path ?? "your own config"
+  const what = keyless
+    ? `points provider "${resolved.providerId}" at ${used.baseURL === undefined ? `the ${used.type} API` : maskUrl(used.baseURL)}, ` +
+      "which is not this machine; a project's logbook.json comes with the repository, and whoever serves the " +
+      "model drives the agent, so it may only point a provider at a local server (localhost, 127.0.0.1, [::1])."
+    : `sets where provider "${resolved.providerId}" sends its API key (its type, baseURL or apiKeyEnv); ` +
+      "a project's logbook.json comes with the repository, so it may not send your key anywhere."
   return Effect.fail(
     new ConfigError({
       source: `file ${project}`,
       path: `provider.${resolved.providerId}`,
       message:
-        `file ${project} sets where provider "${resolved.providerId}" sends its API key (its type, baseURL or ` +
-        `apiKeyEnv); a project's logbook.json comes with the repository, so it may not send your key anywhere. ` +
-        `Define the provider in ${global} instead (or give it no apiKeyEnv if the server needs no key).`
+        `file ${project} ${what} Define the provider in ${global} instead` +
+        (keyless ? "." : " (or give it no apiKeyEnv if the server needs no key).")
     })
   )
 }
@@ -840,7 +849,7 @@ const makeService = (loaded: LoadedConfig, provider: ConfigProvider.ConfigProvid
   ...loaded,
   resolveModel: (name) =>
     resolveModel(loaded.config, name, { provider }).pipe(
-      Effect.tap((resolved) => checkKeyDestination(loaded, resolved)),
+      Effect.tap((resolved) => checkDestination(loaded, resolved)),
       Effect.withSpan("Config.resolveModel")
     ),
   masked: Effect.gen(function* () {

@@ -134,7 +134,9 @@ export const ToolFailed = event("tool.failed", {
   /** for interrupted calls: `user`, `crash`, `shutdown` … */
   reason: Schema.optional(Schema.String),
   /** what the tool recorded of a call stopped before it returned (a command's exit code, output blob …) */
-  metadata: Schema.optional(Schema.Unknown)
+  metadata: Schema.optional(Schema.Unknown),
+  /** the files the call read or wrote before it failed (an edit that wrote, then timed out) */
+  reads: Schema.optional(Schema.Array(FileRead))
 })
 export const ToolTimeout = event("tool.timeout", { callId: CallId, timeoutMs: Schema.NonNegativeInt })
 

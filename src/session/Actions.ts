@@ -315,8 +315,13 @@ const makeActions = (
   const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
     const { journal } = input
     const callId = call.callId
+    /** the file stamps the call recorded (`ToolContext.reads`), written with its end, failed or not */
+    const recordedReads: Array<FileRead> = []
+    const readsMade = () => (recordedReads.length > 0 ? { reads: recordedReads } : {})
     const fail = (error: string, extra: { readonly timedOut?: boolean; readonly metadata?: unknown } = {}) =>
-      journal.append([make("tool.failed", { callId, error, ...extra })]).pipe(Effect.as({ callId, ok: false }))
+      journal
+        .append([make("tool.failed", { callId, error, ...extra, ...readsMade() })])
+        .pipe(Effect.as({ callId, ok: false }))
 
     /** what the tool recorded when it was stopped (`ToolContext.recordStopped`), for its `tool.failed` */
     let stoppedRecord: { readonly metadata: unknown } | undefined
@@ -358,7 +363,8 @@ const makeActions = (
               : interruptedError(reason, false),
           interrupted: true,
           reason,
-          ...stoppedMetadata()
+          ...stoppedMetadata(),
+          ...readsMade()
         })
       ])
     }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end the interrupted call ${callId}`, error)))
@@ -390,7 +396,6 @@ const makeActions = (
       ])
 
       let lastProgressAt = Number.NEGATIVE_INFINITY
-      const recordedReads: Array<FileRead> = []
       const context: ToolContext = {
         sessionId: journal.sessionId,
         callId,
@@ -483,7 +488,7 @@ const makeActions = (
           callId,
           output: output.output,
           ...(output.metadata !== undefined ? { metadata: output.metadata } : {}),
-          ...(recordedReads.length > 0 ? { reads: recordedReads } : {})
+          ...readsMade()
         })
       ])
       return { callId, ok: true }

@@ -18,6 +18,7 @@ import {
   type Envelope,
   type EventOf,
   type EventType,
+  type FileRead,
   SessionStatus,
   TodoItem
 } from "../domain/Events.js"
@@ -36,7 +37,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 4
+export const PROJECTION_VERSION = 5
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -547,11 +548,7 @@ const handlers: Handlers = {
     const p = env.payload
     const part = runningPart(s, env, p.callId)
     const running = part.state as RunningState
-    if (p.reads !== undefined && p.reads.length > 0) {
-      const reads = own(ctx, s.reads)
-      for (const { path, ...stamp } of p.reads) reads[path] = stamp
-      s.reads = reads
-    }
+    foldReads(ctx, s, p.reads)
     setToolState(ctx, s, part, {
       _tag: "completed",
       input: running.input,
@@ -563,6 +560,7 @@ const handlers: Handlers = {
   },
   "tool.failed": (ctx, s, env) => {
     const p = env.payload
+    foldReads(ctx, s, p.reads)
     const part = s.toolParts[p.callId]
     if (part === undefined) illegal(s, env, `unknown call ${p.callId}`)
     const state = part.state
@@ -659,6 +657,14 @@ const handlers: Handlers = {
 }
 
 type RunningState = Extract<ToolState, { readonly _tag: "running" }>
+
+/** The file stamps a call recorded (`tool.finished` / `tool.failed` `reads`) replace their paths' entries. */
+const foldReads = (ctx: Ctx, s: MState, recorded: ReadonlyArray<FileRead> | undefined): void => {
+  if (recorded === undefined || recorded.length === 0) return
+  const reads = own(ctx, s.reads)
+  for (const { path, ...stamp } of recorded) reads[path] = stamp
+  s.reads = reads
+}
 
 const runningPart = (s: SessionState, env: Envelope, callId: CallId): ToolPart => {
   const part = s.toolParts[callId]

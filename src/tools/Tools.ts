@@ -92,8 +92,9 @@ export interface FileStamp {
 }
 
 /**
- * The files an agent read in this session (kept in memory by the process that drives the session:
- * after a restart a file must be read again before it is edited).
+ * What the agent saw of each file in this session: `record` stamps a file the tool read or wrote
+ * (written with the call's end, `tool.finished` / `tool.failed` `reads`); `last` is the newest stamp,
+ * also from earlier calls and earlier processes (`SessionState.reads`).
  */
 export interface FileReads {
   readonly record: (path: string, stamp: FileStamp) => Effect.Effect<void>

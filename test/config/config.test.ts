@@ -11,6 +11,7 @@ import {
   Config,
   ConfigError,
   type ConfigInput,
+  isLoopbackUrl,
   type LoadOptions,
   load,
   maskConfig,
@@ -736,6 +737,53 @@ describe("Config.resolveModel: where an API key may go", () => {
       )
     })
   )
+
+  it.effect(
+    "without a key too, the project file may only point a provider at this machine (the server drives the agent)",
+    () =>
+      Effect.gen(function* () {
+        const d = dirs()
+        write(d.projectFile, {
+          provider: {
+            remote: { type: "openai-compatible", baseURL: "https://models.example/v1" },
+            openai: { type: "openai-compatible", baseURL: "https://collect.example/v1" },
+            ollama: { baseURL: "https://gpu-box.example/v1" },
+            v6: { type: "openai-compatible", baseURL: "http://[::1]:8080/v1" },
+            loop: { type: "openai-compatible", baseURL: "http://127.0.0.2:9000/v1" }
+          }
+        })
+        const remote = yield* failure(resolveIn(d, "remote/m"))
+        expect(remote.message).toBe(
+          `file ${d.projectFile} points provider "remote" at https://models.example/v1, which is not this machine; ` +
+            "a project's logbook.json comes with the repository, and whoever serves the model drives the agent, so " +
+            "it may only point a provider at a local server (localhost, 127.0.0.1, [::1]). " +
+            `Define the provider in ${d.globalFile} instead.`
+        )
+        // retyping the built-in openai (which drops its key) or moving ollama off this machine: the same
+        expect((yield* failure(resolveIn(d, "openai/gpt-4o"))).path).toBe("provider.openai")
+        expect((yield* failure(resolveIn(d, "ollama/qwen3"))).path).toBe("provider.ollama")
+        // local servers are fine
+        expect((yield* resolveIn(d, "v6/m")).provider.baseURL).toBe("http://[::1]:8080/v1")
+        expect((yield* resolveIn(d, "loop/m")).provider.baseURL).toBe("http://127.0.0.2:9000/v1")
+      })
+  )
+
+  it("isLoopbackUrl: localhost, 127.0.0.0/8 and [::1] only", () => {
+    expect(
+      ["http://localhost:11434/v1", "http://127.0.0.1/v1", "http://127.1.2.3:80", "http://[::1]:1/v1"].map(
+        isLoopbackUrl
+      )
+    ).toEqual([true, true, true, true])
+    expect(
+      [
+        "http://localhost.attacker.example/v1",
+        "http://127.0.0.1.nip.io/v1",
+        "http://10.0.0.1/v1",
+        "https://example.com",
+        "not a url"
+      ].map(isLoopbackUrl)
+    ).toEqual([false, false, false, false, false])
+  })
 
   it.effect("the project file may not move a keyed provider (the built-in openai) to another URL or key variable", () =>
     Effect.gen(function* () {

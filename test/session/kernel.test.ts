@@ -544,6 +544,53 @@ describe("Sessions: interrupt, steer, queue", () => {
     })
   )
 
+  it.live("the file stamps a call recorded go with its end, failed or finished, into the session's reads", () =>
+    Effect.gen(function* () {
+      const stamping = (name: string, path: string, fails: boolean) =>
+        defineTool({
+          name,
+          description: "records a stamp",
+          input: Schema.Struct({}),
+          execute: (_input, context) =>
+            context.reads
+              .record(path, { mtimeMs: 7, size: 3, hash: "h" })
+              .pipe(
+                Effect.zipRight(
+                  fails
+                    ? Effect.fail(new ToolFailure({ message: "wrote, then failed" }))
+                    : Effect.succeed({ output: "ok" })
+                )
+              )
+        })
+      yield* Effect.gen(function* () {
+        const { id, state } = yield* prompt("stamps")
+        // an edit that wrote the file and then failed: what it left is still what the agent saw
+        expect(state.reads).toEqual({
+          "/w/failed.ts": { mtimeMs: 7, size: 3, hash: "h" },
+          "/w/finished.ts": { mtimeMs: 7, size: 3, hash: "h" }
+        })
+        const ends = (yield* events(id)).filter((e) => e.type === "tool.failed" || e.type === "tool.finished")
+        expect(
+          ends.map((e) => [e.type, (e.payload as { reads?: ReadonlyArray<{ path: string }> }).reads?.[0]?.path])
+        ).toEqual([
+          ["tool.failed", "/w/failed.ts"],
+          ["tool.finished", "/w/finished.ts"]
+        ])
+      }).pipe(
+        Effect.provide(
+          layer(
+            [
+              Script.toolCalls([{ callId: "f1", tool: "stamp_fail", input: {} }]),
+              Script.toolCalls([{ callId: "f2", tool: "stamp_ok", input: {} }]),
+              Script.text("ok")
+            ],
+            [stamping("stamp_fail", "/w/failed.ts", true), stamping("stamp_ok", "/w/finished.ts", false)]
+          )
+        )
+      )
+    })
+  )
+
   it.live("a tool past its timeout: tool.timeout, stopped, tool.failed timedOut", () =>
     Effect.gen(function* () {
       const stopped = yield* Ref.make(false)
