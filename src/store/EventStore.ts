@@ -145,11 +145,16 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     /** Stores content by its SHA-256 (hex) and returns the hash. Idempotent. */
     readonly putBlob: (content: Uint8Array | string) => Effect.Effect<string, EventStoreError>
     readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>
-    /** Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is live. */
+    /**
+     * Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is
+     * live. With `renewOnly`, only renews: fails with `LeaseHeld` unless `owner` holds the lease
+     * (expired or not) — a lease taken over, or released meanwhile, is never taken back.
+     */
     readonly acquireLease: (
       sessionId: SessionId,
       owner: string,
-      ttlMs: number
+      ttlMs: number,
+      options?: { readonly renewOnly?: boolean | undefined }
     ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
     readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
     readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>

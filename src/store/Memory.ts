@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
-import { type Backend, fencedError, type StoredRow, storeError, summarize } from "./internal/core.js"
+import { type Backend, fencedError, RELEASED_LEASE, type StoredRow, storeError, summarize } from "./internal/core.js"
 
 interface SnapshotRow {
   readonly seq: number
@@ -150,9 +150,14 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
       }),
     getBlob: (hash) =>
       Effect.sync(() => Option.fromNullable(blobs.get(hash)).pipe(Option.map((b) => Uint8Array.from(b)))),
-    acquireLease: (sessionId, owner, now, ttlMs) =>
+    acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
       Effect.suspend(() => {
         const current = leases.get(sessionId)
+        if (renewOnly && current?.owner !== owner) {
+          return Effect.fail(
+            new LeaseHeld({ sessionId, owner: current?.owner ?? RELEASED_LEASE, expiresAt: current?.expiresAt ?? 0 })
+          )
+        }
         if (current !== undefined && current.owner !== owner && current.expiresAt > now) {
           return Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expiresAt }))
         }

@@ -9,11 +9,11 @@
  * The sweep is a pure function of the projection (`sweepEvents`) and is idempotent: on a
  * repaired state it returns nothing.
  */
-import { Deferred, Duration, Effect, Option, Schedule } from "effect"
+import { Deferred, Duration, Effect, Schedule } from "effect"
 import { type Envelope, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { emptyUsage, type ToolState } from "../domain/Message.js"
-import { LeaseHeld } from "./Errors.js"
+import type { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
@@ -203,18 +203,7 @@ export const holdLease = Effect.fn("Recovery.holdLease")(function* (
   const interval = Duration.millis(Math.max(1, Math.floor(options.ttlMs / 3)))
   // a lease that is no longer ours (taken over, or taken and released meanwhile) is lost for good:
   // renewing must not take it back, the session may have moved on without this process
-  const renew = store.lease(sessionId).pipe(
-    Effect.flatMap((current) =>
-      Option.isSome(current) && current.value.owner === owner
-        ? store.acquireLease(sessionId, owner, options.ttlMs)
-        : Effect.fail(
-            new LeaseHeld({
-              sessionId,
-              owner: Option.isSome(current) ? current.value.owner : "nobody (the lease was released)",
-              expiresAt: Option.isSome(current) ? current.value.expiresAt : 0
-            })
-          )
-    ),
+  const renew = store.acquireLease(sessionId, owner, options.ttlMs, { renewOnly: true }).pipe(
     Effect.asVoid,
     // a failed write is retried at the next tick; the lease lives ttl, i.e. three ticks
     Effect.catchTag("EventStoreError", (error) =>

@@ -26,6 +26,7 @@ import {
   type Backend,
   type CommitRequest,
   fencedError,
+  RELEASED_LEASE,
   type StoredRow,
   type StoredSnapshot,
   storeError,
@@ -393,8 +394,15 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`)
       const deleteLease = db.prepare("DELETE FROM leases WHERE session_id = ? AND owner = ?")
       const acquireLease = db.transaction(
-        (sessionId: string, owner: string, now: number, ttlMs: number): Lease | LeaseHeld => {
+        (sessionId: string, owner: string, now: number, ttlMs: number, renewOnly: boolean): Lease | LeaseHeld => {
           const current = selectLease.get(sessionId)
+          if (renewOnly && current?.owner !== owner) {
+            return new LeaseHeld({
+              sessionId,
+              owner: current?.owner ?? RELEASED_LEASE,
+              expiresAt: current?.expires_at ?? 0
+            })
+          }
           if (current !== undefined && current.owner !== owner && current.expires_at > now) {
             return new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at })
           }
@@ -409,8 +417,8 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         saveSnapshot: (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
           saveSnapshot.immediate(s, stored, keep),
         putBlob,
-        acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number) =>
-          acquireLease.immediate(sessionId, owner, now, ttlMs),
+        acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
+          acquireLease.immediate(sessionId, owner, now, ttlMs, renewOnly),
         deleteLease
       }
     }),
@@ -460,9 +468,9 @@ export const makeSqliteBackend = (
         write("putBlob", (w) => {
           w.putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
         }),
-      acquireLease: (sessionId, owner, now, ttlMs) =>
+      acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         Effect.flatMap(
-          write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs)),
+          write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
           (result) => (result instanceof LeaseHeld ? Effect.fail(result) : Effect.succeed(result))
         ),
       releaseLease: (sessionId, owner) =>

@@ -513,6 +513,30 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
+    it.effect("renewOnly renews the owner's lease (even expired), never one taken over or released meanwhile", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const s = sid("renew")
+          yield* TestClock.setTime(1_000)
+          yield* store.acquireLease(s, "proc-a", 1_000)
+          // expired, but nobody took it: still proc-a's to renew
+          yield* TestClock.adjust(5_000)
+          expect((yield* store.acquireLease(s, "proc-a", 1_000, { renewOnly: true })).expiresAt).toBe(7_000)
+          // taken over: renewal fails, naming the holder, and changes nothing
+          yield* TestClock.adjust(1_000)
+          yield* store.acquireLease(s, "proc-b", 1_000)
+          const taken = yield* Effect.flip(store.acquireLease(s, "proc-a", 1_000, { renewOnly: true }))
+          expect(taken).toMatchObject({ _tag: "LeaseHeld", owner: "proc-b" })
+          // taken and released: renewal fails too, and does not take it back
+          yield* store.releaseLease(s, "proc-b")
+          const released = yield* Effect.flip(store.acquireLease(s, "proc-a", 1_000, { renewOnly: true }))
+          expect(released).toMatchObject({ _tag: "LeaseHeld", owner: "nobody (the lease was released)" })
+          expect(Option.isNone(yield* store.lease(s))).toBe(true)
+        })
+      )
+    )
+
     it.effect("leases: one owner at a time until expiry or release", () =>
       run(
         Effect.gen(function* () {

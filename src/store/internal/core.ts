@@ -51,6 +51,9 @@ export interface CommitRequest {
   readonly owner?: string | undefined
 }
 
+/** The `owner` of the `LeaseHeld` a renewal fails with when nobody holds the lease any more. */
+export const RELEASED_LEASE = "nobody (the lease was released)"
+
 /**
  * The refusal of a request written for an owner that no longer holds the session's lease (another
  * process took the session over): refused (`refused: true`), so only that session's requests fail.
@@ -109,7 +112,8 @@ export interface Backend {
     sessionId: SessionId,
     owner: string,
     now: number,
-    ttlMs: number
+    ttlMs: number,
+    renewOnly: boolean
   ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
   readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
   readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
@@ -582,8 +586,10 @@ export const makeService = (
           return Effect.as(backend.putBlob(hash, bytes), hash)
         }),
       getBlob: backend.getBlob,
-      acquireLease: (sessionId, owner, ttlMs) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => backend.acquireLease(sessionId, owner, now, ttlMs)),
+      acquireLease: (sessionId, owner, ttlMs, options) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)
+        ),
       releaseLease: backend.releaseLease,
       lease: backend.lease
     }
