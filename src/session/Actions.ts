@@ -205,10 +205,7 @@ const makeActions = (
       const explained = limited
         ? `${explain(result)} (the project's logbook.json can tighten your rules, not loosen them)`
         : explain(result)
-      let action: PermissionAction = result.action
-      if (action === "ask" && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {
-        action = "allow"
-      }
+      const action: PermissionAction = result.action
       if (action === "deny") {
         return {
           _tag: "Denied",
@@ -219,8 +216,8 @@ const makeActions = (
       }
       if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
 
-      // one ask at a time per session; an earlier ask of the same batch may have been answered
-      // "always" for this very call meanwhile
+      // one ask at a time per session; a call answered "always" before (also by an earlier ask of
+      // this batch, while this one waited for the lock) is not asked again — unless the loop guard asks
       return yield* askLockOf(sessionId).withPermits(1)(
         Effect.gen(function* () {
           if (!loop && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {

@@ -338,12 +338,6 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         "SELECT owner, expires_at FROM leases WHERE session_id = ?"
       )
       const commit = db.transaction((requests: ReadonlyArray<CommitRequest>): ReadonlyArray<number> => {
-        // the fence: a request written for a lease owner goes in only while that owner holds the lease
-        for (const r of requests) {
-          if (r.owner === undefined) continue
-          const holder = selectLease.get(r.sessionId)?.owner
-          if (holder !== r.owner) throw new Fenced(fencedError(r.sessionId, r.owner, holder))
-        }
         // one read of the last seq and one index update per session, however many requests it has
         const bySession = new Map<SessionId, Array<number>>()
         requests.forEach((r, i) => {
@@ -353,6 +347,15 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         })
         const out: Array<number> = new Array(requests.length)
         for (const [sessionId, indexes] of bySession) {
+          // the fence: a request written for a lease owner goes in only while that owner holds the
+          // lease (one lease read per session, not per request)
+          let holder: string | undefined | null = null
+          for (const i of indexes) {
+            const owner = requests[i]!.owner
+            if (owner === undefined) continue
+            if (holder === null) holder = selectLease.get(sessionId)?.owner
+            if (holder !== owner) throw new Fenced(fencedError(sessionId, owner, holder))
+          }
           const current = selectSession.get(sessionId)
           let seq = selectLastSeq.get(sessionId)?.last ?? 0
           let summary = current ? toSummary(current) : undefined

@@ -14,7 +14,6 @@ import {
   fileLines,
   idle,
   isLive,
-  killGroup,
   latestSession,
   makeJanitor,
   makeWorkspace,
@@ -37,6 +36,25 @@ const makeGate = () => {
   })
   janitor.defer(open)
   return { promise, open }
+}
+
+/**
+ * `logbook run` whose model calls bash with a command that ignores SIGTERM (a shell that records its
+ * pid and a background sleep); resolves once both run. The group is killed at cleanup whatever
+ * happens.
+ */
+const runStubbornCommand = async (callId: string) => {
+  const server = await janitor.server()
+  const ws = makeWorkspace(server)
+  const shellFile = path.join(ws.dir, "shell.pid")
+  janitor.killGroupIn(shellFile)
+  const command = `trap "" TERM; echo $$ > shell.pid; sleep 300 & echo $! > pids; wait`
+  server.enqueue(Reply.stream({ toolCalls: [{ id: callId, name: "bash", arguments: JSON.stringify({ command }) }] }))
+  const live = spawnCli([...ws.runArgs, "run it"])
+  janitor.defer(() => live.child.kill("SIGKILL"))
+  const [sleeper] = (await fileLines(path.join(ws.dir, "pids"), 1)).map(Number)
+  const shell = Number((await fileLines(shellFile, 1))[0])
+  return { ws, live, sleeper: sleeper!, shell, command }
 }
 
 describe("logbook run: interrupted outside a tool", () => {
@@ -103,20 +121,7 @@ describe("logbook run: interrupted outside a tool", () => {
   })
 
   it("SIGTERM during a command that ignores SIGTERM: its group is killed anyway, exit 130", async () => {
-    const server = await janitor.server()
-    const ws = makeWorkspace(server)
-    const shellFile = path.join(ws.dir, "shell.pid")
-    janitor.defer(() => {
-      if (fs.existsSync(shellFile)) killGroup(Number(fs.readFileSync(shellFile, "utf8").trim()))
-    })
-    const command = `trap "" TERM; echo $$ > shell.pid; sleep 300 & echo $! > pids; wait`
-    server.enqueue(
-      Reply.stream({ toolCalls: [{ id: "call_stubborn", name: "bash", arguments: JSON.stringify({ command }) }] })
-    )
-    const live = spawnCli([...ws.runArgs, "run it"])
-    janitor.defer(() => live.child.kill("SIGKILL"))
-    const [sleeper] = (await fileLines(path.join(ws.dir, "pids"), 1)).map(Number)
-    const shell = Number((await fileLines(shellFile, 1))[0])
+    const { ws, live, sleeper, shell } = await runStubbornCommand("call_stubborn")
     live.child.kill("SIGTERM")
     const exit = await live.exited
     expect(exit.code).toBe(130)
@@ -135,20 +140,8 @@ describe("logbook run: the interrupted call is recorded after its command is sto
   // race's fibers, so Actions waits for the execution's end (its finalizers: the process group
   // killed) before it appends `tool.failed {interrupted}`.
   it("Ctrl-C: tool.failed is committed only once the command's processes are gone", async () => {
-    const server = await janitor.server()
-    const ws = makeWorkspace(server)
-    const shellFile = path.join(ws.dir, "shell.pid")
-    janitor.defer(() => {
-      if (fs.existsSync(shellFile)) killGroup(Number(fs.readFileSync(shellFile, "utf8").trim()))
-    })
     // the shell and its child ignore SIGTERM: stopping them takes the SIGKILL after the grace period
-    const command = `trap "" TERM; echo $$ > shell.pid; sleep 300 & echo $! > pids; wait`
-    server.enqueue(
-      Reply.stream({ toolCalls: [{ id: "call_slow_stop", name: "bash", arguments: JSON.stringify({ command }) }] })
-    )
-    const live = spawnCli([...ws.runArgs, "run it"])
-    janitor.defer(() => live.child.kill("SIGKILL"))
-    const [sleeper] = (await fileLines(path.join(ws.dir, "pids"), 1)).map(Number)
+    const { ws, live, sleeper, command } = await runStubbornCommand("call_slow_stop")
     const id = await latestSession(ws.db, ws.dir)
     live.child.kill("SIGINT")
     // watch the log until logbook exits: whenever tool.failed is there, the command must be gone

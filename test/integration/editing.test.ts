@@ -3,10 +3,12 @@
  * a file, finds the bug with grep, edits it, runs the project's tests with bash, and answers. The
  * built binary, real HTTP, a real workspace; the log records the file change with both contents.
  */
+
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { runCli } from "../support/cli.js"
+import { runCli, shellQuote } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   blobText,
@@ -134,5 +136,39 @@ describe("logbook run: an editing task", () => {
     expect((await runCli([...ws.runArgs, "--continue", "swap"])).code).toBe(0)
     expect(fs.readFileSync(file, "utf8")).toBe(`${edited}// changed by the user\n`)
     expect(contentText(toolResult(server.requests.at(-1)!, "call_stale"))).toMatch(/changed/i)
+  })
+})
+
+const realRg = spawnSync("sh", ["-c", "command -v rg"], { encoding: "utf8" }).stdout.trim()
+
+describe.skipIf(realRg === "")("logbook run: grep through ripgrep", () => {
+  it("a search of 100+ files goes to rg (a logging wrapper stands in for it) and the model gets the matches", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    for (let i = 0; i < 120; i++) {
+      fs.mkdirSync(path.join(ws.dir, "src", `m${i % 6}`), { recursive: true })
+      fs.writeFileSync(
+        path.join(ws.dir, "src", `m${i % 6}`, `f${i}.ts`),
+        i === 77 ? "const needle = 77\n" : `const x = ${i}\n`
+      )
+    }
+    const log = path.join(ws.dir, "..", `${path.basename(ws.dir)}-rg.log`)
+    const wrapper = path.join(ws.dir, "..", `${path.basename(ws.dir)}-rg.sh`)
+    fs.writeFileSync(wrapper, `#!/bin/sh\necho "$1" >> ${shellQuote(log)}\nexec ${shellQuote(realRg)} "$@"\n`, {
+      mode: 0o755
+    })
+    server.enqueue(
+      Reply.stream({
+        toolCalls: [{ id: "call_grep", name: "grep", arguments: JSON.stringify({ pattern: "needle" }) }]
+      }),
+      Reply.text("Found it.")
+    )
+    const result = await runCli([...ws.runArgs, "where is the needle"], { env: { LOGBOOK_RIPGREP: wrapper } })
+    expect(result.code).toBe(0)
+    expect(contentText(toolResult(server.requests[1]!, "call_grep"))).toBe("src/m5/f77.ts:1: const needle = 77")
+    // rg answered --version (found) and then searched
+    const calls = fs.readFileSync(log, "utf8").trim().split("\n")
+    expect(calls[0]).toBe("--version")
+    expect(calls.slice(1).length).toBeGreaterThan(0)
   })
 })

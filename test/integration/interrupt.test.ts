@@ -13,7 +13,6 @@ import {
   fileLines,
   idle,
   isLive,
-  killGroup,
   latestSession,
   makeJanitor,
   makeWorkspace,
@@ -30,20 +29,13 @@ const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
 /** Kills the process group whose leader's pid the command wrote to `file`, at cleanup. */
-const killGroupAtCleanup = (file: string) =>
-  janitor.defer(() => {
-    if (!fs.existsSync(file)) return
-    const pgid = Number(fs.readFileSync(file, "utf8").trim())
-    if (Number.isInteger(pgid) && pgid > 1) killGroup(pgid)
-  })
-
 describe("logbook run: Ctrl-C during a long command", () => {
   it("exits 130, kills every process the command started, records the interrupt, and --continue goes on", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     const pidsFile = path.join(ws.dir, "pids")
     const shellFile = path.join(ws.dir, "shell.pid")
-    killGroupAtCleanup(shellFile)
+    janitor.killGroupIn(shellFile)
     const command = "echo $$ > shell.pid; sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; wait"
     server.enqueue(
       Reply.stream({
@@ -126,7 +118,7 @@ describe("logbook run: kill -9 during a command", () => {
     const ws = makeWorkspace(server)
     fs.writeFileSync(path.join(ws.dir, "notes.txt"), "remember the milk\n")
     const shellFile = path.join(ws.dir, "shell.pid")
-    killGroupAtCleanup(shellFile)
+    janitor.killGroupIn(shellFile)
     server.enqueue(
       Reply.stream({
         toolCalls: [

@@ -80,6 +80,14 @@ export const makeJanitor = () => {
     defer: (task: () => unknown) => {
       tasks.push(task)
     },
+    /** At cleanup, kills the process group whose id `file` holds (a command's `echo $$ > file`), if any. */
+    killGroupIn: (file: string) => {
+      tasks.push(() => {
+        if (!fs.existsSync(file)) return
+        const pgid = Number(fs.readFileSync(file, "utf8").trim())
+        if (Number.isInteger(pgid) && pgid > 1) killGroup(pgid)
+      })
+    },
     release: async () => {
       for (const task of tasks.splice(0).reverse()) {
         try {

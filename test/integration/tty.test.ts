@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process"
 import { afterEach, describe, expect, it } from "vitest"
-import { baseEnv, binPath } from "../support/cli.js"
+import { baseEnv, binPath, shellQuote } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import { makeJanitor, makeWorkspace } from "./support.js"
 
@@ -16,15 +16,13 @@ const hasScript =
   process.platform === "linux" &&
   spawnSync("script", ["--version"], { encoding: "utf8" }).stdout?.includes("util-linux")
 
-const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
-
 /** Runs `logbook <args>` with a terminal as stdout; resolves with everything it wrote. */
 const runOnTerminal = (
   args: ReadonlyArray<string>
 ): Promise<{ readonly code: number | null; readonly output: string }> =>
   new Promise((resolve, reject) => {
     const env = baseEnv()
-    const command = [process.execPath, binPath, ...args].map(quote).join(" ")
+    const command = [process.execPath, binPath, ...args].map(shellQuote).join(" ")
     const child = spawn("script", ["-qfec", command, "/dev/null"], { env, stdio: ["ignore", "pipe", "pipe"] })
     janitor.defer(() => child.kill("SIGKILL"))
     let output = ""

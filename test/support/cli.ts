@@ -54,6 +54,9 @@ export const testHome = (): string => {
   return home
 }
 
+/** `arg` as one word of a POSIX shell command line (single-quoted). */
+export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`
+
 /** The environment CLI runs get: this one without logbook's variables, a scratch HOME, `TEST_TZ`. */
 export const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }

@@ -6,11 +6,9 @@
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { baseEnv, binPath, scratchDir } from "./cli.js"
+import { baseEnv, binPath, scratchDir, shellQuote } from "./cli.js"
 
 export const hasTmux = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0
-
-const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
 
 export interface TmuxRun {
   /** the screen and its history, as text (wrapped lines joined) */
@@ -41,8 +39,8 @@ export const runInTmux = (args: ReadonlyArray<string>, options: { readonly stdou
     if (result.status !== 0) throw new Error(`tmux ${tmuxArgs[0]} failed: ${result.stderr}`)
     return result.stdout
   }
-  const redirect = options.stdoutFile === undefined ? "" : ` > ${quote(options.stdoutFile)}`
-  const command = `${[process.execPath, binPath, ...args].map(quote).join(" ")}${redirect}; echo $? > ${quote(exitFile)}; sleep 100000`
+  const redirect = options.stdoutFile === undefined ? "" : ` > ${shellQuote(options.stdoutFile)}`
+  const command = `${[process.execPath, binPath, ...args].map(shellQuote).join(" ")}${redirect}; echo $? > ${shellQuote(exitFile)}; sleep 100000`
   tmux("new-session", "-d", "-s", "main", "-x", "160", "-y", "50", command)
   const screen = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-")
   const poll = async <A>(what: string, probe: () => A | undefined, timeoutMs: number): Promise<A> => {
