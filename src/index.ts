@@ -89,6 +89,14 @@ export { type ApprovalReply, type ApprovalRequest, Approver } from "./tools/Appr
 export { builtinTools } from "./tools/builtins.js"
 export * as Permissions from "./tools/Permissions.js"
 export {
+  builtinSecretNames,
+  makeSecrets,
+  redactionMarker,
+  Secrets,
+  type SecretsOptions,
+  type SecretsService
+} from "./tools/Secrets.js"
+export {
   type AnyTool,
   combineHooks,
   defineTool,

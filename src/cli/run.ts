@@ -13,7 +13,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Clock, Console, Effect, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
-import { Config, type ConfigInput } from "../config/Config.js"
+import { Config, type ConfigInput, toolSecrets } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
@@ -157,6 +157,15 @@ export const run = Command.make(
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
 
+    const secrets = toolSecrets(config)
+    if (secrets.ignoredPass.length > 0) {
+      const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+      yield* Console.error(
+        `logbook: ignoring tools.bash.passEnv ${secrets.ignoredPass.join(", ")} of ${project}: only your own ` +
+          "config may let commands see API keys"
+      )
+    }
+
     const agent = makeAgentLayer({
       sessions: {
         maxSteps: settings.maxSteps,
@@ -168,7 +177,8 @@ export const run = Command.make(
       retry: settings.retry,
       permissions: settings.permission,
       permissionLimit: config.trustedPermission,
-      approver
+      approver,
+      secrets
     }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 
     const program = Effect.gen(function* () {

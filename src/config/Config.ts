@@ -131,6 +131,7 @@ const identifierKey = /^[A-Za-z_$][A-Za-z0-9_$-]*$/
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path
     .map((key, i) => {
+      if (typeof key === "number") return `[${key}]`
       const text = String(key)
       if (identifierKey.test(text)) return i === 0 ? text : `.${text}`
       return `[${JSON.stringify(text)}]`
@@ -380,6 +381,11 @@ export interface LoadedConfig {
    * (`ConfigService.resolveModel` refuses it).
    */
   readonly trustedProviders: Readonly<Record<string, ProviderSettings>>
+  /**
+   * `tools.bash.passEnv` as every source but the project file sets it: the API key variables the
+   * agent's commands may see. A project file cannot hand your keys to the commands a model runs.
+   */
+  readonly trustedPassEnv: ReadonlyArray<string>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -441,6 +447,7 @@ export const resolveSources = (
   mergeInto(merged, structuredClone(defaults) as Record<string, unknown>, 0, [], origins)
   const projectFile = files.find((file) => file.kind === "project")?.path
   const trusted: Record<string, unknown> = {}
+  let trustedPassEnv: ReadonlyArray<string> = []
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
@@ -451,6 +458,7 @@ export const resolveSources = (
     if (!fromProject && rest.permission !== undefined) {
       mergeInto(trusted, { permission: structuredClone(rest.permission) }, 0, [], new Map())
     }
+    if (!fromProject && rest.tools?.bash?.passEnv !== undefined) trustedPassEnv = rest.tools.bash.passEnv
   }
   const originOf = originLookup(sources, origins)
   const decoded = Schema.decodeUnknownEither(ResolvedConfig)(merged, parseOptions)
@@ -495,6 +503,7 @@ export const resolveSources = (
     config,
     trustedPermission,
     trustedProviders: trustedProvidersOf(raw, projectFile, config),
+    trustedPassEnv,
     files,
     originOf: (path) => originOf(path)
   })
@@ -801,6 +810,32 @@ export interface ConfigService extends LoadedConfig {
   readonly resolveModel: (name?: string) => Effect.Effect<ResolvedModel, ConfigError>
   /** `maskConfig` with each key variable looked up (set or not) */
   readonly masked: Effect.Effect<MaskedConfig>
+}
+
+/**
+ * What the agent must keep from its tools (`Secrets`): the key variable of every provider the config
+ * defines (the project file's and the user's), hidden from commands unless `tools.bash.passEnv`
+ * passes it — as the user's own config says (`trustedPassEnv`): the project file may pass fewer, not
+ * more. `ignoredPass`: what the project file asked to pass and may not.
+ */
+export const toolSecrets = (
+  loaded: LoadedConfig
+): {
+  readonly hide: ReadonlyArray<string>
+  readonly pass: ReadonlyArray<string>
+  readonly ignoredPass: ReadonlyArray<string>
+} => {
+  const hide = new Set<string>()
+  for (const providers of [loaded.config.provider, loaded.trustedProviders]) {
+    for (const provider of Object.values(providers)) if (provider.apiKeyEnv !== undefined) hide.add(provider.apiKeyEnv)
+  }
+  // the project file may pass fewer (tighten), never more
+  const asked = loaded.config.tools.bash.passEnv
+  return {
+    hide: [...hide],
+    pass: asked.filter((name) => loaded.trustedPassEnv.includes(name)),
+    ignoredPass: asked.filter((name) => !loaded.trustedPassEnv.includes(name))
+  }
 }
 
 /** Whether a base URL is on this machine: `localhost`, `127.0.0.0/8` or `[::1]`. */

@@ -236,7 +236,14 @@ const retryFields = {
 
 const bashFields = {
   timeoutMs: PositiveInt("The timeout of a command when the model gives none (default 120000)."),
-  maxTimeoutMs: PositiveInt("The longest timeout the model may ask for (default 600000).")
+  maxTimeoutMs: PositiveInt("The longest timeout the model may ask for (default 600000)."),
+  passEnv: Schema.Array(EnvVarName).annotations({
+    description:
+      "API key variables (the providers' apiKeyEnv) that commands may see. By default they are removed from " +
+      "the environment of every command the agent runs; their values are masked in the log either way. " +
+      "Only your own config may set it: a project's logbook.json cannot (default []).",
+    message: expectedObject('an array of environment variable names, such as ["OPENAI_API_KEY"]')
+  })
 } satisfies Fields
 
 const topFields = {
@@ -344,7 +351,7 @@ export const defaults = {
     ollama: { type: "openai-compatible", baseURL: "http://localhost:11434/v1" }
   },
   retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
-  tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } },
+  tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000, passEnv: [] } },
   permission: {},
   maxSteps: 50,
   snapshotEvery: 500

@@ -33,6 +33,7 @@ import {
   type PermissionRules,
   stricter
 } from "../tools/Permissions.js"
+import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import {
   type AnyTool,
   type FileChange,
@@ -126,6 +127,7 @@ const makeActions = (
   tools: Tools["Type"],
   store: EventStore["Type"],
   approver: Approver["Type"],
+  secrets: SecretsService,
   options: ActionsOptions
 ) => {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
@@ -404,9 +406,11 @@ const makeActions = (
             Effect.asVoid,
             Effect.orDieWith((error) => new Error(`could not record the task list: ${error.message}`))
           ),
+        env: secrets.env,
         storeBlob: (content) =>
           store
-            .putBlob(content)
+            // a command's output, say: masked like everything else that is logged (Secrets)
+            .putBlob(typeof content === "string" ? secrets.redactText(content) : secrets.redactBytes(content))
             .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
         reads: readsOf(journal, recordedReads),
         outsideAllowed: permission.outsideAllowed,
@@ -544,8 +548,8 @@ export class Actions extends Context.Tag("logbook/Actions")<
   static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools | EventStore | Approver> =>
     Layer.effect(
       Actions,
-      Effect.map(Effect.all([Tools, EventStore, Approver]), ([tools, store, approver]) =>
-        makeActions(tools, store, approver, options)
+      Effect.map(Effect.all([Tools, EventStore, Approver, Secrets]), ([tools, store, approver, secrets]) =>
+        makeActions(tools, store, approver, secrets, options)
       )
     )
 }

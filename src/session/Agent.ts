@@ -15,6 +15,7 @@ import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js
 import type { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import type { PermissionRules } from "../tools/Permissions.js"
+import { Secrets, type SecretsOptions } from "../tools/Secrets.js"
 import { Tools, type ToolsOptions } from "../tools/Tools.js"
 import { Actions, type ActionsOptions } from "./Actions.js"
 import { Processor } from "./Processor.js"
@@ -31,6 +32,11 @@ export interface AgentOptions {
   readonly permissionLimit?: PermissionRules | undefined
   /** who answers a call the rules ask about (default `Approver.autoDeny`) */
   readonly approver?: Layer.Layer<Approver> | undefined
+  /**
+   * The variables that hold API keys: hidden from the tools' commands, their values masked in the
+   * log (default: `builtinSecretNames` of the process's environment; see `Secrets`)
+   */
+  readonly secrets?: SecretsOptions | undefined
 }
 
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
@@ -43,5 +49,6 @@ export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices
     ...(options.permissionLimit !== undefined ? { permissionLimit: options.permissionLimit } : {})
   }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
   const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
-  return Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
+  const agent = Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
+  return options.secrets === undefined ? agent : agent.pipe(Layer.provide(Secrets.layer(options.secrets)))
 }

@@ -66,6 +66,7 @@ import type { SessionState } from "../store/Projection.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
 import { stopRecordedGroup } from "../tools/processGroup.js"
+import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
 import { toModelMessages } from "./History.js"
@@ -192,6 +193,7 @@ export const makeSessions = (options: SessionsOptions) =>
     const actions = yield* Actions
     const tools = yield* Tools
     const model = yield* Model
+    const secrets = yield* Secrets
     const layerScope = yield* Effect.scope
     const fibers = yield* FiberMap.make<SessionId>()
     const drivers = yield* Ref.make(new Map<SessionId, Driver>())
@@ -255,7 +257,12 @@ export const makeSessions = (options: SessionsOptions) =>
                   new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
                 )
               // every event of this driver is fenced by the lease: after losing it, nothing more is written
-              const journal = yield* makeJournal(sessionId, { initial: state, every: options.snapshotEvery, owner })
+              const journal = yield* makeJournal(sessionId, {
+                initial: state,
+                every: options.snapshotEvery,
+                owner,
+                redact: secrets.redact
+              })
               const driver: Driver = {
                 id: sessionId,
                 cwd: state.cwd ?? process.cwd(),

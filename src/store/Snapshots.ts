@@ -178,6 +178,11 @@ export interface JournalOptions {
   readonly initial?: SessionState | undefined
   /** the lease owner the journal writes for: every append is fenced by it (`AppendOptions.owner`) */
   readonly owner?: string | undefined
+  /**
+   * Applied to each event's payload before it is committed: `Secrets.redact`, so no API key reaches
+   * the log (or the model, which reads the log). Default: none.
+   */
+  readonly redact?: (<A>(payload: A) => A) | undefined
 }
 
 const placeholderId = EventId.make("uncommitted")
@@ -199,7 +204,12 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
   const prepare = (state: SessionState, events: ReadonlyArray<NewEvent>) =>
     Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      const stamped = events.map((e) => (e.at === undefined ? { ...e, at: now } : e))
+      const redact = options.redact
+      const stamped = events.map((e): NewEvent => {
+        const payload = redact === undefined ? e.payload : redact(e.payload)
+        // the payload masked is still the same event type's payload
+        return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
+      })
       const predicted = stamped.map(
         (e, i) =>
           ({

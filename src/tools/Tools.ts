@@ -32,6 +32,11 @@ export interface ToolContext {
   readonly callId: CallId
   /** the workspace root: relative paths are resolved against it */
   readonly cwd: string
+  /**
+   * The environment a command the tool starts runs with: the process's own without the variables
+   * that hold logbook's API keys (`Secrets`).
+   */
+  readonly env: Readonly<Record<string, string | undefined>>
   /** the timeout this call runs under (ms); the tool is interrupted when it passes */
   readonly timeoutMs: number
   /** reports progress (appends `tool.progress`); cheap to call often, it is throttled by the caller */

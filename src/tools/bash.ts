@@ -117,6 +117,7 @@ const spawnShell = (
   shell: string,
   script: string,
   cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
   output: HeadTailBuffer,
   events: Queue.Queue<ShellEvent>
 ): Effect.Effect<Running, unknown> =>
@@ -129,7 +130,7 @@ const spawnShell = (
         cwd,
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
+        env: { ...env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
       })
     } catch (error) {
       resume(Effect.fail(error))
@@ -281,10 +282,10 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   const events = yield* Queue.unbounded<ShellEvent>()
   const script = `exec 2>&1; ${input.command}`
   const running = yield* Effect.acquireRelease(
-    spawnShell("bash", script, context.cwd, output, events).pipe(
+    spawnShell("bash", script, context.cwd, context.env, output, events).pipe(
       Effect.catchIf(
         (error) => errnoCode(error) === "ENOENT",
-        () => spawnShell("sh", script, context.cwd, output, events)
+        () => spawnShell("sh", script, context.cwd, context.env, output, events)
       ),
       Effect.mapError(
         (error) =>

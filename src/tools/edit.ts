@@ -11,6 +11,7 @@
 import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
 import { BINARY_PROBE_BYTES } from "./read.js"
+import { refuseMaskedSecret } from "./Secrets.js"
 import {
   confinedPath,
   errnoCode,
@@ -311,6 +312,9 @@ export const edit = defineTool<EditInput>({
         message: `Cannot edit ${shown}: it is a binary file or not UTF-8 text, and edit would corrupt it. Use bash to change it, or write to replace it entirely.`
       })
     }
+
+    yield* refuseMaskedSecret(input.oldString, content, "oldString")
+    yield* refuseMaskedSecret(input.newString, content, "newString")
 
     // in a CRLF file, line breaks in the strings stand for CRLF (and in an LF file, CRLF for LF)
     const eol = lineEnding(content)

@@ -11,6 +11,7 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { refuseMaskedSecret } from "./Secrets.js"
 import {
   confinedPath,
   countLines,
@@ -93,6 +94,7 @@ export const write = defineTool<WriteInput>({
         Effect.mapError((error) => fsFailure(error, shown))
       )
     }
+    yield* refuseMaskedSecret(input.content, before?.toString("utf8"), "content")
     const op = before === undefined ? "create" : "update"
     const bytes = Buffer.byteLength(input.content)
     const lines = countLines(input.content)

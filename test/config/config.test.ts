@@ -17,7 +17,8 @@ import {
   maskConfig,
   type RawSource,
   resolveModel,
-  resolveSources
+  resolveSources,
+  toolSecrets
 } from "../../src/config/Config.js"
 import { tempDir } from "../support/tmp.js"
 
@@ -93,7 +94,7 @@ describe("Config: defaults", () => {
         maxRetryAfterMs: 60_000,
         budgetMs: 300_000
       })
-      expect(config.tools.bash).toEqual({ timeoutMs: 120_000, maxTimeoutMs: 600_000 })
+      expect(config.tools.bash).toEqual({ timeoutMs: 120_000, maxTimeoutMs: 600_000, passEnv: [] })
       expect(Object.keys(config.provider).sort()).toEqual(["anthropic", "ollama", "openai"])
       expect(config.provider.ollama).toEqual({
         type: "openai-compatible",
@@ -197,7 +198,7 @@ describe("Config: precedence", () => {
         maxRetryAfterMs: 30,
         budgetMs: 40
       })
-      expect(config.tools.bash).toEqual({ timeoutMs: 50, maxTimeoutMs: 60 })
+      expect(config.tools.bash).toEqual({ timeoutMs: 50, maxTimeoutMs: 60, passEnv: [] })
       expect(originOf(["tools", "bash", "maxTimeoutMs"])).toEqual({ _tag: "Env", name: "LOGBOOK_BASH_MAX_TIMEOUT_MS" })
       const empty = yield* loadWith(d, { LOGBOOK_MAX_STEPS: "", LOGBOOK_MODEL: "  " })
       expect(empty.config.maxSteps).toBe(50)
@@ -570,7 +571,7 @@ describe("Config service", () => {
       const partial: ConfigInput = { model: "ollama/llama3", maxSteps: 3, tools: { bash: { timeoutMs: 10 } } }
       const service = yield* Effect.provide(Config, Config.layerTest(partial, { env: {} }))
       expect(service.config.maxSteps).toBe(3)
-      expect(service.config.tools.bash).toEqual({ timeoutMs: 10, maxTimeoutMs: 600_000 })
+      expect(service.config.tools.bash).toEqual({ timeoutMs: 10, maxTimeoutMs: 600_000, passEnv: [] })
       expect(service.config.snapshotEvery).toBe(500)
       expect((yield* service.resolveModel()).ref).toBe("ollama/llama3")
       expect(service.files).toEqual([])
@@ -689,6 +690,51 @@ describe("Config: permission", () => {
     expect(projectOnly.right.trustedPermission).toEqual({})
     // without a project file (or an API caller passing no files), every source is trusted
     expect(resolved(file({ permission: { read: "deny" } })).trustedPermission).toEqual({ read: "deny" })
+  })
+
+  it("toolSecrets: every provider's key variable is hidden; passEnv as the user's config says, the project file may only pass fewer", () => {
+    const globalFile = "/home/u/.config/logbook/config.json"
+    const projectFile = "/w/logbook.json"
+    const files = [
+      { kind: "global" as const, path: globalFile, found: true },
+      { kind: "project" as const, path: projectFile, found: true }
+    ]
+    const loadAll = (...sources: ReadonlyArray<RawSource>) => {
+      const loaded = resolveSources(sources, files)
+      if (Either.isLeft(loaded)) throw new Error(loaded.left.message)
+      return loaded.right
+    }
+    // the built-in providers' variables, and one a provider of the user's names
+    const user = file(
+      {
+        provider: { work: { type: "anthropic", apiKeyEnv: "WORK_KEY" } },
+        tools: { bash: { passEnv: ["OPENAI_API_KEY", "WORK_KEY"] } }
+      },
+      globalFile
+    )
+    expect(toolSecrets(loadAll(user))).toEqual({
+      hide: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_KEY"],
+      pass: ["OPENAI_API_KEY", "WORK_KEY"],
+      ignoredPass: []
+    })
+    // a project file: its own provider's variable is hidden too; it may pass fewer, not more
+    const project = file(
+      {
+        provider: { local: { type: "openai-compatible", baseURL: "http://localhost:1/v1", apiKeyEnv: "LOCAL_KEY" } },
+        tools: { bash: { passEnv: ["WORK_KEY", "ANTHROPIC_API_KEY", "LOCAL_KEY"] } }
+      },
+      projectFile
+    )
+    const both = toolSecrets(loadAll(user, project))
+    expect([...both.hide].sort()).toEqual(["ANTHROPIC_API_KEY", "LOCAL_KEY", "OPENAI_API_KEY", "WORK_KEY"])
+    expect(both.pass).toEqual(["WORK_KEY"])
+    expect(both.ignoredPass).toEqual(["ANTHROPIC_API_KEY", "LOCAL_KEY"])
+    // nothing passed by default
+    expect(toolSecrets(loadAll()).pass).toEqual([])
+    // a key pasted in place of a name is refused, and not repeated
+    const pasted = resolveError(file({ tools: { bash: { passEnv: ["sk-proj-abcdefghijklmnopqrstuvwxyz012345"] } } }))
+    expect(pasted.message).toContain("tools.bash.passEnv")
+    expect(pasted.message).not.toContain("sk-proj-abcdefghijklmnopqrstuvwxyz012345")
   })
 
   it("an invalid rule names the file, the key and what was expected", () => {

@@ -15,6 +15,7 @@ import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { groupAlive, newProcessToken, PROCESS_TOKEN_ENV } from "../../src/tools/processGroup.js"
+import { redactionMarker, type SecretsOptions } from "../../src/tools/Secrets.js"
 import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
@@ -58,12 +59,17 @@ const fastRetry = {
 const layer = (
   script: ReadonlyArray<ScriptStep>,
   extraTools: ReadonlyArray<AnyTool> = [],
-  options: { readonly maxSteps?: number; readonly tools?: ToolsOptions } = {}
+  options: {
+    readonly maxSteps?: number
+    readonly tools?: ToolsOptions
+    readonly secrets?: SecretsOptions
+  } = {}
 ) =>
   makeAgentLayer({
     sessions: { maxSteps: options.maxSteps ?? 10, system: () => "system" },
     tools: options.tools ?? { tools: [echo, failing, crashing, ...extraTools] },
-    retry: fastRetry
+    retry: fastRetry,
+    secrets: options.secrets
   }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
 
 const events = (sessionId: SessionId) =>
@@ -1082,5 +1088,64 @@ describe("Hooks as a layer", () => {
         )
       )
     )
+  )
+})
+
+describe("Sessions: API keys (Secrets)", () => {
+  const KEY = "sk-test-kernel-0123456789"
+  const marker = redactionMarker("MY_KEY")
+  /** a tool that leaks the key everywhere it can: its output, progress, metadata, a blob, its env */
+  const leak = defineTool({
+    name: "leak",
+    description: "leaks",
+    input: Schema.Struct({ fail: Schema.Boolean }),
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        yield* context.progress(`progress ${KEY}`)
+        const blob = yield* context.storeBlob(Buffer.from(`blob ${KEY}`))
+        if (input.fail) return yield* new ToolFailure({ message: `failed with ${KEY}` })
+        return {
+          output: `output ${KEY}; env has it: ${context.env.MY_KEY !== undefined}`,
+          metadata: { nested: [{ key: KEY }], blob }
+        }
+      })
+  })
+
+  it.live(
+    "no key reaches the log or the model: outputs, errors, metadata and blobs are masked; the tools' env lacks it",
+    () =>
+      Effect.gen(function* () {
+        const { id, outcome } = yield* prompt("leak it")
+        expect(outcome.reason).toBe("stop")
+        const log = yield* events(id)
+        const text = JSON.stringify(log)
+        expect(text).not.toContain(KEY)
+        expect(text).toContain(marker)
+        const progress = log.filter((e) => e.type === "tool.progress").map((e) => e.payload)
+        expect(progress).toContainEqual(expect.objectContaining({ output: `progress ${marker}` }))
+        const finished = log.find((e) => e.type === "tool.finished")!
+        const blob = (finished.payload as { metadata: { blob: string } }).metadata.blob
+        const stored = yield* Effect.flatMap(EventStore, (store) => store.getBlob(blob))
+        expect(Buffer.from(Option.getOrThrow(stored)).toString()).toBe(`blob ${marker}`)
+        const sent = yield* requests
+        const results = JSON.stringify(sent[1]!.messages)
+        expect(results).not.toContain(KEY)
+        expect(results).toContain(`output ${marker}; env has it: false`)
+        expect(results).toContain(`failed with ${marker}`)
+      }).pipe(
+        Effect.provide(
+          layer(
+            [
+              Script.toolCalls([
+                { callId: "ok", tool: "leak", input: { fail: false } },
+                { callId: "bad", tool: "leak", input: { fail: true } }
+              ]),
+              Script.text("done")
+            ],
+            [leak],
+            { secrets: { hide: ["MY_KEY"], env: { MY_KEY: KEY, PATH: "/bin" } } }
+          )
+        )
+      )
   )
 })

@@ -27,7 +27,10 @@ export interface TestToolContext extends ToolContext {
   readonly processes: Array<ProcessGroup>
 }
 
-export const testContext = (cwd: string, options: { readonly progress?: Array<string> } = {}): TestToolContext => {
+export const testContext = (
+  cwd: string,
+  options: { readonly progress?: Array<string>; readonly env?: Readonly<Record<string, string | undefined>> } = {}
+): TestToolContext => {
   const progressed = options.progress ?? []
   const changes: Array<FileChange> = []
   const blobs = new Map<string, string>()
@@ -39,6 +42,7 @@ export const testContext = (cwd: string, options: { readonly progress?: Array<st
     sessionId: SessionId.make("s"),
     callId: CallId.make("c"),
     cwd,
+    env: options.env ?? process.env,
     timeoutMs: 60_000,
     outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),

@@ -1,0 +1,174 @@
+/**
+ * The API keys logbook holds for the model are logbook's, not the agent's (docs/tools.md,
+ * "Secrets"). `Secrets` knows the environment variables that hold them and does two things:
+ *
+ * - `env`: the environment the tools' commands run with — the process's own without those
+ *   variables (unless `pass` names them), so `env`, `printenv` or a prompt-injected
+ *   `curl …?k=$OPENAI_API_KEY` find nothing;
+ * - `redact`: every occurrence of a key's value in what is about to be logged is replaced by
+ *   `[logbook redacted $NAME]` — the journal applies it to every event it appends, and `Actions` to
+ *   the blobs of a command's output — so a key that reaches a tool's output anyway (a `cat ~/.bashrc`)
+ *   reaches neither the event log nor the model.
+ *
+ * A value shorter than `MIN_SECRET_LENGTH` is not masked (it would mask ordinary text). The contents
+ * of files a tool changed (`file.changed` blobs) are kept exact, for the audit.
+ */
+import { Context, Effect, Layer } from "effect"
+import { defaultApiKeyEnv } from "../config/ConfigSchema.js"
+import { ToolFailure } from "./Tools.js"
+
+/** Values shorter than this are not masked. */
+export const MIN_SECRET_LENGTH = 8
+
+/** What a masked value is replaced with. */
+export const redactionMarker = (name: string): string => `[logbook redacted $${name}]`
+
+/** Finds the markers `redact` leaves (e.g. in content the model wants written to a file). */
+export const REDACTION_MARKER = /\[logbook redacted \$[A-Za-z_][A-Za-z0-9_]*\]/
+
+export interface SecretsOptions {
+  /** the variables that hold secrets: hidden from the tools' commands, their values masked */
+  readonly hide: ReadonlyArray<string>
+  /** of `hide`, those the commands may see anyway (their values are still masked in what is logged) */
+  readonly pass?: ReadonlyArray<string> | undefined
+  /** the environment (default `process.env`) */
+  readonly env?: Readonly<Record<string, string | undefined>> | undefined
+}
+
+export interface SecretsService {
+  /** the names of the variables that hold secrets */
+  readonly names: ReadonlyArray<string>
+  /** the environment for the tools' commands: the process's own without the hidden variables */
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** masks every secret value in a string */
+  readonly redactText: (text: string) => string
+  /** masks every secret value (as UTF-8) in bytes; other bytes stay as they are, valid UTF-8 or not */
+  readonly redactBytes: (bytes: Uint8Array) => Uint8Array
+  /**
+   * Masks every secret value in every string of a JSON-like value (objects, arrays, strings). Returns
+   * the value itself when nothing was masked, so the common case allocates nothing.
+   */
+  readonly redact: <A>(value: A) => A
+}
+
+/** The variables of the built-in provider types' keys (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). */
+export const builtinSecretNames: ReadonlyArray<string> = Object.values(defaultApiKeyEnv).filter(
+  (name): name is string => name !== undefined
+)
+
+export const makeSecrets = (options: SecretsOptions): SecretsService => {
+  const env = options.env ?? process.env
+  const names = [...new Set(options.hide)]
+  const pass = new Set(options.pass ?? [])
+  const values: Array<{ readonly value: string; readonly marker: string }> = []
+  for (const name of names) {
+    const value = env[name]
+    if (value !== undefined && value.length >= MIN_SECRET_LENGTH && !values.some((v) => v.value === value)) {
+      values.push({ value, marker: redactionMarker(name) })
+    }
+  }
+  // a longer value first: one that contains a shorter one is masked whole
+  values.sort((a, b) => b.value.length - a.value.length)
+
+  const toolEnv: Record<string, string | undefined> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (!names.includes(name) || pass.has(name)) toolEnv[name] = value
+  }
+
+  const redactText = (text: string): string => {
+    let result = text
+    for (const { value, marker } of values) {
+      if (result.includes(value)) result = result.split(value).join(marker)
+    }
+    return result
+  }
+
+  const redactBytes = (bytes: Uint8Array): Uint8Array => {
+    let result = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    for (const { value, marker } of values) {
+      const needle = Buffer.from(value)
+      let at = result.indexOf(needle)
+      if (at < 0) continue
+      const pieces: Array<Buffer> = []
+      let from = 0
+      while (at >= 0) {
+        pieces.push(result.subarray(from, at), Buffer.from(marker))
+        from = at + needle.length
+        at = result.indexOf(needle, from)
+      }
+      pieces.push(result.subarray(from))
+      result = Buffer.concat(pieces)
+    }
+    return result
+  }
+
+  const redactValue = (value: unknown): unknown => {
+    if (typeof value === "string") return redactText(value)
+    if (Array.isArray(value)) {
+      let changed: Array<unknown> | undefined
+      value.forEach((item, i) => {
+        const masked = redactValue(item)
+        if (masked !== item) {
+          changed ??= [...value]
+          changed[i] = masked
+        }
+      })
+      return changed ?? value
+    }
+    if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+      let changed: Record<string, unknown> | undefined
+      for (const [key, item] of Object.entries(value)) {
+        const masked = redactValue(item)
+        if (masked !== item) {
+          changed ??= { ...value }
+          changed[key] = masked
+        }
+      }
+      return changed ?? value
+    }
+    return value
+  }
+
+  return {
+    names,
+    env: toolEnv,
+    redactText: values.length === 0 ? (text) => text : redactText,
+    redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
+    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value) as A
+  }
+}
+
+/**
+ * The secrets of this agent. Without a layer: the built-in providers' key variables
+ * (`builtinSecretNames`) of the process's environment when first used.
+ */
+export class Secrets extends Context.Reference<Secrets>()("logbook/Secrets", {
+  defaultValue: (): SecretsService => makeSecrets({ hide: builtinSecretNames })
+}) {
+  static readonly layer = (options: SecretsOptions): Layer.Layer<Secrets> =>
+    Layer.succeed(Secrets, makeSecrets(options))
+}
+
+/**
+ * Refuses text the model copied from output a secret was masked in (`Secrets`): a redaction marker
+ * in `text` that the file (`current`, absent for a new file) does not contain literally would
+ * replace the real value in the file with the marker.
+ */
+export const refuseMaskedSecret = (
+  text: string,
+  current: string | undefined,
+  what: string
+): Effect.Effect<void, ToolFailure> => {
+  const global = new RegExp(REDACTION_MARKER.source, "g")
+  const copied = text.match(global)?.find((marker) => current === undefined || !current.includes(marker))
+  return copied === undefined
+    ? Effect.void
+    : Effect.fail(
+        new ToolFailure({
+          message:
+            `${what} contains ${copied}: logbook masked an API key there in what you read (its keys are hidden ` +
+            "from tools), so writing it would replace the real value in the file. Leave that part of the file " +
+            "out of your change (with edit, pick an oldString that does not include it)."
+        })
+      )
+}

@@ -1,0 +1,149 @@
+/**
+ * `Secrets`: the API key variables are hidden from the tools' commands and their values masked in
+ * what is logged; write and edit refuse text a key was masked in.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { makeBash } from "../../src/tools/bash.js"
+import { edit } from "../../src/tools/edit.js"
+import { read } from "../../src/tools/read.js"
+import { builtinSecretNames, makeSecrets, redactionMarker } from "../../src/tools/Secrets.js"
+import { write } from "../../src/tools/write.js"
+import { testContext, workspaceWith } from "../support/toolContext.js"
+
+const bash = makeBash({ timeoutMs: 10_000, maxTimeoutMs: 60_000 })
+const KEY = "sk-test-0123456789abcdef"
+const OTHER = "sk-other-fedcba9876543210"
+const env = { PATH: "/usr/bin:/bin", MY_KEY: KEY, OPENAI_API_KEY: OTHER, SHORT: "abc", HOME: "/home/u" }
+
+describe("makeSecrets", () => {
+  it("env: the process's environment without the hidden variables, unless passed", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY", "OPENAI_API_KEY", "UNSET_KEY"], env })
+    expect(secrets.env).toEqual({ PATH: "/usr/bin:/bin", SHORT: "abc", HOME: "/home/u" })
+    const passing = makeSecrets({ hide: ["MY_KEY", "OPENAI_API_KEY"], pass: ["MY_KEY"], env })
+    expect(passing.env).toEqual({ PATH: "/usr/bin:/bin", MY_KEY: KEY, SHORT: "abc", HOME: "/home/u" })
+  })
+
+  it("redactText masks every occurrence of every value; a passed variable's value too", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY", "OPENAI_API_KEY"], pass: ["MY_KEY"], env })
+    expect(secrets.redactText(`a ${KEY} b ${OTHER} c ${KEY}`)).toBe(
+      `a ${redactionMarker("MY_KEY")} b ${redactionMarker("OPENAI_API_KEY")} c ${redactionMarker("MY_KEY")}`
+    )
+    expect(redactionMarker("MY_KEY")).toBe("[logbook redacted $MY_KEY]")
+    expect(secrets.redactText("nothing here")).toBe("nothing here")
+  })
+
+  it("a value shorter than 8 characters is not masked (it would mask ordinary text); an unset one is ignored", () => {
+    const secrets = makeSecrets({ hide: ["SHORT", "UNSET"], env })
+    expect(secrets.redactText("abc abc")).toBe("abc abc")
+    expect(secrets.env).not.toHaveProperty("SHORT")
+  })
+
+  it("a value that contains another is masked whole (the longer one first)", () => {
+    const long = `${KEY}-extended`
+    const secrets = makeSecrets({ hide: ["MY_KEY", "LONG_KEY"], env: { MY_KEY: KEY, LONG_KEY: long } })
+    expect(secrets.redactText(`${long} ${KEY}`)).toBe(`${redactionMarker("LONG_KEY")} ${redactionMarker("MY_KEY")}`)
+  })
+
+  it("redact masks the strings of nested objects and arrays and returns the same value when nothing changed", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY"], env })
+    const clean = { a: ["x", { b: "y" }], n: 1, z: null }
+    expect(secrets.redact(clean)).toBe(clean)
+    const dirty = { a: ["x", { b: `key=${KEY}` }], n: 1, keep: clean }
+    const masked = secrets.redact(dirty)
+    expect(masked).toEqual({ a: ["x", { b: `key=${redactionMarker("MY_KEY")}` }], n: 1, keep: clean })
+    expect(masked.keep).toBe(clean)
+    expect(dirty.a[1]).toEqual({ b: `key=${KEY}` }) // the input is not changed
+  })
+
+  it("redactBytes masks the value's UTF-8 bytes and keeps every other byte, valid UTF-8 or not", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY"], env })
+    const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${KEY}|${KEY}`), Buffer.from([0x80])])
+    const masked = Buffer.from(secrets.redactBytes(bytes))
+    const marker = redactionMarker("MY_KEY")
+    expect(masked).toEqual(
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${marker}|${marker}`), Buffer.from([0x80])])
+    )
+  })
+
+  it("with no value to mask, everything is passed through as is", () => {
+    const secrets = makeSecrets({ hide: ["UNSET"], env })
+    const value = { a: "x" }
+    expect(secrets.redact(value)).toBe(value)
+    const bytes = Buffer.from("x")
+    expect(secrets.redactBytes(bytes)).toBe(bytes)
+  })
+
+  it("the built-in providers' variables are hidden by default", () => {
+    expect([...builtinSecretNames].sort()).toEqual(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
+  })
+})
+
+describe("the tools and Secrets", () => {
+  it.live("bash runs with the context's environment: a hidden key of the process is not there", () =>
+    Effect.gen(function* () {
+      process.env.LOGBOOK_SECRET_TEST = KEY
+      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
+      const ctx = testContext(workspaceWith(), { env: { ...secrets.env, LOGBOOK_CONTEXT_ONLY: "seen" } })
+      const result = yield* bash
+        .execute({ command: 'printf "[%s][%s]" "$LOGBOOK_SECRET_TEST" "$LOGBOOK_CONTEXT_ONLY"' }, ctx)
+        .pipe(Effect.ensuring(Effect.sync(() => delete process.env.LOGBOOK_SECRET_TEST)))
+      expect(result.output).toContain("[][seen]")
+    })
+  )
+
+  it.live("write refuses content with a marker the file does not hold; the file keeps its key", () =>
+    Effect.gen(function* () {
+      const dir = workspaceWith({ ".env": `TOKEN=${KEY}\n` })
+      const ctx = testContext(dir)
+      yield* read.execute({ path: ".env" }, ctx)
+      const marker = redactionMarker("MY_KEY")
+      const exit = yield* Effect.exit(write.execute({ path: ".env", content: `TOKEN=${marker}\nMORE=1\n` }, ctx))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(JSON.stringify(exit)).toContain(`content contains ${marker}: logbook masked an API key there`)
+      expect(fs.readFileSync(path.join(dir, ".env"), "utf8")).toBe(`TOKEN=${KEY}\n`)
+      // a new file with a marker is refused too
+      const created = yield* Effect.exit(write.execute({ path: "copy.env", content: `TOKEN=${marker}\n` }, ctx))
+      expect(Exit.isFailure(created)).toBe(true)
+      expect(fs.existsSync(path.join(dir, "copy.env"))).toBe(false)
+    })
+  )
+
+  it.live("write and edit accept a marker the file already holds literally (e.g. documentation of logbook)", () =>
+    Effect.gen(function* () {
+      const marker = redactionMarker("OPENAI_API_KEY")
+      const dir = workspaceWith({ "doc.md": `Masked keys show as ${marker}.\n` })
+      const ctx = testContext(dir)
+      yield* read.execute({ path: "doc.md" }, ctx)
+      yield* edit.execute({ path: "doc.md", oldString: "show as", newString: `appear as` }, ctx)
+      yield* write.execute({ path: "doc.md", content: `Masked keys appear as ${marker}, always.\n` }, ctx)
+      expect(fs.readFileSync(path.join(dir, "doc.md"), "utf8")).toBe(`Masked keys appear as ${marker}, always.\n`)
+    })
+  )
+
+  it.live("edit refuses an oldString or a newString with a marker the file does not hold", () =>
+    Effect.gen(function* () {
+      const dir = workspaceWith({ ".env": `TOKEN=${KEY}\nDEBUG=0\n` })
+      const ctx = testContext(dir)
+      yield* read.execute({ path: ".env" }, ctx)
+      const marker = redactionMarker("MY_KEY")
+      const old = yield* Effect.exit(
+        edit.execute(
+          { path: ".env", oldString: `TOKEN=${marker}\nDEBUG=0`, newString: `TOKEN=${marker}\nDEBUG=1` },
+          ctx
+        )
+      )
+      expect(JSON.stringify(old)).toContain(`oldString contains ${marker}`)
+      const added = yield* Effect.exit(
+        edit.execute({ path: ".env", oldString: "DEBUG=0", newString: `DEBUG=0\nCOPY=${marker}` }, ctx)
+      )
+      expect(JSON.stringify(added)).toContain(`newString contains ${marker}`)
+      expect(fs.readFileSync(path.join(dir, ".env"), "utf8")).toBe(`TOKEN=${KEY}\nDEBUG=0\n`)
+      // around it, the edit goes through
+      yield* edit.execute({ path: ".env", oldString: "DEBUG=0", newString: "DEBUG=1" }, ctx)
+      expect(fs.readFileSync(path.join(dir, ".env"), "utf8")).toBe(`TOKEN=${KEY}\nDEBUG=1\n`)
+    })
+  )
+})
