@@ -171,7 +171,9 @@ export const PermissionAsked = event("permission.asked", {
   permissionId: Schema.String,
   callId: Schema.optional(CallId),
   tool: Schema.String,
-  pattern: Schema.String
+  pattern: Schema.String,
+  /** the path (`pattern`) is outside the workspace: `external_directory` was asked */
+  outside: Schema.optional(Schema.Boolean)
 })
 export const PermissionReplied = event("permission.replied", {
   permissionId: Schema.String,

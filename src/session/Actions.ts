@@ -53,7 +53,8 @@ import type { StepCall } from "./Processor.js"
  * decides with the built-in defaults below the user's rules:
  * - deny: `tool.failed` ("Denied: … Do not retry it; …"), no `tool.invoked`;
  * - ask: `permission.asked`, the `Approver`, `permission.replied`; reject ends like deny, once
- *   runs, always runs and allows that exact tool + subject for the rest of the session (in memory);
+ *   runs, always runs and allows that exact tool + subject for the rest of the session (read from
+ *   the log: `permission.replied` folded into `SessionState.permissions`, so it outlives the process);
  * - allow: runs (a file tool may then use the outside path: `ToolContext.outsideAllowed`).
  * The loop guard: a call with the same tool and input (JSON) as the two calls just before it in the
  * session is asked about even when the rules allow it.
@@ -105,6 +106,19 @@ type Permission =
   | { readonly _tag: "Run"; readonly outsideAllowed: boolean }
   | { readonly _tag: "Denied"; readonly error: string }
 
+/**
+ * Whether this session answered `always` to the same call (tool, subject, inside or outside) before:
+ * read from the log (`SessionState.permissions`), so it holds after `--continue` in another process.
+ */
+const answeredAlways = (state: SessionState, tool: string, subject: string, outside: boolean): boolean =>
+  Object.values(state.permissions).some(
+    (asked) =>
+      asked.reply === "always" &&
+      asked.tool === tool &&
+      asked.pattern === subject &&
+      (asked.outside ?? false) === outside
+  )
+
 const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
 const isOpen = (state: SessionState, callId: CallId): boolean => {
   const tag = state.toolParts[callId]?.state._tag
@@ -144,12 +158,8 @@ const makeActions = (
     ...defaultRules
   }
 
-  /** per session: the tool + subject pairs answered `always` (in memory, for this process) */
-  const alwaysAllowed = new Map<string, Set<string>>()
   /** per session: the signatures (tool + input JSON) of the latest calls, oldest first */
   const recentCalls = new Map<string, Array<string>>()
-
-  const alwaysKey = (tool: string, subject: string, outside: boolean) => JSON.stringify([tool, subject, outside])
 
   /** per session: asks go to the Approver one at a time */
   const askLocks = new Map<string, Effect.Semaphore>()
@@ -222,14 +232,20 @@ const makeActions = (
       // this batch, while this one waited for the lock) is not asked again — unless the loop guard asks
       return yield* askLockOf(sessionId).withPermits(1)(
         Effect.gen(function* () {
-          if (!loop && alwaysAllowed.get(sessionId)?.has(alwaysKey(call.tool, subject, outside)) === true) {
+          if (!loop && answeredAlways(yield* journal.state, call.tool, subject, outside)) {
             return { _tag: "Run", outsideAllowed: outside } satisfies Permission
           }
           const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
           const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
           const permissionId = yield* uuidV7
           yield* journal.append([
-            make("permission.asked", { permissionId, callId: call.callId, tool: call.tool, pattern: subject })
+            make("permission.asked", {
+              permissionId,
+              callId: call.callId,
+              tool: call.tool,
+              pattern: subject,
+              ...(outside ? { outside: true } : {})
+            })
           ])
           const reply = yield* approver
             .ask({
@@ -259,14 +275,6 @@ const makeActions = (
                 `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
                 "or tell the user what you need and why."
             } satisfies Permission
-          }
-          if (reply === "always") {
-            let allowed = alwaysAllowed.get(sessionId)
-            if (allowed === undefined) {
-              allowed = new Set()
-              alwaysAllowed.set(sessionId, allowed)
-            }
-            allowed.add(alwaysKey(call.tool, subject, outside))
           }
           return { _tag: "Run", outsideAllowed: outside } satisfies Permission
         })

@@ -37,7 +37,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 5
+export const PROJECTION_VERSION = 6
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -94,6 +94,8 @@ export const PermissionInfo = Schema.Struct({
   callId: Schema.optional(CallId),
   tool: Schema.String,
   pattern: Schema.String,
+  /** the path is outside the workspace (`external_directory`) */
+  outside: Schema.optional(Schema.Boolean),
   askedAt: Schema.Finite,
   /** null while the ask is open */
   reply: Schema.NullOr(PermissionReply),
@@ -619,6 +621,7 @@ const handlers: Handlers = {
       ...(p.callId !== undefined ? { callId: p.callId } : {}),
       tool: p.tool,
       pattern: p.pattern,
+      ...(p.outside === true ? { outside: true } : {}),
       askedAt: env.at,
       reply: null
     }

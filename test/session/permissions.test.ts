@@ -267,6 +267,57 @@ describe("Actions: permissions", () => {
     )
   })
 
+  it.live("always outlives the process: another agent over the same log runs the same call without asking", () => {
+    const cwd = workspaceWith({})
+    let asks = 0
+    const always = Layer.succeed(Approver, {
+      ask: () => Effect.sync(() => asks++).pipe(Effect.as("always" as const))
+    })
+    /** an agent of its own (as a new process would build it) over the store provided outside */
+    const agent = (approver: Layer.Layer<Approver>, script: ReadonlyArray<ScriptStep>) =>
+      makeAgentLayer({
+        sessions: { maxSteps: 10, system: () => "system" },
+        tools: { tools: builtinTools({ bash: { timeoutMs: 10_000, maxTimeoutMs: 20_000 } }) },
+        permissions: { bash: "ask" },
+        approver
+      }).pipe(Layer.provideMerge(layerScripted(script)))
+    const turn = (id: SessionId | undefined, text: string) =>
+      Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const session = id ?? (yield* sessions.create({ cwd }))
+        if (id !== undefined) yield* sessions.open(id)
+        yield* sessions.send(session, text)
+        Option.getOrThrow(yield* sessions.wait(session))
+        return session
+      })
+    return Effect.gen(function* () {
+      const id = yield* turn(undefined, "first").pipe(
+        Effect.provide(
+          agent(always, [Script.toolCalls([call("c1", "bash", { command: "echo hi" })]), Script.text("ok")])
+        )
+      )
+      // the second agent rejects every ask: the call runs only because the log says "always"
+      yield* turn(id, "again").pipe(
+        Effect.provide(
+          agent(Approver.autoDeny, [
+            Script.toolCalls([
+              call("c2", "bash", { command: "echo hi" }),
+              // another command is still asked (and rejected)
+              call("c3", "bash", { command: "echo other" })
+            ]),
+            Script.text("ok")
+          ])
+        )
+      )
+      const store = yield* EventStore
+      const log = Array.from(yield* Stream.runCollect(store.read(id))) as Array<Envelope>
+      expect(asks).toBe(1)
+      expect(ofType(log, "permission.asked").map((e) => e.payload.callId)).toEqual(["c1", "c3"])
+      expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["always", "reject"])
+      expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["c1", "c2"])
+    }).pipe(Effect.provide(EventStore.layerMemory))
+  })
+
   it.live("a path outside the workspace asks external_directory: denied by default", () => {
     const cwd = workspaceWith({})
     const outside = path.join(tempDir("logbook-outside-"), "secret.txt")
