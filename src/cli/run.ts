@@ -171,7 +171,9 @@ export const run = Command.make(
         maxSteps: settings.maxSteps,
         snapshotEvery: settings.snapshotEvery,
         price: resolved.model.price,
-        maxOutputTokens: resolved.model.maxOutput
+        maxOutputTokens: resolved.model.maxOutput,
+        onLeftoverCommands: () =>
+          Console.error("logbook: stopping commands the session's last run left running when it died…")
       },
       tools: { tools: builtinTools({ bash: settings.tools.bash }) },
       retry: settings.retry,

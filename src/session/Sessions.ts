@@ -63,9 +63,10 @@ import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
 import { Model, type ModelRequest } from "../model/Model.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
+import type { RecoverOptions } from "../store/Recovery.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
-import { stopRecordedGroup } from "../tools/processGroup.js"
+import { isRecordedGroup, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
@@ -101,6 +102,12 @@ export interface SessionsOptions {
   readonly leaseTtlMs?: number | undefined
   /** the lease owner id of this process (default: host, pid and a random id) */
   readonly owner?: string | undefined
+  /**
+   * Called once when opening a session finds commands a dead process left running (its recorded
+   * process groups, still alive), before they are stopped — which can take a few seconds (SIGTERM,
+   * a grace period, SIGKILL). `logbook run` says so on stderr.
+   */
+  readonly onLeftoverCommands?: ((sessionId: SessionId) => Effect.Effect<void>) | undefined
 }
 
 export interface CreateOptions {
@@ -202,6 +209,23 @@ export const makeSessions = (options: SessionsOptions) =>
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
     const system = options.system ?? systemPrompt
 
+    /** `stopRecordedGroup` for the groups of one opening, telling `onLeftoverCommands` first */
+    const stopLeftovers = (sessionId: SessionId): RecoverOptions["stopGroup"] => {
+      const notify = options.onLeftoverCommands
+      if (notify === undefined) return stopRecordedGroup
+      let told = false
+      return (group) =>
+        Effect.gen(function* () {
+          if (!isRecordedGroup(group)) return false
+          // the groups are stopped at the same time: the first one found alive tells for all
+          if (!told) {
+            told = true
+            yield* notify(sessionId)
+          }
+          return yield* stopRecordedGroup(group)
+        })
+    }
+
     const unavailable = (sessionId: SessionId) =>
       new SessionUnavailable({
         sessionId,
@@ -247,7 +271,7 @@ export const makeSessions = (options: SessionsOptions) =>
                 )
               )
               // a command the dead process started may still run: stop it before the sweep ends its call
-              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopRecordedGroup, owner })
+              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopLeftovers(sessionId), owner })
               if (state.lastSeq === 0)
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })

@@ -157,7 +157,8 @@ describe("logbook run: kill -9 during a command", () => {
 
     server.enqueue(Reply.text("The command was cut short by a crash."))
     const next = await runCli([...ws.runArgs, "--continue", "what happened?"])
-    expect(next.stderr).toBe("")
+    // the orphaned command is stopped before the session goes on, and the user is told
+    expect(next.stderr).toBe("logbook: stopping commands the session's last run left running when it died…\n")
     expect(next.code).toBe(0)
     expect(next.stdout).toContain("The command was cut short by a crash.\n")
     // the sweep's events are part of this run's output
