@@ -226,6 +226,15 @@ export const makeSessions = (options: SessionsOptions) =>
         })
     }
 
+    const leaseLostError = (sessionId: SessionId) =>
+      new SessionUnavailable({
+        sessionId,
+        reason: "lease-lost",
+        message:
+          `lost the lease of session ${sessionId} to another process (this one stalled past it); ` +
+          "it writes nothing more to the session: close it and open it again to go on"
+      })
+
     const unavailable = (sessionId: SessionId) =>
       new SessionUnavailable({
         sessionId,
@@ -285,7 +294,9 @@ export const makeSessions = (options: SessionsOptions) =>
                 initial: state,
                 every: options.snapshotEvery,
                 owner,
-                redact: secrets.redact
+                redact: secrets.redact,
+                // a refused write means another process took the session: stop as a lost lease does
+                onFenced: lease.markLost
               })
               const driver: Driver = {
                 id: sessionId,
@@ -380,11 +391,7 @@ export const makeSessions = (options: SessionsOptions) =>
         while (true) {
           // a process that stalled past its lease's ttl stops: another process may drive the session now
           if (yield* driver.leaseLost) {
-            return yield* new SessionUnavailable({
-              sessionId: driver.id,
-              reason: "lease-lost",
-              message: `lost the lease of session ${driver.id} to another process; stopped the turn`
-            })
+            return yield* leaseLostError(driver.id)
           }
           // the signal first, then the state: a steer recorded in between is delivered by this step
           const steer = yield* Deferred.make<void>()
@@ -545,6 +552,7 @@ export const makeSessions = (options: SessionsOptions) =>
         return yield* driver.lock.withPermits(1)(
           Effect.gen(function* () {
             if (yield* Ref.get(driver.closed)) return yield* Effect.fail(unavailable(sessionId))
+            if (yield* driver.leaseLost) return yield* Effect.fail(leaseLostError(sessionId))
             const messageId = yield* makeMessageId
             const running = yield* Ref.get(driver.running)
             const asked = sendOptions.mode ?? "prompt"

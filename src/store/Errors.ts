@@ -12,6 +12,11 @@ export class EventStoreError extends Schema.TaggedError<EventStoreError>()("Even
    * failed (busy, disk full, damaged) and any request may fail the same way.
    */
   refused: Schema.optional(Schema.Boolean),
+  /**
+   * true when an append was fenced off: written for a lease owner that no longer holds the
+   * session's lease (`AppendOptions.owner`). The writer must stop driving the session.
+   */
+  fenced: Schema.optional(Schema.Boolean),
   cause: Schema.optional(Schema.Defect)
 }) {}
 

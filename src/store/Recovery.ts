@@ -9,11 +9,11 @@
  * The sweep is a pure function of the projection (`sweepEvents`) and is idempotent: on a
  * repaired state it returns nothing.
  */
-import { Deferred, Duration, Effect, Schedule } from "effect"
+import { Clock, Deferred, Duration, Effect, Schedule } from "effect"
 import { type Envelope, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { emptyUsage, type ToolState } from "../domain/Message.js"
-import type { LeaseHeld } from "./Errors.js"
+import { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
@@ -181,6 +181,11 @@ export interface LeaseHandle {
   readonly lost: Effect.Effect<LeaseHeld>
   /** Whether the lease was lost (check before driving the session further). */
   readonly isLost: Effect.Effect<boolean>
+  /**
+   * Marks the lease lost before a renewal finds out: an append written for it was fenced off
+   * (`EventStoreError.fenced`), so another process holds the session now.
+   */
+  readonly markLost: Effect.Effect<void>
 }
 
 /**
@@ -220,7 +225,26 @@ export const holdLease = Effect.fn("Recovery.holdLease")(function* (
     ),
     Effect.forkScoped
   )
-  const handle: LeaseHandle = { lease, lost: Deferred.await(lost), isLost: Deferred.isDone(lost) }
+  const markLost = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.logError(`lost the lease of session ${sessionId}: an append was fenced off`).pipe(
+      Effect.zipRight(
+        Deferred.succeed(
+          lost,
+          new LeaseHeld({ sessionId, owner: "another process (an append was fenced off)", expiresAt: now })
+        )
+      ),
+      Effect.asVoid
+    )
+  )
+  const handle: LeaseHandle = {
+    lease,
+    lost: Deferred.await(lost),
+    isLost: Deferred.isDone(lost),
+    markLost: Effect.whenEffect(
+      markLost,
+      Effect.map(Deferred.isDone(lost), (done) => !done)
+    ).pipe(Effect.asVoid)
+  }
   return handle
 })
 

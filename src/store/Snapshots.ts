@@ -183,6 +183,8 @@ export interface JournalOptions {
    * the log (or the model, which reads the log). Default: none.
    */
   readonly redact?: (<A>(payload: A) => A) | undefined
+  /** Runs when an append is fenced off (`EventStoreError.fenced`): the owner lost the lease. */
+  readonly onFenced?: Effect.Effect<void> | undefined
 }
 
 const placeholderId = EventId.make("uncommitted")
@@ -262,7 +264,15 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
           if (events.length === 0) return [] as ReadonlyArray<Envelope>
           const before = yield* Ref.get(cached)
           const { stamped, predicted, next } = yield* prepare(before, events)
-          const envelopes = yield* store.append(sessionId, stamped, fence).pipe(Effect.tapError(() => recoverCache))
+          const envelopes = yield* store
+            .append(sessionId, stamped, fence)
+            .pipe(
+              Effect.tapError((error) =>
+                error.fenced === true && options.onFenced !== undefined
+                  ? Effect.zipRight(options.onFenced, recoverCache)
+                  : recoverCache
+              )
+            )
           const matches =
             envelopes.length === predicted.length &&
             envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)

@@ -428,6 +428,11 @@ describe("Sessions: interrupt, steer, queue", () => {
         // not one event after the takeover: the tool's result, the cleanup, the turn's end were all refused
         expect(yield* store.lastSeq(id)).toBe(before)
         expect(Option.getOrThrow(yield* store.lease(id)).owner).toBe("another-process")
+        // the refused write marked the lease lost (no renewal had found out yet): the next message is
+        // refused with the reason, instead of failing on a refused write
+        const refused = yield* Effect.flip(sessions.send(id, "again"))
+        expect(refused).toMatchObject({ _tag: "SessionUnavailable", reason: "lease-lost" })
+        expect(yield* store.lastSeq(id)).toBe(before)
       }).pipe(
         Effect.provide(
           layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])

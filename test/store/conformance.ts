@@ -501,9 +501,12 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           yield* store.acquireLease(s, "proc-b", 1_000)
           const lost = yield* Effect.flip(store.append(s, [progress(3), progress(4)], { owner: "proc-a" }))
           expect(lost.message).toContain("its lease is held by proc-b")
-          // …and the same for events handed over without waiting: reported by the next append
+          expect(lost).toMatchObject({ refused: true, fenced: true })
+          expect(none.fenced).toBe(true)
+          // …and the same for events handed over without waiting: not written, and not reported to the
+          // session's next append or flush either (that may be the new driver's, which did nothing wrong)
           yield* store.appendLater(s, [progress(5)], { owner: "proc-a" })
-          yield* Effect.flip(store.flush)
+          yield* store.flush
           // nothing of proc-a's was written after it lost the lease; proc-b and other sessions go on
           expect((yield* store.append(s, [progress(6)], { owner: "proc-b" })).map((e) => e.seq)).toEqual([3])
           expect((yield* store.append(other, [progress(7)])).map((e) => e.seq)).toEqual([2])

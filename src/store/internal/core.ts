@@ -59,13 +59,14 @@ export const RELEASED_LEASE = "nobody (the lease was released)"
  * process took the session over): refused (`refused: true`), so only that session's requests fail.
  */
 export const fencedError = (sessionId: SessionId, owner: string, holder: string | undefined): EventStoreError =>
-  storeError(
-    "append",
-    undefined,
-    `append: session ${sessionId} is no longer driven by this process (${owner}): ` +
+  new EventStoreError({
+    method: "append",
+    message:
+      `append: session ${sessionId} is no longer driven by this process (${owner}): ` +
       (holder === undefined ? "its lease was released" : `its lease is held by ${holder}`),
-    true
-  )
+    refused: true,
+    fenced: true
+  })
 
 /** Rows as a backend returns them: the stored columns. */
 export interface StoredRow extends EnvelopeHeader {
@@ -310,6 +311,9 @@ export const makeService = (
 
     const settleFailure = (p: Pending, error: EventStoreError): Effect.Effect<void> => {
       if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
+      // fenced off: not written on purpose (another process drives the session now); reporting it to
+      // the session's next append would fail that one — which may be this process's next driving
+      if (error.fenced === true) return Effect.logWarning(error.message)
       if (!lostLater.has(p.request.sessionId)) lostLater.set(p.request.sessionId, error)
       return Effect.void
     }
