@@ -175,13 +175,25 @@ export const makeApprovalDesk = (options: {
   return { approver: { ask }, serve, close }
 }
 
+/**
+ * The keys of one chunk read from a raw terminal, in order: each character is a key, except that an
+ * escape sequence (an arrow key, Esc …) runs to the end of the chunk and is one key (no answer).
+ */
+export const splitKeys = (chunk: string): ReadonlyArray<string> => {
+  const escape = chunk.indexOf("\u001b")
+  const head = escape < 0 ? chunk : chunk.slice(0, escape)
+  const keys = Array.from(head)
+  if (escape >= 0) keys.push(chunk.slice(escape))
+  return keys
+}
+
 /** How long keys typed before a question are dropped, once the terminal is in raw mode. */
 const TYPEAHEAD_MS = 30
 
 /**
  * The process's terminal: the prompt is written to `output` (stderr), keys are read from `input`
- * (stdin) in raw mode, one `data` chunk per key press (an escape sequence — an arrow key — is one
- * chunk, and no answer). Raw mode is set and what was typed before is read and dropped for
+ * (stdin) in raw mode; a chunk holds one key press or several (`splitKeys`: typed quickly, they
+ * count in order; an escape sequence — an arrow key — is one key, and no answer). Raw mode is set and what was typed before is read and dropped for
  * `TYPEAHEAD_MS` before the question is written, so a key pressed after the question is visible is
  * never dropped.
  */
@@ -205,10 +217,14 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
               if (key.includes("\u0003")) choose("\u0003")
               return
             }
-            const choice = choose(key)
-            if (choice === undefined) return
-            input.off("data", onData)
-            resume(Effect.succeed(choice))
+            // keys pressed quickly (or while the process was busy) arrive in one chunk: each counts
+            for (const one of splitKeys(key)) {
+              const choice = choose(one)
+              if (choice === undefined) continue
+              input.off("data", onData)
+              resume(Effect.succeed(choice))
+              return
+            }
           }
           input.on("data", onData)
           const timer = setTimeout(() => {

@@ -414,7 +414,7 @@ const makeActions = (
             Effect.asVoid,
             Effect.orDieWith((error) => new Error(`could not record the task list: ${error.message}`))
           ),
-        env: secrets.env,
+        secrets,
         storeBlob: (content) =>
           store
             // a command's output, say: masked like everything else that is logged (Secrets)

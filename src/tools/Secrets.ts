@@ -38,17 +38,34 @@ export interface SecretsOptions {
 export interface SecretsService {
   /** the names of the variables that hold secrets */
   readonly names: ReadonlyArray<string>
-  /** the environment for the tools' commands: the process's own without the hidden variables */
+  /**
+   * the environment for the tools' commands: the process's own (as it is when read) without the
+   * hidden variables; the values to mask are read once, when the service is made
+   */
   readonly env: Readonly<Record<string, string | undefined>>
   /** masks every secret value in a string */
   readonly redactText: (text: string) => string
   /** masks every secret value (as UTF-8) in bytes; other bytes stay as they are, valid UTF-8 or not */
   readonly redactBytes: (bytes: Uint8Array) => Uint8Array
   /**
+   * A masker for output that arrives in chunks (a command's): a value split across chunks is masked
+   * too, because the end of a chunk that could begin a value is held back until the next one (or
+   * `end`). Mask before cutting or sampling output (head and tail, progress), so no cut leaves part
+   * of a value.
+   */
+  readonly redactStream: () => StreamRedactor
+  /**
    * Masks every secret value in every string of a JSON-like value (objects, arrays, strings). Returns
    * the value itself when nothing was masked, so the common case allocates nothing.
    */
   readonly redact: <A>(value: A) => A
+}
+
+export interface StreamRedactor {
+  /** the masked bytes that are safe to pass on (maybe fewer than given: a possible start is held back) */
+  readonly push: (chunk: Uint8Array) => Uint8Array
+  /** what was held back, masked: the output ended */
+  readonly end: () => Uint8Array
 }
 
 /** The variables of the built-in provider types' keys (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). */
@@ -70,9 +87,14 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   // a longer value first: one that contains a shorter one is masked whole
   values.sort((a, b) => b.value.length - a.value.length)
 
-  const toolEnv: Record<string, string | undefined> = {}
-  for (const [name, value] of Object.entries(env)) {
-    if (!names.includes(name) || pass.has(name)) toolEnv[name] = value
+  /** read when a command starts: the environment as it is then (a program may change it) */
+  const toolEnv = (): Record<string, string | undefined> => {
+    const current = options.env ?? process.env
+    const result: Record<string, string | undefined> = {}
+    for (const [name, value] of Object.entries(current)) {
+      if (!names.includes(name) || pass.has(name)) result[name] = value
+    }
+    return result
   }
 
   const redactText = (text: string): string => {
@@ -101,6 +123,38 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     }
     return result
   }
+
+  const needles = values.map((v) => Buffer.from(v.value))
+  /** the length of the longest end of `bytes` that is the start (shorter than the whole) of a value */
+  const possibleStart = (bytes: Buffer): number => {
+    let longest = 0
+    for (const needle of needles) {
+      for (let n = Math.min(needle.length - 1, bytes.length); n > longest; n--) {
+        if (bytes.subarray(bytes.length - n).equals(needle.subarray(0, n))) {
+          longest = n
+          break
+        }
+      }
+    }
+    return longest
+  }
+  const redactStream = (): StreamRedactor => {
+    let held: Buffer = Buffer.alloc(0)
+    return {
+      push: (chunk) => {
+        const masked = Buffer.from(redactBytes(Buffer.concat([held, chunk])))
+        const keep = possibleStart(masked)
+        held = masked.subarray(masked.length - keep)
+        return masked.subarray(0, masked.length - keep)
+      },
+      end: () => {
+        const rest = held
+        held = Buffer.alloc(0)
+        return rest
+      }
+    }
+  }
+  const passThrough: StreamRedactor = { push: (chunk) => chunk, end: () => new Uint8Array(0) }
 
   const redactValue = (value: unknown): unknown => {
     if (typeof value === "string") return redactText(value)
@@ -131,9 +185,12 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
 
   return {
     names,
-    env: toolEnv,
+    get env() {
+      return toolEnv()
+    },
     redactText: values.length === 0 ? (text) => text : redactText,
     redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
+    redactStream: values.length === 0 ? () => passThrough : redactStream,
     redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value) as A
   }
 }

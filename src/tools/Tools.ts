@@ -13,6 +13,7 @@ import type { TodoItem } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ModelTool } from "../model/Model.js"
 import type { ProcessGroup } from "./processGroup.js"
+import type { SecretsService } from "./Secrets.js"
 
 /** A tool's expected failure; `message` is the error text the model reads. */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
@@ -33,10 +34,12 @@ export interface ToolContext {
   /** the workspace root: relative paths are resolved against it */
   readonly cwd: string
   /**
-   * The environment a command the tool starts runs with: the process's own without the variables
-   * that hold logbook's API keys (`Secrets`).
+   * logbook's API keys (`Secrets`): `env` is the environment a command the tool starts runs with
+   * (the process's own without the key variables); what the tool returns is masked when it is
+   * logged, but a tool that cuts or samples text (head and tail, progress, long lines) masks it
+   * first (`redactText`, `redactStream`), so no cut leaves part of a key.
    */
-  readonly env: Readonly<Record<string, string | undefined>>
+  readonly secrets: SecretsService
   /** the timeout this call runs under (ms); the tool is interrupted when it passes */
   readonly timeoutMs: number
   /** reports progress (appends `tool.progress`); cheap to call often, it is throttled by the caller */

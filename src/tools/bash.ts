@@ -35,6 +35,7 @@ import {
   type ProcessGroup,
   stopGroup
 } from "./processGroup.js"
+import type { SecretsService } from "./Secrets.js"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
@@ -117,7 +118,7 @@ const spawnShell = (
   shell: string,
   script: string,
   cwd: string,
-  env: Readonly<Record<string, string | undefined>>,
+  secrets: SecretsService,
   output: HeadTailBuffer,
   events: Queue.Queue<ShellEvent>
 ): Effect.Effect<Running, unknown> =>
@@ -130,15 +131,18 @@ const spawnShell = (
         cwd,
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
+        env: { ...secrets.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
       })
     } catch (error) {
       resume(Effect.fail(error))
       return
     }
     const state: Omit<Running, "pid" | "group"> = { child, events, exit: undefined, closed: false }
+    // masked before anything is cut or sampled from it (head and tail, progress, the whole output)
+    const redactor = secrets.redactStream()
     const onData = (chunk: Buffer) => {
-      output.append(chunk)
+      const masked = redactor.push(chunk)
+      if (masked.length > 0) output.append(Buffer.from(masked.buffer, masked.byteOffset, masked.byteLength))
       Queue.unsafeOffer(events, "data")
     }
     child.stdout?.on("data", onData)
@@ -148,6 +152,8 @@ const spawnShell = (
       Queue.unsafeOffer(events, "exit")
     })
     child.once("close", () => {
+      const rest = redactor.end()
+      if (rest.length > 0) output.append(Buffer.from(rest.buffer, rest.byteOffset, rest.byteLength))
       state.closed = true
       Queue.unsafeOffer(events, "close")
     })
@@ -282,10 +288,10 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   const events = yield* Queue.unbounded<ShellEvent>()
   const script = `exec 2>&1; ${input.command}`
   const running = yield* Effect.acquireRelease(
-    spawnShell("bash", script, context.cwd, context.env, output, events).pipe(
+    spawnShell("bash", script, context.cwd, context.secrets, output, events).pipe(
       Effect.catchIf(
         (error) => errnoCode(error) === "ENOENT",
-        () => spawnShell("sh", script, context.cwd, context.env, output, events)
+        () => spawnShell("sh", script, context.cwd, context.secrets, output, events)
       ),
       Effect.mapError(
         (error) =>

@@ -143,6 +143,8 @@ const probeFiles = (absolutes: ReadonlyArray<string>): Effect.Effect<Array<"text
 
 /** What a search found so far, file by file in path order. */
 class Tally {
+  /** `redact`: masks logbook's API keys in a line before it is cut (`ToolContext.secrets`) */
+  constructor(private readonly redact: (text: string) => string) {}
   readonly groups: Array<string> = []
   shown = 0
   matches = 0
@@ -160,7 +162,7 @@ class Tally {
     if (this.shown >= MAX_MATCHES) return
     const take = found.slice(0, MAX_MATCHES - this.shown)
     this.shown += take.length
-    this.groups.push(take.map(([line, text]) => `${path}:${line}: ${cut(text)}`).join("\n"))
+    this.groups.push(take.map(([line, text]) => `${path}:${line}: ${cut(this.redact(text))}`).join("\n"))
   }
 
   /** a file with `count` matching lines, none of them shown */
@@ -182,7 +184,8 @@ const searchWithRg = (
   targets: ReadonlyArray<Target>,
   regex: RegExp,
   pattern: string,
-  ignoreCase: boolean
+  ignoreCase: boolean,
+  redact: (text: string) => string
 ): Effect.Effect<Tally, RipgrepError> =>
   Effect.gen(function* () {
     // rg would search the directory a symlink leads to: give it files only
@@ -211,7 +214,7 @@ const searchWithRg = (
     }
     const matching = files.flatMap((file, i) => (counts[i]! > 0 ? [{ file, count: counts[i]! }] : []))
     const kinds = yield* probeFiles(matching.map(({ file }) => file.absolute))
-    const tally = new Tally()
+    const tally = new Tally(redact)
     for (const [i, { file, count }] of matching.entries()) {
       if (kinds[i] !== "text") continue
       if (tally.shown < MAX_MATCHES) tally.add(file.path, yield* searchFile(file.absolute, regex))
@@ -335,7 +338,8 @@ export const runGrep = Effect.fn("tools.grep")(function* (
       targets,
       regex,
       plan.pattern,
-      input.ignoreCase === true
+      input.ignoreCase === true,
+      context.secrets.redactText
     ).pipe(Effect.either)
     if (viaRg._tag === "Right") {
       yield* Effect.annotateCurrentSpan("grep.backend", "ripgrep")
@@ -345,7 +349,7 @@ export const runGrep = Effect.fn("tools.grep")(function* (
     yield* Effect.logDebug(`grep: ${reason}; searching in JavaScript`)
   } else reason = plan.reason
 
-  const tally = new Tally()
+  const tally = new Tally(context.secrets.redactText)
   for (const target of targets) tally.add(target.path, yield* searchFile(target.absolute, regex))
   yield* Effect.annotateCurrentSpan({ "grep.backend": "javascript", "grep.reason": reason })
   return { ...render(input, start, tally), backend: "javascript", reason }

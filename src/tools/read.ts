@@ -89,7 +89,12 @@ const binaryFailure = (shown: string) =>
   })
 
 /** Reads `handle` chunk by chunk: numbers and keeps the lines of the window, counts all of them. */
-const scanLines = (handle: FileHandle, shown: string, window: Window): Effect.Effect<Scan, ToolFailure> =>
+const scanLines = (
+  handle: FileHandle,
+  shown: string,
+  window: Window,
+  redact: (text: string) => string
+): Effect.Effect<Scan, ToolFailure> =>
   Effect.gen(function* () {
     const end = window.offset + window.limit // first line after the window
     const buffer = Buffer.alloc(CHUNK_BYTES)
@@ -110,7 +115,8 @@ const scanLines = (handle: FileHandle, shown: string, window: Window): Effect.Ef
 
     const finishLine = () => {
       if (inWindow()) {
-        let text = Buffer.concat(parts, kept).toString("utf8")
+        // logbook's API keys masked before a long line is cut (ToolContext.secrets)
+        let text = redact(Buffer.concat(parts, kept).toString("utf8"))
         if (text.endsWith("\r")) text = text.slice(0, -1)
         if (text.length > MAX_LINE_CHARS || lineBytes > LINE_KEEP_BYTES) {
           text = `${text.slice(0, MAX_LINE_CHARS)} … [line cut at ${MAX_LINE_CHARS} characters; it has ${lineBytes} bytes]`
@@ -178,7 +184,7 @@ const readFile = (absolute: string, shown: string, window: Window, stat: Stats, 
       // closing a read-only handle has nothing to flush: a failure to close loses nothing
       (h) => tryFs(() => h.close()).pipe(Effect.ignore)
     )
-    const scan = yield* scanLines(handle, shown, window)
+    const scan = yield* scanLines(handle, shown, window, context.secrets.redactText)
     const base = { path: absolute, lines: scan.total }
     if (scan.total > 0 && window.offset > scan.total) {
       return yield* new ToolFailure({

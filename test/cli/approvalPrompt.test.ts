@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue } from "effect"
-import { type ApprovalDesk, keyMeaning, makeApprovalDesk, type PromptTerminal } from "../../src/cli/approvalPrompt.js"
+import {
+  type ApprovalDesk,
+  keyMeaning,
+  makeApprovalDesk,
+  type PromptTerminal,
+  splitKeys
+} from "../../src/cli/approvalPrompt.js"
 import { makeStyle } from "../../src/cli/render.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import type { ApprovalRequest } from "../../src/tools/Approver.js"
@@ -50,6 +56,23 @@ const setup = Effect.gen(function* () {
     onCtrlC: Effect.sync(() => void ctrlC++)
   })
   return { ...t, desk, ctrlCs: () => ctrlC }
+})
+
+describe("splitKeys", () => {
+  it("a chunk read from the terminal is its keys in order; an escape sequence is one key to the chunk's end", () => {
+    expect(splitKeys("r")).toEqual(["r"])
+    // two keys pressed quickly (or while logbook was busy) arrive together: both count, in order
+    expect(splitKeys("xr")).toEqual(["x", "r"])
+    expect(splitKeys("\u001b[A")).toEqual(["\u001b[A"])
+    expect(splitKeys("x\u001b[B")).toEqual(["x", "\u001b[B"])
+    expect(splitKeys("é\u0003")).toEqual(["é", "\u0003"])
+    // so the first key with a meaning answers, as when they come one by one
+    expect(
+      splitKeys("xra")
+        .map(keyMeaning)
+        .find((m) => m !== undefined)
+    ).toBe("reject")
+  })
 })
 
 describe("keyMeaning", () => {

@@ -1110,7 +1110,7 @@ describe("Sessions: API keys (Secrets)", () => {
         const blob = yield* context.storeBlob(Buffer.from(`blob ${KEY}`))
         if (input.fail) return yield* new ToolFailure({ message: `failed with ${KEY}` })
         return {
-          output: `output ${KEY}; env has it: ${context.env.MY_KEY !== undefined}`,
+          output: `output ${KEY}; env has it: ${context.secrets.env.MY_KEY !== undefined}`,
           metadata: { nested: [{ key: KEY }], blob }
         }
       })

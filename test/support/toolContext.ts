@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import type { TodoItem } from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import type { ProcessGroup } from "../../src/tools/processGroup.js"
+import { makeSecrets, type SecretsService } from "../../src/tools/Secrets.js"
 import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "./tmp.js"
 
@@ -29,7 +30,7 @@ export interface TestToolContext extends ToolContext {
 
 export const testContext = (
   cwd: string,
-  options: { readonly progress?: Array<string>; readonly env?: Readonly<Record<string, string | undefined>> } = {}
+  options: { readonly progress?: Array<string>; readonly secrets?: SecretsService } = {}
 ): TestToolContext => {
   const progressed = options.progress ?? []
   const changes: Array<FileChange> = []
@@ -42,7 +43,7 @@ export const testContext = (
     sessionId: SessionId.make("s"),
     callId: CallId.make("c"),
     cwd,
-    env: options.env ?? process.env,
+    secrets: options.secrets ?? makeSecrets({ hide: [] }),
     timeoutMs: 60_000,
     outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { makeBash } from "../../src/tools/bash.js"
 import { edit } from "../../src/tools/edit.js"
+import { grep } from "../../src/tools/grep.js"
 import { read } from "../../src/tools/read.js"
 import { builtinSecretNames, makeSecrets, redactionMarker } from "../../src/tools/Secrets.js"
 import { write } from "../../src/tools/write.js"
@@ -76,6 +77,29 @@ describe("makeSecrets", () => {
     expect(secrets.redactBytes(bytes)).toBe(bytes)
   })
 
+  it("redactStream masks a value split across chunks at every split point; what it holds back comes out at the end", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY", "OPENAI_API_KEY"], env })
+    const marker = redactionMarker("MY_KEY")
+    const text = `before ${KEY} middle ${OTHER} s`
+    const expected = secrets.redactText(text)
+    for (let a = 0; a <= text.length; a++) {
+      for (const b of [a, Math.min(text.length, a + 3), text.length]) {
+        const redactor = secrets.redactStream()
+        const out = [text.slice(0, a), text.slice(a, b), text.slice(b)].map((part) =>
+          Buffer.from(redactor.push(Buffer.from(part)))
+        )
+        out.push(Buffer.from(redactor.end()))
+        expect(Buffer.concat(out).toString(), `split at ${a}, ${b}`).toBe(expected)
+      }
+    }
+    // a possible start is held back only while it could still be one
+    const redactor = secrets.redactStream()
+    expect(Buffer.from(redactor.push(Buffer.from("x sk-te"))).toString()).toBe("x ")
+    expect(Buffer.from(redactor.push(Buffer.from("a"))).toString()).toBe("sk-tea")
+    expect(Buffer.from(redactor.end()).toString()).toBe("")
+    expect(expected).toContain(marker)
+  })
+
   it("the built-in providers' variables are hidden by default", () => {
     expect([...builtinSecretNames].sort()).toEqual(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
   })
@@ -86,11 +110,59 @@ describe("the tools and Secrets", () => {
     Effect.gen(function* () {
       process.env.LOGBOOK_SECRET_TEST = KEY
       const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
-      const ctx = testContext(workspaceWith(), { env: { ...secrets.env, LOGBOOK_CONTEXT_ONLY: "seen" } })
+      const ctx = testContext(workspaceWith(), {
+        secrets: { ...secrets, env: { ...secrets.env, LOGBOOK_CONTEXT_ONLY: "seen" } }
+      })
       const result = yield* bash
         .execute({ command: 'printf "[%s][%s]" "$LOGBOOK_SECRET_TEST" "$LOGBOOK_CONTEXT_ONLY"' }, ctx)
         .pipe(Effect.ensuring(Effect.sync(() => delete process.env.LOGBOOK_SECRET_TEST)))
       expect(result.output).toContain("[][seen]")
+    })
+  )
+
+  it.live("bash masks a key its command prints in pieces, or across the cut of a long output", () =>
+    Effect.gen(function* () {
+      process.env.LOGBOOK_SECRET_TEST = KEY
+      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
+      delete process.env.LOGBOOK_SECRET_TEST
+      const ctx = testContext(workspaceWith(), { secrets })
+      const marker = redactionMarker("LOGBOOK_SECRET_TEST")
+      // in two writes, a moment apart: two chunks of output
+      const split = yield* bash.execute(
+        { command: `printf '%s' '${KEY.slice(0, 10)}'; sleep 0.2; printf '%s\n' '${KEY.slice(10)}'` },
+        ctx
+      )
+      expect(split.output).toBe(`${marker}\n\nExit code: 0`)
+      // where the head of a long output ends (10 KB): masked whole, not cut in half
+      const long = yield* bash.execute(
+        { command: `head -c 10230 /dev/zero | tr '\\0' A; printf '%s' '${KEY}'; head -c 40000 /dev/zero | tr '\\0' B` },
+        ctx
+      )
+      expect(long.output).not.toContain(KEY.slice(0, 8))
+      const whole = ctx.blobs.get((long.metadata as { outputBlob: string }).outputBlob)!
+      expect(whole).toContain(marker)
+      expect(whole).not.toContain(KEY.slice(0, 8))
+    })
+  )
+
+  it.live("read and grep mask a key before cutting a long line", () =>
+    Effect.gen(function* () {
+      process.env.LOGBOOK_SECRET_TEST = KEY
+      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
+      delete process.env.LOGBOOK_SECRET_TEST
+      // the key straddles read's cut (2000 characters) and grep's (200)
+      const dir = workspaceWith({
+        "read.txt": `${"a".repeat(1990)}${KEY}\n`,
+        "grep.txt": `match ${"g".repeat(185)}${KEY}\n`
+      })
+      const ctx = testContext(dir, { secrets })
+      const read1 = yield* read.execute({ path: "read.txt" }, ctx)
+      expect(read1.output).not.toContain(KEY.slice(0, 8))
+      // the marker is what the cut cuts now
+      expect(read1.output).toContain("aaaa[logbook r")
+      const found = yield* grep.execute({ pattern: "match" }, ctx)
+      expect(found.output).toContain("grep.txt:1: match")
+      expect(found.output).not.toContain(KEY.slice(0, 8))
     })
   )
 
