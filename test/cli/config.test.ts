@@ -49,7 +49,7 @@ describe("logbook config", () => {
       maxRetryAfterMs: 60000,
       budgetMs: 300000
     })
-    expect(config.tools).toEqual({ bash: { timeoutMs: 120000, maxTimeoutMs: 600000 } })
+    expect(config.tools).toEqual({ bash: { timeoutMs: 120000, maxTimeoutMs: 600000, passEnv: [] } })
     expect(config.model).toBeUndefined()
   })
 

@@ -4,7 +4,6 @@
  * call, a Retry-After past the ceiling, an unreachable server. The built binary and real HTTP.
  */
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
@@ -236,14 +235,8 @@ describe("logbook run: more model failures", () => {
   })
 
   it("an unreachable server: connection errors are retried, then it gives up with exit 1", async () => {
-    // a port that was free a moment ago: nothing listens on it
-    const port = await new Promise<number>((resolve) => {
-      const probe = net.createServer().listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as net.AddressInfo
-        probe.close(() => resolve(port))
-      })
-    })
-    const server = { url: `http://127.0.0.1:${port}` } as Parameters<typeof makeWorkspace>[0]
+    // port 1: nothing listens there, and no other test's server can get it (listen(0) never hands it out)
+    const server = { url: "http://127.0.0.1:1" } as Parameters<typeof makeWorkspace>[0]
     const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)

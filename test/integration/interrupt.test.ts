@@ -132,12 +132,14 @@ describe("logbook run: kill -9 during a command", () => {
     janitor.defer(() => live.child.kill("SIGKILL"))
     await fileLines(shellFile, 1)
     const id = await latestSession(ws.db, ws.dir)
-    // the read has finished and the command is running (its tool.invoked is written ahead)
-    await until("call_read finished and call_sleep invoked", async () => {
+    // the read has finished and the command is running (its tool.invoked is written ahead), and its
+    // process group is recorded (written once the shell exists, racing the shell's own pid file)
+    await until("call_read finished, call_sleep invoked and its group recorded", async () => {
       const log = await readLog(ws.db, id)
       const finished = ofType(log, "tool.finished").some((e) => e.payload.callId === "call_read")
       const invoked = ofType(log, "tool.invoked").some((e) => e.payload.callId === "call_sleep")
-      return finished && invoked ? true : undefined
+      const recorded = ofType(log, "tool.process").some((e) => e.payload.callId === "call_sleep")
+      return finished && invoked && recorded ? true : undefined
     })
 
     live.child.kill("SIGKILL")

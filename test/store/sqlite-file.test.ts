@@ -303,9 +303,14 @@ describe("EventStore SQLite file", () => {
         yield* Effect.provide(EventStore, EventStore.layerSqlite({ filename: file }))
         const count = 300
         const workers = ["alpha", "beta", "gamma"].map((label) =>
-          spawnTs("test/support/append-worker.ts", [file, "s1", label, String(count)])
+          spawnTs("test/support/append-worker.ts", [file, "s1", label, String(count), String(count / 2)])
         )
         yield* Effect.promise(() => Promise.all(workers.map((w) => waitForLine(w, "ready"))))
+        // two rounds: each writes half, all wait, each writes the rest — so the three processes'
+        // events interleave whatever the scheduler does (and within each round they race freely)
+        const paused = workers.map((w) => waitForLine(w, "paused"))
+        for (const w of workers) w.stdin!.write("go\n")
+        yield* Effect.promise(() => Promise.all(paused))
         const done = workers.map((w) => waitForLine(w, "done"))
         for (const w of workers) w.stdin!.end("go\n")
         yield* Effect.promise(() => Promise.all(done))
@@ -324,10 +329,14 @@ describe("EventStore SQLite file", () => {
           // everything arrived, once, in the order each process wrote it
           expect(mine).toEqual(Array.from({ length: count }, (_, i) => i))
         }
-        // the processes really interleaved: not all of one before all of another
+        // the processes interleaved: each round holds all three (the pause guarantees it)
         const labels = all.map((e) => (e.payload as { output: string }).output.split(":")[0])
-        const switches = labels.filter((l, i) => i > 0 && l !== labels[i - 1]).length
-        expect(switches).toBeGreaterThan(2)
+        const rounds = [labels.slice(0, (3 * count) / 2), labels.slice((3 * count) / 2)]
+        for (const round of rounds) {
+          const counts = { alpha: 0, beta: 0, gamma: 0 } as Record<string, number>
+          for (const label of round) counts[label!]!++
+          expect(counts).toEqual({ alpha: count / 2, beta: count / 2, gamma: count / 2 })
+        }
       }),
     120_000
   )

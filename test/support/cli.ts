@@ -60,7 +60,18 @@ export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`
 /** The environment CLI runs get: this one without logbook's variables, a scratch HOME, `TEST_TZ`. */
 export const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of ["LOGBOOK_DB", "XDG_DATA_HOME", "NO_COLOR", "FORCE_COLOR", "LOGBOOK_DEBUG"]) delete env[name]
+  // nothing of the machine's own set-up reaches the CLI: its settings, config and keys (a test sets
+  // what it needs in `extra`)
+  for (const name of Object.keys(env)) if (name.startsWith("LOGBOOK_")) delete env[name]
+  for (const name of [
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY"
+  ])
+    delete env[name]
   env.HOME = testHome()
   env.TZ = TEST_TZ
   for (const [name, value] of Object.entries(extra)) {
@@ -144,7 +155,7 @@ export const spawnCli = (args: ReadonlyArray<string>, options: RunOptions = {}):
       resolve({ code, signal })
     })
   })
-  const waitForLines = (count: number, timeoutMs = 15_000) =>
+  const waitForLines = (count: number, timeoutMs = 30_000) =>
     new Promise<ReadonlyArray<string>>((resolve, reject) => {
       const check = () => {
         if (lines.length >= count) {

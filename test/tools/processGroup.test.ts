@@ -40,9 +40,10 @@ const startGroup = async (script: string, token: string | undefined) => {
   const env = { ...process.env, ...(token === undefined ? {} : { [PROCESS_TOKEN_ENV]: token }) }
   const child = spawn("sh", ["-c", script.replaceAll("READY", ready)], { detached: true, stdio: "ignore", env })
   groups.push(child.pid!)
-  for (let i = 0; i < 500 && !(fs.existsSync(ready) && fs.readFileSync(ready, "utf8").endsWith("\n")); i++) {
+  for (let i = 0; i < 1500 && !(fs.existsSync(ready) && fs.readFileSync(ready, "utf8").endsWith("\n")); i++) {
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
+  if (!fs.existsSync(ready)) throw new Error(`the test's process group did not start within 30s (${script})`)
   return { pgid: child.pid!, child, readyFile: ready, ready: fs.readFileSync(ready, "utf8").trim() }
 }
 

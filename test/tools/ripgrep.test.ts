@@ -195,7 +195,8 @@ const PATTERNS: ReadonlyArray<string> = [
   "nbsp\\sx"
 ]
 
-describe("grep with ripgrep", () => {
+// about 150 rg processes in some tests: seconds on a quiet machine, far more on a busy one
+describe("grep with ripgrep", { timeout: 180_000 }, () => {
   it.skipIf(process.env.LOGBOOK_REQUIRE_RG !== "1")("finds ripgrep (LOGBOOK_REQUIRE_RG=1)", () => {
     expect(hasRg).toBe(true)
   })
@@ -433,7 +434,7 @@ describe("grep with ripgrep", () => {
       )
       // rg blocks on the FIFO, which nobody writes
       let pids: Array<number> = []
-      for (let i = 0; i < 200 && pids.length === 0; i++) {
+      for (let i = 0; i < 1200 && pids.length === 0; i++) {
         yield* Effect.sleep(Duration.millis(25))
         pids = processesWith(fifo)
       }
@@ -549,7 +550,7 @@ describe("grep without ripgrep", () => {
       process.env.FAKE_RG_PIDFILE = pidFile
       const call = yield* Effect.fork(grep.execute({ pattern: "needle" }, testContext(dir)))
       let pid: number | undefined
-      for (let i = 0; i < 200 && pid === undefined; i++) {
+      for (let i = 0; i < 1200 && pid === undefined; i++) {
         yield* Effect.sleep(Duration.millis(25))
         const text = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, "utf8").trim() : ""
         if (text !== "") pid = Number(text)
