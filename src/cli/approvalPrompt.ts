@@ -180,10 +180,10 @@ export const makeApprovalDesk = (options: {
  * escape sequence (an arrow key, Esc …) runs to the end of the chunk and is one key (no answer).
  */
 export const splitKeys = (chunk: string): ReadonlyArray<string> => {
-  const escape = chunk.indexOf("\u001b")
-  const head = escape < 0 ? chunk : chunk.slice(0, escape)
+  const escapeAt = chunk.indexOf("\u001b")
+  const head = escapeAt < 0 ? chunk : chunk.slice(0, escapeAt)
   const keys = Array.from(head)
-  if (escape >= 0) keys.push(chunk.slice(escape))
+  if (escapeAt >= 0) keys.push(chunk.slice(escapeAt))
   return keys
 }
 
