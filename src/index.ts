@@ -85,7 +85,13 @@ export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as Snapshots from "./store/Snapshots.js"
 export type { SqliteOptions } from "./store/Sqlite.js"
-export { type ApprovalReply, type ApprovalRequest, Approver } from "./tools/Approver.js"
+export {
+  type ApprovalAnswer,
+  type ApprovalReply,
+  type ApprovalRequest,
+  Approver,
+  answerParts
+} from "./tools/Approver.js"
 export { builtinTools } from "./tools/builtins.js"
 export * as Permissions from "./tools/Permissions.js"
 export {

@@ -1,7 +1,8 @@
 /**
  * The interactive Approver of `logbook run` on a terminal (issue 4 §2): a call the permission rules
  * `ask` about is shown to the user, who answers with one key — `o` once, `a` always (this exact call
- * for the rest of the session), `r` reject.
+ * for the rest of the session), `r` reject, `t` reject and tell the model why (a line typed after it,
+ * sent with Enter: the model reads it with the denial).
  *
  * The prompt is written by the run's output follower, not by the kernel's fiber: the follower is the
  * only writer of the output, so the prompt comes after everything the agent printed before the ask,
@@ -17,7 +18,7 @@
  * arrives as a key) is turned back into SIGINT: the run is interrupted as anywhere else.
  */
 import { type Context, Deferred, Effect } from "effect"
-import type { ApprovalReply, ApprovalRequest, Approver } from "../tools/Approver.js"
+import type { ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver } from "../tools/Approver.js"
 import { oneLine, type Style, truncate } from "./render.js"
 
 /** Where the prompt is shown and read: a terminal in raw mode, or a script in tests. */
@@ -30,13 +31,16 @@ export interface PromptTerminal {
    * shown are dropped (typeahead must not answer it), but a Ctrl-C among them is still passed on.
    */
   readonly question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) => Effect.Effect<A>
+  /** writes at once, from inside `choose` (the echo of a typed line) */
+  readonly echo: (text: string) => void
 }
 
 /** What one key means at the prompt. */
-export type PromptKey = ApprovalReply | "interrupt" | undefined
+export type PromptKey = ApprovalReply | "tell" | "interrupt" | undefined
 
 /**
- * `o`/`y` once, `a` always, `r`/`n`/Ctrl-D reject, Ctrl-C interrupt; anything else is no answer —
+ * `o`/`y` once, `a` always, `r`/`n`/Ctrl-D reject, `t` reject with a message, Ctrl-C interrupt;
+ * anything else is no answer —
  * Esc too: a terminal may deliver an arrow key's escape sequence in two reads, whose first is a lone
  * Esc, and an arrow key must not reject a call.
  */
@@ -51,6 +55,8 @@ export const keyMeaning = (key: string): PromptKey => {
     case "n":
     case "\u0004":
       return "reject"
+    case "t":
+      return "tell"
     case "\u0003":
       return "interrupt"
     default:
@@ -70,13 +76,44 @@ export const promptText = (style: Style, request: ApprovalRequest): string => {
   return (
     `${style.yellow("?")} ${style.bold(`${request.tool}${subject}`)}\n` +
     `  ${request.reason}\n` +
-    `  ${style.bold("o")} once · ${style.bold("a")} always (this exact call, this session) · ${style.bold("r")} reject › `
+    `  ${style.bold("o")} once · ${style.bold("a")} always (this exact call, this session) · ${style.bold("r")} reject · ` +
+    `${style.bold("t")} reject and tell the model why › `
   )
+}
+
+/** The longest message to the model typed at the prompt (characters beyond it are not taken). */
+export const MAX_MESSAGE_CHARS = 2000
+
+/**
+ * A line editor over keys (`splitKeys`' keys), for the message after `t`: printable characters are
+ * added and echoed, Backspace takes the last one back, Enter gives the line, Esc alone gives ""
+ * (a rejection without a message), Ctrl-C is `onCtrlC` (the line goes on); other control keys and
+ * escape sequences are ignored.
+ */
+export const lineEditor = (echo: (text: string) => void, onCtrlC: () => void) => {
+  const chars: Array<string> = []
+  return (key: string): string | undefined => {
+    if (key === "\r" || key === "\n") return chars.join("")
+    if (key === "\u001b") return ""
+    if (key === "\u0003") {
+      onCtrlC()
+      return undefined
+    }
+    if (key === "\u007f" || key === "\b") {
+      if (chars.pop() !== undefined) echo("\b \b")
+      return undefined
+    }
+    if (key.length === 0 || key.startsWith("\u001b") || /^\p{Cc}$/u.test(key)) return undefined
+    if (chars.length >= MAX_MESSAGE_CHARS) return undefined
+    chars.push(key)
+    echo(key)
+    return undefined
+  }
 }
 
 interface Pending {
   readonly request: Deferred.Deferred<ApprovalRequest>
-  readonly reply: Deferred.Deferred<ApprovalReply>
+  readonly reply: Deferred.Deferred<ApprovalAnswer>
   /** the ask is over without an answer (interrupted, or the turn ended) */
   readonly cancelled: Deferred.Deferred<void>
 }
@@ -112,7 +149,7 @@ export const makeApprovalDesk = (options: {
       if (found !== undefined) return found
       const made: Pending = {
         request: yield* Deferred.make<ApprovalRequest>(),
-        reply: yield* Deferred.make<ApprovalReply>(),
+        reply: yield* Deferred.make<ApprovalAnswer>(),
         cancelled: yield* Deferred.make<void>()
       }
       if (closed) yield* Deferred.succeed(made.cancelled, undefined)
@@ -120,7 +157,7 @@ export const makeApprovalDesk = (options: {
       return made
     })
 
-  const ask = (request: ApprovalRequest): Effect.Effect<ApprovalReply> =>
+  const ask = (request: ApprovalRequest): Effect.Effect<ApprovalAnswer> =>
     Effect.gen(function* () {
       const e = yield* entry(request.permissionId)
       yield* Deferred.succeed(e.request, request)
@@ -132,24 +169,36 @@ export const makeApprovalDesk = (options: {
       )
     )
 
+  const ctrlC = () => void Effect.runFork(options.onCtrlC)
+  const notAnswered = `${style.dim("(not answered: interrupted)")}\n`
+
   /** The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. */
-  const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalReply> =>
+  const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalAnswer> =>
     Effect.gen(function* () {
-      const reply = yield* terminal.question(
+      const key = yield* terminal.question(
         promptText(style, request),
         (key) => {
           const meaning = keyMeaning(key)
           if (meaning === "interrupt") {
-            Effect.runFork(options.onCtrlC)
+            ctrlC()
             return undefined
           }
           return meaning
         },
-        `${style.dim("(not answered: interrupted)")}\n`
+        notAnswered
       )
-      const shown = answered[reply]
-      yield* terminal.write(`${reply === "reject" ? style.red(shown) : style.green(shown)}\n`)
-      return reply
+      if (key === "tell") {
+        const message = yield* terminal.question(
+          `${style.red("rejected")}; ${style.dim("tell the model why (Enter sends it; Esc: no message)")}\n  › `,
+          lineEditor(terminal.echo, ctrlC),
+          `\n${notAnswered}`
+        )
+        yield* terminal.write("\n")
+        return message.trim() === "" ? "reject" : { reply: "reject", message: message.trim() }
+      }
+      const shown = answered[key]
+      yield* terminal.write(`${key === "reject" ? style.red(shown) : style.green(shown)}\n`)
+      return key
     })
 
   const serve = (permissionId: string): Effect.Effect<void> =>
@@ -199,6 +248,7 @@ const TYPEAHEAD_MS = 30
  */
 export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): PromptTerminal => ({
   write: (text) => Effect.sync(() => void output.write(text)),
+  echo: (text) => void output.write(text),
   question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {

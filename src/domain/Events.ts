@@ -178,6 +178,8 @@ export const PermissionAsked = event("permission.asked", {
 export const PermissionReplied = event("permission.replied", {
   permissionId: Schema.String,
   reply: Schema.Literal("once", "always", "reject"),
+  /** a rejection's message from the user to the model: what to do instead */
+  message: Schema.optional(Schema.String),
   /** the ask ended unanswered: the turn was interrupted (or the process crashed) while it waited */
   interrupted: Schema.optional(Schema.Boolean)
 })

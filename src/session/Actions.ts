@@ -23,7 +23,7 @@ import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import { interruptedError } from "../store/Recovery.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
-import { Approver } from "../tools/Approver.js"
+import { Approver, answerParts } from "../tools/Approver.js"
 import {
   defaultRules,
   evaluate,
@@ -247,7 +247,7 @@ const makeActions = (
               ...(outside ? { outside: true } : {})
             })
           ])
-          const reply = yield* approver
+          const answer = yield* approver
             .ask({
               sessionId,
               permissionId,
@@ -266,14 +266,20 @@ const makeActions = (
                   .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
               )
             )
-          yield* journal.append([make("permission.replied", { permissionId, reply })])
+          const { reply, message } = answerParts(answer)
+          yield* journal.append([
+            make("permission.replied", { permissionId, reply, ...(message !== undefined ? { message } : {}) })
+          ])
           if (reply === "reject") {
             const who = approver.rejectedBy ?? "the user"
             return {
               _tag: "Denied",
               error:
-                `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
-                "or tell the user what you need and why."
+                message !== undefined
+                  ? `Denied: ${reason}, and ${who} rejected it, saying: ${message}\n` +
+                    "Do not retry it as it was; do what the message says."
+                  : `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
+                    "or tell the user what you need and why."
             } satisfies Permission
           }
           return { _tag: "Run", outsideAllowed: outside } satisfies Permission

@@ -4,7 +4,8 @@
  *
  * - `once`: run this call;
  * - `always`: run it, and allow the same tool with the same subject for the rest of the session;
- * - `reject`: do not run it; the model reads that it was denied.
+ * - `reject`: do not run it; the model reads that it was denied — with the user's message when the
+ *   answer is `{ reply: "reject", message }` (what to do instead).
  *
  * Layers: `autoDeny` (the default, and `logbook run`'s when no terminal can ask anyone) and
  * `autoAllow` (`logbook run --yes`). `logbook run` on a terminal asks the user with a prompt
@@ -15,6 +16,13 @@ import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ApprovalReply } from "./Permissions.js"
 
 export type { ApprovalReply } from "./Permissions.js"
+
+/** What the Approver answers: a reply, or a rejection with a message for the model. */
+export type ApprovalAnswer = ApprovalReply | { readonly reply: "reject"; readonly message: string }
+
+/** The reply of an answer, and its message (a rejection's, when the user gave one). */
+export const answerParts = (answer: ApprovalAnswer): { readonly reply: ApprovalReply; readonly message?: string } =>
+  typeof answer === "string" ? { reply: answer } : answer.message.trim() === "" ? { reply: answer.reply } : answer
 
 /** What the Approver is asked about. */
 export interface ApprovalRequest {
@@ -36,7 +44,7 @@ export interface ApprovalRequest {
 export class Approver extends Context.Tag("logbook/Approver")<
   Approver,
   {
-    readonly ask: (request: ApprovalRequest) => Effect.Effect<ApprovalReply>
+    readonly ask: (request: ApprovalRequest) => Effect.Effect<ApprovalAnswer>
     /** who rejected, for the model's error (default "the user"), e.g. a non-interactive policy */
     readonly rejectedBy?: string | undefined
   }

@@ -34,6 +34,7 @@ const scripted = Effect.gen(function* () {
   const asking = yield* Deferred.make<void>()
   const terminal: PromptTerminal = {
     write: (text) => Effect.sync(() => void shown.push(text)),
+    echo: (text) => void shown.push(text),
     question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
       Effect.gen(function* () {
         shown.push(text)
@@ -106,7 +107,7 @@ describe("the approval desk", () => {
       expect(t.shown.join("")).toBe(
         "? bash rm -rf build\n" +
           '  bash `rm -rf build` needs approval by the rule "rm *"\n' +
-          "  o once · a always (this exact call, this session) · r reject › " +
+          "  o once · a always (this exact call, this session) · r reject · t reject and tell the model why › " +
           "allowed for the rest of this session\n"
       )
     })
@@ -127,6 +128,50 @@ describe("the approval desk", () => {
         yield* Fiber.join(serving)
         expect(t.shown.at(-1)).toBe("rejected\n")
       })
+  )
+
+  it.effect("t: rejected with the line typed after it (echoed, Backspace works, Ctrl-C interrupts, Enter sends)", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      // a paste arrives as one chunk: split into its keys as the terminal does
+      const typed = [
+        "t",
+        ...splitKeys(" use git stxx"),
+        "\u007f",
+        "\u007f",
+        "ash",
+        "\u0003",
+        "\u0001",
+        "\u001b[D",
+        " ",
+        "\r"
+      ]
+      yield* Queue.offerAll(
+        t.keys,
+        typed.flatMap((chunk) => splitKeys(chunk))
+      )
+      expect(yield* Fiber.join(asking)).toEqual({ reply: "reject", message: "use git stash" })
+      yield* Fiber.join(serving)
+      expect(t.ctrlCs()).toBe(1)
+      const shown = t.shown.join("")
+      expect(shown).toContain("rejected; tell the model why (Enter sends it; Esc: no message)\n  › ")
+      expect(shown).toMatch(/ use git stxx\x08 \x08\x08 \x08ash \n$/)
+    })
+  )
+
+  it.effect("t, then Esc: a rejection without a message", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      yield* Queue.offerAll(t.keys, ["t", "n", "o", "\u001b"])
+      expect(yield* Fiber.join(asking)).toBe("reject")
+      yield* Fiber.join(serving)
+    })
   )
 
   it.effect("Ctrl-C at the prompt raises the interrupt and keeps waiting; the interrupted ask ends the prompt", () =>

@@ -34,7 +34,9 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     // the prompt comes after what the model wrote before the call, and says why it asks
     expect(first.indexOf("I will make the files.")).toBeLessThan(first.indexOf("? bash touch once.txt"))
     expect(first).toContain('bash `touch once.txt` needs approval by the rule "bash"')
-    expect(first).toContain("o once · a always (this exact call, this session) · r reject ›")
+    expect(first).toContain(
+      "o once · a always (this exact call, this session) · r reject · t reject and tell the model why ›"
+    )
     // nothing runs before the answer
     expect(fs.existsSync(path.join(ws.dir, "once.txt"))).toBe(false)
     run.keys("o")
@@ -72,6 +74,35 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     const denial = contentText(toolResult(server.requests[4]!, "call_reject"))
     expect(denial).toContain("Denied: bash `touch rejected.txt` needs approval")
     expect(denial).toContain("the user rejected it")
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("t: rejected with a message typed at the prompt; the model reads it, the log keeps it", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
+    server.enqueue(
+      Reply.stream({ toolCalls: [bash("call_reset", "git reset --hard")] }),
+      Reply.text("Stashing instead.")
+    )
+    const run = runInTmux([...ws.runArgs, "clean up"])
+    janitor.defer(run.close)
+    await run.waitFor(/\? bash git reset --hard[\s\S]*› $/m)
+    run.keys("t")
+    await run.waitFor(/tell the model why \(Enter sends it; Esc: no message\)\n {2}› $/m)
+    // typed (a Backspace included), then Enter
+    run.keys("-l", "use git stashx")
+    await run.waitFor(/› use git stashx$/m)
+    run.keys("BSpace", "Enter")
+    expect(await run.exited()).toBe(0)
+
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "permission.replied").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ reply: "reject", message: "use git stash" })
+    ])
+    expect(ofType(log, "tool.invoked")).toEqual([])
+    const denial = contentText(toolResult(server.requests[1]!, "call_reset"))
+    expect(denial).toContain("the user rejected it, saying: use git stash\n")
+    expect(run.screen()).toContain("Stashing instead.")
     expect(log.at(-1)).toMatchObject(idle)
   })
 

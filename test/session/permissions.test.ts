@@ -267,6 +267,31 @@ describe("Actions: permissions", () => {
     )
   })
 
+  it.live("a rejection with a message: logged with the reply, and the model reads it with the denial", () => {
+    const cwd = workspaceWith({})
+    const tell = Layer.succeed(Approver, {
+      ask: () => Effect.succeed({ reply: "reject" as const, message: "use git stash instead" })
+    })
+    return Effect.gen(function* () {
+      const log = yield* prompt(cwd)
+      const replied = ofType(log, "permission.replied").map((e) => e.payload)
+      expect(replied).toEqual([expect.objectContaining({ reply: "reject", message: "use git stash instead" })])
+      expect(ofType(log, "tool.invoked")).toEqual([])
+      const error = ofType(log, "tool.failed")[0]!.payload.error
+      expect(error).toBe(
+        "Denied: bash `git reset --hard` needs approval by the rule \"bash\", and the user rejected it, saying: " +
+          "use git stash instead\nDo not retry it as it was; do what the message says."
+      )
+    }).pipe(
+      Effect.provide(
+        layer([Script.toolCalls([call("c1", "bash", { command: "git reset --hard" })]), Script.text("ok")], {
+          permissions: { bash: "ask" },
+          approver: tell
+        })
+      )
+    )
+  })
+
   it.live("always outlives the process: another agent over the same log runs the same call without asking", () => {
     const cwd = workspaceWith({})
     let asks = 0
