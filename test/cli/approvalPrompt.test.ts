@@ -158,7 +158,7 @@ describe("the approval desk", () => {
       expect(t.ctrlCs()).toBe(1)
       const shown = t.shown.join("")
       expect(shown).toContain("rejected; tell the model why (Enter sends it; Esc: no message)\n  › ")
-      expect(shown).toMatch(/ use git stxx\x08 \x08\x08 \x08ash \n$/)
+      expect(shown.slice(shown.lastIndexOf("› "))).toBe("›  use git stxx\b \b\b \bash \n")
     })
   )
 
