@@ -279,7 +279,7 @@ describe("Actions: permissions", () => {
       expect(ofType(log, "tool.invoked")).toEqual([])
       const error = ofType(log, "tool.failed")[0]!.payload.error
       expect(error).toBe(
-        "Denied: bash `git reset --hard` needs approval by the rule \"bash\", and the user rejected it, saying: " +
+        'Denied: bash `git reset --hard` needs approval by the rule "bash", and the user rejected it, saying: ' +
           "use git stash instead\nDo not retry it as it was; do what the message says."
       )
     }).pipe(
