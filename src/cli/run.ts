@@ -22,6 +22,7 @@ import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
+import { makeSecrets } from "../tools/Secrets.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError, ExitCode } from "./errors.js"
@@ -198,7 +199,9 @@ export const run = Command.make(
         existing = latest[0]!.id
       }
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
-      const sessionId = existing === undefined ? yield* sessions.create({ cwd, title: titleOf(message) }) : existing
+      // the title is cut from the message: masked first, so the cut cannot leave part of a key
+      const title = titleOf(makeSecrets(secrets).redactText(message))
+      const sessionId = existing === undefined ? yield* sessions.create({ cwd, title }) : existing
       // the calls a crashed run left: their crash-repair lines name the tool, not just the call id
       const known = existing === undefined ? {} : (yield* sessions.open(existing)).toolParts
 

@@ -813,8 +813,8 @@ export interface ConfigService extends LoadedConfig {
 }
 
 /**
- * What the agent must keep from its tools (`Secrets`): the key variable of every provider the config
- * defines (the project file's and the user's), hidden from commands unless `tools.bash.passEnv`
+ * What the agent must keep from its tools (`Secrets`): the key variable of every provider the user's
+ * config defines (with the built-in ones; not the project file's), hidden from commands unless `tools.bash.passEnv`
  * passes it — as the user's own config says (`trustedPassEnv`): the project file may pass fewer, not
  * more. `ignoredPass`: what the project file asked to pass and may not.
  */
@@ -825,9 +825,12 @@ export const toolSecrets = (
   readonly pass: ReadonlyArray<string>
   readonly ignoredPass: ReadonlyArray<string>
 } => {
+  // only the user's providers: a key variable the project file names is never read (a keyed provider
+  // it defines or changes is refused), and letting it choose would let it hide (and mask the value
+  // of) any variable, PATH or HOME included
   const hide = new Set<string>()
-  for (const providers of [loaded.config.provider, loaded.trustedProviders]) {
-    for (const provider of Object.values(providers)) if (provider.apiKeyEnv !== undefined) hide.add(provider.apiKeyEnv)
+  for (const provider of Object.values(loaded.trustedProviders)) {
+    if (provider.apiKeyEnv !== undefined) hide.add(provider.apiKeyEnv)
   }
   // the project file may pass fewer (tighten), never more
   const asked = loaded.config.tools.bash.passEnv

@@ -334,7 +334,8 @@ export const makeSessions = (options: SessionsOptions) =>
           make("session.created", {
             cwd: createOptions.cwd,
             model: model.name,
-            ...(createOptions.title !== undefined ? { title: createOptions.title } : {})
+            // not through the journal: masked here (a title cut from a message should be masked before the cut)
+            ...(createOptions.title !== undefined ? { title: secrets.redactText(createOptions.title) } : {})
           })
         ])
         yield* open(sessionId)

@@ -17,8 +17,12 @@ import { Context, Effect, Layer } from "effect"
 import { defaultApiKeyEnv } from "../config/ConfigSchema.js"
 import { ToolFailure } from "./Tools.js"
 
-/** Values shorter than this are not masked. */
-export const MIN_SECRET_LENGTH = 8
+/**
+ * Values shorter than this are not masked: real API keys are far longer (OpenAI's, Anthropic's: 100+
+ * characters), while a local server's placeholder key ("lm-studio", "sk-no-key-required") is short
+ * and may be part of ordinary text — paths included, which must stay as they are in the log.
+ */
+export const MIN_SECRET_LENGTH = 20
 
 /** What a masked value is replaced with. */
 export const redactionMarker = (name: string): string => `[logbook redacted $${name}]`

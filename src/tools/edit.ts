@@ -213,10 +213,16 @@ const replaceAt = (
   return { after, regions, linesAdded, linesRemoved }
 }
 
-const numbered = (lines: ReadonlyArray<string>, from: number, to: number): Array<string> => {
+const numbered = (
+  lines: ReadonlyArray<string>,
+  from: number,
+  to: number,
+  redact: (text: string) => string
+): Array<string> => {
   const out: Array<string> = []
   for (let n = from; n <= to; n++) {
-    const text = lines[n - 1]!.replace(/\r$/, "")
+    // logbook's API keys masked before a long line is cut (ToolContext.secrets)
+    const text = redact(lines[n - 1]!.replace(/\r$/, ""))
     const cut = text.length > MAX_SHOWN_CHARS ? `${text.slice(0, MAX_SHOWN_CHARS)} …` : text
     out.push(`${String(n).padStart(6)}\t${cut}`)
   }
@@ -224,7 +230,11 @@ const numbered = (lines: ReadonlyArray<string>, from: number, to: number): Array
 }
 
 /** The changed regions of `after` with a few lines of context, numbered like read's output. */
-const showChanges = (after: string, regions: ReadonlyArray<readonly [number, number]>): string => {
+const showChanges = (
+  after: string,
+  regions: ReadonlyArray<readonly [number, number]>,
+  redact: (text: string) => string
+): string => {
   if (after === "") return "(the file is now empty)"
   const lines = after.split("\n")
   if (lines.length > 1 && lines.at(-1) === "") lines.pop()
@@ -245,12 +255,12 @@ const showChanges = (after: string, regions: ReadonlyArray<readonly [number, num
     }
   }
   const blocks = windows.slice(0, MAX_SHOWN_CHANGES).map((w) => {
-    if (w.last - w.first + 1 <= MAX_SHOWN_REGION) return numbered(lines, w.from, w.to).join("\n")
+    if (w.last - w.first + 1 <= MAX_SHOWN_REGION) return numbered(lines, w.from, w.to, redact).join("\n")
     const half = Math.floor(MAX_SHOWN_REGION / 2)
     return [
-      ...numbered(lines, w.from, w.first + half - 1),
+      ...numbered(lines, w.from, w.first + half - 1, redact),
       `     …\t(${w.last - w.first + 1 - 2 * half} more changed lines)`,
-      ...numbered(lines, w.last - half + 1, w.to)
+      ...numbered(lines, w.last - half + 1, w.to, redact)
     ].join("\n")
   })
   const rest = windows.length - blocks.length
@@ -357,7 +367,7 @@ export const edit = defineTool<EditInput>({
     )
     const count = positions.length
     return {
-      output: `Edited ${shown}: ${count} replacement${count === 1 ? "" : "s"}\n${showChanges(replaced.after, replaced.regions)}`,
+      output: `Edited ${shown}: ${count} replacement${count === 1 ? "" : "s"}\n${showChanges(replaced.after, replaced.regions, context.secrets.redactText)}`,
       metadata: {
         path: absolute,
         replacements: count,

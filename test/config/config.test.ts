@@ -717,7 +717,9 @@ describe("Config: permission", () => {
       pass: ["OPENAI_API_KEY", "WORK_KEY"],
       ignoredPass: []
     })
-    // a project file: its own provider's variable is hidden too; it may pass fewer, not more
+    // a project file: it may pass fewer, not more; the variables its providers name are not hidden (a
+    // keyed provider it defines or changes is refused, so they are never read — and it must not be able
+    // to hide PATH or HOME from commands, or mask their values in the log)
     const project = file(
       {
         provider: { local: { type: "openai-compatible", baseURL: "http://localhost:1/v1", apiKeyEnv: "LOCAL_KEY" } },
@@ -726,7 +728,16 @@ describe("Config: permission", () => {
       projectFile
     )
     const both = toolSecrets(loadAll(user, project))
-    expect([...both.hide].sort()).toEqual(["ANTHROPIC_API_KEY", "LOCAL_KEY", "OPENAI_API_KEY", "WORK_KEY"])
+    expect([...both.hide].sort()).toEqual(["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "WORK_KEY"])
+    const sabotage = file(
+      { provider: { openai: { apiKeyEnv: "HOME" }, x: { type: "openai", apiKeyEnv: "PATH" } } },
+      projectFile
+    )
+    expect([...toolSecrets(loadAll(user, sabotage)).hide].sort()).toEqual([
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "WORK_KEY"
+    ])
     expect(both.pass).toEqual(["WORK_KEY"])
     expect(both.ignoredPass).toEqual(["ANTHROPIC_API_KEY", "LOCAL_KEY"])
     // nothing passed by default

@@ -157,6 +157,23 @@ describe.each(["text", "json"] as const)("logbook run --format %s: a command the
   })
 })
 
+describe("logbook run: a key in the user's message", () => {
+  it("is masked in the message, in the session's title (cut from it) and in what the model is sent; `sessions` shows the mask", async () => {
+    const { server, ws, key, env } = await keyedWorkspace()
+    server.enqueue(Reply.text("Noted."))
+    // the key starts within the title's first 60 characters and runs past them
+    const message = `the staging key is ${key} for tests`
+    const result = await runCli([...ws.runArgs, message], { env })
+    expect(result.code).toBe(0)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "session.created")[0]!.payload.title).toMatch(/^the staging key is \[logbook redact/)
+    expect(JSON.stringify(server.requests[0]!.body)).toContain(`the staging key is ${masked(KEY_ENV)} for tests`)
+    const sessions = await runCli(["sessions", "list", "--db", ws.db], { env })
+    expect(sessions.stdout).toContain("the staging key is [logbook")
+    expectNowhere(key.slice(0, 12), { server, ws, stdout: result.stdout + sessions.stdout, stderr: result.stderr })
+  })
+})
+
 describe("logbook run: tools.bash.passEnv", () => {
   it("in the user's own config: the command sees that variable (only that one), and what it prints of it is still masked", async () => {
     const { server, ws, key, env } = await keyedWorkspace({ userBash: { passEnv: [KEY_ENV] } })

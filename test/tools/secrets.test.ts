@@ -36,9 +36,12 @@ describe("makeSecrets", () => {
     expect(secrets.redactText("nothing here")).toBe("nothing here")
   })
 
-  it("a value shorter than 8 characters is not masked (it would mask ordinary text); an unset one is ignored", () => {
-    const secrets = makeSecrets({ hide: ["SHORT", "UNSET"], env })
-    expect(secrets.redactText("abc abc")).toBe("abc abc")
+  it("a value shorter than 20 characters is not masked (a placeholder key may be ordinary text, a path's part); an unset one is ignored", () => {
+    const secrets = makeSecrets({
+      hide: ["SHORT", "PLACEHOLDER", "UNSET"],
+      env: { ...env, PLACEHOLDER: "sk-no-key-required" }
+    })
+    expect(secrets.redactText("abc /home/u/sk-no-key-required")).toBe("abc /home/u/sk-no-key-required")
     expect(secrets.env).not.toHaveProperty("SHORT")
   })
 
@@ -142,6 +145,22 @@ describe("the tools and Secrets", () => {
       const whole = ctx.blobs.get((long.metadata as { outputBlob: string }).outputBlob)!
       expect(whole).toContain(marker)
       expect(whole).not.toContain(KEY.slice(0, 8))
+    })
+  )
+
+  it.live("edit masks a key in the lines it shows before cutting them", () =>
+    Effect.gen(function* () {
+      process.env.LOGBOOK_SECRET_TEST = KEY
+      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
+      delete process.env.LOGBOOK_SECRET_TEST
+      // a context line whose key straddles the 300 characters edit shows of a line
+      const dir = workspaceWith({ "conf.js": `const a = 1\nconst b = "${"x".repeat(270)}${KEY}"\n` })
+      const ctx = testContext(dir, { secrets })
+      yield* read.execute({ path: "conf.js" }, ctx)
+      const edited = yield* edit.execute({ path: "conf.js", oldString: "const a = 1", newString: "const a = 2" }, ctx)
+      expect(edited.output).toContain("const a = 2")
+      expect(edited.output).not.toContain(KEY.slice(0, 8))
+      expect(edited.output).toContain("x[logbook redacted")
     })
   )
 
