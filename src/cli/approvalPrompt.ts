@@ -27,10 +27,15 @@ export interface PromptTerminal {
   /**
    * Shows `text`, then reads keys until `choose` returns an answer (`undefined`: not an answer, keep
    * reading). The terminal is in raw mode meanwhile and restored after, also when interrupted, when
-   * `interrupted` is written if the question had been shown. Keys typed before the question was
-   * shown are dropped (typeahead must not answer it), but a Ctrl-C among them is still passed on.
+   * `interrupted` (or what it returns then) is written if the question had been shown. Keys typed
+   * before the question was shown are dropped (typeahead must not answer it), but a Ctrl-C among them
+   * is still passed on.
    */
-  readonly question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) => Effect.Effect<A>
+  readonly question: <A>(
+    text: string,
+    choose: (key: string) => A | undefined,
+    interrupted: string | (() => string)
+  ) => Effect.Effect<A>
   /** writes at once, from inside `choose` (the echo of a typed line) */
   readonly echo: (text: string) => void
 }
@@ -86,15 +91,15 @@ export const MAX_MESSAGE_CHARS = 2000
 
 /**
  * A line editor over keys (`splitKeys`' keys), for the message after `t`: printable characters are
- * added and echoed, Backspace takes the last one back, Enter gives the line, Esc alone gives ""
- * (a rejection without a message), Ctrl-C is `onCtrlC` (the line goes on); other control keys and
- * escape sequences are ignored.
+ * added and echoed, Backspace takes the last one back, Enter gives the line (an empty one: a
+ * rejection without a message), Ctrl-C is `onCtrlC` (the line goes on); other control keys, Esc and
+ * escape sequences (arrow keys) are ignored — over a slow link an arrow key arrives as a lone Esc
+ * first, and it must not throw the message away.
  */
 export const lineEditor = (echo: (text: string) => void, onCtrlC: () => void) => {
   const chars: Array<string> = []
   return (key: string): string | undefined => {
     if (key === "\r" || key === "\n") return chars.join("")
-    if (key === "\u001b") return ""
     if (key === "\u0003") {
       onCtrlC()
       return undefined
@@ -172,33 +177,43 @@ export const makeApprovalDesk = (options: {
   const ctrlC = () => void Effect.runFork(options.onCtrlC)
   const notAnswered = `${style.dim("(not answered: interrupted)")}\n`
 
-  /** The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. */
+  /**
+   * The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. After
+   * `t` the same question goes on as a line editor (no typeahead window in between: what is typed
+   * right after `t`, in the same read or not, is the message's start).
+   */
   const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalAnswer> =>
     Effect.gen(function* () {
-      const key = yield* terminal.question(
+      let line: ((key: string) => string | undefined) | undefined
+      const answer = yield* terminal.question<ApprovalReply | { readonly message: string }>(
         promptText(style, request),
         (key) => {
+          if (line !== undefined) {
+            const message = line(key)
+            return message === undefined ? undefined : { message }
+          }
           const meaning = keyMeaning(key)
           if (meaning === "interrupt") {
             ctrlC()
             return undefined
           }
+          if (meaning === "tell") {
+            terminal.echo(`${style.red("rejected")}; ${style.dim("tell the model why (Enter sends it)")}\n  › `)
+            line = lineEditor(terminal.echo, ctrlC)
+            return undefined
+          }
           return meaning
         },
-        notAnswered
+        () => (line === undefined ? notAnswered : `\n${notAnswered}`)
       )
-      if (key === "tell") {
-        const message = yield* terminal.question(
-          `${style.red("rejected")}; ${style.dim("tell the model why (Enter sends it; Esc: no message)")}\n  › `,
-          lineEditor(terminal.echo, ctrlC),
-          `\n${notAnswered}`
-        )
+      if (typeof answer !== "string") {
         yield* terminal.write("\n")
-        return message.trim() === "" ? "reject" : { reply: "reject", message: message.trim() }
+        const message = answer.message.trim()
+        return message === "" ? "reject" : { reply: "reject", message }
       }
-      const shown = answered[key]
-      yield* terminal.write(`${key === "reject" ? style.red(shown) : style.green(shown)}\n`)
-      return key
+      const shown = answered[answer]
+      yield* terminal.write(`${answer === "reject" ? style.red(shown) : style.green(shown)}\n`)
+      return answer
     })
 
   const serve = (permissionId: string): Effect.Effect<void> =>
@@ -225,14 +240,28 @@ export const makeApprovalDesk = (options: {
 }
 
 /**
- * The keys of one chunk read from a raw terminal, in order: each character is a key, except that an
- * escape sequence (an arrow key, Esc …) runs to the end of the chunk and is one key (no answer).
+ * The keys of one chunk read from a raw terminal, in order: each character is a key, and an escape
+ * sequence is one: `ESC [ … final` (CSI: arrow keys, Delete …), `ESC O x` (SS3: arrow and function
+ * keys in application mode), `ESC x` (Alt+x), or a lone `ESC` at the chunk's end.
  */
 export const splitKeys = (chunk: string): ReadonlyArray<string> => {
-  const escapeAt = chunk.indexOf("\u001b")
-  const head = escapeAt < 0 ? chunk : chunk.slice(0, escapeAt)
-  const keys = Array.from(head)
-  if (escapeAt >= 0) keys.push(chunk.slice(escapeAt))
+  const chars = Array.from(chunk)
+  const keys: Array<string> = []
+  let i = 0
+  while (i < chars.length) {
+    if (chars[i] !== "\u001b" || i + 1 === chars.length) {
+      keys.push(chars[i++]!)
+      continue
+    }
+    let end = i + 2 // after ESC and the character that follows it
+    if (chars[i + 1] === "[") {
+      // parameters and intermediates (0x20-0x3f), then one final character (0x40-0x7e)
+      while (end < chars.length && /[\x20-\x3f]/.test(chars[end]!)) end++
+      if (end < chars.length) end++
+    } else if (chars[i + 1] === "O" && end < chars.length) end++
+    keys.push(chars.slice(i, end).join(""))
+    i = end
+  }
   return keys
 }
 
@@ -249,7 +278,7 @@ const TYPEAHEAD_MS = 30
 export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): PromptTerminal => ({
   write: (text) => Effect.sync(() => void output.write(text)),
   echo: (text) => void output.write(text),
-  question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
+  question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string | (() => string)) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {
         const wasRaw = input.isRaw
@@ -284,7 +313,7 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
           return Effect.sync(() => {
             clearTimeout(timer)
             input.off("data", onData)
-            if (listening) output.write(interrupted)
+            if (listening) output.write(typeof interrupted === "string" ? interrupted : interrupted())
           })
         }),
       (wasRaw) =>

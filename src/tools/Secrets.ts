@@ -59,8 +59,9 @@ export interface SecretsService {
    */
   readonly redactStream: () => StreamRedactor
   /**
-   * Masks every secret value in every string of a JSON-like value (objects, arrays, strings). Returns
-   * the value itself when nothing was masked, so the common case allocates nothing.
+   * Masks every secret value in every string (and byte array) of a value: objects of any kind (their
+   * own properties), arrays, strings. Returns the value itself when nothing was masked, so the common
+   * case allocates nothing.
    */
   readonly redact: <A>(value: A) => A
 }
@@ -173,7 +174,13 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       })
       return changed ?? value
     }
-    if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    if (value instanceof Uint8Array) {
+      const masked = redactBytes(value)
+      return Buffer.from(masked.buffer, masked.byteOffset, masked.byteLength).equals(value) ? value : masked
+    }
+    if (value !== null && typeof value === "object") {
+      // a plain object, or anything else a custom tool put in its metadata (a class instance, an
+      // object without a prototype): its own properties, as JSON would write them; a masked copy is plain
       let changed: Record<string, unknown> | undefined
       for (const [key, item] of Object.entries(value)) {
         const masked = redactValue(item)

@@ -3,12 +3,14 @@
  * ask and the output follower's prompt meet in either order, keys answer it, an interrupt or the
  * end of the turn ends it. Through a real terminal: test/integration/approve.test.ts.
  */
+import { EventEmitter } from "node:events"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import {
   type ApprovalDesk,
   keyMeaning,
   makeApprovalDesk,
+  nodeTerminal,
   type PromptTerminal,
   splitKeys
 } from "../../src/cli/approvalPrompt.js"
@@ -35,7 +37,7 @@ const scripted = Effect.gen(function* () {
   const terminal: PromptTerminal = {
     write: (text) => Effect.sync(() => void shown.push(text)),
     echo: (text) => void shown.push(text),
-    question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string) =>
+    question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string | (() => string)) =>
       Effect.gen(function* () {
         shown.push(text)
         yield* Deferred.succeed(asking, undefined)
@@ -43,10 +45,31 @@ const scripted = Effect.gen(function* () {
           const choice = choose(yield* Queue.take(keys))
           if (choice !== undefined) return choice
         }
-      }).pipe(Effect.onInterrupt(() => Effect.sync(() => void shown.push(interrupted))))
+      }).pipe(
+        Effect.onInterrupt(() =>
+          Effect.sync(() => void shown.push(typeof interrupted === "string" ? interrupted : interrupted()))
+        )
+      )
   }
   return { keys, shown, asking, terminal }
 })
+
+/** Enough of a terminal's stdin for `nodeTerminal`: raw mode, and `data` events the test emits. */
+const fakeTty = () => {
+  const emitter = new EventEmitter() as EventEmitter & {
+    isRaw: boolean
+    setRawMode: (raw: boolean) => void
+    resume: () => void
+    pause: () => void
+  }
+  emitter.isRaw = false
+  emitter.setRawMode = (raw) => {
+    emitter.isRaw = raw
+  }
+  emitter.resume = () => {}
+  emitter.pause = () => {}
+  return emitter
+}
 
 const setup = Effect.gen(function* () {
   const t = yield* scripted
@@ -66,6 +89,13 @@ describe("splitKeys", () => {
     expect(splitKeys("xr")).toEqual(["x", "r"])
     expect(splitKeys("\u001b[A")).toEqual(["\u001b[A"])
     expect(splitKeys("x\u001b[B")).toEqual(["x", "\u001b[B"])
+    // an escape sequence is one key, and what follows it in the chunk is kept
+    expect(splitKeys("\u001b[Ddef")).toEqual(["\u001b[D", "d", "e", "f"])
+    expect(splitKeys("\u001b[1;5Cx")).toEqual(["\u001b[1;5C", "x"])
+    expect(splitKeys("\u001bOAy")).toEqual(["\u001bOA", "y"])
+    expect(splitKeys("\u001bx")).toEqual(["\u001bx"])
+    expect(splitKeys("a\u001b")).toEqual(["a", "\u001b"])
+    expect(splitKeys("\u001b[")).toEqual(["\u001b["])
     expect(splitKeys("é\u0003")).toEqual(["é", "\u0003"])
     // so the first key with a meaning answers, as when they come one by one
     expect(
@@ -157,20 +187,49 @@ describe("the approval desk", () => {
       yield* Fiber.join(serving)
       expect(t.ctrlCs()).toBe(1)
       const shown = t.shown.join("")
-      expect(shown).toContain("rejected; tell the model why (Enter sends it; Esc: no message)\n  › ")
+      expect(shown).toContain("rejected; tell the model why (Enter sends it)\n  › ")
       expect(shown.slice(shown.lastIndexOf("› "))).toBe("›  use git stxx\b \b\b \bash \n")
     })
   )
 
-  it.effect("t, then Esc: a rejection without a message", () =>
+  it.effect(
+    "t, then Enter at once: a rejection without a message; Esc (an arrow key's start) does not end the line",
+    () =>
+      Effect.gen(function* () {
+        const t = yield* setup
+        const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+        const serving = yield* Effect.fork(t.desk.serve("p1"))
+        yield* Deferred.await(t.asking)
+        yield* Queue.offerAll(t.keys, ["t", "\u001b", "\u001b[D", "\r"])
+        expect(yield* Fiber.join(asking)).toBe("reject")
+        yield* Fiber.join(serving)
+      })
+  )
+
+  it.live("nodeTerminal: the message typed right after t, even in the same read, is kept", () =>
     Effect.gen(function* () {
-      const t = yield* setup
-      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
-      const serving = yield* Effect.fork(t.desk.serve("p1"))
-      yield* Deferred.await(t.asking)
-      yield* Queue.offerAll(t.keys, ["t", "n", "o", "\u001b"])
-      expect(yield* Fiber.join(asking)).toBe("reject")
-      yield* Fiber.join(serving)
+      for (const chunks of [["tuse pnpm\r"], ["t", "use pnpm\r"], ["t", "use ", "pnpm", "\r"]]) {
+        const input = fakeTty()
+        const output: Array<string> = []
+        const desk = makeApprovalDesk({
+          terminal: nodeTerminal(
+            input as unknown as NodeJS.ReadStream,
+            {
+              write: (text: string) => output.push(text)
+            } as unknown as NodeJS.WriteStream
+          ),
+          style: makeStyle(false),
+          onCtrlC: Effect.void
+        })
+        const asking = yield* Effect.fork(desk.approver.ask(request("p1")))
+        const serving = yield* Effect.fork(desk.serve("p1"))
+        // the question is shown once the typeahead window is over: keys from then on count
+        while (!output.join("").includes("› ")) yield* Effect.sleep("5 millis")
+        for (const chunk of chunks) input.emit("data", Buffer.from(chunk))
+        expect(yield* Fiber.join(asking), JSON.stringify(chunks)).toEqual({ reply: "reject", message: "use pnpm" })
+        yield* Fiber.join(serving)
+        expect(input.isRaw).toBe(false)
+      }
     })
   )
 

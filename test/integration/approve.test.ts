@@ -88,7 +88,7 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     janitor.defer(run.close)
     await run.waitFor(/\? bash git reset --hard[\s\S]*› $/m)
     run.keys("t")
-    await run.waitFor(/tell the model why \(Enter sends it; Esc: no message\)\n {2}› $/m)
+    await run.waitFor(/tell the model why \(Enter sends it\)\n {2}› $/m)
     // typed (a Backspace included), then Enter
     run.keys("-l", "use git stashx")
     await run.waitFor(/› use git stashx$/m)

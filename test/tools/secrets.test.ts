@@ -62,6 +62,26 @@ describe("makeSecrets", () => {
     expect(dirty.a[1]).toEqual({ b: `key=${KEY}` }) // the input is not changed
   })
 
+  it("redact reaches into objects of any kind and byte arrays (what a custom tool may put in its metadata)", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY"], env })
+    class Holder {
+      constructor(readonly key: string) {}
+    }
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { key: KEY })
+    const masked = secrets.redact({
+      instance: new Holder(KEY),
+      bare,
+      bytes: Buffer.from(`b ${KEY}`),
+      when: new Date(0)
+    })
+    const marker = redactionMarker("MY_KEY")
+    expect(masked.instance).toEqual({ key: marker })
+    expect(masked.bare).toEqual({ key: marker })
+    expect(Buffer.from(masked.bytes).toString()).toBe(`b ${marker}`)
+    expect(masked.when).toEqual(new Date(0))
+    expect(JSON.stringify(masked)).not.toContain(KEY)
+  })
+
   it("redactBytes masks the value's UTF-8 bytes and keeps every other byte, valid UTF-8 or not", () => {
     const secrets = makeSecrets({ hide: ["MY_KEY"], env })
     const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${KEY}|${KEY}`), Buffer.from([0x80])])

@@ -306,6 +306,8 @@ export const makeService = (
      * the next `append` to that session (or any `flush`) reports it. Never silent.
      */
     const lostLater = new Map<SessionId, EventStoreError>()
+    /** sessions whose fenced-off `appendLater` requests were logged already */
+    const fencedLogged = new Set<SessionId>()
     const maxBatch = options.maxBatch ?? 1024
     const pollMs = options.followPollMs ?? 200
 
@@ -313,7 +315,12 @@ export const makeService = (
       if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
       // fenced off: not written on purpose (another process drives the session now); reporting it to
       // the session's next append would fail that one — which may be this process's next driving
-      if (error.fenced === true) return Effect.logWarning(error.message)
+      if (error.fenced === true) {
+        // once per session: a driver that lost its lease may hand over many events before it stops
+        if (fencedLogged.has(p.request.sessionId)) return Effect.void
+        fencedLogged.add(p.request.sessionId)
+        return Effect.logWarning(`${error.message} (events handed over later are not written either)`)
+      }
       if (!lostLater.has(p.request.sessionId)) lostLater.set(p.request.sessionId, error)
       return Effect.void
     }
