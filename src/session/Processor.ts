@@ -27,6 +27,7 @@ import { Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
+import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -208,7 +209,7 @@ interface Carried {
   readonly error: RestoreError
 }
 
-const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
+const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: SecretsService) => {
   const attempt = (input: StepInput, step: number) =>
     Effect.gen(function* () {
       const { journal, messageId } = input
@@ -239,6 +240,33 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
           return { callId, isNew: true }
         })
 
+      /**
+       * Per text or reasoning part, logbook's API keys masked as the text streams (`Secrets`): a key
+       * split over two deltas is masked whole, a possible start of one waits for the next delta.
+       */
+      const maskers = new Map<string, { readonly kind: "text" | "reasoning"; readonly masker: TextStreamRedactor }>()
+      const maskerOf = (id: string, kind: "text" | "reasoning"): TextStreamRedactor => {
+        const key = `${kind}:${id}`
+        let found = maskers.get(key)
+        if (found === undefined) {
+          found = { kind, masker: secrets.redactTextStream() }
+          maskers.set(key, found)
+        }
+        return found.masker
+      }
+      /** what the maskers held back at the end of the stream, as the parts' last deltas */
+      const heldBack = (): Array<NewEvent> => {
+        const out: Array<NewEvent> = []
+        for (const [key, { kind, masker }] of maskers) {
+          const delta = masker.end()
+          if (delta === "") continue
+          const id = partId(key.slice(kind.length + 1))
+          if (kind === "text") st.text += delta
+          out.push(make(kind === "text" ? "text.delta" : "reasoning.delta", { messageId, partId: id, delta }))
+        }
+        return out
+      }
+
       const handle = (chunk: Iterable<ModelEvent>) =>
         Effect.gen(function* () {
           let deltas: Array<NewEvent> = []
@@ -260,13 +288,17 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
           })
           for (const event of coalesce(chunk)) {
             switch (event._tag) {
-              case "TextDelta":
-                st.text += event.delta
-                deltas.push(make("text.delta", { messageId, partId: partId(event.id), delta: event.delta }))
+              case "TextDelta": {
+                const delta = maskerOf(event.id, "text").push(event.delta)
+                st.text += delta
+                if (delta !== "") deltas.push(make("text.delta", { messageId, partId: partId(event.id), delta }))
                 break
-              case "ReasoningDelta":
-                deltas.push(make("reasoning.delta", { messageId, partId: partId(event.id), delta: event.delta }))
+              }
+              case "ReasoningDelta": {
+                const delta = maskerOf(event.id, "reasoning").push(event.delta)
+                if (delta !== "") deltas.push(make("reasoning.delta", { messageId, partId: partId(event.id), delta }))
                 break
+              }
               case "ToolInputStart":
                 yield* pendingCall(event.callId, event.tool)
                 break
@@ -310,7 +342,7 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"]) => {
           message: `${model.name}: the stream ended before the step finished`
         })
       }
-      const closing: Array<NewEvent> = []
+      const closing: Array<NewEvent> = heldBack()
       if (steered) {
         // calls whose input never fully arrived cannot run; the complete ones run, then the steered message goes in
         const state = yield* journal.state
@@ -413,6 +445,6 @@ export class Processor extends Context.Tag("logbook/Processor")<
 >() {
   static readonly layer: Layer.Layer<Processor, never, Model | Retry> = Layer.effect(
     Processor,
-    Effect.map(Effect.all([Model, Retry]), ([model, retry]) => makeProcessor(model, retry))
+    Effect.map(Effect.all([Model, Retry, Secrets]), ([model, retry, secrets]) => makeProcessor(model, retry, secrets))
   )
 }

@@ -58,6 +58,8 @@ export interface SecretsService {
    * of a value.
    */
   readonly redactStream: () => StreamRedactor
+  /** `redactStream` for text that arrives in pieces (the model's streamed text) */
+  readonly redactTextStream: () => TextStreamRedactor
   /**
    * Masks every secret value in every string (and byte array) of a value: objects of any kind (their
    * own properties), arrays, strings. Returns the value itself when nothing was masked, so the common
@@ -71,6 +73,13 @@ export interface StreamRedactor {
   readonly push: (chunk: Uint8Array) => Uint8Array
   /** what was held back, masked: the output ended */
   readonly end: () => Uint8Array
+}
+
+export interface TextStreamRedactor {
+  /** the masked text that is safe to pass on (a possible start of a value is held back) */
+  readonly push: (piece: string) => string
+  /** what was held back, masked: the text ended */
+  readonly end: () => string
 }
 
 /** The variables of the built-in provider types' keys (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). */
@@ -161,6 +170,37 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   }
   const passThrough: StreamRedactor = { push: (chunk) => chunk, end: () => new Uint8Array(0) }
 
+  /** the length of the longest end of `text` that is the start (shorter than the whole) of a value */
+  const possibleTextStart = (text: string): number => {
+    let longest = 0
+    for (const { value } of values) {
+      for (let n = Math.min(value.length - 1, text.length); n > longest; n--) {
+        if (text.endsWith(value.slice(0, n))) {
+          longest = n
+          break
+        }
+      }
+    }
+    return longest
+  }
+  const redactTextStream = (): TextStreamRedactor => {
+    let held = ""
+    return {
+      push: (piece) => {
+        const masked = redactText(held + piece)
+        const keep = possibleTextStart(masked)
+        held = masked.slice(masked.length - keep)
+        return masked.slice(0, masked.length - keep)
+      },
+      end: () => {
+        const rest = held
+        held = ""
+        return rest
+      }
+    }
+  }
+  const textPassThrough: TextStreamRedactor = { push: (piece) => piece, end: () => "" }
+
   const redactValue = (value: unknown): unknown => {
     if (typeof value === "string") return redactText(value)
     if (Array.isArray(value)) {
@@ -202,6 +242,7 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     redactText: values.length === 0 ? (text) => text : redactText,
     redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
     redactStream: values.length === 0 ? () => passThrough : redactStream,
+    redactTextStream: values.length === 0 ? () => textPassThrough : redactTextStream,
     redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value) as A
   }
 }

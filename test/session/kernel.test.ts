@@ -8,8 +8,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { CallId, SessionId } from "../../src/domain/Ids.js"
-import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
-import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
+import { Model, ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { layerScripted, Script, ScriptedModel, type ScriptStep, zeroUsage } from "../../src/model/Scripted.js"
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
@@ -1152,5 +1152,56 @@ describe("Sessions: API keys (Secrets)", () => {
           )
         )
       )
+  )
+
+  it.live(
+    "the model's own text: a key split over two deltas is masked whole; a held-back start comes out at the end",
+    () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        // the second delta comes only once the first is in the log: two batches, two text.delta events
+        const gated = Layer.succeed(Model, {
+          name: "test/gated",
+          stream: () =>
+            Stream.concat(
+              Stream.make(ModelEvent.TextDelta({ id: "t", delta: `the key is ${KEY.slice(0, 12)}` })),
+              Stream.fromEffect(Deferred.await(gate)).pipe(
+                Stream.flatMap(() =>
+                  Stream.make(
+                    ModelEvent.TextDelta({ id: "t", delta: `${KEY.slice(12)} and sk-t` }),
+                    ModelEvent.Finish({ finishReason: "stop", usage: zeroUsage })
+                  )
+                )
+              )
+            )
+        })
+        const agent = makeAgentLayer({
+          sessions: { maxSteps: 3, system: () => "system" },
+          tools: { tools: [] },
+          retry: fastRetry,
+          secrets: { hide: ["MY_KEY"], env: { MY_KEY: KEY } }
+        }).pipe(Layer.provideMerge(gated), Layer.provideMerge(EventStore.layerMemory))
+        yield* Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const store = yield* EventStore
+          const id = yield* sessions.create({ cwd: "/tmp" })
+          yield* sessions.send(id, "say it")
+          const first = yield* store.follow(id).pipe(
+            Stream.filter((e) => e.type === "text.delta"),
+            Stream.runHead
+          )
+          // the key's start is held back until the next delta says whether it is a key
+          expect(Option.getOrThrow(first).payload).toMatchObject({ delta: "the key is " })
+          yield* Deferred.succeed(gate, undefined)
+          expect(Option.map(yield* sessions.wait(id), (o) => o.reason)).toEqual(Option.some("stop"))
+          const log = yield* events(id)
+          expect(JSON.stringify(log)).not.toContain(KEY.slice(0, 12))
+          const deltas = log.flatMap((e) => (e.type === "text.delta" ? [e.payload.delta] : []))
+          // "sk-t" could have begun a key: it waited, and came out with the step's end
+          expect(deltas).toEqual(["the key is ", `${marker} and `, "sk-t"])
+          const state = yield* sessions.state(id)
+          expect(JSON.stringify(state.messages)).toContain(`the key is ${marker} and sk-t`)
+        }).pipe(Effect.provide(agent))
+      })
   )
 })

@@ -123,6 +123,21 @@ describe("makeSecrets", () => {
     expect(expected).toContain(marker)
   })
 
+  it("redactTextStream: the same for text in pieces (the model's streamed text), at every split point", () => {
+    const secrets = makeSecrets({ hide: ["MY_KEY", "OPENAI_API_KEY"], env })
+    const text = `é ${KEY} 🙂 ${OTHER} sk`
+    const expected = secrets.redactText(text)
+    const pieces = Array.from(text)
+    for (let a = 0; a <= pieces.length; a++) {
+      const redactor = secrets.redactTextStream()
+      const out = redactor.push(pieces.slice(0, a).join("")) + redactor.push(pieces.slice(a).join("")) + redactor.end()
+      expect(out, `split at ${a}`).toBe(expected)
+    }
+    const one = secrets.redactTextStream()
+    expect(one.push("see sk-test-01")).toBe("see ")
+    expect(one.push("x")).toBe("sk-test-01x")
+  })
+
   it("the built-in providers' variables are hidden by default", () => {
     expect([...builtinSecretNames].sort()).toEqual(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
   })
