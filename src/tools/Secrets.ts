@@ -201,12 +201,22 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   }
   const textPassThrough: TextStreamRedactor = { push: (piece) => piece, end: () => "" }
 
-  const redactValue = (value: unknown): unknown => {
+  /** `seen`: the objects on the way down (a cyclic value is left as it is where it repeats) */
+  const redactValue = (value: unknown, seen: WeakSet<object>): unknown => {
     if (typeof value === "string") return redactText(value)
+    if (value === null || typeof value !== "object" || seen.has(value)) return value
+    seen.add(value)
+    try {
+      return redactObject(value, seen)
+    } finally {
+      seen.delete(value)
+    }
+  }
+  const redactObject = (value: object, seen: WeakSet<object>): unknown => {
     if (Array.isArray(value)) {
       let changed: Array<unknown> | undefined
       value.forEach((item, i) => {
-        const masked = redactValue(item)
+        const masked = redactValue(item, seen)
         if (masked !== item) {
           changed ??= [...value]
           changed[i] = masked
@@ -218,20 +228,17 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       const masked = redactBytes(value)
       return Buffer.from(masked.buffer, masked.byteOffset, masked.byteLength).equals(value) ? value : masked
     }
-    if (value !== null && typeof value === "object") {
-      // a plain object, or anything else a custom tool put in its metadata (a class instance, an
-      // object without a prototype): its own properties, as JSON would write them; a masked copy is plain
-      let changed: Record<string, unknown> | undefined
-      for (const [key, item] of Object.entries(value)) {
-        const masked = redactValue(item)
-        if (masked !== item) {
-          changed ??= { ...value }
-          changed[key] = masked
-        }
+    // a plain object, or anything else a custom tool put in its metadata (a class instance, an
+    // object without a prototype): its own properties, as JSON would write them; a masked copy is plain
+    let changed: Record<string, unknown> | undefined
+    for (const [key, item] of Object.entries(value)) {
+      const masked = redactValue(item, seen)
+      if (masked !== item) {
+        changed ??= { ...value }
+        changed[key] = masked
       }
-      return changed ?? value
     }
-    return value
+    return changed ?? value
   }
 
   return {
@@ -243,7 +250,7 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
     redactStream: values.length === 0 ? () => passThrough : redactStream,
     redactTextStream: values.length === 0 ? () => textPassThrough : redactTextStream,
-    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value) as A
+    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value, new WeakSet()) as A
   }
 }
 

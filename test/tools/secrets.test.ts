@@ -80,6 +80,15 @@ describe("makeSecrets", () => {
     expect(Buffer.from(masked.bytes).toString()).toBe(`b ${marker}`)
     expect(masked.when).toEqual(new Date(0))
     expect(JSON.stringify(masked)).not.toContain(KEY)
+    // a cyclic value does not loop: masked where it can be, the cycle left as it is
+    const cyclic: Record<string, unknown> = { key: KEY }
+    cyclic.self = cyclic
+    const maskedCycle = secrets.redact(cyclic)
+    expect(maskedCycle.key).toBe(marker)
+    expect(maskedCycle.self).toBe(cyclic)
+    // the same object twice (not a cycle) is masked in both places
+    const shared = { key: KEY }
+    expect(secrets.redact({ a: shared, b: shared })).toEqual({ a: { key: marker }, b: { key: marker } })
   })
 
   it("redactBytes masks the value's UTF-8 bytes and keeps every other byte, valid UTF-8 or not", () => {
