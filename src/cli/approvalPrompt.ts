@@ -45,12 +45,12 @@ export type PromptKey = ApprovalReply | "tell" | "interrupt" | undefined
 
 /**
  * `o`/`y` once, `a` always, `r`/`n`/Ctrl-D reject, `t` reject with a message, Ctrl-C interrupt;
- * anything else is no answer —
- * Esc too: a terminal may deliver an arrow key's escape sequence in two reads, whose first is a lone
- * Esc, and an arrow key must not reject a call.
+ * anything else is no answer — Esc too (a terminal may deliver an arrow key's escape sequence in two
+ * reads, whose first is a lone Esc), and capitals: an escape sequence's last byte is often one
+ * (`ESC [ A` is the up arrow), and a piece of a sequence must never answer.
  */
 export const keyMeaning = (key: string): PromptKey => {
-  switch (key.toLowerCase()) {
+  switch (key) {
     case "o":
     case "y":
       return "once"
@@ -249,21 +249,45 @@ export const splitKeys = (chunk: string): ReadonlyArray<string> => {
   const keys: Array<string> = []
   let i = 0
   while (i < chars.length) {
-    if (chars[i] !== "\u001b" || i + 1 === chars.length) {
+    if (chars[i] !== "\u001b") {
       keys.push(chars[i++]!)
       continue
     }
-    let end = i + 2 // after ESC and the character that follows it
-    if (chars[i + 1] === "[") {
-      // parameters and intermediates (0x20-0x3f), then one final character (0x40-0x7e)
-      while (end < chars.length && /[\x20-\x3f]/.test(chars[end]!)) end++
-      if (end < chars.length) end++
-    } else if (chars[i + 1] === "O" && end < chars.length) end++
+    // ESCs in a row belong together (Alt+arrow is ESC ESC [ A)
+    let end = i + 1
+    while (end < chars.length && chars[end] === "\u001b") end++
+    if (chars[end] === "[") {
+      end++
+      // `ESC [ [ x`: the Linux console's function keys
+      if (chars[end] === "[") end += 2
+      else {
+        // parameters and intermediates (0x20-0x3f), then one final character (0x40-0x7e)
+        while (end < chars.length && /[\x20-\x3f]/.test(chars[end]!)) end++
+        end++
+      }
+    } else if (chars[end] === "O") end += 2
+    else end++
+    end = Math.min(end, chars.length)
     keys.push(chars.slice(i, end).join(""))
     i = end
   }
   return keys
 }
+
+/**
+ * Whether a key from `splitKeys` is an escape sequence cut short by the end of its read (its rest
+ * may come in the next read): a lone ESC, `ESC [` with parameters but no final character, `ESC O`.
+ */
+export const isUnfinishedSequence = (key: string): boolean => {
+  if (!key.startsWith("\u001b")) return false
+  let escapes = 0
+  while (key[escapes] === "\u001b") escapes++
+  const rest = key.slice(escapes)
+  return rest === "" || rest === "O" || rest === "[[" || /^\[[\x20-\x3f]*$/.test(rest)
+}
+
+/** How long the start of an escape sequence at the end of a read waits for its rest. */
+const SEQUENCE_WAIT_MS = 50
 
 /** How long keys typed before a question are dropped, once the terminal is in raw mode. */
 const TYPEAHEAD_MS = 30
@@ -271,7 +295,8 @@ const TYPEAHEAD_MS = 30
 /**
  * The process's terminal: the prompt is written to `output` (stderr), keys are read from `input`
  * (stdin) in raw mode; a chunk holds one key press or several (`splitKeys`: typed quickly, they
- * count in order; an escape sequence — an arrow key — is one key, and no answer). Raw mode is set and what was typed before is read and dropped for
+ * count in order; an escape sequence — an arrow key — is one key, and no answer, also when it is
+ * split over two reads). Raw mode is set and what was typed before is read and dropped for
  * `TYPEAHEAD_MS` before the question is written, so a key pressed after the question is visible is
  * never dropped.
  */
@@ -282,6 +307,8 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
     Effect.acquireUseRelease(
       Effect.sync(() => {
         const wasRaw = input.isRaw
+        // a character of several bytes split over two reads is decoded whole
+        input.setEncoding("utf8")
         input.setRawMode(true)
         input.resume()
         return wasRaw
@@ -289,15 +316,28 @@ export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStrea
       () =>
         Effect.async<A>((resume) => {
           let listening = false
+          /** the start of an escape sequence the previous read ended with, and when it came */
+          let unfinished: { readonly text: string; readonly at: number } | undefined
           const onData = (chunk: Buffer | string) => {
-            const key = chunk.toString()
+            let text = chunk.toString()
             if (!listening) {
               // typeahead: dropped, but a Ctrl-C in it still interrupts
-              if (key.includes("\u0003")) choose("\u0003")
+              if (text.includes("\u0003")) choose("\u0003")
               return
             }
+            // an escape sequence split over two reads is put together again (its pieces must not
+            // count as keys); what waited too long was an Esc of its own
+            if (unfinished !== undefined && Date.now() - unfinished.at <= SEQUENCE_WAIT_MS) {
+              text = unfinished.text + text
+            }
+            unfinished = undefined
+            const keys = splitKeys(text)
+            const last = keys.at(-1)
+            if (last !== undefined && isUnfinishedSequence(last)) {
+              unfinished = { text: last, at: Date.now() }
+            }
             // keys pressed quickly (or while the process was busy) arrive in one chunk: each counts
-            for (const one of splitKeys(key)) {
+            for (const one of keys) {
               const choice = choose(one)
               if (choice === undefined) continue
               input.off("data", onData)

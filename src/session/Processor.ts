@@ -254,10 +254,15 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
         }
         return found.masker
       }
-      /** what the maskers held back at the end of the stream, as the parts' last deltas */
-      const heldBack = (): Array<NewEvent> => {
+      /**
+       * What the maskers held back, as the parts' last deltas: of every part but `keep`'s — when
+       * another part or a tool call comes, a part is over (so its text keeps its place in the
+       * message), and at the end of the stream.
+       */
+      const heldBack = (keep?: string): Array<NewEvent> => {
         const out: Array<NewEvent> = []
         for (const [key, { kind, masker }] of maskers) {
+          if (key === keep) continue
           const delta = masker.end()
           if (delta === "") continue
           const id = partId(key.slice(kind.length + 1))
@@ -287,6 +292,15 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
             return journal.appendLater(batch)
           })
           for (const event of coalesce(chunk)) {
+            if (maskers.size > 0) {
+              const part =
+                event._tag === "TextDelta"
+                  ? `text:${event.id}`
+                  : event._tag === "ReasoningDelta"
+                    ? `reasoning:${event.id}`
+                    : undefined
+              for (const held of heldBack(part)) deltas.push(held)
+            }
             switch (event._tag) {
               case "TextDelta": {
                 const delta = maskerOf(event.id, "text").push(event.delta)

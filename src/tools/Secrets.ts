@@ -228,6 +228,14 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       const masked = redactBytes(value)
       return Buffer.from(masked.buffer, masked.byteOffset, masked.byteLength).equals(value) ? value : masked
     }
+    // what JSON writes for it: a URL's text, a boxed string's, a class's own `toJSON` — masked, it
+    // replaces the object (which JSON would have written so anyway); unchanged, the object stays
+    const json = (value as { readonly toJSON?: unknown }).toJSON
+    if (typeof json === "function" || value instanceof String) {
+      const written: unknown = typeof json === "function" ? json.call(value, "") : value.valueOf()
+      const masked = redactValue(written, seen)
+      return masked === written ? value : masked
+    }
     // a plain object, or anything else a custom tool put in its metadata (a class instance, an
     // object without a prototype): its own properties, as JSON would write them; a masked copy is plain
     let changed: Record<string, unknown> | undefined

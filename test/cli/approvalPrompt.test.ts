@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import {
   type ApprovalDesk,
+  isUnfinishedSequence,
   keyMeaning,
   makeApprovalDesk,
   nodeTerminal,
@@ -58,11 +59,13 @@ const scripted = Effect.gen(function* () {
 const fakeTty = () => {
   const emitter = new EventEmitter() as EventEmitter & {
     isRaw: boolean
+    setEncoding: (encoding: string) => unknown
     setRawMode: (raw: boolean) => void
     resume: () => void
     pause: () => void
   }
   emitter.isRaw = false
+  emitter.setEncoding = () => emitter
   emitter.setRawMode = (raw) => {
     emitter.isRaw = raw
   }
@@ -96,6 +99,15 @@ describe("splitKeys", () => {
     expect(splitKeys("\u001bx")).toEqual(["\u001bx"])
     expect(splitKeys("a\u001b")).toEqual(["a", "\u001b"])
     expect(splitKeys("\u001b[")).toEqual(["\u001b["])
+    // Alt+arrow (ESC ESC [ A), the Linux console's F1 (ESC [ [ A), Alt+SS3: one key each
+    expect(splitKeys("\u001b\u001b[Ar")).toEqual(["\u001b\u001b[A", "r"])
+    expect(splitKeys("\u001b[[Ar")).toEqual(["\u001b[[A", "r"])
+    expect(splitKeys("\u001b\u001bOAr")).toEqual(["\u001b\u001bOA", "r"])
+    // a sequence cut short by the end of a read is recognised as such (its rest comes next)
+    expect(
+      ["\u001b", "\u001b[", "\u001b[1;5", "\u001bO", "\u001b[[", "\u001b\u001b["].map(isUnfinishedSequence)
+    ).toEqual([true, true, true, true, true, true])
+    expect(["\u001b[A", "\u001bOA", "\u001bx", "a"].map(isUnfinishedSequence)).toEqual([false, false, false, false])
     expect(splitKeys("é\u0003")).toEqual(["é", "\u0003"])
     // so the first key with a meaning answers, as when they come one by one
     expect(
@@ -108,8 +120,11 @@ describe("splitKeys", () => {
 
 describe("keyMeaning", () => {
   it("o/y once, a always, r/n/Ctrl-D reject, Ctrl-C interrupt, anything else no answer", () => {
-    expect(["o", "O", "y"].map(keyMeaning)).toEqual(["once", "once", "once"])
-    expect(["a", "A"].map(keyMeaning)).toEqual(["always", "always"])
+    expect(["o", "y"].map(keyMeaning)).toEqual(["once", "once"])
+    expect(keyMeaning("a")).toBe("always")
+    // capitals are no answer: an escape sequence ends with one (ESC [ A is the up arrow), and a piece of
+    // a sequence must never answer
+    expect(["O", "A", "R", "T"].map(keyMeaning)).toEqual([undefined, undefined, undefined, undefined])
     expect(["r", "n", "\u0004"].map(keyMeaning)).toEqual(["reject", "reject", "reject"])
     expect(keyMeaning("\u0003")).toBe("interrupt")
     // Enter, an arrow key (whole, or its lone Esc when split over two reads), other letters: no answer
@@ -204,6 +219,40 @@ describe("the approval desk", () => {
         expect(yield* Fiber.join(asking)).toBe("reject")
         yield* Fiber.join(serving)
       })
+  )
+
+  it.live("nodeTerminal: no escape sequence answers, whole or split over two reads; the key after it does", () =>
+    Effect.gen(function* () {
+      const cases = [
+        ["\u001b\u001b[A"],
+        ["\u001b[[A"],
+        ["\u001b\u001bOA"],
+        ["\u001b", "[A"],
+        ["\u001b", "OA"],
+        ["\u001b[1;5", "A"],
+        ["\u001b[", "1;5C"]
+      ]
+      for (const chunks of cases) {
+        const input = fakeTty()
+        const output: Array<string> = []
+        const desk = makeApprovalDesk({
+          terminal: nodeTerminal(
+            input as unknown as NodeJS.ReadStream,
+            {
+              write: (text: string) => output.push(text)
+            } as unknown as NodeJS.WriteStream
+          ),
+          style: makeStyle(false),
+          onCtrlC: Effect.void
+        })
+        const asking = yield* Effect.fork(desk.approver.ask(request("p1")))
+        const serving = yield* Effect.fork(desk.serve("p1"))
+        while (!output.join("").includes("› ")) yield* Effect.sleep("5 millis")
+        for (const chunk of [...chunks, "r"]) input.emit("data", Buffer.from(chunk))
+        expect(yield* Fiber.join(asking), JSON.stringify(chunks)).toBe("reject")
+        yield* Fiber.join(serving)
+      }
+    })
   )
 
   it.live("nodeTerminal: the message typed right after t, even in the same read, is kept", () =>

@@ -1204,4 +1204,42 @@ describe("Sessions: API keys (Secrets)", () => {
         }).pipe(Effect.provide(agent))
       })
   )
+
+  it.live("a part's held-back text comes out when the next part or a tool call begins, in its place", () =>
+    Effect.gen(function* () {
+      const { id } = yield* prompt("go")
+      const log = yield* events(id)
+      const order = log.flatMap((e) =>
+        e.type === "text.delta"
+          ? [`${e.payload.partId.split(":").at(-1)}=${e.payload.delta}`]
+          : e.type === "tool.pending"
+            ? [`call ${e.payload.callId}`]
+            : []
+      )
+      // "sk-t" could have begun a key: it waits, and comes out before what follows it
+      expect(order.slice(0, 5)).toEqual(["t0=first ", "t0=sk-t", "t1=second ", "t1=sk-", "call c1"])
+      const state = yield* Effect.flatMap(Sessions, (sessions) => sessions.state(id))
+      const parts = (state.messages.find((m) => m.role === "assistant") as { parts: ReadonlyArray<{ type: string }> })
+        .parts
+      expect(parts.map((p) => p.type)).toEqual(["text", "text", "tool", "text"])
+    }).pipe(
+      Effect.provide(
+        layer(
+          [
+            {
+              events: [
+                ModelEvent.TextDelta({ id: "t0", delta: "first sk-t" }),
+                ModelEvent.TextDelta({ id: "t1", delta: "second sk-" }),
+                ModelEvent.ToolCall({ callId: "c1", tool: "echo", input: { text: "x" }, inputText: '{"text":"x"}' }),
+                Script.finish("tool-calls")
+              ]
+            },
+            Script.text("done")
+          ],
+          [],
+          { secrets: { hide: ["MY_KEY"], env: { MY_KEY: KEY } } }
+        )
+      )
+    )
+  )
 })

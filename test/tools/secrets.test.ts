@@ -79,6 +79,14 @@ describe("makeSecrets", () => {
     expect(masked.bare).toEqual({ key: marker })
     expect(Buffer.from(masked.bytes).toString()).toBe(`b ${marker}`)
     expect(masked.when).toEqual(new Date(0))
+    // what JSON would write of it: toJSON (a URL, a class's own), a boxed string
+    const viaJson = secrets.redact({
+      url: new URL(`https://h.example/?key=${KEY}`),
+      boxed: new String(KEY),
+      own: { toJSON: () => ({ hidden: KEY }) }
+    })
+    expect(JSON.stringify(viaJson)).not.toContain(KEY)
+    expect(viaJson.url).toBe(`https://h.example/?key=${marker}`)
     expect(JSON.stringify(masked)).not.toContain(KEY)
     // a cyclic value does not loop: masked where it can be, the cycle left as it is
     const cyclic: Record<string, unknown> = { key: KEY }
