@@ -143,9 +143,15 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   const possibleStart = (bytes: Buffer): number => {
     let longest = 0
     for (const needle of needles) {
-      for (let n = Math.min(needle.length - 1, bytes.length); n > longest; n--) {
-        if (bytes.subarray(bytes.length - n).equals(needle.subarray(0, n))) {
-          longest = n
+      // only where the value's first byte is: the longest end first
+      const from = Math.max(0, bytes.length - (needle.length - 1))
+      for (
+        let at = bytes.indexOf(needle[0]!, from);
+        at >= 0 && bytes.length - at > longest;
+        at = bytes.indexOf(needle[0]!, at + 1)
+      ) {
+        if (bytes.subarray(at).equals(needle.subarray(0, bytes.length - at))) {
+          longest = bytes.length - at
           break
         }
       }
@@ -174,9 +180,15 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   const possibleTextStart = (text: string): number => {
     let longest = 0
     for (const { value } of values) {
-      for (let n = Math.min(value.length - 1, text.length); n > longest; n--) {
-        if (text.endsWith(value.slice(0, n))) {
-          longest = n
+      // only where the value's first character is: the longest end first
+      const from = Math.max(0, text.length - (value.length - 1))
+      for (
+        let at = text.indexOf(value[0]!, from);
+        at >= 0 && text.length - at > longest;
+        at = text.indexOf(value[0]!, at + 1)
+      ) {
+        if (value.startsWith(text.slice(at))) {
+          longest = text.length - at
           break
         }
       }
