@@ -189,6 +189,18 @@ export interface JournalOptions {
 
 const placeholderId = EventId.make("uncommitted")
 
+/**
+ * `redact(payload)`, or the payload as it is when reading it throws (a getter of a tool's metadata):
+ * writing it as JSON then fails the same way, with the store's typed error instead of a defect here.
+ */
+const redactOrKeep = <A>(redact: <B>(payload: B) => B, payload: A): A => {
+  try {
+    return redact(payload)
+  } catch {
+    return payload
+  }
+}
+
 export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
   sessionId: SessionId,
   options: JournalOptions = {}
@@ -208,7 +220,7 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
       const now = yield* Clock.currentTimeMillis
       const redact = options.redact
       const stamped = events.map((e): NewEvent => {
-        const payload = redact === undefined ? e.payload : redact(e.payload)
+        const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
         // the payload masked is still the same event type's payload
         return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
       })

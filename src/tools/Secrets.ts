@@ -251,14 +251,38 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     // a plain object, or anything else a custom tool put in its metadata (a class instance, an
     // object without a prototype): its own properties, as JSON would write them; a masked copy is plain
     let changed: Record<string, unknown> | undefined
-    for (const [key, item] of Object.entries(value)) {
+    for (const key of Object.keys(value)) {
+      let item: unknown
+      try {
+        item = (value as Record<string, unknown>)[key]
+      } catch {
+        // a getter that throws: left as it is (writing the payload as JSON fails on it, typed)
+        continue
+      }
       const masked = redactValue(item, seen)
       if (masked !== item) {
-        changed ??= { ...value }
+        changed ??= plainCopy(value)
         changed[key] = masked
       }
     }
     return changed ?? value
+  }
+
+  /** `{ ...value }`, but a getter that throws is copied as the getter (reading it would throw here) */
+  const plainCopy = (value: object): Record<string, unknown> => {
+    const copy: Record<string, unknown> = {}
+    for (const key of Object.keys(value)) {
+      const descriptor = Object.getOwnPropertyDescriptor(value, key)!
+      if (descriptor.get === undefined) copy[key] = descriptor.value
+      else {
+        try {
+          copy[key] = descriptor.get.call(value)
+        } catch {
+          Object.defineProperty(copy, key, { ...descriptor, configurable: true })
+        }
+      }
+    }
+    return copy
   }
 
   return {

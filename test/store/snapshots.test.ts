@@ -277,6 +277,30 @@ for (const [name, makeLayer] of layers) {
         )
       )
 
+      it.effect("redact masks each payload before it is folded and written; one it cannot read fails typed", () =>
+        run(
+          Effect.gen(function* () {
+            const store = yield* EventStore
+            const redact = <A>(payload: A): A => JSON.parse(JSON.stringify(payload).replaceAll("secret", "***")) as A
+            const journal = yield* Snapshots.makeJournal(SESSION_ID, { redact })
+            yield* journal.append([e("session.created", { title: "a secret title" })])
+            expect((yield* journal.state).title).toBe("a *** title")
+            const logged = yield* Stream.runCollect(store.read(SESSION_ID))
+            expect(Array.from(logged)[0]!.payload).toMatchObject({ title: "a *** title" })
+            // a redact that throws (it met a value it cannot read) leaves the payload as it is: writing
+            // it then fails or not as it would have without redact — never a defect here
+            const throwing = Snapshots.makeJournal(SESSION_ID, {
+              redact: () => {
+                throw new Error("unreadable")
+              }
+            })
+            const second = yield* throwing
+            yield* second.append([e("session.titled", { title: "kept" })])
+            expect((yield* second.state).title).toBe("kept")
+          })
+        )
+      )
+
       it.effect("appendLater folds at once; a snapshot that fell due is taken after the flush", () =>
         run(
           Effect.gen(function* () {

@@ -88,6 +88,14 @@ describe("makeSecrets", () => {
     expect(JSON.stringify(viaJson)).not.toContain(KEY)
     expect(viaJson.url).toBe(`https://h.example/?key=${marker}`)
     expect(JSON.stringify(masked)).not.toContain(KEY)
+    // a property whose getter throws is left as it is; the rest is masked
+    const unreadable = Object.defineProperty({ key: KEY }, "bad", {
+      enumerable: true,
+      get: () => {
+        throw new Error("unreadable")
+      }
+    })
+    expect((secrets.redact(unreadable) as { key: string }).key).toBe(marker)
     // a cyclic value does not loop: masked where it can be, the cycle left as it is
     const cyclic: Record<string, unknown> = { key: KEY }
     cyclic.self = cyclic
