@@ -14,12 +14,15 @@ import { formatMs } from "../model/Retry.js"
 import type { TurnOutcome } from "../session/Sessions.js"
 import { compactJson, formatCost, formatCount, formatDuration, oneLine, type Style, truncate } from "./render.js"
 
+/** A command or a path as a call's line shows it: on one line, cut at 80 characters. */
+const describeSubject = (subject: string): string => truncate(oneLine(subject), 80)
+
 /** A short description of a tool call's input: the command, the path, or compact JSON. */
 export const describeInput = (tool: string, input: unknown): string => {
   if (typeof input === "object" && input !== null) {
     const record = input as Record<string, unknown>
     const key = tool === "bash" ? "command" : "path" in record ? "path" : undefined
-    if (key !== undefined && typeof record[key] === "string") return truncate(oneLine(record[key] as string), 80)
+    if (key !== undefined && typeof record[key] === "string") return describeSubject(record[key] as string)
   }
   return compactJson(input, 80)
 }
@@ -87,7 +90,7 @@ export const makeTextRenderer = (
       case "permission.asked": {
         const p = event.payload
         if (p.callId !== undefined) {
-          asked.set(p.callId, p.pattern === "" ? p.tool : `${p.tool} ${truncate(oneLine(p.pattern), 80)}`)
+          asked.set(p.callId, p.pattern === "" ? p.tool : `${p.tool} ${describeSubject(p.pattern)}`)
           askedCalls.set(p.permissionId, p.callId)
         }
         return ""
