@@ -119,6 +119,21 @@ const answeredAlways = (state: SessionState, tool: string, subject: string, outs
       (asked.outside ?? false) === outside
   )
 
+/**
+ * The signatures (tool + input JSON) of the session's last `LOOP_REPEATS` calls that ran (were
+ * invoked), oldest first, from the log — calls denied or never complete carry no input there.
+ */
+const lastCallsOf = (state: SessionState): Array<string> => {
+  const ran: Array<string> = []
+  for (const part of Object.values(state.toolParts)) {
+    const s = part.state
+    if (s._tag === "running" || s._tag === "completed" || (s._tag === "error" && s.startedAt !== undefined)) {
+      ran.push(JSON.stringify([part.tool, s.input]))
+    }
+  }
+  return ran.slice(-LOOP_REPEATS)
+}
+
 const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
 const isOpen = (state: SessionState, callId: CallId): boolean => {
   const tag = state.toolParts[callId]?.state._tag
@@ -172,12 +187,16 @@ const makeActions = (
     return lock
   }
 
-  /** Records the call and says whether it repeats the `LOOP_REPEATS` calls just before it. */
-  const repeats = (sessionId: string, call: StepCall): boolean => {
+  /**
+   * Records the call and says whether it repeats the `LOOP_REPEATS` calls just before it. The first
+   * call of a session in this process takes the calls before it from the log (`state`): the guard
+   * holds across `--continue`.
+   */
+  const repeats = (sessionId: string, call: StepCall, state: SessionState): boolean => {
     const signature = JSON.stringify([call.tool, call.input])
     let recent = recentCalls.get(sessionId)
     if (recent === undefined) {
-      recent = []
+      recent = lastCallsOf(state)
       recentCalls.set(sessionId, recent)
     }
     const repeated = recent.length >= LOOP_REPEATS && recent.slice(-LOOP_REPEATS).every((s) => s === signature)
@@ -208,7 +227,7 @@ const makeActions = (
           subject = asked.path
         }
       }
-      const loop = repeats(sessionId, call)
+      const loop = repeats(sessionId, call, yield* journal.state)
       const request = { tool: call.tool, subject, outside }
       const configured: PermissionResult = evaluate(rules, request, defaults)
       const bound = limit === undefined ? undefined : evaluate(limit, request, defaults)

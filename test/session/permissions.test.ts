@@ -398,4 +398,43 @@ describe("Actions: permissions", () => {
       )
     )
   })
+
+  it.live(
+    "the loop guard holds across processes: the third identical call, in another agent over the log, is asked",
+    () => {
+      const cwd = workspaceWith({ "a.txt": "hello\n" })
+      const agent = (script: ReadonlyArray<ScriptStep>) =>
+        makeAgentLayer({
+          sessions: { maxSteps: 10, system: () => "system" },
+          tools: { tools: builtinTools({ bash: { timeoutMs: 10_000, maxTimeoutMs: 20_000 } }) }
+        }).pipe(Layer.provideMerge(layerScripted(script)))
+      return Effect.gen(function* () {
+        const id = yield* Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const session = yield* sessions.create({ cwd })
+          yield* sessions.send(session, "first")
+          Option.getOrThrow(yield* sessions.wait(session))
+          return session
+        }).pipe(
+          Effect.provide(
+            agent([
+              Script.toolCalls([call("c1", "read", { path: "a.txt" })]),
+              Script.toolCalls([call("c2", "read", { path: "a.txt" })]),
+              Script.text("ok")
+            ])
+          )
+        )
+        yield* Effect.gen(function* () {
+          const sessions = yield* Sessions
+          yield* sessions.open(id)
+          yield* sessions.send(id, "again")
+          Option.getOrThrow(yield* sessions.wait(id))
+        }).pipe(Effect.provide(agent([Script.toolCalls([call("c3", "read", { path: "a.txt" })]), Script.text("ok")])))
+        const store = yield* EventStore
+        const log = Array.from(yield* Stream.runCollect(store.read(id))) as Array<Envelope>
+        expect(ofType(log, "permission.asked").map((e) => e.payload.callId)).toEqual(["c3"])
+        expect(ofType(log, "tool.failed")[0]!.payload.error).toContain("the same call a third time in a row")
+      }).pipe(Effect.provide(EventStore.layerMemory))
+    }
+  )
 })
