@@ -158,11 +158,13 @@ export const run = Command.make(
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
 
-    const secrets = toolSecrets(config)
-    if (secrets.ignoredPass.length > 0) {
+    const keys = toolSecrets(config)
+    // one service for the agent and for the session's title
+    const secrets = makeSecrets(keys)
+    if (keys.ignoredPass.length > 0) {
       const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
       yield* Console.error(
-        `logbook: ignoring tools.bash.passEnv ${secrets.ignoredPass.join(", ")} of ${project}: only your own ` +
+        `logbook: ignoring tools.bash.passEnv ${keys.ignoredPass.join(", ")} of ${project}: only your own ` +
           "config may let commands see API keys"
       )
     }
@@ -200,7 +202,7 @@ export const run = Command.make(
       }
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
       // the title is cut from the message: masked first, so the cut cannot leave part of a key
-      const title = titleOf(makeSecrets(secrets).redactText(message))
+      const title = titleOf(secrets.redactText(message))
       const sessionId = existing === undefined ? yield* sessions.create({ cwd, title }) : existing
       // the calls a crashed run left: their crash-repair lines name the tool, not just the call id
       const known = existing === undefined ? {} : (yield* sessions.open(existing)).toolParts

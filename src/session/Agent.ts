@@ -15,7 +15,7 @@ import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js
 import type { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import type { PermissionRules } from "../tools/Permissions.js"
-import { Secrets, type SecretsOptions } from "../tools/Secrets.js"
+import { Secrets, type SecretsOptions, type SecretsService } from "../tools/Secrets.js"
 import { Tools, type ToolsOptions } from "../tools/Tools.js"
 import { Actions, type ActionsOptions } from "./Actions.js"
 import { Processor } from "./Processor.js"
@@ -34,9 +34,10 @@ export interface AgentOptions {
   readonly approver?: Layer.Layer<Approver> | undefined
   /**
    * The variables that hold API keys: hidden from the tools' commands, their values masked in the
-   * log (default: `builtinSecretNames` of the process's environment; see `Secrets`)
+   * log (default: `builtinSecretNames` of the process's environment; see `Secrets`) — or the
+   * `SecretsService` made of them, when the program uses it too
    */
-  readonly secrets?: SecretsOptions | undefined
+  readonly secrets?: SecretsOptions | SecretsService | undefined
 }
 
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
@@ -50,5 +51,7 @@ export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices
   }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
   const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
   const agent = Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
-  return options.secrets === undefined ? agent : agent.pipe(Layer.provide(Secrets.layer(options.secrets)))
+  const secrets = options.secrets
+  if (secrets === undefined) return agent
+  return agent.pipe(Layer.provide("redact" in secrets ? Layer.succeed(Secrets, secrets) : Secrets.layer(secrets)))
 }

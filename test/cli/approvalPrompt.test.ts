@@ -74,6 +74,31 @@ const fakeTty = () => {
   return emitter
 }
 
+/**
+ * One ask answered through `nodeTerminal` over a fake TTY: once the question is shown (the typeahead
+ * window is over), `chunks` arrive as reads; returns the answer and the fake TTY.
+ */
+const answerOnNodeTerminal = (chunks: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const input = fakeTty()
+    const output: Array<string> = []
+    const desk = makeApprovalDesk({
+      terminal: nodeTerminal(
+        input as unknown as NodeJS.ReadStream,
+        { write: (text: string) => output.push(text) } as unknown as NodeJS.WriteStream
+      ),
+      style: makeStyle(false),
+      onCtrlC: Effect.void
+    })
+    const asking = yield* Effect.fork(desk.approver.ask(request("p1")))
+    const serving = yield* Effect.fork(desk.serve("p1"))
+    while (!output.join("").includes("› ")) yield* Effect.sleep("5 millis")
+    for (const chunk of chunks) input.emit("data", Buffer.from(chunk))
+    const answer = yield* Fiber.join(asking)
+    yield* Fiber.join(serving)
+    return { answer, input }
+  })
+
 const setup = Effect.gen(function* () {
   const t = yield* scripted
   let ctrlC = 0
@@ -233,24 +258,8 @@ describe("the approval desk", () => {
         ["\u001b[", "1;5C"]
       ]
       for (const chunks of cases) {
-        const input = fakeTty()
-        const output: Array<string> = []
-        const desk = makeApprovalDesk({
-          terminal: nodeTerminal(
-            input as unknown as NodeJS.ReadStream,
-            {
-              write: (text: string) => output.push(text)
-            } as unknown as NodeJS.WriteStream
-          ),
-          style: makeStyle(false),
-          onCtrlC: Effect.void
-        })
-        const asking = yield* Effect.fork(desk.approver.ask(request("p1")))
-        const serving = yield* Effect.fork(desk.serve("p1"))
-        while (!output.join("").includes("› ")) yield* Effect.sleep("5 millis")
-        for (const chunk of [...chunks, "r"]) input.emit("data", Buffer.from(chunk))
-        expect(yield* Fiber.join(asking), JSON.stringify(chunks)).toBe("reject")
-        yield* Fiber.join(serving)
+        const { answer } = yield* answerOnNodeTerminal([...chunks, "r"])
+        expect(answer, JSON.stringify(chunks)).toBe("reject")
       }
     })
   )
@@ -258,25 +267,8 @@ describe("the approval desk", () => {
   it.live("nodeTerminal: the message typed right after t, even in the same read, is kept", () =>
     Effect.gen(function* () {
       for (const chunks of [["tuse pnpm\r"], ["t", "use pnpm\r"], ["t", "use ", "pnpm", "\r"]]) {
-        const input = fakeTty()
-        const output: Array<string> = []
-        const desk = makeApprovalDesk({
-          terminal: nodeTerminal(
-            input as unknown as NodeJS.ReadStream,
-            {
-              write: (text: string) => output.push(text)
-            } as unknown as NodeJS.WriteStream
-          ),
-          style: makeStyle(false),
-          onCtrlC: Effect.void
-        })
-        const asking = yield* Effect.fork(desk.approver.ask(request("p1")))
-        const serving = yield* Effect.fork(desk.serve("p1"))
-        // the question is shown once the typeahead window is over: keys from then on count
-        while (!output.join("").includes("› ")) yield* Effect.sleep("5 millis")
-        for (const chunk of chunks) input.emit("data", Buffer.from(chunk))
-        expect(yield* Fiber.join(asking), JSON.stringify(chunks)).toEqual({ reply: "reject", message: "use pnpm" })
-        yield* Fiber.join(serving)
+        const { answer, input } = yield* answerOnNodeTerminal(chunks)
+        expect(answer, JSON.stringify(chunks)).toEqual({ reply: "reject", message: "use pnpm" })
         expect(input.isRaw).toBe(false)
       }
     })

@@ -16,6 +16,10 @@ import { testContext, workspaceWith } from "../support/toolContext.js"
 
 const bash = makeBash({ timeoutMs: 10_000, maxTimeoutMs: 60_000 })
 const KEY = "sk-test-0123456789abcdef"
+
+/** The process's environment with KEY in LOGBOOK_SECRET_TEST, hidden and masked. */
+const keyedSecrets = () =>
+  makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"], env: { ...process.env, LOGBOOK_SECRET_TEST: KEY } })
 const OTHER = "sk-other-fedcba9876543210"
 const env = { PATH: "/usr/bin:/bin", MY_KEY: KEY, OPENAI_API_KEY: OTHER, SHORT: "abc", HOME: "/home/u" }
 
@@ -185,9 +189,7 @@ describe("the tools and Secrets", () => {
 
   it.live("bash masks a key its command prints in pieces, or across the cut of a long output", () =>
     Effect.gen(function* () {
-      process.env.LOGBOOK_SECRET_TEST = KEY
-      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
-      delete process.env.LOGBOOK_SECRET_TEST
+      const secrets = keyedSecrets()
       const ctx = testContext(workspaceWith(), { secrets })
       const marker = redactionMarker("LOGBOOK_SECRET_TEST")
       // in two writes, a moment apart: two chunks of output
@@ -210,9 +212,7 @@ describe("the tools and Secrets", () => {
 
   it.live("edit masks a key in the lines it shows before cutting them", () =>
     Effect.gen(function* () {
-      process.env.LOGBOOK_SECRET_TEST = KEY
-      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
-      delete process.env.LOGBOOK_SECRET_TEST
+      const secrets = keyedSecrets()
       // a context line whose key straddles the 300 characters edit shows of a line
       const dir = workspaceWith({ "conf.js": `const a = 1\nconst b = "${"x".repeat(270)}${KEY}"\n` })
       const ctx = testContext(dir, { secrets })
@@ -226,9 +226,7 @@ describe("the tools and Secrets", () => {
 
   it.live("read and grep mask a key before cutting a long line", () =>
     Effect.gen(function* () {
-      process.env.LOGBOOK_SECRET_TEST = KEY
-      const secrets = makeSecrets({ hide: ["LOGBOOK_SECRET_TEST"] })
-      delete process.env.LOGBOOK_SECRET_TEST
+      const secrets = keyedSecrets()
       // the key straddles read's cut (2000 characters) and grep's (200)
       const dir = workspaceWith({
         "read.txt": `${"a".repeat(1990)}${KEY}\n`,
