@@ -7,7 +7,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { ActionId, CallId, EventId, MessageId, PartId, SessionId, TurnId } from "./Ids.js"
-import { Usage, UserMode } from "./Message.js"
+import { ProviderMetadata, Usage, UserMode } from "./Message.js"
 
 const event = <T extends string, F extends Schema.Struct.Fields>(type: T, fields: F) =>
   Schema.Struct({ type: Schema.Literal(type), payload: Schema.Struct(fields) })
@@ -75,7 +75,17 @@ export const StepStarted = event("step.started", {
   deliveredMessageIds: Schema.optional(Schema.Array(MessageId))
 })
 export const TextDelta = event("text.delta", { messageId: MessageId, partId: PartId, delta: Schema.String })
-export const ReasoningDelta = event("reasoning.delta", { messageId: MessageId, partId: PartId, delta: Schema.String })
+export const ReasoningDelta = event("reasoning.delta", {
+  messageId: MessageId,
+  partId: PartId,
+  delta: Schema.String,
+  /**
+   * what the provider attached to the part so it can be sent back (a thinking block's signature,
+   * redacted thinking's data), merged per provider key into the part's; a delta may be empty when
+   * it carries only this
+   */
+  metadata: Schema.optional(ProviderMetadata)
+})
 export const StepFinished = event("step.finished", {
   messageId: MessageId,
   step: Schema.NonNegativeInt,

@@ -95,11 +95,36 @@ export const TextPart = Schema.Struct({
 })
 export type TextPart = typeof TextPart.Type
 
+/**
+ * What a provider attached to a reasoning part so it can be sent back unchanged (an Anthropic
+ * thinking block's `signature`, a redacted block's `redactedData` …), keyed by the SDK's provider
+ * name (`anthropic`, or an openai-compatible provider's id). Opaque JSON.
+ */
+export const ProviderMetadata = Schema.Record({
+  key: Schema.String,
+  value: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+export type ProviderMetadata = typeof ProviderMetadata.Type
+
+/** Merges `next` into `base` per provider key (a later value of a key wins). */
+export const mergeProviderMetadata = (
+  base: ProviderMetadata | undefined,
+  next: ProviderMetadata | undefined
+): ProviderMetadata | undefined => {
+  if (next === undefined) return base
+  if (base === undefined) return next
+  const out: Record<string, Readonly<Record<string, unknown>>> = { ...base }
+  for (const [key, value] of Object.entries(next)) out[key] = { ...out[key], ...value }
+  return out
+}
+
 export const ReasoningPart = Schema.Struct({
   type: Schema.Literal("reasoning"),
   id: PartId,
   text: Schema.String,
-  step: Schema.optional(Schema.NonNegativeInt)
+  step: Schema.optional(Schema.NonNegativeInt),
+  /** the provider's metadata of the part (`reasoning.delta` `metadata`, merged), for sending it back */
+  metadata: Schema.optional(ProviderMetadata)
 })
 export type ReasoningPart = typeof ReasoningPart.Type
 

@@ -14,9 +14,21 @@ export interface ModelTool {
   readonly inputSchema: Readonly<Record<string, unknown>>
 }
 
+/**
+ * What a provider attached to a part so that it can be sent back (an Anthropic thinking block's
+ * `signature`, a `redacted_thinking` block's `redactedData` …), keyed by the SDK's provider name
+ * (`anthropic`, or an openai-compatible provider's id). Opaque JSON: kept and sent back unchanged.
+ */
+export type ProviderMetadata = Readonly<Record<string, Readonly<Record<string, unknown>>>>
+
 export type ModelAssistantPart =
   | { readonly type: "text"; readonly text: string }
-  | { readonly type: "reasoning"; readonly text: string }
+  | {
+      readonly type: "reasoning"
+      readonly text: string
+      /** the provider's metadata of this reasoning (only ever from the provider the request goes to) */
+      readonly metadata?: ProviderMetadata | undefined
+    }
   | { readonly type: "tool-call"; readonly callId: string; readonly tool: string; readonly input: unknown }
 
 export interface ModelToolResult {
@@ -53,7 +65,13 @@ export interface ModelUsage {
 export type ModelEvent = Data.TaggedEnum<{
   /** a piece of text of the text part `id` */
   TextDelta: { readonly id: string; readonly delta: string }
-  ReasoningDelta: { readonly id: string; readonly delta: string }
+  /**
+   * a piece of the reasoning part `id`; `metadata` is what the provider attached to the part so it can
+   * be sent back (a signature, redacted data), merged per provider key into what came before. A
+   * delta may be empty when it only carries metadata (a signature at the end of a thinking block,
+   * a redacted block that has no text).
+   */
+  ReasoningDelta: { readonly id: string; readonly delta: string; readonly metadata?: ProviderMetadata | undefined }
   /** the model started streaming the input of a tool call */
   ToolInputStart: { readonly callId: string; readonly tool: string }
   ToolInputDelta: { readonly callId: string; readonly delta: string }

@@ -17,17 +17,29 @@
  * can use it as an assertion. The rules are written down in `docs/history.md`.
  */
 import type { MessageId } from "../domain/Ids.js"
-import type { AssistantMessage, StepInfo, ToolPart, UserMessage } from "../domain/Message.js"
+import type { AssistantMessage, ReasoningPart, StepInfo, ToolPart, UserMessage } from "../domain/Message.js"
 import type { ModelAssistantPart, ModelMessage, ModelToolResult } from "../model/Model.js"
 import type { SessionState } from "../store/Projection.js"
 
 export interface HistoryOptions {
   /**
-   * Send reasoning parts back (default false). Off by default: providers either ignore reasoning
-   * without their own signatures or reject it, and it costs input tokens.
+   * Send reasoning parts back, with the provider metadata recorded with them (signatures, redacted
+   * data): `false` (the default) none; a provider id (the part of `provider/model` before the `/`)
+   * only the reasoning of assistant messages made by that provider's models, so another provider's
+   * reasoning and metadata are never sent; `true` all of it (tests). The kernel passes the provider
+   * of the model the request goes to; the model layer decides what of it its API takes.
    */
-  readonly includeReasoning?: boolean
+  readonly includeReasoning?: boolean | string
 }
+
+/** The provider id of a `provider/model` name. */
+export const providerOf = (model: string): string => {
+  const slash = model.indexOf("/")
+  return slash < 0 ? model : model.slice(0, slash)
+}
+
+const hasMetadata = (part: ReasoningPart): boolean =>
+  part.metadata !== undefined && Object.values(part.metadata).some((value) => Object.keys(value).length > 0)
 
 /** The user message that stands for the messages a compaction summarised. */
 export const summaryContent = (summary: string): string =>
@@ -88,8 +100,10 @@ export const toolResult = (part: ToolPart): ModelToolResult => {
  * - Each assistant message is split per step: an assistant message with the step's text (and
  *   reasoning, if asked) and tool calls in stream order, then one tool message with a result for
  *   every call of the step.
+ * - Reasoning (when asked, see `HistoryOptions`) keeps its place and its provider metadata; a part
+ *   with a signature but no text is kept too.
  * - Aborted steps: text, reasoning and calls that never ran are left out; calls that ran are kept
- *   with their results.
+ *   with their results (and the signed reasoning of their step before them).
  * - With a compaction, the messages before `upToMessageId` are replaced by one user message
  *   carrying the summary.
  */
@@ -121,7 +135,11 @@ export const toModelMessages = (state: SessionState, options: HistoryOptions = {
       if (next.role === "assistant") break
       if (next.delivered && next.mode === "steer") steered.push(next)
     }
-    pushAssistant(state, message, steered, placed, includeReasoning, out)
+    const reasoning =
+      typeof includeReasoning === "string"
+        ? message.model !== undefined && providerOf(message.model) === includeReasoning
+        : includeReasoning
+    pushAssistant(state, message, steered, placed, reasoning, out)
   }
   return out
 }
@@ -140,7 +158,10 @@ const pushAssistant = (
 
   let group: Array<ModelAssistantPart> = []
   let results: Array<ModelToolResult> = []
+  /** signed reasoning of an aborted step, sent only when a call of that step that ran is */
+  let heldReasoning: Array<ModelAssistantPart> = []
   const flush = () => {
+    heldReasoning = []
     if (group.length > 0) {
       out.push({ role: "assistant", parts: group })
       if (results.length > 0) out.push({ role: "tool", results })
@@ -173,13 +194,34 @@ const pushAssistant = (
       // a call that ran changed the world: the model must see it and its result, even from an
       // aborted step; a call that never ran in an aborted step is partial output like its text
       if (aborted && !wasInvoked(tool)) continue
+      if (aborted) {
+        // the signed reasoning that led to it goes with it (a provider may require it before the call)
+        for (const held of heldReasoning) group.push(held)
+        heldReasoning = []
+      }
       const input = "input" in tool.state ? tool.state.input : undefined
       group.push({ type: "tool-call", callId: tool.callId, tool: tool.tool, input: isInputObject(input) ? input : {} })
       results.push(toolResult(tool))
       continue
     }
+    if (part.type === "reasoning") {
+      if (!includeReasoning) continue
+      // a block with only a signature (no text) is still the provider's reasoning, sent back in its place
+      const signed = hasMetadata(part)
+      if (!signed && part.text.trim() === "") continue
+      const sent: ModelAssistantPart = {
+        type: "reasoning",
+        text: part.text,
+        ...(signed ? { metadata: part.metadata } : {})
+      }
+      if (aborted) {
+        if (signed) heldReasoning.push(sent)
+        continue
+      }
+      group.push(sent)
+      continue
+    }
     if (aborted || part.text.trim() === "") continue
-    if (part.type === "reasoning" && !includeReasoning) continue
     group.push({ type: part.type, text: part.text })
   }
   flush()
@@ -222,7 +264,8 @@ export const validateHistory = (messages: ReadonlyArray<ModelMessage>): Readonly
     const answered = new Set(next?.role === "tool" ? next.results.map((result) => result.callId) : [])
     for (const part of message.parts) {
       if (part.type !== "tool-call") {
-        if (part.text.trim() === "") problems.push(`message ${i}: an empty ${part.type} part`)
+        const signed = part.type === "reasoning" && part.metadata !== undefined
+        if (part.text.trim() === "" && !signed) problems.push(`message ${i}: an empty ${part.type} part`)
         continue
       }
       if (seenCalls.has(part.callId)) problems.push(`message ${i}: call ${part.callId} was made twice`)

@@ -21,8 +21,8 @@ import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } f
 import type { Price } from "../config/ConfigSchema.js"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
-import { emptyUsage, type Usage } from "../domain/Message.js"
-import { Model, ModelError, type ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
+import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
+import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import { Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
@@ -144,7 +144,14 @@ const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
       last._tag === event._tag &&
       last.id === event.id
     ) {
-      out[out.length - 1] = { ...last, delta: last.delta + event.delta }
+      out[out.length - 1] =
+        last._tag === "ReasoningDelta" && event._tag === "ReasoningDelta"
+          ? ModelEvent.ReasoningDelta({
+              id: last.id,
+              delta: last.delta + event.delta,
+              metadata: mergeProviderMetadata(last.metadata, event.metadata)
+            })
+          : { ...last, delta: last.delta + event.delta }
     } else {
       out.push(event)
     }
@@ -310,7 +317,17 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
               }
               case "ReasoningDelta": {
                 const delta = maskerOf(event.id, "reasoning").push(event.delta)
-                if (delta !== "") deltas.push(make("reasoning.delta", { messageId, partId: partId(event.id), delta }))
+                // metadata (a signature, redacted data) is recorded with its part, also without text
+                if (delta !== "" || event.metadata !== undefined) {
+                  deltas.push(
+                    make("reasoning.delta", {
+                      messageId,
+                      partId: partId(event.id),
+                      delta,
+                      ...(event.metadata !== undefined ? { metadata: event.metadata } : {})
+                    })
+                  )
+                }
                 break
               }
               case "ToolInputStart":

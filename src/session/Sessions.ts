@@ -70,7 +70,7 @@ import { isRecordedGroup, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
-import { toModelMessages } from "./History.js"
+import { providerOf, toModelMessages } from "./History.js"
 import { Processor } from "./Processor.js"
 import { systemPrompt } from "./SystemPrompt.js"
 
@@ -349,7 +349,8 @@ export const makeSessions = (options: SessionsOptions) =>
       (driver: Driver) =>
       (state: SessionState): ModelRequest => ({
         system: system(driver.cwd),
-        messages: toModelMessages(state),
+        // reasoning goes back to the provider that produced it (never another's: a session may switch models)
+        messages: toModelMessages(state, { includeReasoning: providerOf(model.name) }),
         tools: tools.definitions,
         maxOutputTokens: options.maxOutputTokens
       })

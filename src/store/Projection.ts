@@ -29,6 +29,8 @@ import {
   addUsage,
   emptyUsage,
   Message,
+  mergeProviderMetadata,
+  type ProviderMetadata,
   type StepInfo,
   ToolPart,
   type ToolState,
@@ -37,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 6
+export const PROJECTION_VERSION = 7
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -379,11 +381,17 @@ const appendDelta = (
   s: MState,
   env: Envelope,
   kind: "text" | "reasoning",
-  payload: { readonly messageId: MessageId; readonly partId: PartId; readonly delta: string }
+  payload: {
+    readonly messageId: MessageId
+    readonly partId: PartId
+    readonly delta: string
+    readonly metadata?: ProviderMetadata | undefined
+  }
 ): void => {
   const message = assistantFor(ctx, s, env, payload.messageId, { open: true })
   const parts = ownArray(ctx, message.parts)
   message.parts = parts
+  const metadata = kind === "reasoning" ? payload.metadata : undefined
   for (let j = parts.length - 1; j >= 0; j--) {
     const part = parts[j]!
     if (part.type !== "tool" && part.id === payload.partId) {
@@ -392,11 +400,24 @@ const appendDelta = (
       }
       const owned = own(ctx, part)
       owned.text = owned.text + payload.delta
+      if (metadata !== undefined && owned.type === "reasoning") {
+        owned.metadata = mergeProviderMetadata(owned.metadata, metadata)
+      }
       parts[j] = owned
       return
     }
   }
-  parts.push(fresh(ctx, withStep(message, { type: kind, id: payload.partId, text: payload.delta })))
+  parts.push(
+    fresh(
+      ctx,
+      withStep(message, {
+        type: kind,
+        id: payload.partId,
+        text: payload.delta,
+        ...(metadata !== undefined ? { metadata } : {})
+      })
+    )
+  )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ const ok = (events: ReadonlyArray<Event>): SessionState => {
 }
 
 /** Builds the history and asserts it is valid. */
-const history = (events: ReadonlyArray<Event>, options?: { includeReasoning?: boolean }) => {
+const history = (events: ReadonlyArray<Event>, options?: { includeReasoning?: boolean | string }) => {
   const messages = toModelMessages(ok(events), options)
   expect(validateHistory(messages)).toEqual([])
   return messages
@@ -386,6 +386,96 @@ describe("History: filtering and compaction", () => {
     })
   })
 
+  it("signed reasoning keeps its place and its metadata, a signature-only block included", () => {
+    const signed = { anthropic: { signature: "sig-1" } }
+    const redacted = { anthropic: { redactedData: "opaque" } }
+    const P4 = PartId.make("p4")
+    const events = [
+      ...prelude,
+      reasoning(P1, "let me look"),
+      e("reasoning.delta", { messageId: A1, partId: P1, delta: "", metadata: signed }),
+      e("reasoning.delta", { messageId: A1, partId: P2, delta: "", metadata: redacted }),
+      text(P3, "reading"),
+      e("reasoning.delta", { messageId: A1, partId: P4, delta: "", metadata: { anthropic: { signature: "sig-2" } } }),
+      invoked(C1),
+      finished(C1),
+      stepFinished(0)
+    ]
+    expect(history(events, { includeReasoning: true })[1]).toEqual({
+      role: "assistant",
+      parts: [
+        { type: "reasoning", text: "let me look", metadata: signed },
+        { type: "reasoning", text: "", metadata: redacted },
+        { type: "text", text: "reading" },
+        { type: "reasoning", text: "", metadata: { anthropic: { signature: "sig-2" } } },
+        call(C1)
+      ]
+    })
+  })
+
+  it("metadata of one part merges per provider key (a later value wins)", () => {
+    const events = [
+      ...prelude,
+      e("reasoning.delta", { messageId: A1, partId: P1, delta: "a", metadata: { x: { id: "1", keep: true } } }),
+      e("reasoning.delta", { messageId: A1, partId: P1, delta: "b", metadata: { x: { id: "2" }, y: { n: 1 } } }),
+      stepFinished(0)
+    ]
+    expect(history(events, { includeReasoning: true })[1]).toEqual({
+      role: "assistant",
+      parts: [{ type: "reasoning", text: "ab", metadata: { x: { id: "2", keep: true }, y: { n: 1 } } }]
+    })
+  })
+
+  it("with a provider id, only the reasoning of that provider's models goes back", () => {
+    const U2 = MessageId.make("u2")
+    const A2 = MessageId.make("a2")
+    const T2 = TurnId.make("t2")
+    const signed = { anthropic: { signature: "s" } }
+    const events = [
+      e("session.created", { title: "t", cwd: "/w", model: "anthropic/claude-a" }),
+      e("user.message", { messageId: U1, text: "hi", mode: "prompt" }),
+      e("turn.started", { turnId: T1, messageIds: [U1] }),
+      e("assistant.started", { messageId: A1, model: "anthropic/claude-a" }),
+      e("step.started", { messageId: A1, step: 0 }),
+      e("reasoning.delta", { messageId: A1, partId: P1, delta: "claude thinks", metadata: signed }),
+      text(P2, "one"),
+      stepFinished(0),
+      e("assistant.completed", { messageId: A1 }),
+      e("turn.finished", { turnId: T1, reason: "stop" }),
+      e("user.message", { messageId: U2, text: "again", mode: "prompt" }),
+      e("turn.started", { turnId: T2, messageIds: [U2] }),
+      e("assistant.started", { messageId: A2, model: "deepseek/deepseek-reasoner" }),
+      e("step.started", { messageId: A2, step: 0 }),
+      reasoning(P3, "deepseek thinks", A2),
+      text(PartId.make("p5"), "two", A2),
+      stepFinished(0, false, A2)
+    ]
+    const reasoningOf = (provider: string) =>
+      history(events, { includeReasoning: provider }).flatMap((m) =>
+        m.role === "assistant" ? m.parts.filter((p) => p.type === "reasoning") : []
+      )
+    expect(reasoningOf("anthropic")).toEqual([{ type: "reasoning", text: "claude thinks", metadata: signed }])
+    expect(reasoningOf("deepseek")).toEqual([{ type: "reasoning", text: "deepseek thinks" }])
+    expect(reasoningOf("openai")).toEqual([])
+  })
+
+  it("an aborted step's call that ran keeps the signed reasoning before it; unsigned reasoning stays out", () => {
+    const signed = { anthropic: { signature: "s" } }
+    const events = [
+      ...prelude,
+      reasoning(P1, "unsigned"),
+      e("reasoning.delta", { messageId: A1, partId: P2, delta: "signed", metadata: signed }),
+      invoked(C1),
+      e("reasoning.delta", { messageId: A1, partId: P3, delta: "after", metadata: signed }),
+      finished(C1),
+      stepFinished(0, true)
+    ]
+    expect(history(events, { includeReasoning: true })[1]).toEqual({
+      role: "assistant",
+      parts: [{ type: "reasoning", text: "signed", metadata: signed }, call(C1)]
+    })
+  })
+
   it("omits empty assistant messages and blank text parts", () => {
     expect(history(prelude)).toEqual([user("hi")])
     expect(history([...prelude, text(P1, " \n "), stepFinished(0), stepStarted(1), reasoning(P2, "x")])).toEqual([
@@ -519,6 +609,37 @@ const expected = (state: SessionState) => {
   return { users, texts, calls }
 }
 
+/**
+ * How many reasoning parts a history with every reasoning must hold: those of steps that went
+ * through with text or metadata, and the signed ones of an aborted step that come before a call of
+ * it that ran.
+ */
+const expectedReasoning = (state: SessionState): number => {
+  let messages = state.messages
+  if (state.compaction !== null) {
+    const i = messages.findIndex((m) => m.id === state.compaction!.upToMessageId)
+    messages = messages.slice(i)
+  }
+  let count = 0
+  for (const message of messages) {
+    if (message.role === "user") continue
+    const aborted = new Set(message.steps.filter((s) => s.aborted).map((s) => s.step))
+    message.parts.forEach((part, k) => {
+      if (part.type !== "reasoning") return
+      const signed = part.metadata !== undefined
+      if (part.step === undefined || !aborted.has(part.step)) {
+        if (signed || part.text.trim() !== "") count++
+        return
+      }
+      const ranLater = message.parts
+        .slice(k + 1)
+        .some((p) => p.type === "tool" && p.step === part.step && wasInvoked(state.toolParts[p.callId]!))
+      if (signed && ranLater) count++
+    })
+  }
+  return count
+}
+
 describe("History: property", () => {
   it("the history at every seq of a random session is valid and complete", () => {
     let checked = 0
@@ -540,6 +661,13 @@ describe("History: property", () => {
             )
           }
           expect(got).toEqual(want)
+          // with every reasoning part (signed ones without text included) the history is still valid
+          const withReasoning = toModelMessages(state, { includeReasoning: true })
+          expect(validateHistory(withReasoning)).toEqual([])
+          expect(
+            withReasoning.flatMap((m) => (m.role === "assistant" ? m.parts : [])).filter((p) => p.type === "reasoning")
+              .length
+          ).toBe(expectedReasoning(state))
           // one assistant message per step: its calls all come from one step of one message
           const stepOf = new Map<string, string>()
           for (const message of state.messages) {

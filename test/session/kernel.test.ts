@@ -126,6 +126,45 @@ describe("Sessions: a turn", () => {
     }).pipe(Effect.provide(layer([Script.text("hi there", { chunks: 3 })])))
   )
 
+  it.live("records reasoning metadata with its part and sends it back in place with the call it led to", () =>
+    Effect.gen(function* () {
+      const { id, outcome } = yield* prompt("use echo")
+      expect(outcome.reason).toBe("stop")
+      const log = yield* events(id)
+      const reasoning = log.filter((e) => e.type === "reasoning.delta").map((e) => e.payload)
+      // what arrived together is one event; the signature is kept with the text of its part
+      expect(reasoning.map((p) => [p.delta, p.metadata])).toEqual([
+        ["think more", { scripted: { signature: "sig", n: 1 } }],
+        ["", { scripted: { redacted: "r" } }]
+      ])
+      const sent = yield* requests
+      expect(sent[1]!.messages[1]).toEqual({
+        role: "assistant",
+        parts: [
+          { type: "reasoning", text: "think more", metadata: { scripted: { signature: "sig", n: 1 } } },
+          { type: "reasoning", text: "", metadata: { scripted: { redacted: "r" } } },
+          { type: "tool-call", callId: "c1", tool: "echo", input: { text: "x" } }
+        ]
+      })
+    }).pipe(
+      Effect.provide(
+        layer([
+          {
+            events: [
+              ModelEvent.ReasoningDelta({ id: "r1", delta: "think " }),
+              ModelEvent.ReasoningDelta({ id: "r1", delta: "more", metadata: { scripted: { n: 1 } } }),
+              ModelEvent.ReasoningDelta({ id: "r1", delta: "", metadata: { scripted: { signature: "sig" } } }),
+              ModelEvent.ReasoningDelta({ id: "r2", delta: "", metadata: { scripted: { redacted: "r" } } }),
+              ...Script.toolCall({ callId: "c1", tool: "echo", input: { text: "x" } }),
+              Script.finish("tool-calls")
+            ]
+          },
+          Script.text("done")
+        ])
+      )
+    )
+  )
+
   it.live("runs a tool call and sends its result back", () =>
     Effect.gen(function* () {
       const { id, outcome, state } = yield* prompt("use echo")

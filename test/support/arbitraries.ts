@@ -182,6 +182,13 @@ const delta =
       sim.partId = PartId.make(nextId(sim, kind === "text" ? "t" : "r"))
       sim.partKind = kind
     }
+    if (kind === "reasoning" && x % 4 === 1) {
+      // provider metadata: a signature closing the part (an empty delta), or a redacted block's data
+      const metadata =
+        x % 3 === 0 ? { anthropic: { redactedData: `data${x}` } } : { anthropic: { signature: `sig${x}` } }
+      emit(sim, "reasoning.delta", { messageId: sim.messageId!, partId: sim.partId, delta: "", metadata })
+      return
+    }
     emit(sim, `${kind}.delta`, { messageId: sim.messageId!, partId: sim.partId, delta: words[x % words.length]! })
   }
 
