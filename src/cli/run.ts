@@ -12,11 +12,12 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Console, Effect, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
+import { Clock, Console, Effect, Either, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
 import { Config, type ConfigInput, toolSecrets } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
+import { parseReasoning } from "../model/Reasoning.js"
 import { makeAgentLayer } from "../session/Agent.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
@@ -54,6 +55,14 @@ const maxStepsOption = Options.integer("max-steps").pipe(
   Options.optional,
   Options.withPseudoName("n"),
   Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")
+)
+const reasoningOption = Options.text("reasoning").pipe(
+  Options.optional,
+  Options.withPseudoName("off|minimal|low|medium|high|<tokens>"),
+  Options.withDescription(
+    "Thinking for this run: off, an effort, or a token budget (1024 or more); mapped to the provider's option " +
+      "(default: the model's reasoning in the config, else the provider's default)."
+  )
 )
 const yesOption = Options.boolean("yes").pipe(
   Options.withAlias("y"),
@@ -109,6 +118,7 @@ export const run = Command.make(
     continue: continueOption,
     format: runFormat,
     maxSteps: maxStepsOption,
+    reasoning: reasoningOption,
     yes: yesOption,
     cwd: workspaceOption,
     db: dbOption
@@ -121,6 +131,12 @@ export const run = Command.make(
     if (Option.isSome(args.maxSteps) && args.maxSteps.value < 1) {
       return yield* CliError.usage(`--max-steps must be 1 or more, got ${args.maxSteps.value}`)
     }
+    const reasoning = Option.isSome(args.reasoning)
+      ? yield* Either.match(parseReasoning(args.reasoning.value), {
+          onLeft: (why) => CliError.usage(`--reasoning: ${why}`),
+          onRight: (setting) => Effect.succeed(setting)
+        })
+      : undefined
     const message = yield* readMessage(args.message)
 
     const flags: ConfigInput = {
@@ -135,7 +151,8 @@ export const run = Command.make(
       type: resolved.provider.type,
       baseURL: resolved.provider.baseURL,
       apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
-      modelId: resolved.modelId
+      modelId: resolved.modelId,
+      reasoning: reasoning ?? resolved.model.reasoning
     }
     // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
     yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))

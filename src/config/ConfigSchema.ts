@@ -11,6 +11,7 @@
  * validation error can say what was expected; values that look like secrets are never echoed.
  */
 import { type ParseResult, Schema } from "effect"
+import { ReasoningSetting } from "../model/Reasoning.js"
 import { PermissionRules } from "../tools/Permissions.js"
 import { looksLikeSecret, showValue } from "./showValue.js"
 
@@ -197,7 +198,17 @@ export type Price = typeof Price.Type
 export const ModelSettings = Schema.Struct({
   contextWindow: Schema.optionalWith(PositiveInt("The model's context window, in tokens."), { exact: true }),
   maxOutput: Schema.optionalWith(PositiveInt("The most tokens the model may write in one step."), { exact: true }),
-  price: Schema.optionalWith(Price, { exact: true })
+  price: Schema.optionalWith(Price, { exact: true }),
+  reasoning: Schema.optionalWith(
+    ReasoningSetting.annotations({
+      description:
+        'Thinking: "off", an effort ("minimal", "low", "medium", "high") or a token budget (1024 or more), mapped ' +
+        "to the provider's option (Anthropic extended thinking, OpenAI reasoning_effort). Unset: the provider's " +
+        "default. --reasoning overrides it.",
+      message: expected('"off", "minimal", "low", "medium", "high" or a token budget (an integer, 1024 or more)')
+    }),
+    { exact: true }
+  )
 }).annotations({
   description: "What logbook knows about one model of the provider.",
   message: expectedObject("an object of model settings")

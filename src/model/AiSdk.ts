@@ -25,13 +25,16 @@ import {
 import { Effect, Layer, Stream } from "effect"
 import {
   Model,
+  type ModelAssistantPart,
   ModelError,
   ModelEvent,
   type ModelMessage,
   type ModelRequest,
   type ModelTool,
-  type ModelUsage
+  type ModelUsage,
+  type ProviderMetadata
 } from "./Model.js"
+import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
 
 export type AiSdkProviderType = "openai-compatible" | "openai" | "anthropic"
 
@@ -47,6 +50,8 @@ export interface AiSdkOptions {
   readonly modelId: string
   /** extra request headers */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** thinking: off, an effort or a token budget (`Reasoning.ts`); unset = the provider's default */
+  readonly reasoning?: ReasoningSetting | undefined
 }
 
 /** Response bodies kept in a `ModelError` are cut to this many characters. */
@@ -109,20 +114,88 @@ export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageMode
 // request mapping
 // -----------------------------------------------------------------------------------------------
 
-const toSdkMessage = (message: ModelMessage): SdkMessage => {
+/** Where a request goes: the provider type and the SDK's key for its options and metadata. */
+export interface SdkTarget {
+  readonly type: AiSdkProviderType
+  /** `anthropic`, `openai`, or the openai-compatible provider's id */
+  readonly optionsKey: string
+}
+
+/** The SDK's key for a provider's options and metadata. */
+export const optionsKeyOf = (options: Pick<AiSdkOptions, "name" | "type">): string =>
+  options.type === "openai-compatible" ? providerName(options.name) : options.type
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The metadata the SDK attached to a stream part, when there is any. */
+const metadataOf = (providerMetadata: unknown): ProviderMetadata | undefined => {
+  if (!isRecord(providerMetadata)) return undefined
+  const out: Record<string, Readonly<Record<string, unknown>>> = {}
+  for (const [key, value] of Object.entries(providerMetadata)) {
+    if (isRecord(value) && Object.keys(value).length > 0) out[key] = value
+  }
+  return Object.keys(out).length > 0 ? out : undefined
+}
+
+type SdkAssistantPart = Exclude<Extract<SdkMessage, { role: "assistant" }>["content"], string>[number]
+
+/**
+ * A reasoning part as the target's API takes it back, or nothing:
+ * - Anthropic: a thinking block with its `signature`, or a `redacted_thinking` block's data, in its
+ *   place (the API refuses a tool-use turn whose thinking is missing or altered); reasoning without
+ *   either cannot be sent back and is left out.
+ * - openai-compatible: `reasoning_content` of assistant messages that made tool calls (DeepSeek's
+ *   thinking mode requires it; Kimi, Qwen and others keep it); other reasoning is not sent.
+ * - OpenAI Chat Completions: takes no reasoning back.
+ * Only the target's own metadata key is sent (History already keeps other providers' reasoning out).
+ */
+const toSdkReasoning = (
+  part: Extract<ModelAssistantPart, { type: "reasoning" }>,
+  target: SdkTarget,
+  withToolCalls: boolean
+): SdkAssistantPart | undefined => {
+  const own = part.metadata?.[target.optionsKey]
+  switch (target.type) {
+    case "anthropic":
+      if (own === undefined || (typeof own.signature !== "string" && typeof own.redactedData !== "string")) {
+        return undefined
+      }
+      return { type: "reasoning", text: part.text, providerOptions: { [target.optionsKey]: { ...own } as never } }
+    case "openai-compatible":
+      if (!withToolCalls || part.text.trim() === "") return undefined
+      return {
+        type: "reasoning",
+        text: part.text,
+        ...(own === undefined ? {} : { providerOptions: { [target.optionsKey]: { ...own } as never } })
+      }
+    case "openai":
+      return undefined
+  }
+}
+
+const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage => {
   switch (message.role) {
     case "user":
       return { role: "user", content: message.content }
-    case "assistant":
-      return {
-        role: "assistant",
-        content: message.parts.map((part) =>
-          part.type === "tool-call"
-            ? // a call whose input was not JSON still needs an input object, or the provider rejects the history
-              { type: "tool-call" as const, toolCallId: part.callId, toolName: part.tool, input: part.input ?? {} }
-            : { type: part.type, text: part.text }
-        )
+    case "assistant": {
+      const withToolCalls = message.parts.some((part) => part.type === "tool-call")
+      const content: Array<SdkAssistantPart> = []
+      for (const part of message.parts) {
+        if (part.type === "tool-call") {
+          // a call whose input was not JSON still needs an input object, or the provider rejects the history
+          content.push({ type: "tool-call", toolCallId: part.callId, toolName: part.tool, input: part.input ?? {} })
+        } else if (part.type === "text") {
+          content.push({ type: "text", text: part.text })
+        } else if (target === undefined) {
+          content.push({ type: "reasoning", text: part.text })
+        } else {
+          const reasoning = toSdkReasoning(part, target, withToolCalls)
+          if (reasoning !== undefined) content.push(reasoning)
+        }
       }
+      return { role: "assistant", content }
+    }
     case "tool":
       return {
         role: "tool",
@@ -138,8 +211,12 @@ const toSdkMessage = (message: ModelMessage): SdkMessage => {
   }
 }
 
-/** Our conversation in the SDK's message shape. */
-export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>): Array<SdkMessage> => messages.map(toSdkMessage)
+/**
+ * Our conversation in the SDK's message shape. With a `target`, reasoning parts become what that
+ * provider takes back (see `toSdkReasoning`); without one, every reasoning part is passed as text.
+ */
+export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> =>
+  messages.map((message) => toSdkMessage(message, target))
 
 /** Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools). */
 export const toSdkTools = (tools: ReadonlyArray<ModelTool>): ToolSet =>
@@ -395,8 +472,24 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
       return none
     case "text-delta":
       return part.text.length === 0 ? none : events(ModelEvent.TextDelta({ id: part.id, delta: part.text }))
-    case "reasoning-delta":
-      return part.text.length === 0 ? none : events(ModelEvent.ReasoningDelta({ id: part.id, delta: part.text }))
+    case "reasoning-start":
+    case "reasoning-end": {
+      // Anthropic's redacted_thinking comes as metadata on the start; other providers put item ids here
+      const metadata = metadataOf(part.providerMetadata)
+      return metadata === undefined ? none : events(ModelEvent.ReasoningDelta({ id: part.id, delta: "", metadata }))
+    }
+    case "reasoning-delta": {
+      // Anthropic's signature comes as an empty delta with metadata, at the end of its thinking block
+      const metadata = metadataOf(part.providerMetadata)
+      if (part.text.length === 0 && metadata === undefined) return none
+      return events(
+        ModelEvent.ReasoningDelta({
+          id: part.id,
+          delta: part.text,
+          ...(metadata === undefined ? {} : { metadata })
+        })
+      )
+    }
     case "tool-input-start":
       if (part.providerExecuted === true) return none
       state.inputText.set(part.id, "")
@@ -444,6 +537,8 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
 // -----------------------------------------------------------------------------------------------
 
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
+  const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
+  const providerOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
   const context = (state: MapState) => ({ model: options.name, apiKey: options.apiKey, started: state.started })
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     Stream.unwrapScoped(
@@ -459,7 +554,8 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
             streamText({
               model,
               ...(request.system === undefined ? {} : { system: request.system }),
-              messages: toSdkMessages(request.messages),
+              messages: toSdkMessages(request.messages, target),
+              ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as never }),
               ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools) }),
               ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
               maxRetries: 0,

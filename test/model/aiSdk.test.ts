@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { type AiSdkOptions, layerAiSdk, makeAiSdkModel, toSdkMessages } from "../../src/model/AiSdk.js"
 import { Model, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
 const apiKey = "sk-test-7f3a9c1e5b2d4f6a8c0e"
@@ -431,6 +432,8 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
   it.scopedLive("type anthropic posts to /v1/messages with x-api-key; the error keeps no key", () =>
     Effect.gen(function* () {
       const server = yield* scriptedServer
+      // the server answers /v1/messages from its queue (Anthropic streams); here with an error naming the key
+      server.enqueue(Reply.error(404, { message: `no model for key ${apiKey}` }))
       const model = modelFor(server, { type: "anthropic", name: "anthropic/claude-test", modelId: "claude-test" })
       const error = failure((yield* run(model.stream(request))).exit)
       expect(error.reason).toBe("http")
@@ -484,4 +487,91 @@ describe("toSdkMessages", () => {
       content: [{ type: "tool-call", toolCallId: "c1", input: {} }]
     })
   })
+})
+
+describe("toSdkMessages: reasoning per target", () => {
+  const signed = { anthropic: { signature: "sig" } }
+  const messages = [
+    {
+      role: "assistant" as const,
+      parts: [
+        { type: "reasoning" as const, text: "plan", metadata: { ...signed, other: { secret: "x" } } },
+        { type: "reasoning" as const, text: "unsigned" },
+        { type: "reasoning" as const, text: "", metadata: { anthropic: { redactedData: "data" } } },
+        { type: "tool-call" as const, callId: "c1", tool: "read", input: { path: "a" } }
+      ]
+    },
+    {
+      role: "assistant" as const,
+      parts: [
+        { type: "reasoning" as const, text: "why" },
+        { type: "text" as const, text: "ok" }
+      ]
+    }
+  ]
+  const contentOf = (target: Parameters<typeof toSdkMessages>[1]) =>
+    toSdkMessages(messages, target).map((m) => (m.role === "assistant" ? m.content : m.content))
+
+  it("anthropic: only signed or redacted reasoning, with only the anthropic metadata, in place", () => {
+    expect(contentOf({ type: "anthropic", optionsKey: "anthropic" })).toEqual([
+      [
+        { type: "reasoning", text: "plan", providerOptions: signed },
+        { type: "reasoning", text: "", providerOptions: { anthropic: { redactedData: "data" } } },
+        { type: "tool-call", toolCallId: "c1", toolName: "read", input: { path: "a" } }
+      ],
+      [{ type: "text", text: "ok" }]
+    ])
+  })
+
+  it("openai-compatible: the reasoning of messages with tool calls, without other providers' metadata", () => {
+    expect(contentOf({ type: "openai-compatible", optionsKey: "deepseek" })).toEqual([
+      [
+        { type: "reasoning", text: "plan" },
+        { type: "reasoning", text: "unsigned" },
+        { type: "tool-call", toolCallId: "c1", toolName: "read", input: { path: "a" } }
+      ],
+      [{ type: "text", text: "ok" }]
+    ])
+  })
+
+  it("openai: no reasoning", () => {
+    expect(contentOf({ type: "openai", optionsKey: "openai" })).toEqual([
+      [{ type: "tool-call", toolCallId: "c1", toolName: "read", input: { path: "a" } }],
+      [{ type: "text", text: "ok" }]
+    ])
+  })
+})
+
+describe("layerAiSdk (anthropic, real HTTP): thinking", () => {
+  it.scopedLive("maps a thinking block's signature and a redacted block to ReasoningDelta metadata, in order", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        anthropicReply([{ thinking: ["a ", "plan"], signature: "sig-1" }, { redacted: "opaque" }, { text: "done" }])
+      )
+      const model = makeAiSdkModel({
+        name: "claude/c",
+        type: "anthropic",
+        baseURL: `${server.url}/v1`,
+        apiKey,
+        modelId: "c",
+        reasoning: "low"
+      })
+      const { events, exit } = yield* run(model.stream(request))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      const reasoning = events.filter((e) => e._tag === "ReasoningDelta")
+      expect(reasoning.map((e) => [e.delta, e.metadata])).toEqual([
+        ["a ", undefined],
+        ["plan", undefined],
+        ["", { anthropic: { signature: "sig-1" } }],
+        ["", { anthropic: { redactedData: "opaque" } }]
+      ])
+      // the thinking block and the redacted one are two parts; the text comes after both
+      expect(new Set(reasoning.map((e) => e.id)).size).toBe(2)
+      expect(events.findIndex((e) => e._tag === "TextDelta")).toBeGreaterThan(
+        events.findIndex((e) => e._tag === "ReasoningDelta" && e.metadata?.anthropic?.redactedData !== undefined)
+      )
+      expect(server.requests[0]!.body.thinking).toEqual({ type: "enabled", budget_tokens: 4096 })
+    })
+  )
 })

@@ -2,7 +2,8 @@
  * A scripted OpenAI-compatible model server for tests (issue 3 §6).
  *
  * `POST /v1/chat/completions` on 127.0.0.1 with real HTTP and real SSE framing
- * (`data: {...}\n\n`, a final `data: [DONE]\n\n`). Each request takes the next response from a
+ * (`data: {...}\n\n`, a final `data: [DONE]\n\n`); `POST /v1/messages` takes the same queue, for
+ * Anthropic streams (named `event:` steps, built by `test/support/anthropicReplies.ts`). Each request takes the next response from a
  * per-test queue; every request's parsed body and headers are recorded so tests can assert what the
  * model was sent.
  *
@@ -27,6 +28,8 @@ import type { AddressInfo } from "node:net"
 export type SseStep =
   /** a `data: <json>` event */
   | { readonly type: "chunk"; readonly chunk: unknown }
+  /** a named event, `event: <name>` then `data: <json>` (Anthropic's framing) */
+  | { readonly type: "event"; readonly event: string; readonly data: unknown }
   /** a `data: <text>` event written verbatim (e.g. invalid JSON) */
   | { readonly type: "raw"; readonly data: string }
   /** `data: [DONE]` */
@@ -281,6 +284,9 @@ export const startScriptedServer = async (): Promise<ScriptedServer> => {
         case "chunk":
           res.write(`data: ${JSON.stringify(step.chunk)}\n\n`)
           break
+        case "event":
+          res.write(`event: ${step.event}\ndata: ${JSON.stringify(step.data)}\n\n`)
+          break
         case "raw":
           res.write(`data: ${step.data}\n\n`)
           break
@@ -326,7 +332,7 @@ export const startScriptedServer = async (): Promise<ScriptedServer> => {
           waiter.resolve(requests[waiter.n]!)
         }
         const next =
-          req.method === "POST" && req.url === "/v1/chat/completions"
+          req.method === "POST" && (req.url === "/v1/chat/completions" || req.url === "/v1/messages")
             ? queue.shift()
             : Reply.error(404, { message: `scripted server: no route ${req.method} ${req.url}` })
         const response =
