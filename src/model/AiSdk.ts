@@ -18,6 +18,7 @@ import {
   type LanguageModel,
   type LanguageModelUsage,
   type ModelMessage as SdkMessage,
+  type SystemModelMessage,
   streamText,
   type TextStreamPart,
   type ToolSet
@@ -217,6 +218,49 @@ const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): Sdk
  */
 export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> =>
   messages.map((message) => toSdkMessage(message, target))
+
+/** How many of the newest messages get an Anthropic cache breakpoint (with the system prompt's: 3 of the 4 allowed). */
+export const CACHED_TAIL = 2
+
+const ephemeral = { anthropic: { cacheControl: { type: "ephemeral" } } } as const
+
+/**
+ * The request's prompt for the SDK: `system` (for Anthropic, a system message with a cache
+ * breakpoint) and `messages`.
+ *
+ * Anthropic prompt caching: a breakpoint (`cache_control: ephemeral`) on the system prompt — the
+ * stable prefix: tools, then the system prompt, are cached up to it — and on the last
+ * `CACHED_TAIL` messages, so each step of a turn reads the previous steps from the cache and writes
+ * only what is new. Other providers cache a stable prefix on their own (OpenAI and most
+ * openai-compatible servers); the system prompt and the tool schemas do not change between
+ * requests of a session (no dates in them), so the prefix is stable.
+ */
+export const toSdkPrompt = (
+  request: Pick<ModelRequest, "system" | "messages">,
+  target: SdkTarget
+): { readonly system?: string | SystemModelMessage; readonly messages: Array<SdkMessage> } => {
+  const messages = toSdkMessages(request.messages, target)
+  if (target.type !== "anthropic") {
+    return { ...(request.system === undefined ? {} : { system: request.system }), messages }
+  }
+  for (let i = Math.max(0, messages.length - CACHED_TAIL); i < messages.length; i++) {
+    messages[i] = { ...messages[i]!, providerOptions: ephemeral } as SdkMessage
+  }
+  if (request.system === undefined || request.system === "") return { messages }
+  return { system: { role: "system", content: request.system, providerOptions: ephemeral }, messages }
+}
+
+/** Options per provider key, merged (reasoning settings, the cache key …). */
+const mergeOptions = (
+  ...all: ReadonlyArray<Readonly<Record<string, Readonly<Record<string, unknown>>>> | undefined>
+): Record<string, Record<string, unknown>> | undefined => {
+  const out: Record<string, Record<string, unknown>> = {}
+  for (const options of all) {
+    if (options === undefined) continue
+    for (const [key, value] of Object.entries(options)) out[key] = { ...out[key], ...value }
+  }
+  return Object.keys(out).length > 0 ? out : undefined
+}
 
 /** Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools). */
 export const toSdkTools = (tools: ReadonlyArray<ModelTool>): ToolSet =>
@@ -538,7 +582,7 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
 
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
-  const providerOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
+  const reasoningOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
   const context = (state: MapState) => ({ model: options.name, apiKey: options.apiKey, started: state.started })
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     Stream.unwrapScoped(
@@ -549,12 +593,19 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           Effect.sync(() => new AbortController()),
           (controller) => Effect.sync(() => controller.abort())
         )
+        const prompt = toSdkPrompt(request, target)
+        const providerOptions = mergeOptions(
+          reasoningOptions,
+          // OpenAI routes its automatic prompt cache by this key: one conversation, one key
+          options.type === "openai" && request.cacheKey !== undefined
+            ? { [target.optionsKey]: { promptCacheKey: request.cacheKey } }
+            : undefined
+        )
         const result = yield* Effect.try({
           try: () =>
             streamText({
               model,
-              ...(request.system === undefined ? {} : { system: request.system }),
-              messages: toSdkMessages(request.messages, target),
+              ...prompt,
               ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as never }),
               ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools) }),
               ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),

@@ -50,6 +50,11 @@ export interface ModelRequest {
   readonly messages: ReadonlyArray<ModelMessage>
   readonly tools: ReadonlyArray<ModelTool>
   readonly maxOutputTokens?: number | undefined
+  /**
+   * A key that stays the same for every request of one conversation (the kernel passes the session
+   * id): providers that route prompt caching by key (OpenAI `prompt_cache_key`) get it.
+   */
+  readonly cacheKey?: string | undefined
 }
 
 /** Token counts of one step as the provider reports them (cost is computed from config prices). */

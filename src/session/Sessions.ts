@@ -352,7 +352,8 @@ export const makeSessions = (options: SessionsOptions) =>
         // reasoning goes back to the provider that produced it (never another's: a session may switch models)
         messages: toModelMessages(state, { includeReasoning: providerOf(model.name) }),
         tools: tools.definitions,
-        maxOutputTokens: options.maxOutputTokens
+        maxOutputTokens: options.maxOutputTokens,
+        cacheKey: driver.id
       })
 
     /**

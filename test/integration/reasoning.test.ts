@@ -28,8 +28,20 @@ type Json = any
 
 const bodyOf = (request: RecordedRequest): Json => request.body
 
-/** The Anthropic request's messages. */
-const anthropicMessages = (request: RecordedRequest): ReadonlyArray<Json> => bodyOf(request).messages
+/** A copy of a JSON value without its `cache_control` markers (prompt caching: test/integration/caching.test.ts). */
+const withoutCacheMarks = (value: Json): Json =>
+  Array.isArray(value)
+    ? value.map(withoutCacheMarks)
+    : value !== null && typeof value === "object"
+      ? Object.fromEntries(
+          Object.entries(value)
+            .filter(([key]) => key !== "cache_control")
+            .map(([key, v]) => [key, withoutCacheMarks(v)])
+        )
+      : value
+
+/** The Anthropic request's messages (without cache markers). */
+const anthropicMessages = (request: RecordedRequest): ReadonlyArray<Json> => withoutCacheMarks(bodyOf(request).messages)
 
 /** A workspace with `a.txt` whose model is served by `server` through a provider the user's config defines. */
 const workspace = async (
