@@ -209,10 +209,36 @@ export const TodoUpdated = event("todo.updated", {
   items: Schema.Array(TodoItem),
   callId: Schema.optional(CallId)
 })
+export const CompactionTrigger = Schema.Literal("auto", "overflow", "manual")
+export type CompactionTrigger = typeof CompactionTrigger.Type
+/**
+ * The conversation before `upToMessageId` (all of it when absent) is replaced, in what is sent to
+ * the model from now on, by `summary`; the messages themselves stay in the log.
+ */
 export const CompactionDone = event("compaction.done", {
-  /** messages before this one are summarised */
-  upToMessageId: MessageId,
-  summary: Schema.String
+  /** messages before this one are summarised; absent: every message before this event */
+  upToMessageId: Schema.optional(MessageId),
+  summary: Schema.String,
+  /** why: the next request would not fit (`auto`), the provider said it did not (`overflow`), asked (`manual`) */
+  trigger: Schema.optional(CompactionTrigger),
+  /** how many messages the summary covers */
+  messages: Schema.optional(Schema.NonNegativeInt),
+  /** the estimated tokens of the next request before and after */
+  tokensBefore: Schema.optional(Schema.NonNegativeInt),
+  tokensAfter: Schema.optional(Schema.NonNegativeInt),
+  /** the summary request's usage and cost (in the session's totals) */
+  usage: Schema.optional(Usage),
+  model: Schema.optional(Schema.String)
+})
+/**
+ * The outputs of these calls are left out of what is sent to the model from now on (a one-line note
+ * naming the call stands in); the outputs stay in the log.
+ */
+export const ContextPruned = event("context.pruned", {
+  callIds: Schema.Array(CallId),
+  /** the estimated tokens of the next request before and after */
+  tokensBefore: Schema.optional(Schema.NonNegativeInt),
+  tokensAfter: Schema.optional(Schema.NonNegativeInt)
 })
 
 /** Every v1 event, discriminated by `type`. */
@@ -246,7 +272,8 @@ export const Event = Schema.Union(
   PermissionReplied,
   FileChanged,
   TodoUpdated,
-  CompactionDone
+  CompactionDone,
+  ContextPruned
 )
 export type Event = typeof Event.Type
 export type EventType = Event["type"]

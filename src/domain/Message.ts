@@ -82,7 +82,9 @@ export const ToolPart = Schema.Struct({
   callId: CallId,
   tool: Schema.String,
   messageId: MessageId,
-  state: ToolState
+  state: ToolState,
+  /** its output is left out of what is sent to the model (`context.pruned`); it stays in the log */
+  pruned: Schema.optional(Schema.Boolean)
 })
 export type ToolPart = typeof ToolPart.Type
 

@@ -63,6 +63,16 @@ export const wasInvoked = (part: ToolPart): boolean => {
   }
 }
 
+/**
+ * What stands for a pruned call's output (`context.pruned`): one line naming the call (the tool and
+ * its input, cut) and how long the output was; the output itself stays in the log.
+ */
+export const prunedNote = (tool: string, input: unknown, output: string): string => {
+  const shown = JSON.stringify(input ?? {}) ?? "{}"
+  const args = shown.length > 120 ? `${shown.slice(0, 119)}…` : shown
+  return `[output pruned from the context to save space: ${tool} ${args} returned ${output.length} characters; call it again if you need them]`
+}
+
 /** The result the model reads for one tool part, whatever state it is in. */
 export const toolResult = (part: ToolPart): ModelToolResult => {
   const result = (output: string, isError: boolean): ModelToolResult => ({
@@ -74,7 +84,7 @@ export const toolResult = (part: ToolPart): ModelToolResult => {
   const state = part.state
   switch (state._tag) {
     case "completed":
-      return result(state.output, false)
+      return result(part.pruned === true ? prunedNote(part.tool, state.input, state.output) : state.output, false)
     case "error": {
       const detail = state.error.trim() === "" ? "" : `\n${state.error}`
       if (state.interrupted) {
@@ -112,12 +122,8 @@ export const toModelMessages = (state: SessionState, options: HistoryOptions = {
   const out: Array<ModelMessage> = []
   let messages = state.messages
   if (state.compaction !== null) {
-    const upTo = state.compaction.upToMessageId
-    const i = messages.findIndex((message) => message.id === upTo)
-    if (i >= 0) {
-      out.push({ role: "user", content: summaryContent(state.compaction.summary) })
-      messages = messages.slice(i)
-    }
+    out.push({ role: "user", content: summaryContent(state.compaction.summary) })
+    messages = messages.slice(state.compaction.keepFrom)
   }
   /** steered messages already sent inside an assistant message, between two of its steps */
   const placed = new Set<MessageId>()

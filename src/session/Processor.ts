@@ -23,7 +23,7 @@ import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
-import { Retry, type RetryGaveUp } from "../model/Retry.js"
+import { Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
@@ -81,7 +81,8 @@ export const costOf = (usage: ModelUsage, price: Price | undefined): number => {
   return cost / 1_000_000
 }
 
-const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
+/** A step's usage as the log keeps it: whole non-negative counts and the cost. */
+export const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
   const int = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n) : 0)
   return {
     input: int(usage.input),
@@ -122,6 +123,25 @@ export const endOpenStep = (journal: SessionJournal, messageId: MessageId, reaso
     }
     if (events.length > 0) yield* journal.append(events)
   })
+
+/** Before each wait of a retried request: `model.retry` and `session.status retry`. */
+export const recordRetry =
+  (journal: SessionJournal) =>
+  (info: RetryInfo): Effect.Effect<void, RestoreError> =>
+    journal
+      .append([
+        make("model.retry", {
+          attempt: info.attempt,
+          delayMs: info.delayMs,
+          nextAt: info.nextAt,
+          message: info.message,
+          ...(info.error.status !== undefined ? { status: info.error.status } : {})
+        }),
+        make("session.status", {
+          status: { _tag: "retry", attempt: info.attempt, nextAt: info.nextAt, message: info.message }
+        })
+      ])
+      .pipe(Effect.asVoid)
 
 /** A call id not used yet in the session (some servers number calls `call_0`, `call_1` … in every step). */
 const uniqueCallId = (taken: (id: string) => boolean, id: string): CallId => {
@@ -440,23 +460,7 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
             error._tag === "ModelError" ? Effect.fail(error) : Effect.succeed({ _tag: "Carried", error })
         )
       )
-      const result = yield* retry.withRetry(once, {
-        onRetry: (info) =>
-          input.journal
-            .append([
-              make("model.retry", {
-                attempt: info.attempt,
-                delayMs: info.delayMs,
-                nextAt: info.nextAt,
-                message: info.message,
-                ...(info.error.status !== undefined ? { status: info.error.status } : {})
-              }),
-              make("session.status", {
-                status: { _tag: "retry", attempt: info.attempt, nextAt: info.nextAt, message: info.message }
-              })
-            ])
-            .pipe(Effect.asVoid)
-      })
+      const result = yield* retry.withRetry(once, { onRetry: recordRetry(input.journal) })
       if ("_tag" in result && result._tag === "Carried") return yield* Effect.fail(result.error)
       return result as StepResult
     })

@@ -61,6 +61,7 @@ import {
 } from "../domain/Ids.js"
 import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
 import { Model, type ModelRequest } from "../model/Model.js"
+import { classify, Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RecoverOptions } from "../store/Recovery.js"
@@ -70,6 +71,13 @@ import { isRecordedGroup, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
+import {
+  type CompactionFailed,
+  type CompactionOptions,
+  type CompactionResult,
+  defaultCompactionOptions,
+  makeCompactor
+} from "./Compaction.js"
 import { providerOf, toModelMessages } from "./History.js"
 import { Processor } from "./Processor.js"
 import { systemPrompt } from "./SystemPrompt.js"
@@ -96,6 +104,8 @@ export interface SessionsOptions {
   readonly price?: Price | undefined
   /** the most output tokens per step */
   readonly maxOutputTokens?: number | undefined
+  /** keeping the context bounded: pruning and compaction (`Compaction.ts`; defaults `defaultCompactionOptions`) */
+  readonly compaction?: Partial<CompactionOptions> | undefined
   /** the system prompt for a session working in `cwd` (default `systemPrompt`) */
   readonly system?: ((cwd: string) => string) | undefined
   /** the session lease's time to live (ms, default 30000; renewed every third of it) */
@@ -124,7 +134,7 @@ export interface SendOptions {
 /** Why the session cannot be driven: not open here, unknown, deleted, or held by another process. */
 export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()("SessionUnavailable", {
   sessionId: Schema.String,
-  reason: Schema.Literal("not-open", "unknown", "deleted", "held", "lease-lost"),
+  reason: Schema.Literal("not-open", "unknown", "deleted", "held", "lease-lost", "busy"),
   message: Schema.String
 }) {}
 
@@ -168,6 +178,13 @@ export const ownerIsDead = (owner: string): boolean => {
   }
 }
 
+/** The step number after the last one of assistant message `messageId` (0 when it has none). */
+const nextStep = (state: SessionState, messageId: MessageId): number => {
+  const message = state.messages.find((m) => m.id === messageId)
+  const last = message?.role === "assistant" ? message.steps.at(-1) : undefined
+  return last === undefined ? 0 : last.step + 1
+}
+
 /** Undelivered user messages a running turn must deliver at its next step (everything but `queue`). */
 const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
   state.messages.flatMap((m) => (m.role === "user" && !m.delivered && m.mode !== "queue" ? [m.id] : []))
@@ -189,6 +206,13 @@ export interface SessionsService {
   readonly wait: (sessionId: SessionId) => Effect.Effect<Option.Option<TurnOutcome>, SessionUnavailable>
   /** The session's current state (what this process appended included). */
   readonly state: (sessionId: SessionId) => Effect.Effect<SessionState, SessionUnavailable>
+  /**
+   * Compacts the session now (no turn may run): the whole conversation so far is summarised
+   * (`compaction.done {trigger: "manual"}`); the next turn is sent the summary and what follows.
+   */
+  readonly compact: (
+    sessionId: SessionId
+  ) => Effect.Effect<CompactionResult, RestoreError | SessionUnavailable | CompactionFailed>
   /** Interrupts its turn (reason `shutdown`) and releases the session. */
   readonly close: (sessionId: SessionId) => Effect.Effect<void>
 }
@@ -200,6 +224,7 @@ export const makeSessions = (options: SessionsOptions) =>
     const actions = yield* Actions
     const tools = yield* Tools
     const model = yield* Model
+    const retry = yield* Retry
     const secrets = yield* Secrets
     const layerScope = yield* Effect.scope
     const fibers = yield* FiberMap.make<SessionId>()
@@ -208,6 +233,11 @@ export const makeSessions = (options: SessionsOptions) =>
     const owner = options.owner ?? ownerId(yield* uuidV7)
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
     const system = options.system ?? systemPrompt
+    const compactor = makeCompactor(model, retry, {
+      compaction: { ...defaultCompactionOptions, ...options.compaction },
+      price: options.price,
+      maxOutputTokens: options.maxOutputTokens
+    })
 
     /** `stopRecordedGroup` for the groups of one opening, telling `onLeftoverCommands` first */
     const stopLeftovers = (sessionId: SessionId): RecoverOptions["stopGroup"] => {
@@ -391,11 +421,15 @@ export const makeSessions = (options: SessionsOptions) =>
         let step = 0
         let steps = 0
         let finishReason: string | undefined
+        /** the step number of the latest compaction of this turn: at most one per step */
+        let compactedAt: number | undefined
         while (true) {
           // a process that stalled past its lease's ttl stops: another process may drive the session now
           if (yield* driver.leaseLost) {
             return yield* leaseLostError(driver.id)
           }
+          // the next request must fit the model's window: prune old tool outputs, then compact
+          if (compactedAt !== step && (yield* compactor.prepare(journal, buildRequest(driver)))) compactedAt = step
           // the signal first, then the state: a steer recorded in between is delivered by this step
           const steer = yield* Deferred.make<void>()
           yield* Ref.set(driver.steer, steer)
@@ -418,6 +452,17 @@ export const makeSessions = (options: SessionsOptions) =>
             )
           if ("_tag" in result) {
             const error = result.gaveUp
+            // the provider says the request is too long: prune and compact, then try the step again —
+            // once per step, so a request that still does not fit ends the turn
+            if (classify(error.error).why === "context overflow" && compactedAt !== step) {
+              const recovered = yield* compactor.recover(journal, buildRequest(driver)).pipe(Effect.either)
+              if (recovered._tag === "Right") {
+                step = nextStep(yield* journal.state, messageId)
+                compactedAt = step
+                continue
+              }
+              yield* Effect.logWarning(`logbook: could not compact the session: ${recovered.left.message}`)
+            }
             yield* journal.append([
               make("model.error", {
                 message: error.message,
@@ -644,12 +689,38 @@ export const makeSessions = (options: SessionsOptions) =>
       })
     )
 
+    const compact = (sessionId: SessionId) =>
+      Effect.gen(function* () {
+        const driver = yield* driverOf(sessionId)
+        return yield* driver.lock.withPermits(1)(
+          Effect.gen(function* () {
+            if (yield* Ref.get(driver.running)) {
+              return yield* new SessionUnavailable({
+                sessionId,
+                reason: "busy",
+                message: `session ${sessionId} is running a turn; compact it when the turn is over`
+              })
+            }
+            if (yield* driver.leaseLost) return yield* leaseLostError(sessionId)
+            yield* driver.journal.append([make("session.status", { status: { _tag: "busy" } })])
+            return yield* compactor
+              .compact(driver.journal, buildRequest(driver), "manual")
+              .pipe(
+                Effect.ensuring(
+                  driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
+                )
+              )
+          })
+        )
+      })
+
     const service: SessionsService = {
       create,
       open,
       send,
       interrupt,
       wait,
+      compact,
       state: (sessionId) => Effect.flatMap(driverOf(sessionId), (driver) => driver.journal.state),
       close
     }
@@ -659,6 +730,6 @@ export const makeSessions = (options: SessionsOptions) =>
 export class Sessions extends Context.Tag("logbook/Sessions")<Sessions, SessionsService>() {
   static readonly layer = (
     options: SessionsOptions
-  ): Layer.Layer<Sessions, never, EventStore | Processor | Actions | Tools | Model> =>
+  ): Layer.Layer<Sessions, never, EventStore | Processor | Actions | Tools | Model | Retry> =>
     Layer.scoped(Sessions, makeSessions(options))
 }

@@ -124,7 +124,9 @@ export const FileChange = Schema.Struct({
 export type FileChange = typeof FileChange.Type
 
 export const Compaction = Schema.Struct({
-  upToMessageId: MessageId,
+  upToMessageId: Schema.optional(MessageId),
+  /** the index in `messages` of the first message sent after the summary (messages are only appended) */
+  keepFrom: Schema.NonNegativeInt,
   summary: Schema.String,
   at: Schema.Finite
 })
@@ -675,8 +677,24 @@ const handlers: Handlers = {
   },
   "compaction.done": (ctx, s, env) => {
     const p = env.payload
-    if (findMessageIndex(ctx, s, p.upToMessageId) < 0) illegal(s, env, `unknown message ${p.upToMessageId}`)
-    s.compaction = { upToMessageId: p.upToMessageId, summary: p.summary, at: env.at }
+    const keepFrom = p.upToMessageId === undefined ? s.messages.length : findMessageIndex(ctx, s, p.upToMessageId)
+    if (keepFrom < 0) illegal(s, env, `unknown message ${p.upToMessageId}`)
+    s.compaction = {
+      ...(p.upToMessageId !== undefined ? { upToMessageId: p.upToMessageId } : {}),
+      keepFrom,
+      summary: p.summary,
+      at: env.at
+    }
+    if (p.usage !== undefined) s.totals = addUsage(s.totals, p.usage)
+  },
+  "context.pruned": (ctx, s, env) => {
+    const parts = own(ctx, s.toolParts)
+    for (const callId of env.payload.callIds) {
+      const part = parts[callId]
+      if (part === undefined) illegal(s, env, `unknown call ${callId}`)
+      else parts[callId] = fresh(ctx, { ...part, pruned: true })
+    }
+    s.toolParts = parts
   }
 }
 

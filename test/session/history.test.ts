@@ -588,7 +588,7 @@ describe("History: validateHistory", () => {
 const expected = (state: SessionState) => {
   let messages = state.messages
   if (state.compaction !== null) {
-    const i = messages.findIndex((m) => m.id === state.compaction!.upToMessageId)
+    const i = state.compaction.keepFrom
     messages = messages.slice(i)
   }
   let users = state.compaction === null ? 0 : 1
@@ -617,7 +617,7 @@ const expected = (state: SessionState) => {
 const expectedReasoning = (state: SessionState): number => {
   let messages = state.messages
   if (state.compaction !== null) {
-    const i = messages.findIndex((m) => m.id === state.compaction!.upToMessageId)
+    const i = state.compaction.keepFrom
     messages = messages.slice(i)
   }
   let count = 0

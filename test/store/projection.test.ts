@@ -128,7 +128,7 @@ describe("Projection: session", () => {
       repliedAt: at(9)
     })
     expect(s.files["a.ts"]).toEqual({ op: "update", beforeHash: "h1", afterHash: "h2", seq: 11, at: at(11) })
-    expect(s.compaction).toEqual({ upToMessageId: U1, summary: "sum", at: at(12) })
+    expect(s.compaction).toEqual({ upToMessageId: U1, keepFrom: 0, summary: "sum", at: at(12) })
   })
 
   it("illegal permission and compaction events", () => {

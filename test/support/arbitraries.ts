@@ -38,6 +38,8 @@ interface Sim {
   pendingTools: Map<CallId, string>
   /** calls of the current step (in order) */
   stepCalls: Array<CallId>
+  /** every call made so far */
+  allCalls: Array<CallId>
   action: { id: ActionId; state: "pending" | "running"; callIds: Array<CallId> } | null
   chat: "idle" | "streaming" | "awaiting_tool" | "interrupted"
   status: "idle" | "busy" | "retry"
@@ -168,6 +170,7 @@ const endTurn = (sim: Sim, reason: string): void => {
 const newCall = (sim: Sim): CallId => {
   const callId = CallId.make(nextId(sim, "call"))
   sim.stepCalls.push(callId)
+  sim.allCalls.push(callId)
   return callId
 }
 
@@ -219,8 +222,21 @@ const moves = (sim: Sim, options: Required<SimulateOptions>): Array<readonly [nu
     if (sim.queued.length > 0) add(3, (sim) => startTurn(sim, [...sim.queued]))
     if (sim.messages.length > 0) {
       add(1, (sim, x) =>
-        emit(sim, "compaction.done", { upToMessageId: sim.messages[x % sim.messages.length]!, summary: "summary" })
+        emit(
+          sim,
+          "compaction.done",
+          x % 3 === 0
+            ? // everything so far, with the summary step's usage
+              { summary: "summary of all", trigger: "manual", usage: usageOf(x) }
+            : { upToMessageId: sim.messages[x % sim.messages.length]!, summary: "summary", trigger: "auto" }
+        )
       )
+    }
+    if (sim.allCalls.length > 0) {
+      add(1, (sim, x) => {
+        const calls = sim.allCalls.filter((_, i) => (i + x) % 2 === 0)
+        if (calls.length > 0) emit(sim, "context.pruned", { callIds: calls })
+      })
     }
     return list
   }
@@ -415,6 +431,7 @@ export const simulate = (choices: ReadonlyArray<number>, options: SimulateOption
     calls: new Map(),
     pendingTools: new Map(),
     stepCalls: [],
+    allCalls: [],
     action: null,
     chat: "idle",
     status: "idle",

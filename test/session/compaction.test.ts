@@ -1,0 +1,246 @@
+/**
+ * A bounded context (issue 9 §5) in the kernel: Sessions over the scripted model and the memory
+ * store. Pruning old tool outputs, compaction before a request that would not fit, compaction and
+ * one retry after a provider's overflow error — and never a loop.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import type { Envelope, EnvelopeOf } from "../../src/domain/Events.js"
+import type { SessionId } from "../../src/domain/Ids.js"
+import { ModelError, type ModelRequest } from "../../src/model/Model.js"
+import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
+import { makeAgentLayer } from "../../src/session/Agent.js"
+import { type CompactionOptions, estimateRequest, prunableCalls, SUMMARY_PROMPT } from "../../src/session/Compaction.js"
+import { summaryContent, validateHistory } from "../../src/session/History.js"
+import { Sessions } from "../../src/session/Sessions.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { defineTool } from "../../src/tools/Tools.js"
+
+/** A tool whose output is `size` characters. */
+const big = defineTool({
+  name: "big",
+  description: "returns a long text",
+  input: Schema.Struct({ size: Schema.Number }),
+  execute: (input) => Effect.succeed({ output: "o".repeat(input.size) })
+})
+
+const fastRetry = {
+  maxAttempts: 2,
+  initialDelayMs: 1,
+  maxDelayMs: 2,
+  maxRetryAfterMs: 1000,
+  budgetMs: 60_000,
+  minRetryAfterMs: 1
+}
+
+const layer = (script: ReadonlyArray<ScriptStep>, compaction: Partial<CompactionOptions> = {}) =>
+  makeAgentLayer({
+    sessions: { maxSteps: 20, system: () => "system", compaction },
+    tools: { tools: [big] },
+    retry: fastRetry
+  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+
+const requests = Effect.flatMap(ScriptedModel, (m) => m.requests)
+
+const events = (sessionId: SessionId) =>
+  Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(sessionId))).pipe(
+    Effect.map((chunk) => Array.from(chunk) as Array<Envelope>)
+  )
+
+const ofType = <T extends Envelope["type"]>(log: ReadonlyArray<Envelope>, type: T) =>
+  log.filter((e): e is EnvelopeOf<T> => e.type === type)
+
+/** Sends each prompt as a turn of one session; the outcomes. */
+const turns = (...texts: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const sessions = yield* Sessions
+    const id = yield* sessions.create({ cwd: "/tmp" })
+    const outcomes = []
+    for (const text of texts) {
+      yield* sessions.send(id, text)
+      outcomes.push(Option.getOrThrow(yield* sessions.wait(id)))
+    }
+    return { id, outcomes, state: yield* sessions.state(id) }
+  })
+
+const overflow = new ModelError({
+  reason: "http",
+  status: 400,
+  message: "prompt is too long: 212000 tokens > 200000 maximum",
+  body: '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212000 tokens > 200000 maximum"}}'
+})
+
+const isSummaryRequest = (request: ModelRequest) => {
+  const last = request.messages.at(-1)
+  return last?.role === "user" && last.content === SUMMARY_PROMPT
+}
+
+describe("compaction after a context-overflow error", () => {
+  it.live("compacts once and retries the step once; the retried request is the summary and the open turn", () =>
+    Effect.gen(function* () {
+      const { id, outcomes } = yield* turns("first task", "second task")
+      expect(outcomes.map((o) => o.reason)).toEqual(["stop", "stop"])
+      const log = yield* events(id)
+      const done = ofType(log, "compaction.done")
+      expect(done).toHaveLength(1)
+      expect(done[0]!.payload).toMatchObject({ trigger: "overflow", summary: "SUMMARY of the first task", messages: 2 })
+      const sent = yield* requests
+      expect(sent).toHaveLength(4)
+      expect(isSummaryRequest(sent[2]!)).toBe(true)
+      // the summary request holds what it summarises, and the same system prompt and tools (cached prefix)
+      expect(sent[2]!.messages.slice(0, 2)).toEqual([
+        { role: "user", content: "first task" },
+        { role: "assistant", parts: [{ type: "text", text: "first answer" }] }
+      ])
+      expect(sent[2]!.system).toBe(sent[1]!.system)
+      expect(sent[2]!.tools).toEqual(sent[1]!.tools)
+      expect(sent[3]!.messages).toEqual([
+        { role: "user", content: summaryContent("SUMMARY of the first task") },
+        { role: "user", content: "second task" }
+      ])
+      expect(ofType(log, "model.error")).toHaveLength(0)
+      // the summary step's usage is in the session's totals
+      expect(done[0]!.payload.usage?.output).toBe(7)
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.text("first answer"),
+          Script.fail(overflow),
+          Script.text("SUMMARY of the first task", { usage: { input: 30, output: 7 } }),
+          Script.text("second answer")
+        ])
+      )
+    )
+  )
+
+  it.live("cannot loop: a second overflow at the same step ends the turn, after exactly one compaction", () =>
+    Effect.gen(function* () {
+      const { id, outcomes, state } = yield* turns("first task", "second task")
+      expect(outcomes.map((o) => o.reason)).toEqual(["stop", "error"])
+      expect(outcomes[1]!.message).toMatch(/context overflow/)
+      const log = yield* events(id)
+      expect(ofType(log, "compaction.done")).toHaveLength(1)
+      expect(ofType(log, "model.error")).toHaveLength(1)
+      expect((yield* requests).length).toBe(4)
+      expect(state.status._tag).toBe("idle")
+    }).pipe(
+      Effect.provide(
+        layer([Script.text("first answer"), Script.fail(overflow), Script.text("SUMMARY"), Script.fail(overflow)])
+      )
+    )
+  )
+
+  it.live("an overflow in the first turn (nothing to compact, nothing to prune) ends the turn with the reason", () =>
+    Effect.gen(function* () {
+      const { id, outcomes } = yield* turns("only task")
+      expect(outcomes[0]!.reason).toBe("error")
+      expect(outcomes[0]!.message).toMatch(/context overflow/)
+      const log = yield* events(id)
+      expect(ofType(log, "compaction.done")).toHaveLength(0)
+      expect((yield* requests).length).toBe(1)
+    }).pipe(Effect.provide(layer([Script.fail(overflow)])))
+  )
+})
+
+describe("compaction before a request that would not fit", () => {
+  it.live("summarises the earlier turns when the next request would pass the window minus the reserve", () =>
+    Effect.gen(function* () {
+      const { id, outcomes } = yield* turns("first task", "second task", "third task")
+      expect(outcomes.map((o) => o.reason)).toEqual(["stop", "stop", "stop"])
+      const log = yield* events(id)
+      const done = ofType(log, "compaction.done")
+      expect(done).toHaveLength(1)
+      const p = done[0]!.payload
+      expect(p.trigger).toBe("auto")
+      expect(p.tokensBefore).toBeGreaterThan(1800)
+      expect(p.tokensAfter).toBeLessThan(p.tokensBefore!)
+      const sent = yield* requests
+      // turn 1, then the summary request, then turn 2 from the summary, then turn 3 after it
+      expect(sent.map(isSummaryRequest)).toEqual([false, true, false, false])
+      expect(sent[2]!.messages).toEqual([
+        { role: "user", content: summaryContent("short summary") },
+        { role: "user", content: "second task" }
+      ])
+      expect(sent[3]!.messages.slice(0, 3)).toEqual([
+        { role: "user", content: summaryContent("short summary") },
+        { role: "user", content: "second task" },
+        { role: "assistant", parts: [{ type: "text", text: "ok" }] }
+      ])
+      for (const request of sent) expect(validateHistory(request.messages)).toEqual([])
+    }).pipe(
+      Effect.provide(
+        layer(
+          [Script.text("a".repeat(8000)), Script.text("short summary"), Script.text("ok"), Script.text("ok again")],
+          {
+            contextWindow: 2000,
+            reserveTokens: 200
+          }
+        )
+      )
+    )
+  )
+
+  it.live("with no context window known, nothing is compacted before a request", () =>
+    Effect.gen(function* () {
+      const { id } = yield* turns("first task", "second task")
+      expect(ofType(yield* events(id), "compaction.done")).toHaveLength(0)
+    }).pipe(Effect.provide(layer([Script.text("a".repeat(80_000)), Script.text("ok")])))
+  )
+})
+
+describe("pruning old tool outputs", () => {
+  // the sizes differ: the same call three times would be stopped by the loop guard
+  const call = (callId: string) =>
+    Script.toolCalls([{ callId, tool: "big", input: { size: 8000 + Number(callId.slice(1)) } }])
+
+  it.live(
+    "replaces the outputs of older calls by a note naming the call; the log keeps them; no compaction needed",
+    () =>
+      Effect.gen(function* () {
+        const { id, outcomes, state } = yield* turns("work")
+        expect(outcomes[0]!.reason).toBe("stop")
+        const log = yield* events(id)
+        const pruned = ofType(log, "context.pruned")
+        expect(pruned).toHaveLength(1)
+        expect(pruned[0]!.payload.callIds).toEqual(["c2", "c1"])
+        expect(pruned[0]!.payload.tokensAfter).toBeLessThan(pruned[0]!.payload.tokensBefore!)
+        expect(ofType(log, "compaction.done")).toHaveLength(0)
+        const sent = yield* requests
+        const results = (request: ModelRequest) =>
+          Object.fromEntries(
+            request.messages.flatMap((m) => (m.role === "tool" ? m.results.map((r) => [r.callId, r.output]) : []))
+          )
+        const last = results(sent[3]!)
+        expect(last.c1).toMatch(/^\[output pruned from the context.*big \{"size":8001\} returned 8001 characters/)
+        expect(last.c2).toMatch(/^\[output pruned/)
+        expect(last.c3).toBe("o".repeat(8003))
+        // before the pruning the model saw them whole
+        expect(results(sent[2]!).c1).toBe("o".repeat(8001))
+        // the log still has every output
+        expect(ofType(log, "tool.finished").map((e) => e.payload.output.length)).toEqual([8001, 8002, 8003])
+        expect(state.toolParts["c1" as never]?.pruned).toBe(true)
+        expect(estimateRequest(sent[3]!)).toBeLessThan(5000)
+      }).pipe(
+        Effect.provide(
+          layer([call("c1"), call("c2"), call("c3"), Script.text("done")], {
+            contextWindow: 6000,
+            reserveTokens: 1000,
+            // less than one output: c3 is kept because it is the latest step's, not because it is protected
+            pruneProtectTokens: 1000
+          })
+        )
+      )
+  )
+
+  it.live("keeps the newest outputs within the protected tokens", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const { id } = yield* turns("work")
+      const state = yield* sessions.state(id)
+      // the turn is over (its latest step is the text): c3 and c2 (2001 tokens each) fit 4100 protected tokens, c1 does not
+      expect(prunableCalls(state, 4100)).toEqual(["c1"])
+      expect(prunableCalls(state, 0)).toEqual(["c3", "c2", "c1"])
+      expect(prunableCalls(state, 1_000_000)).toEqual([])
+    }).pipe(Effect.provide(layer([call("c1"), call("c2"), call("c3"), Script.text("done")])))
+  )
+})
