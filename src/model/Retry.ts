@@ -28,6 +28,7 @@ import {
   ScheduleInterval,
   Schema
 } from "effect"
+import { capLine } from "./internal/providerError.js"
 import { ModelError, maxProviderMessageLength } from "./Model.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -232,9 +233,9 @@ const words = (s: string) =>
 /** The provider's message when it says more than `head` ("529 overloaded" + "Overloaded" says nothing new). */
 const providerWords = (error: ModelError, head: string): string | undefined => {
   if (error.providerMessage === undefined) return undefined
-  const said = shorten(error.providerMessage, maxProviderMessageLength)
+  const said = capLine(error.providerMessage, maxProviderMessageLength)
   const w = words(said)
-  return w === "" || REASON_PHRASES.has(w) || words(head).includes(w) ? undefined : said
+  return w === "" || REASON_PHRASES.has(w) || ` ${words(head)} `.includes(` ${w} `) ? undefined : said
 }
 
 /** `localhost:11434`, or the host alone when the port is not known. */

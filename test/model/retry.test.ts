@@ -583,6 +583,9 @@ describe("the provider's message in what the user sees", () => {
     expect(describeError(said(500, "Internal Server Error"))).toBe("500 internal server error")
     expect(describeError(said(429, "Too Many Requests"))).toBe("429 rate limited")
     expect(describeError(said(502, "Bad Gateway"))).toBe("502 bad gateway")
+    // whole words of the status line, not parts of them
+    expect(describeError(said(429, "Rate limited"))).toBe("429 rate limited")
+    expect(describeError(said(429, "ted"))).toBe("429 rate limited: ted")
   })
 
   it("a long message is cut to one line of at most 300 characters", () => {
