@@ -30,7 +30,7 @@ import { CliError, ExitCode } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { stdoutStyle, streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
+import { describeInput, doneLine, fitWidth, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
 
 const messageArgs = Args.text({ name: "message" }).pipe(
   Args.repeated,
@@ -152,7 +152,8 @@ export const run = Command.make(
       baseURL: resolved.provider.baseURL,
       apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
       modelId: resolved.modelId,
-      reasoning: reasoning ?? resolved.model.reasoning
+      reasoning: reasoning ?? resolved.model.reasoning,
+      streamIdleTimeoutMs: resolved.provider.streamIdleTimeoutMs
     }
     // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
     yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
@@ -263,9 +264,8 @@ export const run = Command.make(
             const p = event.payload
             const tick = Effect.gen(function* () {
               const now = yield* Clock.currentTimeMillis
-              yield* write(
-                `\r\u001b[2K${style.yellow(retryLine(p.attempt, settings.retry.maxAttempts, p.nextAt - now, p.message))}`
-              )
+              const text = retryLine(p.attempt, settings.retry.maxAttempts, p.nextAt - now, p.message)
+              yield* write(`\r\u001b[2K${style.yellow(fitWidth(text, process.stdout.columns))}`)
             })
             const fiber = yield* tick.pipe(Effect.zipRight(Effect.sleep("1 second")), Effect.forever, Effect.forkScoped)
             yield* Ref.set(countdown, fiber)

@@ -34,6 +34,17 @@ export const retryLine = (attempt: number, maxAttempts: number, waitMs: number, 
   return `retry ${attempt}/${maxAttempts} in ${shown}: ${message}`
 }
 
+/**
+ * `text` cut to fit one terminal row of `columns` (ending with `…`), for a line that is redrawn in
+ * place (the retry countdown): a line that wraps cannot be cleared with `\r`. As it is when the
+ * width is not known.
+ */
+export const fitWidth = (text: string, columns: number | undefined): string => {
+  if (columns === undefined || columns < 10) return text
+  const chars = Array.from(text)
+  return chars.length < columns ? text : `${chars.slice(0, columns - 2).join("")}…`
+}
+
 export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
   const parts = [`tokens in ${formatCount(usage.input)}`, `out ${formatCount(usage.output)}`]
   if (usage.cacheRead > 0) parts.push(`cached ${formatCount(usage.cacheRead)}`)

@@ -224,6 +224,10 @@ const providerFields = {
   type: ProviderType,
   baseURL: BaseUrl,
   apiKeyEnv: EnvVarName,
+  streamIdleTimeoutMs: PositiveInt(
+    "Cut a model response that sends nothing for this many milliseconds, before its first part too, and " +
+      "retry it like a broken stream (default 120000). Raise it for a model that thinks long before it answers."
+  ),
   models: Schema.Record({ key: ModelId, value: ModelSettings }).annotations({
     message: expectedObject("an object of models by model id"),
     description: "Per-model settings, keyed by the model id (the part of provider/model after the first '/')."
@@ -332,6 +336,7 @@ export const ProviderSettings = Schema.Struct({
   }),
   baseURL: Schema.optionalWith(BaseUrl, { exact: true }),
   apiKeyEnv: Schema.optionalWith(EnvVarName, { exact: true }),
+  streamIdleTimeoutMs: Schema.optionalWith(providerFields.streamIdleTimeoutMs, { exact: true }),
   models: Schema.optionalWith(providerFields.models, { exact: true, default: () => ({}) })
 })
 export type ProviderSettings = typeof ProviderSettings.Type

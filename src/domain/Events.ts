@@ -169,9 +169,12 @@ export const ModelRetry = event("model.retry", {
   status: Schema.optional(Schema.Int)
 })
 export const ModelErrorEvent = event("model.error", {
+  /** the sentence the user sees: what went wrong, what to check, the provider's own words */
   message: Schema.String,
   status: Schema.optional(Schema.Int),
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  /** what the provider said (its error body's message: one line, capped, keys masked); absent in older logs */
+  providerMessage: Schema.optional(Schema.String)
 })
 
 // ---------------------------------------------------------------------------------------------

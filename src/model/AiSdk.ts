@@ -23,7 +23,8 @@ import {
   type TextStreamPart,
   type ToolSet
 } from "ai"
-import { Effect, Layer, Stream } from "effect"
+import { Cause, Duration, Effect, Layer, Stream } from "effect"
+import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
   Model,
   type ModelAssistantPart,
@@ -53,7 +54,15 @@ export interface AiSdkOptions {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** thinking: off, an effort or a token budget (`Reasoning.ts`); unset = the provider's default */
   readonly reasoning?: ReasoningSetting | undefined
+  /**
+   * cut the stream (a retryable `stream-cut`) when no part arrives for this long, the first one
+   * included; default `defaultStreamIdleTimeoutMs`
+   */
+  readonly streamIdleTimeoutMs?: number | undefined
 }
+
+/** A stream with no part for this long is cut (`AiSdkOptions.streamIdleTimeoutMs`). */
+export const defaultStreamIdleTimeoutMs = 120_000
 
 /** Response bodies kept in a `ModelError` are cut to this many characters. */
 export const maxErrorBodyLength = 4096
@@ -368,15 +377,39 @@ const cut = (text: string): string =>
  */
 export const toModelError = (
   error: unknown,
-  context: { readonly model: string; readonly apiKey?: string | undefined; readonly started: boolean }
+  context: {
+    readonly model: string
+    readonly apiKey?: string | undefined
+    readonly started: boolean
+    /** the provider's type and base URL: where a connection failure names the host and port */
+    readonly type?: AiSdkProviderType | undefined
+    readonly baseURL?: string | undefined
+  }
 ): ModelError => {
   const redact = redactor(context.apiKey)
   const cause = describe(error, redact)
+  const provider = providerName(context.model)
   const make = (
     reason: ModelError["reason"],
     message: string,
-    extra: { status?: number; headers?: Record<string, string>; body?: string } = {}
-  ) => new ModelError({ reason, message: redact(`${context.model}: ${message}`), cause, ...extra })
+    extra: {
+      status?: number
+      headers?: Record<string, string>
+      body?: string
+      providerMessage?: string | undefined
+    } = {}
+  ) => {
+    const { providerMessage: said, ...rest } = extra
+    return new ModelError({
+      reason,
+      message: redact(`${context.model}: ${message}`),
+      ...rest,
+      ...(said === undefined ? {} : { providerMessage: said }),
+      ...(reason === "network" ? connection(error, context) : {}),
+      provider,
+      cause
+    })
+  }
 
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined && error.statusCode >= 200 && error.statusCode < 300) {
@@ -390,7 +423,8 @@ export const toModelError = (
       return make("http", `HTTP ${error.statusCode}: ${error.message}`, {
         status: error.statusCode,
         ...(headers === undefined ? {} : { headers }),
-        ...(error.responseBody === undefined ? {} : { body: cut(redact(error.responseBody)) })
+        ...(error.responseBody === undefined ? {} : { body: cut(redact(error.responseBody)) }),
+        providerMessage: providerMessage(error.responseBody ?? "", redact)
       })
     }
     return make(context.started ? "stream-cut" : "network", error.message)
@@ -433,16 +467,32 @@ export const toModelError = (
     // a status it carries (OpenRouter `code: 401`, Anthropic `type: "authentication_error"`) makes it an
     // HTTP error, so `Retry` treats a bad key or a bad request as final, not as a cut stream
     const status = inStreamStatus(error)
+    const said = providerMessage(error, redact)
     return status === undefined
       ? make("stream-cut", `the provider reported an error mid-stream: ${errorMessage(error)}`, {
-          body: cut(redact(body))
+          body: cut(redact(body)),
+          providerMessage: said
         })
       : make("http", `the provider reported error ${status} mid-stream: ${errorMessage(error)}`, {
           status,
-          body: cut(redact(body))
+          body: cut(redact(body)),
+          providerMessage: said
         })
   }
   return make("invalid-response", `unexpected error from the model SDK: ${errorName(error)}: ${errorMessage(error)}`)
+}
+
+/** For a `network` error: its kind when known, and the host and port of the provider's base URL. */
+const connection = (
+  error: unknown,
+  context: { readonly type?: AiSdkProviderType | undefined; readonly baseURL?: string | undefined }
+): { network?: "dns" | "refused" | "blocked-port"; host?: string; port?: number } => {
+  const kind = networkKind(error)
+  const endpoint = context.type === undefined ? undefined : endpointOf(context.baseURL, context.type)
+  return {
+    ...(kind === undefined ? {} : { network: kind }),
+    ...(endpoint === undefined ? {} : { host: endpoint.host, port: endpoint.port })
+  }
 }
 
 const anthropicStatus: Readonly<Record<string, number>> = {
@@ -580,10 +630,27 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
 // the service
 // -----------------------------------------------------------------------------------------------
 
+const seconds = (ms: number): string => (ms < 1000 ? `${ms}ms` : `${Number((ms / 1000).toFixed(1))}s`)
+
+/** The stream sent nothing for `idleMs`: cut, like a broken stream (`stream-cut`, retried). */
+const idleError = (options: AiSdkOptions, idleMs: number): ModelError =>
+  new ModelError({
+    reason: "stream-cut",
+    message: `${options.name}: no data from the provider for ${seconds(idleMs)} (provider.${providerName(options.name)}.streamIdleTimeoutMs)`,
+    provider: providerName(options.name)
+  })
+
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
   const reasoningOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
-  const context = (state: MapState) => ({ model: options.name, apiKey: options.apiKey, started: state.started })
+  const context = (state: MapState) => ({
+    model: options.name,
+    apiKey: options.apiKey,
+    started: state.started,
+    type: options.type,
+    baseURL: options.baseURL
+  })
+  const idleMs = options.streamIdleTimeoutMs ?? defaultStreamIdleTimeoutMs
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     Stream.unwrapScoped(
       Effect.gen(function* () {
@@ -618,6 +685,8 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
         })
         // one part at a time: the events of earlier parts go out before an `error` part fails the stream
         const mapped = Stream.fromAsyncIterable(result.fullStream, (error) => toModelError(error, context(state))).pipe(
+          // a stream that stalls is cut like a broken one (and retried): the wait for each part, the first included
+          Stream.timeoutFailCause(() => Cause.fail(idleError(options, idleMs)), Duration.millis(idleMs)),
           Stream.mapEffect((part) => {
             const m = mapPart(state, part)
             return m._tag === "error" ? Effect.fail(toModelError(m.error, context(state))) : Effect.succeed(m.events)

@@ -98,7 +98,8 @@ export const ModelEvent = Data.taggedEnum<ModelEvent>()
  * - `stream-cut`: the stream ended or broke before the step finished
  * - `invalid-response`: the provider sent something that cannot be understood (a malformed chunk)
  * - `config`: the request could not be made (unknown provider, missing API key …)
- * Whether it is worth retrying is `Retry`'s decision, from these fields.
+ * Whether it is worth retrying is `Retry`'s decision, from these fields (`network` picks the short
+ * policy for a host that does not resolve or a refused connection).
  */
 export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   reason: Schema.Literal("http", "network", "stream-cut", "invalid-response", "config"),
@@ -108,8 +109,26 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   /** the response body, cut to a few kB */
   body: Schema.optional(Schema.String),
+  /**
+   * what the provider said, from the error body or an error object sent in the stream: one line, at
+   * most `maxProviderMessageLength` characters, the API key masked
+   */
+  providerMessage: Schema.optional(Schema.String),
+  /**
+   * for `network`: the kind of failure when it is known — `dns` (the host does not resolve),
+   * `refused` (nothing listens at the port), `blocked-port` (fetch never connects to that port)
+   */
+  network: Schema.optional(Schema.Literal("dns", "refused", "blocked-port")),
+  /** for `network`: the host (as in the URL: `localhost`, `[::1]`) and port the request went to */
+  host: Schema.optional(Schema.String),
+  port: Schema.optional(Schema.Int),
+  /** the provider id (the part of the model name before the first `/`), for messages naming its config keys */
+  provider: Schema.optional(Schema.String),
   cause: Schema.optional(Schema.Defect)
 }) {}
+
+/** `ModelError.providerMessage` is cut to this many characters (on one line). */
+export const maxProviderMessageLength = 300
 
 export class Model extends Context.Tag("logbook/Model")<
   Model,

@@ -3,10 +3,12 @@
  * and when to give up.
  *
  * The policy: exponential backoff with equal jitter, each delay capped at `maxDelayMs`; a
- * `retry-after-ms` / `Retry-After` header replaces the computed delay, raised to `minRetryAfterMs`
- * (so `Retry-After: 0` cannot start a storm) and refused past `maxRetryAfterMs` (the request fails at
- * once, naming the wait); at most `maxAttempts` attempts in all, the first included; and a total
- * budget `budgetMs`, measured with `Clock` from the start of the first attempt.
+ * `retry-after-ms` / `Retry-After` header makes a wait longer, never shorter: the wait is the largest
+ * of the provider's, the backoff and `minRetryAfterMs` (so `Retry-After: 0` cannot start a storm), and
+ * an ask past `maxRetryAfterMs` fails the request at once, naming the wait; at most `maxAttempts`
+ * attempts in all, the first included; and a total budget `budgetMs`, measured with `Clock` from the
+ * start of the first attempt. A host that does not resolve or a refused connection gets the short
+ * `fastFail` policy (a few attempts within seconds), then a sentence naming the host and port.
  *
  * `withRetry` is what the kernel uses: it calls `onRetry` before every wait (to append `model.retry`
  * and set `session.status retry`) and fails with a `RetryGaveUp` that says why retrying stopped.
@@ -26,7 +28,8 @@ import {
   ScheduleInterval,
   Schema
 } from "effect"
-import { ModelError } from "./Model.js"
+import { capLine } from "./internal/providerError.js"
+import { ModelError, maxProviderMessageLength } from "./Model.js"
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -44,7 +47,31 @@ export interface RetryOptions {
   readonly budgetMs: number
   /** the shortest wait a server can ask for (Retry-After is raised to it); default 500 */
   readonly minRetryAfterMs?: number | undefined
+  /**
+   * the tighter limits for a host that does not resolve or a refused connection (each the smaller
+   * of this and the option above); default `fastFailPolicy`
+   */
+  readonly fastFail?: FastFailOptions | undefined
 }
+
+/** Limits for connection failures that waiting minutes will not fix (DNS, connection refused). */
+export interface FastFailOptions {
+  readonly maxAttempts: number
+  readonly initialDelayMs: number
+  readonly maxDelayMs: number
+  readonly budgetMs: number
+}
+
+/**
+ * A host that does not resolve or a refused connection: 3 attempts in all, waits of 0.25–0.5 s and
+ * 0.5–1 s between them, and no wait that ends more than 3 s after the first attempt started.
+ */
+export const fastFailPolicy = {
+  maxAttempts: 3,
+  initialDelayMs: 500,
+  maxDelayMs: 1_000,
+  budgetMs: 3_000
+} as const satisfies FastFailOptions
 
 /** options with every field set (the floor included) */
 export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclude<RetryOptions[K], undefined> }
@@ -55,7 +82,8 @@ export const defaultRetryOptions = {
   maxDelayMs: 30_000,
   maxRetryAfterMs: 60_000,
   budgetMs: 300_000,
-  minRetryAfterMs: 500
+  minRetryAfterMs: 500,
+  fastFail: fastFailPolicy
 } as const satisfies ResolvedRetryOptions
 
 const resolve = (options: RetryOptions): ResolvedRetryOptions => ({
@@ -64,8 +92,22 @@ const resolve = (options: RetryOptions): ResolvedRetryOptions => ({
   maxDelayMs: Math.max(0, options.maxDelayMs),
   maxRetryAfterMs: Math.max(0, options.maxRetryAfterMs),
   budgetMs: Math.max(0, options.budgetMs),
-  minRetryAfterMs: Math.max(0, options.minRetryAfterMs ?? defaultRetryOptions.minRetryAfterMs)
+  minRetryAfterMs: Math.max(0, options.minRetryAfterMs ?? defaultRetryOptions.minRetryAfterMs),
+  fastFail: options.fastFail ?? fastFailPolicy
 })
+
+/** The limits for an error the fast policy applies to: each the tighter of the two. */
+const tightened = (o: ResolvedRetryOptions): ResolvedRetryOptions => ({
+  ...o,
+  maxAttempts: Math.max(1, Math.min(o.maxAttempts, Math.floor(o.fastFail.maxAttempts))),
+  initialDelayMs: Math.max(0, Math.min(o.initialDelayMs, o.fastFail.initialDelayMs)),
+  maxDelayMs: Math.max(0, Math.min(o.maxDelayMs, o.fastFail.maxDelayMs)),
+  budgetMs: Math.max(0, Math.min(o.budgetMs, o.fastFail.budgetMs))
+})
+
+/** A host that does not resolve or a refused connection: the fast policy applies. */
+const isFastFail = (error: ModelError): boolean =>
+  error.reason === "network" && (error.network === "dns" || error.network === "refused")
 
 // ---------------------------------------------------------------------------------------------
 // classification
@@ -114,6 +156,16 @@ const text = (error: ModelError) => `${error.message}\n${error.body ?? ""}`
  */
 export const classify = (error: ModelError): Classification => {
   if (error.reason === "config") return { retryable: false, why: "configuration error" }
+  if (error.reason === "network" && error.network !== undefined) {
+    switch (error.network) {
+      case "dns":
+        return { retryable: true, why: "host not found" }
+      case "refused":
+        return { retryable: true, why: "connection refused" }
+      case "blocked-port":
+        return { retryable: false, why: "blocked port" }
+    }
+  }
   const haystack = text(error)
   if (CONTEXT_OVERFLOW.test(haystack)) return { retryable: false, why: "context overflow" }
   if (CONTENT_FILTER.test(haystack)) return { retryable: false, why: "content filter" }
@@ -149,18 +201,90 @@ const shorten = (s: string, max = 160) => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
-/** A short line for the user: "429 rate limited", "529 overloaded", "connection failed: ECONNRESET" … */
-export const describe = (error: ModelError): string => {
+/** Bare HTTP reason phrases: a provider message that only says one of these adds nothing to the status. */
+const REASON_PHRASES = new Set([
+  "error",
+  "unknown error",
+  "bad request",
+  "unauthorized",
+  "payment required",
+  "forbidden",
+  "not found",
+  "method not allowed",
+  "request timeout",
+  "conflict",
+  "payload too large",
+  "unprocessable entity",
+  "too many requests",
+  "internal server error",
+  "not implemented",
+  "bad gateway",
+  "service unavailable",
+  "gateway timeout",
+  "overloaded"
+])
+
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, " ")
+    .trim()
+
+/** The provider's message when it says more than `head` ("529 overloaded" + "Overloaded" says nothing new). */
+const providerWords = (error: ModelError, head: string): string | undefined => {
+  if (error.providerMessage === undefined) return undefined
+  const said = capLine(error.providerMessage, maxProviderMessageLength)
+  const w = words(said)
+  return w === "" || REASON_PHRASES.has(w) || ` ${words(head)} `.includes(` ${w} `) ? undefined : said
+}
+
+/** `localhost:11434`, or the host alone when the port is not known. */
+const address = (error: ModelError): string | undefined =>
+  error.host === undefined ? undefined : error.port === undefined ? error.host : `${error.host}:${error.port}`
+
+/** The config key of the provider's base URL, for hints. */
+const baseUrlKey = (error: ModelError): string =>
+  error.provider === undefined ? "the provider's baseURL" : `provider.${error.provider}.baseURL`
+
+/**
+ * A short line in two parts: `head` ("429 rate limited") and, for an error with a status, the
+ * provider's own words when they add something (`said`).
+ */
+const parts = (error: ModelError): { readonly head: string; readonly said?: string | undefined } => {
   const { why } = classify(error)
+  if (error.reason === "network" && error.network !== undefined) {
+    const at = address(error)
+    if (error.network === "dns") {
+      return {
+        head: error.host === undefined ? "the host does not resolve" : `the host ${error.host} does not resolve`
+      }
+    }
+    return { head: at === undefined ? `cannot connect (${why})` : `cannot connect to ${at} (${why})` }
+  }
   if (error.status !== undefined) {
     const name = STATUS_NAMES[error.status]
-    if (why === "context overflow" || why === "content filter" || why === "provider overloaded") {
-      return `${error.status} ${why === "provider overloaded" ? "overloaded" : why}`
-    }
-    return name !== undefined ? `${error.status} ${name}` : `${error.status} ${shorten(error.message, 80)}`
+    const head =
+      why === "context overflow" || why === "content filter" || why === "provider overloaded"
+        ? `${error.status} ${why === "provider overloaded" ? "overloaded" : why}`
+        : name !== undefined
+          ? `${error.status} ${name}`
+          : error.providerMessage !== undefined
+            ? `${error.status} ${why}`
+            : `${error.status} ${shorten(error.message, 80)}`
+    return { head, said: providerWords(error, head) }
   }
   const detail = shorten(error.message, 120)
-  return detail.length > 0 && detail !== why ? `${why}: ${detail}` : why
+  return { head: detail.length > 0 && detail !== why ? `${why}: ${detail}` : why }
+}
+
+/**
+ * A short line for the user: "429 rate limited", "400 bad request: messages.1.content.0: Expected …"
+ * (the provider's words after the status), "cannot connect to localhost:11434 (connection refused)",
+ * "connection failed: ECONNRESET" …
+ */
+export const describe = (error: ModelError): string => {
+  const { head, said } = parts(error)
+  return said === undefined ? head : `${head}: ${said}`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,6 +359,23 @@ const HINTS: Readonly<Record<string, string>> = {
   "invalid response": "the provider sent something that is not a valid response; check its baseURL and type"
 }
 
+/** What to check when a connection failure outlasts the fast policy, or a port cannot be used at all. */
+const connectionHint = (error: ModelError): string | undefined => {
+  switch (error.network) {
+    case "dns":
+      return `check ${baseUrlKey(error)} and your network`
+    case "refused":
+      return `is the server running? check ${baseUrlKey(error)}`
+    case "blocked-port":
+      return (
+        `fetch never connects to port ${error.port ?? "?"} (it is on the fetch standard's list of blocked ports); ` +
+        `run the server on another port and change ${baseUrlKey(error)}`
+      )
+    default:
+      return undefined
+  }
+}
+
 /** seconds for messages: 120000 -> "120s", 1500 -> "1.5s", 400 -> "0.4s"; under 0.1 s in ms: 20 -> "20ms" */
 export const formatMs = (ms: number): string => {
   if (ms > 0 && ms < 100) return `${Math.round(ms)}ms`
@@ -264,22 +405,30 @@ export const decide = (
     readonly random: number
   }
 ): RetryDecision => {
-  const o = resolve(options)
   const { attempt, error, now } = input
+  const resolved = resolve(options)
+  const fast = isFastFail(error)
+  // a host that does not resolve, a refused connection: a few attempts within seconds, not minutes
+  const o = fast ? tightened(resolved) : resolved
   const what = describe(error)
   const { retryable, why } = classify(error)
   const plural = attempt === 1 ? "1 attempt" : `${attempt} attempts`
   if (!retryable) {
-    const hint = HINTS[why]
-    const because = what.includes(why) ? "" : ` (${why})`
+    const { head, said } = parts(error)
+    const hint = HINTS[why] ?? connectionHint(error)
+    const because = head.includes(why) ? "" : ` (${why})`
+    const sentence = `${head}${because}, not retried${hint !== undefined ? `: ${hint}` : ""}`
     return {
       _tag: "GiveUp",
       reason: "not-retryable",
-      message: `${what}${because}, not retried${hint !== undefined ? `: ${hint}` : ""}`
+      // the provider's own words last, marked as theirs
+      message: said === undefined ? sentence : `${sentence}. The provider said: ${said}`
     }
   }
+  // the fast policy ends with what to check, whichever of its limits was reached
+  const fastEnd = fast ? `gave up after ${plural}: ${what}: ${connectionHint(error)}` : undefined
   if (attempt >= o.maxAttempts) {
-    return { _tag: "GiveUp", reason: "max-attempts", message: `gave up after ${plural}: ${what}` }
+    return { _tag: "GiveUp", reason: "max-attempts", message: fastEnd ?? `gave up after ${plural}: ${what}` }
   }
   const asked = retryAfterMs(error.headers, now)
   if (asked !== undefined && asked > o.maxRetryAfterMs) {
@@ -289,16 +438,28 @@ export const decide = (
       message: `the provider asked to wait ${formatMs(asked)}, more than retry.maxRetryAfterMs (${formatMs(o.maxRetryAfterMs)}): ${what}`
     }
   }
-  const delayMs = asked !== undefined ? Math.max(asked, o.minRetryAfterMs) : backoffMs(o, attempt, input.random)
+  // a provider's wait makes the wait longer, never shorter than the backoff already due
+  const backoff = backoffMs(o, attempt, input.random)
+  const server = asked === undefined ? undefined : Math.max(asked, o.minRetryAfterMs)
+  const delayMs = server === undefined ? backoff : Math.max(server, backoff)
   const nextAt = now + delayMs
   if (nextAt - input.startedAt > o.budgetMs) {
     return {
       _tag: "GiveUp",
       reason: "budget",
-      message: `gave up after ${plural}: waiting ${formatMs(delayMs)} more would pass retry.budgetMs (${formatMs(o.budgetMs)}): ${what}`
+      message:
+        fastEnd ??
+        `gave up after ${plural}: waiting ${formatMs(delayMs)} more would pass retry.budgetMs (${formatMs(o.budgetMs)}): ${what}`
     }
   }
-  return { _tag: "Retry", attempt: attempt + 1, delayMs, nextAt, fromServer: asked !== undefined, message: what }
+  return {
+    _tag: "Retry",
+    attempt: attempt + 1,
+    delayMs,
+    nextAt,
+    fromServer: server !== undefined && server >= backoff,
+    message: what
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -467,7 +467,8 @@ export const makeSessions = (options: SessionsOptions) =>
               make("model.error", {
                 message: error.message,
                 ...(error.error.status !== undefined ? { status: error.error.status } : {}),
-                retryable: error.retryable
+                retryable: error.retryable,
+                ...(error.error.providerMessage !== undefined ? { providerMessage: error.error.providerMessage } : {})
               }),
               make("assistant.completed", { messageId, finishReason: "error" }),
               make("turn.finished", { turnId, reason: "error" }),

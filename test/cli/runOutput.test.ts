@@ -4,7 +4,14 @@
  */
 import { describe, expect, it } from "vitest"
 import { makeStyle } from "../../src/cli/render.js"
-import { describeInput, doneLine, makeTextRenderer, retryLine, usageSummary } from "../../src/cli/runOutput.js"
+import {
+  describeInput,
+  doneLine,
+  fitWidth,
+  makeTextRenderer,
+  retryLine,
+  usageSummary
+} from "../../src/cli/runOutput.js"
 import { type Envelope, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
 import { CallId, EventId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import { emptyUsage } from "../../src/domain/Message.js"
@@ -23,6 +30,18 @@ const env = <T extends EventType>(type: T, payload: PayloadOf<T>, at = 1_000): E
 
 const M = MessageId.make("m")
 const plain = makeStyle(false)
+
+describe("fitWidth", () => {
+  it("cuts a line redrawn in place to one terminal row, as it is when the width is not known", () => {
+    const line = retryLine(2, 8, 4_000, `429 rate limited: ${"You exceeded your current quota. ".repeat(5)}`)
+    const fitted = fitWidth(line, 80)
+    expect(Array.from(fitted)).toHaveLength(79)
+    expect(fitted.startsWith("retry 2/8 in 4s: 429 rate limited: You exceeded")).toBe(true)
+    expect(fitted.endsWith("…")).toBe(true)
+    expect(fitWidth("retry 2/8 in 4s: 429 rate limited", 80)).toBe("retry 2/8 in 4s: 429 rate limited")
+    expect(fitWidth(line, undefined)).toBe(line)
+  })
+})
 
 describe("retryLine", () => {
   it("shows whole seconds from one second on, rounded up, and shorter waits as they are", () => {

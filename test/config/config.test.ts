@@ -171,6 +171,25 @@ describe("Config: precedence", () => {
     })
   )
 
+  it.effect("provider.<id>.streamIdleTimeoutMs: read per provider (absent by default), a positive integer", () =>
+    Effect.gen(function* () {
+      const d = dirs()
+      write(d.projectFile, {
+        model: "ollama/qwen3",
+        provider: { ollama: { streamIdleTimeoutMs: 300_000 } }
+      })
+      const { config } = yield* loadWith(d)
+      expect(config.provider.ollama?.streamIdleTimeoutMs).toBe(300_000)
+      expect(config.provider.openai?.streamIdleTimeoutMs).toBeUndefined()
+      expect((yield* resolveModel(config)).provider.streamIdleTimeoutMs).toBe(300_000)
+      write(d.projectFile, { provider: { ollama: { streamIdleTimeoutMs: 0 } } })
+      const error = yield* failure(loadWith(d))
+      expect(error.message).toBe(
+        `invalid config in file ${d.projectFile} at provider.ollama.streamIdleTimeoutMs: expected a positive integer, got 0`
+      )
+    })
+  )
+
   it.effect("every documented LOGBOOK_* variable sets its key; empty ones are ignored", () =>
     Effect.gen(function* () {
       const d = dirs()

@@ -225,7 +225,7 @@ describe("logbook run: more model failures", () => {
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
     expect(result.stderr).toBe(
-      "logbook: the provider asked to wait 120s, more than retry.maxRetryAfterMs (60s): 429 rate limited\n"
+      "logbook: the provider asked to wait 120s, more than retry.maxRetryAfterMs (60s): 429 rate limited: scripted error 429\n"
     )
     expect(server.requests).toHaveLength(1)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
@@ -234,17 +234,19 @@ describe("logbook run: more model failures", () => {
     expect(log.at(-1)).toMatchObject(idle)
   })
 
-  it("an unreachable server: connection errors are retried, then it gives up with exit 1", async () => {
-    // port 1: nothing listens there, and no other test's server can get it (listen(0) never hands it out)
+  it("a port fetch never connects to (1): not retried, exit 1, the sentence says what to do", async () => {
+    // port 1 is on the fetch standard's list of blocked ports: undici fails with "bad port" before connecting
     const server = { url: "http://127.0.0.1:1" } as Parameters<typeof makeWorkspace>[0]
     const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
-    expect(result.stderr).toMatch(/^logbook: gave up after 2 attempts: connection failed/)
+    expect(result.stderr).toBe(
+      "logbook: cannot connect to 127.0.0.1:1 (blocked port), not retried: fetch never connects to port 1 (it is on " +
+        "the fetch standard's list of blocked ports); run the server on another port and change provider.local.baseURL\n"
+    )
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
-    expect(ofType(log, "model.retry").map((e) => e.payload.message)).toEqual([
-      expect.stringMatching(/^connection failed/)
-    ])
+    expect(ofType(log, "model.retry")).toEqual([])
+    expect(ofType(log, "model.error").map((e) => e.payload.retryable)).toEqual([false])
     expect(log.at(-1)).toMatchObject(idle)
   })
 })

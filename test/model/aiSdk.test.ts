@@ -1,7 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
-import { type AiSdkOptions, layerAiSdk, makeAiSdkModel, toSdkMessages } from "../../src/model/AiSdk.js"
+import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
+import {
+  type AiSdkOptions,
+  defaultStreamIdleTimeoutMs,
+  layerAiSdk,
+  makeAiSdkModel,
+  toSdkMessages
+} from "../../src/model/AiSdk.js"
+import { endpointOf, networkKind, providerMessage } from "../../src/model/internal/providerError.js"
 import { Model, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { describe as describeError } from "../../src/model/Retry.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
@@ -400,19 +408,117 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
-  it.scopedLive("nothing listening → network", () =>
+  it.scopedLive("nothing listening → network, kind refused, with the host and port of the baseURL", () =>
     Effect.gen(function* () {
-      // port 1: nothing listens there (and listen(0) never hands it out to another test's server)
+      // port 2: nothing listens there (and listen(0) never hands it out to another test's server);
+      // port 1 is on fetch's list of blocked ports, so it would never even be tried (below)
       const model = makeAiSdkModel({
         name: "local/m",
         type: "openai-compatible",
-        baseURL: "http://127.0.0.1:1/v1",
+        baseURL: "http://127.0.0.1:2/v1",
         apiKey,
         modelId: "m"
       })
       const error = failure((yield* run(model.stream(request))).exit)
-      expect(error.reason).toBe("network")
+      expect(error).toMatchObject({
+        reason: "network",
+        network: "refused",
+        host: "127.0.0.1",
+        port: 2,
+        provider: "local"
+      })
+      expect(describeError(error)).toBe("cannot connect to 127.0.0.1:2 (connection refused)")
       expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("a host that does not resolve → network, kind dns (a name under .invalid never resolves)", () =>
+    Effect.gen(function* () {
+      const model = makeAiSdkModel({
+        name: "remote/m",
+        type: "openai-compatible",
+        baseURL: "https://logbook-test.invalid/v1",
+        apiKey,
+        modelId: "m"
+      })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error).toMatchObject({
+        reason: "network",
+        network: "dns",
+        host: "logbook-test.invalid",
+        port: 443,
+        provider: "remote"
+      })
+      expect(describeError(error)).toBe("the host logbook-test.invalid does not resolve")
+      expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("a port fetch blocks (1) → network, kind blocked-port", () =>
+    Effect.gen(function* () {
+      const model = makeAiSdkModel({
+        name: "local/m",
+        type: "openai-compatible",
+        baseURL: "http://127.0.0.1:1/v1",
+        modelId: "m"
+      })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error).toMatchObject({ reason: "network", network: "blocked-port", host: "127.0.0.1", port: 1 })
+    })
+  )
+
+  it.scopedLive.each([
+    [
+      "OpenAI style",
+      { error: { message: "Unsupported parameter: 'max_tokens'", type: "invalid_request_error", code: "x" } },
+      "Unsupported parameter: 'max_tokens'"
+    ],
+    [
+      "Anthropic style",
+      { type: "error", error: { type: "invalid_request_error", message: "messages.1.content.0: Expected `thinking`" } },
+      "messages.1.content.0: Expected `thinking`"
+    ],
+    ["a plain-text body", "model 'qwen3' is not loaded\ntry again later", "model 'qwen3' is not loaded try again later"]
+  ] as const)("a 400 with %s keeps the provider's message (providerMessage)", ([, body, expected]) =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.error(400, { body }))
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error).toMatchObject({ reason: "http", status: 400, providerMessage: expected, provider: "local" })
+      expect(describeError(error)).toBe(`400 bad request: ${expected}`)
+    })
+  )
+
+  it.scopedLive("the provider's message has the key masked and is cut to one line of 300 characters", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(
+        Reply.error(401, {
+          message: `Incorrect API key provided: ${apiKey}.\n${"You can find your key at … ".repeat(40)}`
+        })
+      )
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error.providerMessage).toMatch(/^Incorrect API key provided: \[redacted\]\. You can find/)
+      expect(error.providerMessage).not.toContain("\n")
+      expect(Array.from(error.providerMessage!).length).toBeLessThanOrEqual(300)
+      expect(error.providerMessage!.endsWith("…")).toBe(true)
+      expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("an error object sent inside the stream keeps its message as providerMessage", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue({
+        type: "sse",
+        steps: [
+          { type: "chunk", chunk: Reply.chunk({ content: "a" }) },
+          { type: "chunk", chunk: { error: { message: "Upstream model crashed", code: 502 } } },
+          { type: "done" }
+        ]
+      })
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error).toMatchObject({ reason: "http", status: 502, providerMessage: "Upstream model crashed" })
     })
   )
 
@@ -475,6 +581,227 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       expect(server.requests[0]!.headers.authorization).toBeUndefined()
     })
   )
+})
+
+/** Moves the TestClock on in steps until `fiber` is done (the stream's I/O is real, its timer is the TestClock's). */
+const adjustUntilDone = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, step: number) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 1000; i++) {
+      if (Option.isSome(yield* Fiber.poll(fiber))) return yield* Fiber.join(fiber)
+      yield* TestClock.adjust(step)
+      // real time for the socket and the SDK's promises
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+    }
+    throw new Error("the stream did not end")
+  })
+
+describe("layerAiSdk: a stream that stalls (TestClock)", () => {
+  it("the default idle timeout is 120 s", () => {
+    expect(defaultStreamIdleTimeoutMs).toBe(120_000)
+  })
+
+  it.scoped(
+    "no part for streamIdleTimeoutMs → stream-cut; not a moment before; the wait for the first part counts",
+    () =>
+      Effect.gen(function* () {
+        const server = yield* scriptedServer
+        // the response's headers go out, then nothing
+        server.enqueue(Reply.waitAfter(0, new Promise(() => {}), Reply.stream({ text: "never" })))
+        const fiber = yield* Effect.fork(run(modelFor(server, { streamIdleTimeoutMs: 10_000 }).stream(request)))
+        yield* Effect.promise(() => server.request(0))
+        // every timer was started at 0 or later: none can end before 10 s
+        yield* TestClock.adjust(9_999)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+        const { events, exit } = yield* adjustUntilDone(fiber, 1_000)
+        expect(events).toEqual([])
+        const error = failure(exit)
+        expect(error.reason).toBe("stream-cut")
+        expect(error.message).toBe(
+          "local/test-model: no data from the provider for 10s (provider.local.streamIdleTimeoutMs)"
+        )
+        expect(describeError(error)).toMatch(/^stream cut: /)
+        // the cut aborted the request: the server sees the connection close
+        yield* Effect.promise(() => server.requests[0]!.aborted)
+      })
+  )
+
+  it.scoped("the timer restarts with every part: a slow stream whose parts come in time is not cut", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      let release!: () => void
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      // "first", then a pause the test ends, then the rest and the finish; then a second stall
+      server.enqueue(Reply.waitAfter(1, gate, Reply.stream({ text: ["first", "second"] })))
+      const seen: Array<{ readonly delta: string; readonly at: number }> = []
+      const second = yield* Deferred.make<void>()
+      const fiber = yield* modelFor(server, { streamIdleTimeoutMs: 10_000 })
+        .stream(request)
+        .pipe(
+          Stream.runForEach((event) =>
+            Effect.gen(function* () {
+              if (event._tag !== "TextDelta") return
+              seen.push({ delta: event.delta, at: yield* Clock.currentTimeMillis })
+              if (event.delta === "second") yield* Deferred.succeed(second, undefined)
+            })
+          ),
+          Effect.exit,
+          Effect.fork
+        )
+      yield* Effect.promise(() => server.request(0))
+      // 9 s of silence, then the next part: in time
+      yield* TestClock.adjust(9_000)
+      release()
+      yield* Deferred.await(second)
+      // 18 s since the stream started: a deadline for the whole stream would have passed
+      yield* TestClock.adjust(9_000)
+      const exit = yield* Fiber.join(fiber)
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(seen.map((s) => s.delta)).toEqual(["first", "second"])
+      expect(seen[1]!.at).toBe(9_000)
+    })
+  )
+})
+
+describe("providerMessage (recorded error bodies)", () => {
+  const none = (s: string) => s
+  // packages/anthropic/src/__fixtures__/anthropic-fallback-replay-without-beta.error.json of vercel/ai
+  const anthropicFallback = JSON.stringify({
+    type: "error",
+    error: {
+      type: "invalid_request_error",
+      message:
+        "messages.1.content.0: Input tag 'fallback' found using 'type' does not match any of the expected tags: 'bash_code_execution_tool_result', 'code_execution_tool_result', 'connector_text', 'container_upload', 'document', 'image', 'mid_conv_system', 'redacted_thinking', 'search_result', 'server_tool_use', 'text', 'text_editor_code_execution_tool_result', 'thinking', 'tool_result', 'tool_search_tool_result', 'tool_use', 'web_fetch_tool_result', 'web_search_tool_result'"
+    },
+    request_id: "req_011CffsirYGiLLcYcNXyb8wu"
+  })
+  // packages/anthropic/src/__fixtures__/anthropic-issue-17366-error.json of vercel/ai (before its fix)
+  const anthropic17366 = JSON.stringify({
+    type: "error",
+    error: {
+      type: "invalid_request_error",
+      message:
+        "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: srvtoolu_issue_17366_invalid. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+    },
+    request_id: "req_011Cd65WVh8Zrvno3NunpJ73"
+  })
+  // packages/openai/src/chat/__fixtures__/reasoning-model-legacy-parameter-error.json of vercel/ai
+  const openaiLegacy = JSON.stringify(
+    {
+      error: {
+        message:
+          "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+        type: "invalid_request_error",
+        param: "max_tokens",
+        code: "unsupported_parameter"
+      }
+    },
+    null,
+    2
+  )
+
+  it("Anthropic bodies: the error's message, cut to 300 characters on one line", () => {
+    expect(providerMessage(anthropic17366, none)).toBe(
+      "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: srvtoolu_issue_17366_invalid. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+    )
+    const long = providerMessage(anthropicFallback, none)!
+    expect(Array.from(long)).toHaveLength(300)
+    expect(long.startsWith("messages.1.content.0: Input tag 'fallback' found using 'type' does not match")).toBe(true)
+    expect(long.endsWith("…")).toBe(true)
+  })
+
+  it("OpenAI bodies (pretty-printed JSON too): the error's message", () => {
+    expect(providerMessage(openaiLegacy, none)).toBe(
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+    )
+  })
+
+  it("other shapes: Ollama, vLLM, FastAPI, OpenRouter, an array, a code alone, plain text, HTML", () => {
+    expect(providerMessage('{"error":"model \'llama9\' not found, try pulling it first"}', none)).toBe(
+      "model 'llama9' not found, try pulling it first"
+    )
+    expect(
+      providerMessage(
+        '{"object":"error","message":"max_tokens is too large","type":"BadRequestError","code":400}',
+        none
+      )
+    ).toBe("max_tokens is too large")
+    expect(providerMessage('{"detail":[{"loc":["body","model"],"msg":"field required"}]}', none)).toBe("field required")
+    expect(
+      providerMessage(
+        JSON.stringify({
+          error: {
+            message: "Provider returned error",
+            code: 400,
+            metadata: { raw: '{"error":{"message":"context too long"}}', provider_name: "Groq" }
+          }
+        }),
+        none
+      )
+    ).toBe("Provider returned error (Groq: context too long)")
+    expect(
+      providerMessage('[{"error":{"code":400,"message":"API key not valid","status":"INVALID_ARGUMENT"}}]', none)
+    ).toBe("API key not valid")
+    expect(providerMessage('{"error":{"code":"content_policy_violation"}}', none)).toBe("content_policy_violation")
+    expect(providerMessage("upstream connect error\n  or disconnect", none)).toBe(
+      "upstream connect error or disconnect"
+    )
+    expect(
+      providerMessage("<html><head><title>502 Bad Gateway</title></head><body><h1>502</h1></body></html>", none)
+    ).toBe("502 Bad Gateway")
+    expect(providerMessage("", none)).toBeUndefined()
+    expect(providerMessage("{}", none)).toBeUndefined()
+    expect(providerMessage("   ", none)).toBeUndefined()
+  })
+
+  it("an error object from a stream (Anthropic `event: error`, an OpenAI-style chunk)", () => {
+    expect(providerMessage({ type: "overloaded_error", message: "Overloaded" }, none)).toBe("Overloaded")
+    expect(providerMessage({ message: "Something broke", type: "weird" }, none)).toBe("Something broke")
+    expect(providerMessage({ error: { message: "nested", code: 500 } }, none)).toBe("nested")
+  })
+
+  it("masks the key (via redact) and key-like tokens before cutting", () => {
+    const key = "sk-live-0123456789abcdefghij"
+    const redact = (s: string) => s.split(key).join("[redacted]")
+    expect(providerMessage(JSON.stringify({ error: { message: `bad key ${key}` } }), redact)).toBe("bad key [redacted]")
+    expect(providerMessage("another key sk-proj-ABCDEFGHIJKLMNOPQRSTUV was refused", none)).toBe(
+      "another key [redacted] was refused"
+    )
+    expect(providerMessage("header Authorization: Bearer abcdefghijklmnop1234 rejected", none)).toBe(
+      "header Authorization: Bearer [redacted] rejected"
+    )
+    // a key at the cut is masked whole, never left half visible
+    const atCut = `${"x".repeat(290)} ${key}`
+    const cut = providerMessage(atCut, redact)!
+    expect(cut).not.toContain("sk-live")
+    expect(Array.from(cut).length).toBeLessThanOrEqual(300)
+  })
+})
+
+describe("networkKind and endpointOf", () => {
+  const sys = (code: string, message = code) => Object.assign(new Error(message), { code })
+  const wrapped = (cause: unknown) => new Error("Cannot connect to API: …", { cause })
+
+  it("classifies the cause chain: DNS, refused (also among several addresses), a blocked port, the rest", () => {
+    expect(networkKind(wrapped(sys("ENOTFOUND", "getaddrinfo ENOTFOUND x.invalid")))).toBe("dns")
+    expect(networkKind(wrapped(sys("EAI_AGAIN")))).toBe("dns")
+    expect(networkKind(wrapped(sys("ECONNREFUSED")))).toBe("refused")
+    expect(networkKind(wrapped(new AggregateError([sys("ECONNREFUSED"), sys("ECONNREFUSED")])))).toBe("refused")
+    expect(networkKind(wrapped(new Error("bad port")))).toBe("blocked-port")
+    expect(networkKind(wrapped(sys("ECONNRESET")))).toBeUndefined()
+    expect(networkKind(wrapped(sys("UND_ERR_SOCKET")))).toBeUndefined()
+    expect(networkKind("not an error")).toBeUndefined()
+  })
+
+  it("the host and port of the baseURL, or of the SDK's default URL", () => {
+    expect(endpointOf("http://localhost:11434/v1", "openai-compatible")).toEqual({ host: "localhost", port: 11434 })
+    expect(endpointOf("http://[::1]/v1", "openai-compatible")).toEqual({ host: "[::1]", port: 80 })
+    expect(endpointOf(undefined, "openai")).toEqual({ host: "api.openai.com", port: 443 })
+    expect(endpointOf(undefined, "anthropic")).toEqual({ host: "api.anthropic.com", port: 443 })
+    expect(endpointOf(undefined, "openai-compatible")).toBeUndefined()
+  })
 })
 
 describe("toSdkMessages", () => {

@@ -4,8 +4,10 @@ import { ModelError } from "../../src/model/Model.js"
 import {
   backoffMs,
   classify,
+  decide,
   defaultRetryOptions,
   describe as describeError,
+  fastFailPolicy,
   Retry,
   RetryGaveUp,
   type RetryInfo,
@@ -28,6 +30,30 @@ const http = (status: number, headers: Record<string, string> = {}, body?: strin
   })
 const network = (message = "connect ECONNREFUSED 127.0.0.1:11434") => new ModelError({ reason: "network", message })
 const streamCut = () => new ModelError({ reason: "stream-cut", message: "the stream ended before the step finished" })
+/** a connection failure as the model layer reports it: its kind, the host and port, the provider id */
+const connection = (
+  network: "dns" | "refused" | "blocked-port",
+  host = "localhost",
+  port = 11434,
+  provider: string | undefined = "ollama"
+) =>
+  new ModelError({
+    reason: "network",
+    message: `${provider ?? "x"}/m: Cannot connect to API: …`,
+    network,
+    host,
+    port,
+    ...(provider === undefined ? {} : { provider })
+  })
+/** an HTTP error with the provider's own words, as the model layer extracts them */
+const said = (status: number, providerMessage: string, body?: string) =>
+  new ModelError({
+    reason: "http",
+    message: `HTTP ${status}: ${providerMessage}`,
+    status,
+    providerMessage,
+    ...(body !== undefined ? { body } : {})
+  })
 
 /** attempt n (1-based) fails with the error returned, or succeeds with "ok" when undefined */
 type Script = (n: number) => ModelError | undefined
@@ -288,7 +314,7 @@ describe("withRetry", () => {
     expect(backoffMs(o, 2, 0.5)).toBe(1500)
   })
 
-  it.effect("retry-after-ms replaces the computed delay", () =>
+  it.effect("a retry-after-ms longer than the backoff sets the wait", () =>
     Effect.gen(function* () {
       const trace = yield* drive(
         failing(http(429, { "retry-after-ms": "1500" }), http(429, { "retry-after-ms": "2750.5" })),
@@ -300,7 +326,7 @@ describe("withRetry", () => {
     })
   )
 
-  it.effect("retry-after in seconds replaces the computed delay, beyond maxDelayMs too", () =>
+  it.effect("a retry-after in seconds longer than the backoff sets the wait, beyond maxDelayMs too", () =>
     Effect.gen(function* () {
       const trace = yield* drive(failing(http(503, { "retry-after": "45" })), options({ maxDelayMs: 10_000 }))
       expect(trace.exit).toEqual(Exit.succeed("ok"))
@@ -320,25 +346,70 @@ describe("withRetry", () => {
     })
   )
 
-  it.effect("Retry-After: 0 cannot start a storm: every wait is at least the floor", () =>
+  // Behaviour change (issue 9 §2): the provider's wait used to *replace* the backoff (raised to the
+  // floor), so `Retry-After: 0` every time meant a request every 500 ms; now it can only lengthen it.
+  it.effect("Retry-After: 0 every time gets growing waits (the backoff), never a constant rate", () =>
     Effect.gen(function* () {
       const errors = Array.from({ length: 6 }, () => http(429, { "retry-after": "0" }))
       const trace = yield* drive(failing(...errors), options({ maxAttempts: 10, minRetryAfterMs: 500 }))
       expect(trace.exit).toEqual(Exit.succeed("ok"))
       expect(trace.calls).toHaveLength(7)
-      expect(trace.hooks.map((h) => h.delayMs)).toEqual(Array(6).fill(500))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([1000, 2000, 4000, 8000, 16000, 30000])
+      expect(gaps(trace.calls)).toEqual([1000, 2000, 4000, 8000, 16000, 30000])
+    })
+  )
+
+  it.effect("a provider's wait is raised to the floor when the backoff is shorter than both", () =>
+    Effect.gen(function* () {
+      // backoff 100, 200, 400, 800, 1600, 3200 ms; floor 500: max(0, backoff, 500)
+      const errors = Array.from({ length: 6 }, () => http(429, { "retry-after": "0" }))
+      const trace = yield* drive(
+        failing(...errors),
+        options({ maxAttempts: 10, initialDelayMs: 100, minRetryAfterMs: 500 })
+      )
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([500, 500, 500, 800, 1600, 3200])
       // 6 errors took at least 6 x the floor of clock time
       expect(trace.calls[6]! - trace.calls[0]!).toBeGreaterThanOrEqual(6 * 500)
       // the default floor applies when none is configured, to retry-after-ms and past dates too
       const ms = yield* drive(failing(http(429, { "retry-after-ms": "0" })), {
-        ...options(),
+        ...options({ initialDelayMs: 100 }),
         minRetryAfterMs: undefined
       })
       expect(ms.hooks.map((h) => h.delayMs)).toEqual([defaultRetryOptions.minRetryAfterMs])
-      const past = yield* drive(failing(http(429, { "retry-after": "Thu, 01 Jan 1970 00:00:00 GMT" })), options())
+      const past = yield* drive(
+        failing(http(429, { "retry-after": "Thu, 01 Jan 1970 00:00:00 GMT" })),
+        options({ initialDelayMs: 100 })
+      )
       expect(past.hooks.map((h) => h.delayMs)).toEqual([500])
+      // no ask, no floor: the backoff alone
+      const none = yield* drive(failing(http(429)), options({ initialDelayMs: 100 }))
+      expect(none.hooks.map((h) => h.delayMs)).toEqual([100])
     })
   )
+
+  it.effect("a Retry-After shorter than the backoff already due waits the backoff (max rule)", () =>
+    Effect.gen(function* () {
+      // attempts 1-3 fail without an ask (1 s, 2 s, 4 s); attempt 4 asks for 1 s while 8 s is due
+      const trace = yield* drive(
+        failing(http(503), http(503), http(503), http(429, { "retry-after": "1" }), http(429, { "retry-after": "20" })),
+        options()
+      )
+      expect(trace.exit).toEqual(Exit.succeed("ok"))
+      expect(trace.hooks.map((h) => h.delayMs)).toEqual([1000, 2000, 4000, 8000, 20000])
+      expect(gaps(trace.calls)).toEqual([1000, 2000, 4000, 8000, 20000])
+    })
+  )
+
+  it("decide: fromServer says whether the provider's wait set the delay", () => {
+    const at = { attempt: 3, now: 0, startedAt: 0, random: 1 }
+    // the backoff due after attempt 3 is 4 s
+    const longer = decide(options(), { ...at, error: http(429, { "retry-after": "5" }) })
+    expect(longer).toMatchObject({ _tag: "Retry", delayMs: 5000, fromServer: true })
+    const shorter = decide(options(), { ...at, error: http(429, { "retry-after": "1" }) })
+    expect(shorter).toMatchObject({ _tag: "Retry", delayMs: 4000, fromServer: false })
+    const none = decide(options(), { ...at, error: http(503) })
+    expect(none).toMatchObject({ _tag: "Retry", delayMs: 4000, fromServer: false })
+  })
 
   it.effect("a wait past maxRetryAfterMs fails at once, naming the wait", () =>
     Effect.gen(function* () {
@@ -492,6 +563,193 @@ describe("withRetry", () => {
 })
 
 // ---------------------------------------------------------------------------------------------
+// the provider's words
+
+describe("the provider's message in what the user sees", () => {
+  const thinking =
+    "messages.1.content.0: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+
+  it("describe puts the provider's words after the status", () => {
+    expect(describeError(said(400, thinking))).toBe(`400 bad request: ${thinking}`)
+    expect(describeError(said(429, "Rate limit reached for gpt-4.1 on tokens per min (TPM)"))).toBe(
+      "429 rate limited: Rate limit reached for gpt-4.1 on tokens per min (TPM)"
+    )
+    // a status without a name: the reason in a few words, then the words
+    expect(describeError(said(418, "I'm a teapot"))).toBe("418 invalid request: I'm a teapot")
+  })
+
+  it("words that only repeat the status are left out", () => {
+    expect(describeError(said(529, "Overloaded"))).toBe("529 overloaded")
+    expect(describeError(said(500, "Internal Server Error"))).toBe("500 internal server error")
+    expect(describeError(said(429, "Too Many Requests"))).toBe("429 rate limited")
+    expect(describeError(said(502, "Bad Gateway"))).toBe("502 bad gateway")
+    // whole words of the status line, not parts of them
+    expect(describeError(said(429, "Rate limited"))).toBe("429 rate limited")
+    expect(describeError(said(429, "ted"))).toBe("429 rate limited: ted")
+  })
+
+  it("a long message is cut to one line of at most 300 characters", () => {
+    const line = describeError(said(400, `${"word ".repeat(200)}\nsecond line`))
+    expect(line.startsWith("400 bad request: word word")).toBe(true)
+    expect(line).not.toContain("\n")
+    expect(line.length).toBeLessThanOrEqual("400 bad request: ".length + 300)
+    expect(line.endsWith("…")).toBe(true)
+  })
+
+  it("a final error: our sentence and hint first, then what the provider said, marked as theirs", () => {
+    const at = { attempt: 1, now: 0, startedAt: 0, random: 1 }
+    expect(decide(options(), { ...at, error: said(400, thinking) })).toEqual({
+      _tag: "GiveUp",
+      reason: "not-retryable",
+      message: `400 bad request (invalid request), not retried. The provider said: ${thinking}`
+    })
+    expect(decide(options(), { ...at, error: said(401, "invalid x-api-key") })).toMatchObject({
+      message:
+        "401 unauthorized (authentication failed), not retried: check the API key (the env var named by " +
+        "provider.<id>.apiKeyEnv). The provider said: invalid x-api-key"
+    })
+    const overflow = said(400, "prompt is too long: 210000 tokens > 200000 maximum")
+    expect(decide(options(), { ...at, error: overflow })).toMatchObject({
+      message:
+        "400 context overflow, not retried: the conversation is longer than the model's context window; start a " +
+        "new session or compact. The provider said: prompt is too long: 210000 tokens > 200000 maximum"
+    })
+  })
+
+  it.effect("a 429's reason is in every model.retry message and in the final one", () =>
+    Effect.gen(function* () {
+      const quota = said(429, "You exceeded your current quota, please check your plan and billing details.")
+      const trace = yield* drive(always(quota), options({ maxAttempts: 3 }))
+      expect(trace.hooks.map((h) => h.message)).toEqual([
+        "429 rate limited: You exceeded your current quota, please check your plan and billing details.",
+        "429 rate limited: You exceeded your current quota, please check your plan and billing details."
+      ])
+      expect(gaveUp(trace.exit).message).toBe(
+        "gave up after 3 attempts: 429 rate limited: You exceeded your current quota, please check your plan and billing details."
+      )
+    })
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// connection failures
+
+describe("connection failures by kind", () => {
+  it("a host that does not resolve and a refused connection are retried; a blocked port is not", () => {
+    expect(classify(connection("dns"))).toEqual({ retryable: true, why: "host not found" })
+    expect(classify(connection("refused"))).toEqual({ retryable: true, why: "connection refused" })
+    expect(classify(connection("blocked-port", "127.0.0.1", 1))).toEqual({ retryable: false, why: "blocked port" })
+    // without a kind (a reset, a timeout): as before
+    expect(classify(network("read ECONNRESET"))).toEqual({ retryable: true, why: "connection failed" })
+  })
+
+  it("describe names the host and port", () => {
+    expect(describeError(connection("refused"))).toBe("cannot connect to localhost:11434 (connection refused)")
+    expect(describeError(connection("refused", "[::1]", 8080))).toBe(
+      "cannot connect to [::1]:8080 (connection refused)"
+    )
+    expect(describeError(connection("dns", "api.example.com", 443))).toBe("the host api.example.com does not resolve")
+  })
+
+  it.effect(
+    "a refused connection: the fast policy (3 attempts within seconds), then a sentence naming host, port and what to check",
+    () =>
+      Effect.gen(function* () {
+        const trace = yield* drive(always(connection("refused")), options({ budgetMs: 10 * 60_000 }))
+        expect(trace.calls).toHaveLength(fastFailPolicy.maxAttempts)
+        // jitter at its maximum: 0.5 s, then 1 s (capped at fastFailPolicy.maxDelayMs)
+        expect(gaps(trace.calls)).toEqual([500, 1000])
+        expect(trace.calls.at(-1)! - trace.calls[0]!).toBeLessThanOrEqual(fastFailPolicy.budgetMs)
+        expect(trace.hooks.map((h) => [h.attempt, h.message])).toEqual([
+          [2, "cannot connect to localhost:11434 (connection refused)"],
+          [3, "cannot connect to localhost:11434 (connection refused)"]
+        ])
+        const error = gaveUp(trace.exit)
+        expect(error).toMatchObject({ reason: "max-attempts", attempts: 3 })
+        expect(error.message).toBe(
+          "gave up after 3 attempts: cannot connect to localhost:11434 (connection refused): is the server running? check provider.ollama.baseURL"
+        )
+      })
+  )
+
+  it.effect("a host that does not resolve: the fast policy, then what to check", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(connection("dns", "api.example.com", 443, "x")), options())
+      expect(trace.calls).toHaveLength(3)
+      expect(gaveUp(trace.exit).message).toBe(
+        "gave up after 3 attempts: the host api.example.com does not resolve: check provider.x.baseURL and your network"
+      )
+    })
+  )
+
+  it.effect("slow lookups: the fast budget (3 s from the first attempt) ends it with the same sentence", () =>
+    Effect.gen(function* () {
+      // each attempt takes 2 s: 0-2 s, wait 0.5 s, 2.5-4.5 s; a further wait would end past 3 s
+      const trace = yield* drive(always(connection("dns", "api.example.com", 443, "x")), options(), {
+        attemptMs: 2000
+      })
+      expect(trace.calls).toEqual([0, 2500])
+      const error = gaveUp(trace.exit)
+      expect(error).toMatchObject({ reason: "budget", attempts: 2 })
+      expect(error.message).toBe(
+        "gave up after 2 attempts: the host api.example.com does not resolve: check provider.x.baseURL and your network"
+      )
+    })
+  )
+
+  it.effect("the tighter limit wins: retry.maxAttempts 2 makes 2 attempts; fastFail can be set in the options", () =>
+    Effect.gen(function* () {
+      const two = yield* drive(always(connection("refused")), options({ maxAttempts: 2 }))
+      expect(two.calls).toHaveLength(2)
+      const custom = yield* drive(
+        always(connection("refused")),
+        options({ fastFail: { maxAttempts: 5, initialDelayMs: 100, maxDelayMs: 100, budgetMs: 10_000 } })
+      )
+      expect(gaps(custom.calls)).toEqual([100, 100, 100, 100])
+      // the backoff of the options is used when it is the shorter one (a test config's 1 ms)
+      const quick = yield* drive(always(connection("refused")), options({ initialDelayMs: 1, maxDelayMs: 5 }))
+      expect(gaps(quick.calls)).toEqual([1, 2])
+    })
+  )
+
+  it.effect("other connection failures keep the whole policy: a reset is retried up to maxAttempts", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(network("read ECONNRESET")), options({ budgetMs: 10 * 60_000 }))
+      expect(trace.calls).toHaveLength(8)
+    })
+  )
+
+  it.effect("a connection failure after other errors: the fast limits count every attempt", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(failing(http(503), http(503), connection("refused"), connection("refused")), options())
+      expect(trace.calls).toHaveLength(3)
+      expect(gaveUp(trace.exit)).toMatchObject({ reason: "max-attempts", attempts: 3 })
+    })
+  )
+
+  it.effect("a blocked port is not retried: the sentence says which port and what to do", () =>
+    Effect.gen(function* () {
+      const trace = yield* drive(always(connection("blocked-port", "127.0.0.1", 6000, "local")), options())
+      expect(trace.calls).toHaveLength(1)
+      expect(gaveUp(trace.exit).message).toBe(
+        "cannot connect to 127.0.0.1:6000 (blocked port), not retried: fetch never connects to port 6000 (it is on " +
+          "the fetch standard's list of blocked ports); run the server on another port and change provider.local.baseURL"
+      )
+    })
+  )
+
+  it("without a provider id or host the hints still read", () => {
+    const bare = new ModelError({ reason: "network", message: "x", network: "refused" })
+    expect(describeError(bare)).toBe("cannot connect (connection refused)")
+    const at = { attempt: 3, now: 0, startedAt: 0, random: 1 }
+    expect(decide(options(), { ...at, error: bare })).toMatchObject({
+      message:
+        "gave up after 3 attempts: cannot connect (connection refused): is the server running? check the provider's baseURL"
+    })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
 // the Schedule form
 
 describe("schedule", () => {
@@ -517,13 +775,14 @@ describe("schedule", () => {
     })
   )
 
-  it.effect("honours Retry-After with the floor, and stops at once on a non-retryable error", () =>
+  it.effect("honours Retry-After (never shorter than the backoff), and stops at once on a non-retryable error", () =>
     Effect.gen(function* () {
+      // max(0, 1000 backoff, 500 floor) = 1000; then max(2500, 2000 backoff) = 2500
       const floor = yield* run(
         failing(http(429, { "retry-after": "0" }), http(429, { "retry-after-ms": "2500" })),
         options()
       )
-      expect(floor.calls).toEqual([0, 500, 3000])
+      expect(floor.calls).toEqual([0, 1000, 3500])
       expect(floor.exit).toEqual(Exit.succeed("ok"))
       const started = yield* Clock.currentTimeMillis
       const final = yield* run(always(http(401)), options())
