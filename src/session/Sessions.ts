@@ -71,8 +71,9 @@ import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
 import { toModelMessages } from "./History.js"
+import { Instructions, warnSkipped } from "./Instructions.js"
 import { Processor } from "./Processor.js"
-import { systemPrompt } from "./SystemPrompt.js"
+import { fullSystemPrompt } from "./SystemPrompt.js"
 
 /** How a turn ended. */
 export interface TurnOutcome {
@@ -96,7 +97,10 @@ export interface SessionsOptions {
   readonly price?: Price | undefined
   /** the most output tokens per step */
   readonly maxOutputTokens?: number | undefined
-  /** the system prompt for a session working in `cwd` (default `systemPrompt`) */
+  /**
+   * the system prompt for a session working in `cwd` (default `systemPrompt`); the project's
+   * instructions (`Instructions`, read at the start of each turn) follow it
+   */
   readonly system?: ((cwd: string) => string) | undefined
   /** the session lease's time to live (ms, default 30000; renewed every third of it) */
   readonly leaseTtlMs?: number | undefined
@@ -201,13 +205,13 @@ export const makeSessions = (options: SessionsOptions) =>
     const tools = yield* Tools
     const model = yield* Model
     const secrets = yield* Secrets
+    const instructions = yield* Instructions
     const layerScope = yield* Effect.scope
     const fibers = yield* FiberMap.make<SessionId>()
     const drivers = yield* Ref.make(new Map<SessionId, Driver>())
     const openLock = yield* Effect.makeSemaphore(1)
     const owner = options.owner ?? ownerId(yield* uuidV7)
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
-    const system = options.system ?? systemPrompt
 
     /** `stopRecordedGroup` for the groups of one opening, telling `onLeftoverCommands` first */
     const stopLeftovers = (sessionId: SessionId): RecoverOptions["stopGroup"] => {
@@ -345,10 +349,21 @@ export const makeSessions = (options: SessionsOptions) =>
     // -------------------------------------------------------------------------------------------
     // the turn
 
+    /**
+     * The system prompt of a turn: the base prompt and the instruction files as they are when the
+     * turn starts (the same for all its steps), API keys masked.
+     */
+    const turnSystemPrompt = (driver: Driver) =>
+      Effect.gen(function* () {
+        const loaded = yield* instructions.load(driver.cwd)
+        yield* warnSkipped(loaded)
+        return fullSystemPrompt(driver.cwd, loaded, { base: options.system, redact: secrets.redactText })
+      })
+
     const buildRequest =
-      (driver: Driver) =>
+      (system: string) =>
       (state: SessionState): ModelRequest => ({
-        system: system(driver.cwd),
+        system,
         messages: toModelMessages(state),
         tools: tools.definitions,
         maxOutputTokens: options.maxOutputTokens
@@ -386,6 +401,7 @@ export const makeSessions = (options: SessionsOptions) =>
         const { journal } = driver
         const messageId = yield* makeMessageId
         yield* journal.append([make("assistant.started", { messageId, model: model.name })])
+        const system = yield* turnSystemPrompt(driver)
         let step = 0
         let steps = 0
         let finishReason: string | undefined
@@ -404,7 +420,7 @@ export const makeSessions = (options: SessionsOptions) =>
               journal,
               messageId,
               step,
-              request: buildRequest(driver),
+              request: buildRequest(system),
               deliveredMessageIds: delivered,
               steer,
               price: options.price,
