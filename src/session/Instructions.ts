@@ -271,7 +271,7 @@ export const instructionsSection = (loaded: LoadedInstructions): string => {
   if (loaded.files.length === 0) return ""
   const parts = [
     "# Instructions",
-    "The user and the project left the instructions below for you (AGENTS.md files), the user's own first, " +
+    "The user and the project left the instructions below for you, the user's own first, " +
       "then from the repository root down to the working directory. Follow them. Where they disagree, the later " +
       "(more specific) ones win, and what the user asks in the conversation wins over all of them."
   ]

@@ -173,7 +173,7 @@ describe("Sessions: the instructions in the system prompt", () => {
           expect(sent).toHaveLength(5)
           expect(sent[0]!.system).toBe(
             "BASE PROMPT for /repo\n\n# Instructions\n\n" +
-              "The user and the project left the instructions below for you (AGENTS.md files), the user's own first, " +
+              "The user and the project left the instructions below for you, the user's own first, " +
               "then from the repository root down to the working directory. Follow them. Where they disagree, the later " +
               "(more specific) ones win, and what the user asks in the conversation wins over all of them.\n\n" +
               "## /repo/AGENTS.md\n\nRun npm test before you answer."
