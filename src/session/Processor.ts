@@ -34,7 +34,7 @@ import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
-import { promptVersionOf } from "./PromptVersion.js"
+import { type PromptVersion, promptVersionOf } from "./PromptVersion.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -230,13 +230,20 @@ const makeProcessor = (
   secrets: SecretsService,
   store: EventStore["Type"]
 ) => {
+  /** the latest request's prompt and its version */
+  let lastPrompt: (Pick<ModelRequest, "system" | "tools"> & { readonly prompt: PromptVersion }) | undefined
   /**
    * The prompt version of a request (system prompt and tool schemas); the first request of a
    * session with a version records its prompt document (a blob, then `prompt.recorded`) before it is sent.
    */
   const recordPrompt = (journal: SessionJournal, request: ModelRequest) =>
     Effect.gen(function* () {
-      const prompt = promptVersionOf(request)
+      // the steps of a turn send the same system prompt and the same (readonly) tools: hashed once
+      const prompt =
+        lastPrompt !== undefined && lastPrompt.system === request.system && lastPrompt.tools === request.tools
+          ? lastPrompt.prompt
+          : promptVersionOf(request)
+      lastPrompt = { system: request.system, tools: request.tools, prompt }
       if ((yield* journal.state).prompts[prompt.version] === undefined) {
         const blob = yield* store.putBlob(prompt.json)
         yield* journal.append([make("prompt.recorded", { promptVersion: prompt.version, blob })])
