@@ -56,7 +56,18 @@ export { layerScripted, Script, ScriptedModel } from "./model/Scripted.js"
 export { Actions, type ActionsOptions, type BatchInput, type BatchResult } from "./session/Actions.js"
 export { type AgentOptions, type AgentServices, makeAgentLayer } from "./session/Agent.js"
 export * as History from "./session/History.js"
+export {
+  findInstructions,
+  type InstructionFile,
+  Instructions,
+  type InstructionsOptions,
+  type InstructionsService,
+  instructionsSection,
+  type LoadedInstructions,
+  makeInstructions
+} from "./session/Instructions.js"
 export { Processor, type StepInput, type StepResult } from "./session/Processor.js"
+export { canonicalJson, type PromptVersion, promptDocument, promptVersionOf } from "./session/PromptVersion.js"
 export {
   type CreateOptions,
   type SendOptions,
@@ -66,7 +77,7 @@ export {
   SessionUnavailable,
   type TurnOutcome
 } from "./session/Sessions.js"
-export { systemPrompt } from "./session/SystemPrompt.js"
+export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
 export { EventBus } from "./store/EventBus.js"

@@ -4,14 +4,33 @@
  * set (`"apiKey": "(set)"` / `"(not set)"`), never a key. `--format text` also says where each
  * value came from; `--schema` prints the JSON Schema of a config file instead.
  *
+ * Both formats also list the instruction files (AGENTS.md) a session in the directory would load
+ * (`instructions`); `--system-prompt` prints the exact system prompt `logbook run` would send from
+ * that directory (instructions included, API keys masked), without a model or the database.
+ *
  * An invalid config is exit 2 with one sentence that names the file (or variable, or flag), the
  * key and what was expected.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect } from "effect"
-import { Config, type ConfigSource, describeSource, type MaskedConfig } from "../config/Config.js"
+import {
+  Config,
+  type ConfigSource,
+  describeSource,
+  type MaskedConfig,
+  toolSecrets,
+  userInstructionsFile
+} from "../config/Config.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
+import {
+  INSTRUCTION_FILE_NAMES,
+  type LoadedInstructions,
+  makeInstructions,
+  warnSkipped
+} from "../session/Instructions.js"
+import { fullSystemPrompt } from "../session/SystemPrompt.js"
+import { makeSecrets } from "../tools/Secrets.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 
@@ -26,6 +45,13 @@ const schemaOption = Options.boolean("schema").pipe(
   Options.withDescription("Print the JSON Schema of a config file (for editors) instead of the config.")
 )
 
+const systemPromptOption = Options.boolean("system-prompt").pipe(
+  Options.withDescription(
+    "Print the exact system prompt `logbook run` would send from the directory (AGENTS.md instructions " +
+      "included, API keys masked) instead of the config. Calls no model and opens no database."
+  )
+)
+
 /** Every leaf of the masked config as `[path, value]`, objects walked in order. */
 const leaves = (value: unknown, path: ReadonlyArray<string> = []): Array<[ReadonlyArray<string>, unknown]> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -34,12 +60,36 @@ const leaves = (value: unknown, path: ReadonlyArray<string> = []): Array<[Readon
 
 const originText = (source: ConfigSource): string => (source._tag === "Defaults" ? "default" : describeSource(source))
 
+/** The instruction files as `logbook config --format json` shows them (their contents left out). */
+export const instructionsJson = (loaded: LoadedInstructions) => ({
+  userFile: loaded.userFile ?? null,
+  root: loaded.root ?? null,
+  files: loaded.files.map(({ content: _, ...file }) => file),
+  skipped: loaded.skipped
+})
+
+/** One line per instruction file (loaded or skipped), or one that says where none was found. */
+export const instructionLines = (loaded: LoadedInstructions, style: Style): Array<string> => {
+  const lines = loaded.files.map((file) => {
+    const cut = file.cut === undefined ? "" : `, cut after ${file.includedBytes}`
+    return `${file.scope} instructions: ${file.path}${style.dim(` (${file.size} bytes${cut})`)}`
+  })
+  for (const file of loaded.skipped) lines.push(`instructions: ${file.path}${style.dim(` (skipped: ${file.reason})`)}`)
+  if (lines.length > 0) return lines
+  const first = loaded.directories[0]
+  const last = loaded.directories[loaded.directories.length - 1]
+  const where = first === last ? `in ${first}` : `from ${first} down to ${last}`
+  const user = loaded.userFile === undefined ? "" : `, and no ${loaded.userFile}`
+  return [`instructions: none${style.dim(` (no ${INSTRUCTION_FILE_NAMES.join(" or ")} ${where}${user})`)}`]
+}
+
 /** The text form: the files looked at, then `KEY  VALUE  FROM` rows. */
 export const renderText = (
   masked: MaskedConfig,
   files: ReadonlyArray<{ readonly kind: string; readonly path: string; readonly found: boolean }>,
   originOf: (path: ReadonlyArray<string>) => ConfigSource,
-  style: Style
+  style: Style,
+  instructions: ReadonlyArray<string> = []
 ): Array<string> => {
   const rows = leaves(masked).map(([path, value]) => {
     const last = path[path.length - 1]
@@ -49,6 +99,7 @@ export const renderText = (
   })
   return [
     ...files.map((file) => `${file.kind} config: ${file.path}${file.found ? "" : style.dim(" (not found)")}`),
+    ...instructions,
     "",
     ...table(["KEY", "VALUE", "FROM"], rows, style)
   ]
@@ -56,21 +107,33 @@ export const renderText = (
 
 export const config = Command.make(
   "config",
-  { cwd, format: configFormat, schema: schemaOption },
-  Effect.fn("cli.config")(function* ({ cwd, format, schema }) {
+  { cwd, format: configFormat, schema: schemaOption, systemPrompt: systemPromptOption },
+  Effect.fn("cli.config")(function* ({ cwd, format, schema, systemPrompt }) {
     if (schema) {
       yield* Console.log(configJsonSchemaText().trimEnd())
       return
     }
     const dir = yield* resolveCwd(cwd)
     const service = yield* Effect.provide(Config, Config.layer({ cwd: dir }))
+    // what `logbook run` would load from this directory (the same finder, the same user file)
+    const instructions = yield* makeInstructions({ userFile: userInstructionsFile(service) })
+    const loaded = yield* instructions.load(dir)
+    if (systemPrompt) {
+      yield* warnSkipped(loaded)
+      // masked with the keys `logbook run` would mask (toolSecrets of the same config)
+      const redact = makeSecrets(toolSecrets(service)).redactText
+      yield* Console.log(fullSystemPrompt(dir, loaded, { redact }))
+      return
+    }
     const masked = yield* service.masked
     if (format === "json") {
-      yield* Console.log(JSON.stringify(masked, null, 2))
+      yield* Console.log(JSON.stringify({ ...masked, instructions: instructionsJson(loaded) }, null, 2))
       return
     }
     const style = yield* stdoutStyle
-    yield* Console.log(renderText(masked, service.files, service.originOf, style).join("\n"))
+    yield* Console.log(
+      renderText(masked, service.files, service.originOf, style, instructionLines(loaded, style)).join("\n")
+    )
   })
 ).pipe(
   Command.withDescription(

@@ -81,7 +81,8 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
         `step=${num(p.step) ?? "?"}`,
         `finish=${str(p.finishReason) ?? "?"}`,
         usageText(p.usage),
-        p.aborted === true ? style.yellow("aborted") : ""
+        p.aborted === true ? style.yellow("aborted") : "",
+        str(p.promptVersion) === undefined ? "" : style.dim(`prompt=${str(p.promptVersion)}`)
       ]
         .filter((s) => s !== "")
         .join(" ")
@@ -118,6 +119,8 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
       return `attempt=${num(p.attempt) ?? "?"} in ${formatDuration(num(p.delayMs) ?? 0)} ${pairs(p, ["status", "message"])}`
     case "model.error":
       return style.red(pairs(p, ["status", "retryable", "message"], 100))
+    case "prompt.recorded":
+      return `version=${str(p.promptVersion) ?? "?"} blob=${str(p.blob) ?? "?"}`
     case "permission.asked":
       return pairs(p, ["tool", "pattern", "permissionId", "callId"])
     case "permission.replied":

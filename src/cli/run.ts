@@ -13,12 +13,13 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Clock, Console, Effect, Either, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
-import { Config, type ConfigInput, toolSecrets } from "../config/Config.js"
+import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { makeAgentLayer } from "../session/Agent.js"
+import { makeInstructions } from "../session/Instructions.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
@@ -201,7 +202,9 @@ export const run = Command.make(
       permissions: settings.permission,
       permissionLimit: config.trustedPermission,
       approver,
-      secrets
+      secrets,
+      // the workspace's AGENTS.md files and the user's own, read at the start of the turn
+      instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
     }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 
     const program = Effect.gen(function* () {

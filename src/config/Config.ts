@@ -23,6 +23,7 @@
  * `load` / `layer`), so tests never touch `process.env`.
  */
 import { homedir } from "node:os"
+import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import {
@@ -589,6 +590,16 @@ export const globalConfigPath = (
   const xdg = env.xdgConfigHome
   const base = xdg !== undefined && xdg !== "" && path.isAbsolute(xdg) ? xdg : path.join(env.home, ".config")
   return path.join(base, "logbook", "config.json")
+}
+
+/**
+ * The user's own instructions file (AGENTS.md, docs/prompt.md): beside the global config file, so
+ * `$XDG_CONFIG_HOME/logbook/AGENTS.md`, else `~/.config/logbook/AGENTS.md`. Undefined when no
+ * global file was looked for (`Config.layerTest`).
+ */
+export const userInstructionsFile = (loaded: Pick<LoadedConfig, "files">): string | undefined => {
+  const global = loaded.files.find((file) => file.kind === "global")
+  return global === undefined ? undefined : NodePath.join(NodePath.dirname(global.path), "AGENTS.md")
 }
 
 const readReason = (error: unknown): string => {

@@ -92,7 +92,12 @@ export const StepFinished = event("step.finished", {
   finishReason: Schema.String,
   usage: Usage,
   /** true when the step was cut (retryable failure, interrupt); its partial output is not sent again */
-  aborted: Schema.optional(Schema.Boolean)
+  aborted: Schema.optional(Schema.Boolean),
+  /**
+   * the prompt version of the request the step sent (system prompt and tool schemas, see
+   * `prompt.recorded`); absent in logs of older versions and in a step the crash sweep ended
+   */
+  promptVersion: Schema.optional(Schema.String)
 })
 export const AssistantCompleted = event("assistant.completed", {
   messageId: MessageId,
@@ -175,6 +180,17 @@ export const ModelErrorEvent = event("model.error", {
   retryable: Schema.Boolean,
   /** what the provider said (its error body's message: one line, capped, keys masked); absent in older logs */
   providerMessage: Schema.optional(Schema.String)
+})
+/**
+ * The prompt a session's requests were sent with, once per prompt version and session, before the
+ * first request that uses it: `blob` holds the prompt document (system prompt and tool schemas, as
+ * canonical JSON), whose SHA-256 begins with `promptVersion` (`session/PromptVersion.ts`).
+ */
+export const PromptRecorded = event("prompt.recorded", {
+  /** the first 16 hex digits of the SHA-256 of the prompt document */
+  promptVersion: Schema.String,
+  /** the blob (its full SHA-256) of the prompt document */
+  blob: Schema.String
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -271,6 +287,7 @@ export const Event = Schema.Union(
   ActionStateChanged,
   ModelRetry,
   ModelErrorEvent,
+  PromptRecorded,
   PermissionAsked,
   PermissionReplied,
   FileChanged,

@@ -18,6 +18,7 @@ import type { PermissionRules } from "../tools/Permissions.js"
 import { Secrets, type SecretsOptions, type SecretsService } from "../tools/Secrets.js"
 import { Tools, type ToolsOptions } from "../tools/Tools.js"
 import { Actions, type ActionsOptions } from "./Actions.js"
+import { Instructions, type InstructionsService } from "./Instructions.js"
 import { Processor } from "./Processor.js"
 import { Sessions, type SessionsOptions } from "./Sessions.js"
 
@@ -38,6 +39,11 @@ export interface AgentOptions {
    * `SecretsService` made of them, when the program uses it too
    */
   readonly secrets?: SecretsOptions | SecretsService | undefined
+  /**
+   * Where the sessions' instruction files (AGENTS.md) come from: `makeInstructions(options)` reads a
+   * workspace's and the user's files (default: none)
+   */
+  readonly instructions?: InstructionsService | undefined
 }
 
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
@@ -50,7 +56,11 @@ export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices
     ...(options.permissionLimit !== undefined ? { permissionLimit: options.permissionLimit } : {})
   }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
   const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
-  const agent = Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
+  const sessions = Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
+  const agent =
+    options.instructions === undefined
+      ? sessions
+      : sessions.pipe(Layer.provide(Layer.succeed(Instructions, options.instructions)))
   const secrets = options.secrets
   if (secrets === undefined) return agent
   return agent.pipe(Layer.provide("redact" in secrets ? Layer.succeed(Secrets, secrets) : Secrets.layer(secrets)))

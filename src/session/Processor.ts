@@ -13,6 +13,11 @@
  * `session.status retry`, waits, and tries again as a new step. No tool has run in a cut step (tools
  * run after their step), so a retry never re-runs one.
  *
+ * The prompt version (`PromptVersion.ts`): each attempt hashes the system prompt and the tool
+ * schemas of the request it sends, and puts the version in its `step.finished`; the first request of
+ * a session with a version records the prompt document first (a blob and `prompt.recorded`), so a
+ * replay can rebuild the exact request.
+ *
  * Cleanup: whatever ends an attempt early (a model error, an interrupt, a store failure), the
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
@@ -24,10 +29,12 @@ import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import { Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
+import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
+import { type PromptVersion, promptVersionOf } from "./PromptVersion.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -96,9 +103,16 @@ export const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
 
 /**
  * Ends what an attempt left open in `messageId`: every pending part as `error {interrupted}`, and
- * the open step (if any) as `aborted`. Idempotent: computed from the projection.
+ * the open step (if any) as `aborted` (with the prompt version of its request, when it was sent).
+ * Idempotent: computed from the projection.
  */
-export const endOpenStep = (journal: SessionJournal, messageId: MessageId, reason: string, error: string) =>
+export const endOpenStep = (
+  journal: SessionJournal,
+  messageId: MessageId,
+  reason: string,
+  error: string,
+  promptVersion?: string
+) =>
   Effect.gen(function* () {
     const state = yield* journal.state
     const events: Array<NewEvent> = []
@@ -116,7 +130,8 @@ export const endOpenStep = (journal: SessionJournal, messageId: MessageId, reaso
             step: last.step,
             finishReason: reason,
             usage: emptyUsage,
-            aborted: true
+            aborted: true,
+            ...(promptVersion === undefined ? {} : { promptVersion })
           })
         )
       }
@@ -236,9 +251,37 @@ interface Carried {
   readonly error: RestoreError
 }
 
-const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: SecretsService) => {
-  const attempt = (input: StepInput, step: number) =>
+const makeProcessor = (
+  model: Model["Type"],
+  retry: Retry["Type"],
+  secrets: SecretsService,
+  store: EventStore["Type"]
+) => {
+  /** the latest request's prompt and its version */
+  let lastPrompt: (Pick<ModelRequest, "system" | "tools"> & { readonly prompt: PromptVersion }) | undefined
+  /**
+   * The prompt version of a request (system prompt and tool schemas); the first request of a
+   * session with a version records its prompt document (a blob, then `prompt.recorded`) before it is sent.
+   */
+  const recordPrompt = (journal: SessionJournal, request: ModelRequest) =>
     Effect.gen(function* () {
+      // the steps of a turn send the same system prompt and the same (readonly) tools: hashed once
+      const prompt =
+        lastPrompt !== undefined && lastPrompt.system === request.system && lastPrompt.tools === request.tools
+          ? lastPrompt.prompt
+          : promptVersionOf(request)
+      lastPrompt = { system: request.system, tools: request.tools, prompt }
+      if ((yield* journal.state).prompts[prompt.version] === undefined) {
+        const blob = yield* store.putBlob(prompt.json)
+        yield* journal.append([make("prompt.recorded", { promptVersion: prompt.version, blob })])
+      }
+      return prompt.version
+    })
+
+  const attempt = (input: StepInput, step: number) => {
+    /** the prompt version of this attempt's request, once it is sent (for the cleanup's step.finished) */
+    const sent: { promptVersion?: string } = {}
+    return Effect.gen(function* () {
       const { journal, messageId } = input
       const before = yield* journal.state
       const opening: Array<NewEvent> = []
@@ -372,6 +415,8 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
 
       const steer = input.steer
       const request = input.request(yield* journal.state)
+      const promptVersion = yield* recordPrompt(journal, request)
+      sent.promptVersion = promptVersion
       const stream = model.stream(request)
       // each batch is handled whole; a steered message stops the stream between batches. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
@@ -416,7 +461,7 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
         st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
         input.price
       )
-      closing.push(make("step.finished", { messageId, step, finishReason, usage }))
+      closing.push(make("step.finished", { messageId, step, finishReason, usage, promptVersion }))
       yield* journal.append(closing)
       return { step, finishReason, usage, calls: st.calls, steered, text: st.text } satisfies StepResult
     }).pipe(
@@ -433,7 +478,8 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
             why,
             why === STREAM_FAILED
               ? "The model's response broke off before this call's input fully arrived; the call did not run."
-              : `The turn was interrupted (${why}) before this call ran.`
+              : `The turn was interrupted (${why}) before this call ran.`,
+            sent.promptVersion
           )
         ).pipe(
           Effect.catchAll((error) =>
@@ -442,6 +488,7 @@ const makeProcessor = (model: Model["Type"], retry: Retry["Type"], secrets: Secr
         )
       })
     )
+  }
 
   /**
    * One model step with retries: each attempt is a step of its own; `onRetry` appends `model.retry`
@@ -478,8 +525,10 @@ export class Processor extends Context.Tag("logbook/Processor")<
     readonly run: (input: StepInput) => Effect.Effect<StepResult, RetryGaveUp | RestoreError>
   }
 >() {
-  static readonly layer: Layer.Layer<Processor, never, Model | Retry> = Layer.effect(
+  static readonly layer: Layer.Layer<Processor, never, Model | Retry | EventStore> = Layer.effect(
     Processor,
-    Effect.map(Effect.all([Model, Retry, Secrets]), ([model, retry, secrets]) => makeProcessor(model, retry, secrets))
+    Effect.map(Effect.all([Model, Retry, Secrets, EventStore]), ([model, retry, secrets, store]) =>
+      makeProcessor(model, retry, secrets, store)
+    )
   )
 }

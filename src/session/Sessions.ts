@@ -79,8 +79,9 @@ import {
   makeCompactor
 } from "./Compaction.js"
 import { providerOf, toModelMessages } from "./History.js"
+import { Instructions, warnSkipped } from "./Instructions.js"
 import { Processor } from "./Processor.js"
-import { systemPrompt } from "./SystemPrompt.js"
+import { fullSystemPrompt } from "./SystemPrompt.js"
 
 /** How a turn ended. */
 export interface TurnOutcome {
@@ -106,7 +107,10 @@ export interface SessionsOptions {
   readonly maxOutputTokens?: number | undefined
   /** keeping the context bounded: pruning and compaction (`Compaction.ts`; defaults `defaultCompactionOptions`) */
   readonly compaction?: Partial<CompactionOptions> | undefined
-  /** the system prompt for a session working in `cwd` (default `systemPrompt`) */
+  /**
+   * the system prompt for a session working in `cwd` (default `systemPrompt`); the project's
+   * instructions (`Instructions`, read at the start of each turn) follow it
+   */
   readonly system?: ((cwd: string) => string) | undefined
   /** the session lease's time to live (ms, default 30000; renewed every third of it) */
   readonly leaseTtlMs?: number | undefined
@@ -226,13 +230,13 @@ export const makeSessions = (options: SessionsOptions) =>
     const model = yield* Model
     const retry = yield* Retry
     const secrets = yield* Secrets
+    const instructions = yield* Instructions
     const layerScope = yield* Effect.scope
     const fibers = yield* FiberMap.make<SessionId>()
     const drivers = yield* Ref.make(new Map<SessionId, Driver>())
     const openLock = yield* Effect.makeSemaphore(1)
     const owner = options.owner ?? ownerId(yield* uuidV7)
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
-    const system = options.system ?? systemPrompt
     const compactor = makeCompactor(model, retry, {
       compaction: { ...defaultCompactionOptions, ...options.compaction },
       price: options.price,
@@ -375,10 +379,21 @@ export const makeSessions = (options: SessionsOptions) =>
     // -------------------------------------------------------------------------------------------
     // the turn
 
+    /**
+     * The system prompt of a turn: the base prompt and the instruction files as they are when the
+     * turn starts (the same for all its steps), API keys masked.
+     */
+    const turnSystemPrompt = (driver: Driver) =>
+      Effect.gen(function* () {
+        const loaded = yield* instructions.load(driver.cwd)
+        yield* warnSkipped(loaded)
+        return fullSystemPrompt(driver.cwd, loaded, { base: options.system, redact: secrets.redactText })
+      })
+
     const buildRequest =
-      (driver: Driver) =>
+      (driver: Driver, system: string) =>
       (state: SessionState): ModelRequest => ({
-        system: system(driver.cwd),
+        system,
         // reasoning goes back to the provider that produced it (never another's: a session may switch models)
         messages: toModelMessages(state, { includeReasoning: providerOf(model.name) }),
         tools: tools.definitions,
@@ -418,6 +433,7 @@ export const makeSessions = (options: SessionsOptions) =>
         const { journal } = driver
         const messageId = yield* makeMessageId
         yield* journal.append([make("assistant.started", { messageId, model: model.name })])
+        const system = yield* turnSystemPrompt(driver)
         let step = 0
         let steps = 0
         let finishReason: string | undefined
@@ -429,7 +445,8 @@ export const makeSessions = (options: SessionsOptions) =>
             return yield* leaseLostError(driver.id)
           }
           // the next request must fit the model's window: prune old tool outputs, then compact
-          if (compactedAt !== step && (yield* compactor.prepare(journal, buildRequest(driver)))) compactedAt = step
+          if (compactedAt !== step && (yield* compactor.prepare(journal, buildRequest(driver, system))))
+            compactedAt = step
           // the signal first, then the state: a steer recorded in between is delivered by this step
           const steer = yield* Deferred.make<void>()
           yield* Ref.set(driver.steer, steer)
@@ -440,7 +457,7 @@ export const makeSessions = (options: SessionsOptions) =>
               journal,
               messageId,
               step,
-              request: buildRequest(driver),
+              request: buildRequest(driver, system),
               deliveredMessageIds: delivered,
               steer,
               price: options.price,
@@ -455,7 +472,7 @@ export const makeSessions = (options: SessionsOptions) =>
             // the provider says the request is too long: prune and compact, then try the step again —
             // once per step, so a request that still does not fit ends the turn
             if (classify(error.error).why === "context overflow" && compactedAt !== step) {
-              const recovered = yield* compactor.recover(journal, buildRequest(driver)).pipe(Effect.either)
+              const recovered = yield* compactor.recover(journal, buildRequest(driver, system)).pipe(Effect.either)
               if (recovered._tag === "Right") {
                 step = nextStep(yield* journal.state, messageId)
                 compactedAt = step
@@ -704,8 +721,9 @@ export const makeSessions = (options: SessionsOptions) =>
             }
             if (yield* driver.leaseLost) return yield* leaseLostError(sessionId)
             yield* driver.journal.append([make("session.status", { status: { _tag: "busy" } })])
+            const system = yield* turnSystemPrompt(driver)
             return yield* compactor
-              .compact(driver.journal, buildRequest(driver), "manual")
+              .compact(driver.journal, buildRequest(driver, system), "manual")
               .pipe(
                 Effect.ensuring(
                   driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)

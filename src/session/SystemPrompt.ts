@@ -1,3 +1,5 @@
+import { instructionsSection, type LoadedInstructions } from "./Instructions.js"
+
 /**
  * The default system prompt: who the agent is, where it works, how to use its tools. Kept short
  * and free of dates or other values that change between runs, so a replay sends the same request.
@@ -14,3 +16,22 @@ export const systemPrompt = (cwd: string): string =>
     "When the task is done, answer briefly: what you did and what you found, with file paths. Do not repeat " +
       "whole files back to the user."
   ].join("\n\n")
+
+/**
+ * The system prompt a session working in `cwd` is sent: `base(cwd)` (default `systemPrompt`), then
+ * the instruction files (`instructionsSection`), with logbook's API keys masked (`redact`, the
+ * agent's `Secrets.redactText`) — an AGENTS.md is the user's text, but the model gets no key from it.
+ * `Sessions` sends it and `logbook config --system-prompt` prints it: one function, the same text.
+ */
+export const fullSystemPrompt = (
+  cwd: string,
+  instructions: LoadedInstructions,
+  options: {
+    readonly base?: ((cwd: string) => string) | undefined
+    readonly redact: (text: string) => string
+  }
+): string => {
+  const base = (options.base ?? systemPrompt)(cwd)
+  const section = instructionsSection(instructions)
+  return options.redact(section === "" ? base : `${base}\n\n${section}`)
+}

@@ -39,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 7
+export const PROJECTION_VERSION = 8
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -168,7 +168,9 @@ export const SessionState = Schema.Struct({
    * refuse a file changed on disk since, also in a later process
    */
   reads: Schema.Record({ key: Schema.String, value: FileStampInfo }),
-  compaction: Schema.NullOr(Compaction)
+  compaction: Schema.NullOr(Compaction),
+  /** prompt version -> the blob of its prompt document (`prompt.recorded`): what is recorded once */
+  prompts: Schema.Record({ key: Schema.String, value: Schema.String })
 })
 export type SessionState = typeof SessionState.Type
 export type SessionStateEncoded = typeof SessionState.Encoded
@@ -206,7 +208,8 @@ export const empty = (sessionId: SessionId): SessionState => ({
   files: {},
   todos: [],
   reads: {},
-  compaction: null
+  compaction: null,
+  prompts: {}
 })
 
 /** Decodes a snapshot's JSON state. */
@@ -634,6 +637,11 @@ const handlers: Handlers = {
       retryable: p.retryable,
       at: env.at
     }
+  },
+  "prompt.recorded": (ctx, s, env) => {
+    const prompts = own(ctx, s.prompts)
+    prompts[env.payload.promptVersion] = env.payload.blob
+    s.prompts = prompts
   },
   "permission.asked": (ctx, s, env) => {
     const p = env.payload

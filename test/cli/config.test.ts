@@ -189,8 +189,113 @@ describe("logbook config", () => {
   it("--help describes the command and its flags; the overview lists it", async () => {
     const help = await runCli(["config", "--help"])
     expect(help.code).toBe(0)
-    for (const text of ["--cwd", "--format", "json | text", "--schema", "masked"]) expect(help.stdout).toContain(text)
+    for (const text of ["--cwd", "--format", "json | text", "--schema", "--system-prompt", "masked"])
+      expect(help.stdout).toContain(text)
     const overview = await runCli([])
     expect(overview.stdout).toContain("logbook config")
+  })
+
+  describe("the instruction files (AGENTS.md)", () => {
+    /** The user's AGENTS.md, a repository (`.git`) with an AGENTS.md at its root and a CLAUDE.md in `pkg`. */
+    const withInstructions = (
+      texts: { readonly user?: string; readonly root?: string; readonly pkg?: string } = {}
+    ) => {
+      const s = setup()
+      const userFile = path.join(s.home, ".config", "logbook", "AGENTS.md")
+      fs.writeFileSync(userFile, texts.user ?? "USER: answer in English.\n")
+      fs.mkdirSync(path.join(s.project, ".git"))
+      fs.writeFileSync(path.join(s.project, "AGENTS.md"), texts.root ?? "ROOT: run npm test.\n")
+      const pkg = path.join(s.project, "pkg")
+      fs.mkdirSync(pkg)
+      fs.writeFileSync(path.join(pkg, "CLAUDE.md"), texts.pkg ?? "PKG: no default exports.\n")
+      return { ...s, userFile, pkg }
+    }
+
+    it("both formats list the files a session in --cwd would load: the user's first, then root to workspace", async () => {
+      const s = withInstructions()
+      const json = await runCli(["config", "--cwd", s.pkg], { cwd: s.home, env: s.env })
+      expect(json.stderr).toBe("")
+      expect(json.code).toBe(0)
+      expect(JSON.parse(json.stdout).instructions).toEqual({
+        userFile: s.userFile,
+        root: s.project,
+        files: [
+          { path: s.userFile, scope: "user", size: 25, includedBytes: 25 },
+          { path: path.join(s.project, "AGENTS.md"), scope: "project", size: 20, includedBytes: 20 },
+          { path: path.join(s.pkg, "CLAUDE.md"), scope: "project", size: 25, includedBytes: 25 }
+        ],
+        skipped: []
+      })
+      const text = await runCli(["config", "--cwd", s.pkg, "--format", "text"], { cwd: s.home, env: s.env })
+      expect(text.code).toBe(0)
+      expect(text.stdout.split("\n").slice(2, 5)).toEqual([
+        `user instructions: ${s.userFile} (25 bytes)`,
+        `project instructions: ${path.join(s.project, "AGENTS.md")} (20 bytes)`,
+        `project instructions: ${path.join(s.pkg, "CLAUDE.md")} (25 bytes)`
+      ])
+    })
+
+    it("says where it looked when there are none, and lists a file it cannot read as skipped", async () => {
+      const s = setup()
+      const none = await runCli(["config", "--format", "text"], { cwd: s.project, env: s.env })
+      expect(none.stdout.split("\n")[2]).toBe(
+        `instructions: none (no AGENTS.md or CLAUDE.md in ${s.project}, and no ${path.join(s.home, ".config", "logbook", "AGENTS.md")})`
+      )
+      const file = path.join(s.project, "AGENTS.md")
+      fs.symlinkSync(file, file)
+      const text = await runCli(["config", "--format", "text"], { cwd: s.project, env: s.env })
+      expect(text.code).toBe(0)
+      expect(text.stdout.split("\n")[2]).toMatch(
+        new RegExp(`^instructions: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(skipped: ELOOP`)
+      )
+      const json = await runCli(["config"], { cwd: s.project, env: s.env })
+      expect(JSON.parse(json.stdout).instructions.skipped).toEqual([
+        { path: file, reason: expect.stringMatching(/ELOOP/) }
+      ])
+    })
+
+    it("--system-prompt prints the exact system prompt, keys masked, without opening the database", async () => {
+      const s = withInstructions({ root: `ROOT: the staging key is ${SECRET}.\n` })
+      const db = path.join(s.home, "never", "logbook.db")
+      const result = await runCli(["config", "--cwd", s.pkg, "--system-prompt"], {
+        cwd: s.home,
+        env: { ...s.env, OPENAI_API_KEY: SECRET, LOGBOOK_DB: db }
+      })
+      expect(result.stderr).toBe("")
+      expect(result.code).toBe(0)
+      const out = result.stdout
+      expect(out).toMatch(/^You are logbook, a coding agent/)
+      expect(out).toContain(`You work in the directory ${s.pkg};`)
+      const user = out.indexOf(
+        `## ${s.userFile} (the user's own instructions, for every project)\n\nUSER: answer in English.`
+      )
+      const root = out.indexOf(
+        `## ${path.join(s.project, "AGENTS.md")}\n\nROOT: the staging key is [logbook redacted $OPENAI_API_KEY].`
+      )
+      const pkg = out.indexOf(`## ${path.join(s.pkg, "CLAUDE.md")}\n\nPKG: no default exports.`)
+      expect([user, root, pkg].every((i) => i > 0)).toBe(true)
+      expect(user).toBeLessThan(root)
+      expect(root).toBeLessThan(pkg)
+      expect(out.endsWith("PKG: no default exports.\n")).toBe(true)
+      expect(out).not.toContain("SECRET")
+      expect(fs.existsSync(db)).toBe(false)
+      expect(fs.existsSync(path.dirname(db))).toBe(false)
+    })
+
+    it("--system-prompt warns on stderr about a file it cannot read and prints the rest", async () => {
+      const s = withInstructions()
+      const file = path.join(s.pkg, "AGENTS.md")
+      fs.symlinkSync(file, file)
+      const result = await runCli(["config", "--cwd", s.pkg, "--system-prompt"], { cwd: s.home, env: s.env })
+      expect(result.code).toBe(0)
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^logbook: warn: cannot read the instructions file ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(ELOOP`
+        )
+      )
+      expect(result.stdout).toContain("ROOT: run npm test.")
+      // the unreadable AGENTS.md is this directory's: its CLAUDE.md is not read in its place
+      expect(result.stdout).not.toContain("PKG: no default exports.")
+    })
   })
 })

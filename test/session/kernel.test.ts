@@ -112,6 +112,7 @@ describe("Sessions: a turn", () => {
         "assistant.started",
         "chat.state",
         "step.started",
+        "prompt.recorded",
         "text.delta",
         "step.finished",
         "assistant.completed",

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
 import type { Envelope, Event } from "../../src/domain/Events.js"
+import * as Events from "../../src/domain/Events.js"
 import { ActionId, type CallId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import type { AssistantMessage, ToolPart, ToolState, UserMessage } from "../../src/domain/Message.js"
 import type { SessionState } from "../../src/store/Projection.js"
@@ -129,6 +130,29 @@ describe("Projection: session", () => {
     })
     expect(s.files["a.ts"]).toEqual({ op: "update", beforeHash: "h1", afterHash: "h2", seq: 11, at: at(11) })
     expect(s.compaction).toEqual({ upToMessageId: U1, keepFrom: 0, summary: "sum", at: at(12) })
+  })
+
+  it("prompt.recorded keeps each prompt version's blob; step.finished decodes with and without a version", () => {
+    const s = ok([
+      ...prelude,
+      e("prompt.recorded", { promptVersion: "0123456789abcdef", blob: "b1" }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "stop", usage, promptVersion: "0123456789abcdef" }),
+      e("prompt.recorded", { promptVersion: "fedcba9876543210", blob: "b2" })
+    ])
+    expect(s.prompts).toEqual({ "0123456789abcdef": "b1", fedcba9876543210: "b2" })
+    expect(assistant(s).steps[0]!.endedAt).toBe(at(7))
+    // a step.finished of an older log (no promptVersion) still decodes, and one with it keeps it
+    const raw = { id: "e1", sessionId: SESSION_ID, seq: 1, at: 1, parentId: null, v: 1, type: "step.finished" }
+    const payload = { messageId: A1, step: 0, finishReason: "stop", usage }
+    const old = Events.decodeEnvelope({ ...raw, payload } as never)
+    expect(Either.isRight(old)).toBe(true)
+    const withVersion = Events.decodeEnvelope({ ...raw, payload: { ...payload, promptVersion: "abc" } } as never)
+    expect(Either.getOrThrow(withVersion).payload).toMatchObject({ promptVersion: "abc" })
+    expect(Projection.empty(SESSION_ID).prompts).toEqual({})
+    const decoded = Projection.decodeState(
+      JSON.parse(JSON.stringify(Projection.encodeState(s).pipe(Either.getOrThrow)))
+    )
+    expect(Either.getOrThrow(decoded).prompts).toEqual(s.prompts)
   })
 
   it("illegal permission and compaction events", () => {
@@ -624,6 +648,7 @@ describe("Projection: properties", () => {
       "session.status",
       "model.retry",
       "model.error",
+      "prompt.recorded",
       "permission.asked",
       "permission.replied",
       "file.changed",

@@ -48,6 +48,9 @@ interface Sim {
   openPermissions: Array<string>
   messages: Array<MessageId>
   failedInAction: boolean
+  /** the prompt version of the turn's requests, and the versions `prompt.recorded` so far */
+  prompt: string | null
+  recordedPrompts: Set<string>
 }
 
 const words = ["the ", "quick ", "brown ", "fox ", "jumps ", "over ", "a lazy ", "dog. ", "\n", "ünïcödé ", "🙂 "]
@@ -105,6 +108,12 @@ const startTurn = (sim: Sim, messageIds: ReadonlyArray<MessageId>): void => {
   sim.messageId = messageId
   sim.step = 0
   startStep(sim)
+  // the turn's prompt (one of a few versions), recorded before the first request that uses it
+  sim.prompt = `pv-${sim.n % 3}`
+  if (!sim.recordedPrompts.has(sim.prompt)) {
+    emit(sim, "prompt.recorded", { promptVersion: sim.prompt, blob: `blob-${sim.prompt}` })
+    sim.recordedPrompts.add(sim.prompt)
+  }
 }
 
 const finishStep = (sim: Sim, x: number, finishReason: string, aborted: boolean): void => {
@@ -113,7 +122,8 @@ const finishStep = (sim: Sim, x: number, finishReason: string, aborted: boolean)
     step: sim.step,
     finishReason,
     usage: usageOf(x),
-    ...(aborted ? { aborted } : {})
+    ...(aborted ? { aborted } : {}),
+    ...(sim.prompt !== null ? { promptVersion: sim.prompt } : {})
   })
   sim.stepOpen = false
 }
@@ -439,7 +449,9 @@ export const simulate = (choices: ReadonlyArray<number>, options: SimulateOption
     queued: [],
     openPermissions: [],
     messages: [],
-    failedInAction: false
+    failedInAction: false,
+    prompt: null,
+    recordedPrompts: new Set()
   }
   if (opts.created) emit(sim, "session.created", { title: "a session", cwd: "/work/project", model: "test/model" })
   for (const choice of choices) {
