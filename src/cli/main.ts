@@ -6,6 +6,7 @@
  */
 import * as Command from "@effect/cli/Command"
 import { Console } from "effect"
+import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
@@ -23,6 +24,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook sessions list           the recorded sessions",
       "  logbook sessions show <id>      one session as a conversation",
       "  logbook events <id> [--follow]  one session's event log",
+      "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
       "",
       "Run `logbook <command> --help` for the flags of a command."
@@ -33,7 +35,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([run, sessions, events, config])
+  Command.withSubcommands([run, sessions, events, compact, config])
 )
 
 export const cli = Command.run(root, { name: "logbook", version })

@@ -12,21 +12,17 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Console, Effect, Either, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
-import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../config/Config.js"
+import { Clock, Console, Effect, Either, Fiber, Layer, Option, Ref, Stream } from "effect"
+import type { ConfigInput } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
-import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import { parseReasoning } from "../model/Reasoning.js"
-import { makeAgentLayer } from "../session/Agent.js"
-import { makeInstructions } from "../session/Instructions.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
-import { builtinTools } from "../tools/builtins.js"
-import { makeSecrets } from "../tools/Secrets.js"
+import { setupAgent } from "./agentSetup.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
-import { dbOption, resolveDbPath } from "./db.js"
+import { dbOption } from "./db.js"
 import { CliError, ExitCode } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { stdoutStyle, streamStyle } from "./render.js"
@@ -144,23 +140,6 @@ export const run = Command.make(
       ...(Option.isSome(args.model) ? { model: args.model.value } : {}),
       ...(Option.isSome(args.maxSteps) ? { maxSteps: args.maxSteps.value } : {})
     }
-    const config = yield* Effect.provide(Config, Config.layer({ cwd, flags }))
-    const resolved = yield* config.resolveModel()
-    const key = yield* resolved.apiKey
-    const modelOptions: AiSdkOptions = {
-      name: resolved.ref,
-      type: resolved.provider.type,
-      baseURL: resolved.provider.baseURL,
-      apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
-      modelId: resolved.modelId,
-      reasoning: reasoning ?? resolved.model.reasoning,
-      streamIdleTimeoutMs: resolved.provider.streamIdleTimeoutMs
-    }
-    // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
-    yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
-    const settings = config.config
-    const filename = yield* resolveDbPath(args.db)
-
     // who answers the calls the rules ask about: --yes, the user at the terminal, or nobody (denied)
     const desk =
       !args.yes && canPrompt(process.stdin, process.stderr)
@@ -177,35 +156,7 @@ export const run = Command.make(
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
 
-    const keys = toolSecrets(config)
-    // one service for the agent and for the session's title
-    const secrets = makeSecrets(keys)
-    if (keys.ignoredPass.length > 0) {
-      const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
-      yield* Console.error(
-        `logbook: ignoring tools.bash.passEnv ${keys.ignoredPass.join(", ")} of ${project}: only your own ` +
-          "config may let commands see API keys"
-      )
-    }
-
-    const agent = makeAgentLayer({
-      sessions: {
-        maxSteps: settings.maxSteps,
-        snapshotEvery: settings.snapshotEvery,
-        price: resolved.model.price,
-        maxOutputTokens: resolved.model.maxOutput,
-        onLeftoverCommands: () =>
-          Console.error("logbook: stopping commands the session's last run left running when it died…")
-      },
-      tools: { tools: builtinTools({ bash: settings.tools.bash }) },
-      retry: settings.retry,
-      permissions: settings.permission,
-      permissionLimit: config.trustedPermission,
-      approver,
-      secrets,
-      // the workspace's AGENTS.md files and the user's own, read at the start of the turn
-      instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
-    }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
+    const { settings, secrets, layer: agent } = yield* setupAgent({ cwd, flags, reasoning, db: args.db, approver })
 
     const program = Effect.gen(function* () {
       const store = yield* EventStore

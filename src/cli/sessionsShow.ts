@@ -197,6 +197,12 @@ export const renderSession = (
   if (state.lastError !== null) {
     header.push(`  ${style.dim("error")}    ${style.red(state.lastError.message)}`)
   }
+  if (state.compaction !== null) {
+    const n = state.compaction.keepFrom
+    header.push(
+      `  ${style.dim("compacted")} the first ${n} message${n === 1 ? " is" : "s are"} sent as a summary (logbook events --type compaction.done)`
+    )
+  }
   const blocks = state.messages.map((message) =>
     message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
   )

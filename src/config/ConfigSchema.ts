@@ -261,6 +261,29 @@ const bashFields = {
   })
 } satisfies Fields
 
+const compactionFields = {
+  auto: Schema.Boolean.annotations({
+    description:
+      "Prune old tool outputs and compact the session before a request that would not fit the model's context " +
+      "window (contextWindow minus reserveTokens); false: only after a context-overflow error and with " +
+      "logbook compact (default true).",
+    message: expected("true or false")
+  }),
+  reserveTokens: PositiveInt(
+    "Tokens kept free of the context window for the answer and the estimate's error (default 20000)."
+  ),
+  pruneProtectTokens: Millis(
+    "The newest tool output, in tokens, that pruning never replaces by a note (default 40000)."
+  ).annotations({
+    message: expected("a whole number of tokens (0 or more)"),
+    jsonSchema: {
+      type: "integer",
+      minimum: 0,
+      description: "The newest tool output, in tokens, that pruning never replaces by a note (default 40000)."
+    }
+  })
+} satisfies Fields
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -290,6 +313,13 @@ export const ConfigInput = Schema.Struct({
     Schema.Struct(optionalFields(retryFields)).annotations({
       description: "Retrying failed model requests.",
       message: expectedObject("an object of retry settings")
+    }),
+    { exact: true }
+  ),
+  compaction: Schema.optionalWith(
+    Schema.Struct(optionalFields(compactionFields)).annotations({
+      description: "Keeping the context bounded: pruning old tool outputs and compacting (docs/models.md).",
+      message: expectedObject("an object of compaction settings")
     }),
     { exact: true }
   ),
@@ -352,6 +382,7 @@ export const ResolvedConfig = Schema.Struct({
   model: Schema.optionalWith(ModelRef, { exact: true }),
   provider: Schema.Record({ key: ProviderId, value: ProviderSettings }),
   retry: RetrySettings,
+  compaction: Schema.Struct(compactionFields),
   tools: Schema.Struct({ bash: BashSettings }),
   /** the user's permission rules (the built-in `defaultRules` apply below them); `{}` when none */
   permission: PermissionRules,
@@ -367,6 +398,7 @@ export const defaults = {
     ollama: { type: "openai-compatible", baseURL: "http://localhost:11434/v1" }
   },
   retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
+  compaction: { auto: true, reserveTokens: 20_000, pruneProtectTokens: 40_000 },
   tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000, passEnv: [] } },
   permission: {},
   maxSteps: 50,

@@ -323,7 +323,11 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
       return yield* compact(journal, build, "auto").pipe(
         Effect.as(true),
         Effect.catchTag("CompactionFailed", (failed) =>
-          Effect.logWarning(`logbook: could not compact the session: ${failed.message}`).pipe(Effect.as(false))
+          // nothing to summarise yet (the open turn is all there is) is no news; a failed summary is
+          (failed.reason === "nothing-to-compact"
+            ? Effect.logDebug(`could not compact the session: ${failed.message}`)
+            : Effect.logWarning(`could not compact the session: ${failed.message}`)
+          ).pipe(Effect.as(false))
         )
       )
     })

@@ -478,7 +478,7 @@ export const makeSessions = (options: SessionsOptions) =>
                 compactedAt = step
                 continue
               }
-              yield* Effect.logWarning(`logbook: could not compact the session: ${recovered.left.message}`)
+              yield* Effect.logWarning(`could not compact the session: ${recovered.left.message}`)
             }
             yield* journal.append([
               make("model.error", {

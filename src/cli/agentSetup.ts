@@ -1,0 +1,81 @@
+/**
+ * The agent of a command that drives sessions (`run`, `compact`): the config of the workspace, the
+ * model it names, the API key it reads, and the layers of the agent over the SQLite log — built once
+ * here, so every command gets the same agent from the same config.
+ */
+import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../config/Config.js"
+import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
+import type { ReasoningSetting } from "../model/Reasoning.js"
+import { makeAgentLayer } from "../session/Agent.js"
+import { makeInstructions } from "../session/Instructions.js"
+import { EventStore } from "../store/EventStore.js"
+import type { Approver } from "../tools/Approver.js"
+import { builtinTools } from "../tools/builtins.js"
+import { makeSecrets } from "../tools/Secrets.js"
+import { resolveDbPath } from "./db.js"
+import { CliError } from "./errors.js"
+
+export interface AgentSetupOptions {
+  /** the workspace (absolute) */
+  readonly cwd: string
+  /** `--model`, `--max-steps`: flags over the config */
+  readonly flags: ConfigInput
+  /** `--reasoning`: over the model's `reasoning` in the config */
+  readonly reasoning?: ReasoningSetting | undefined
+  /** `--db` */
+  readonly db: Option.Option<string>
+  readonly approver: Layer.Layer<Approver>
+}
+
+export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentSetupOptions) {
+  const config = yield* Effect.provide(Config, Config.layer({ cwd: options.cwd, flags: options.flags }))
+  const resolved = yield* config.resolveModel()
+  const key = yield* resolved.apiKey
+  const modelOptions: AiSdkOptions = {
+    name: resolved.ref,
+    type: resolved.provider.type,
+    baseURL: resolved.provider.baseURL,
+    apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
+    modelId: resolved.modelId,
+    reasoning: options.reasoning ?? resolved.model.reasoning,
+    streamIdleTimeoutMs: resolved.provider.streamIdleTimeoutMs
+  }
+  // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
+  yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
+  const settings = config.config
+  const filename = yield* resolveDbPath(options.db)
+
+  const keys = toolSecrets(config)
+  // one service for the agent and for the session's title
+  const secrets = makeSecrets(keys)
+  if (keys.ignoredPass.length > 0) {
+    const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+    yield* Console.error(
+      `logbook: ignoring tools.bash.passEnv ${keys.ignoredPass.join(", ")} of ${project}: only your own ` +
+        "config may let commands see API keys"
+    )
+  }
+
+  const layer = makeAgentLayer({
+    sessions: {
+      maxSteps: settings.maxSteps,
+      snapshotEvery: settings.snapshotEvery,
+      price: resolved.model.price,
+      maxOutputTokens: resolved.model.maxOutput,
+      compaction: { ...settings.compaction, contextWindow: resolved.model.contextWindow },
+      onLeftoverCommands: () =>
+        Console.error("logbook: stopping commands the session's last run left running when it died…")
+    },
+    tools: { tools: builtinTools({ bash: settings.tools.bash }) },
+    retry: settings.retry,
+    permissions: settings.permission,
+    permissionLimit: config.trustedPermission,
+    approver: options.approver,
+    secrets,
+    // the workspace's AGENTS.md files and the user's own, read at the start of the turn
+    instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
+  }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
+
+  return { config, settings, resolved, secrets, layer }
+})

@@ -1,0 +1,107 @@
+/**
+ * `logbook compact [<session>]`: summarise a session's conversation now (issue 9 §5). The model
+ * writes the summary (`compaction.done {trigger: "manual"}`); the next turn is sent the summary
+ * instead of the messages before it. The messages stay in the log, and replay still shows the exact
+ * requests that were sent.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { Console, Effect, Option } from "effect"
+import type { ConfigInput } from "../config/Config.js"
+import type { SessionId } from "../domain/Ids.js"
+import { Sessions } from "../session/Sessions.js"
+import { EventStore } from "../store/EventStore.js"
+import { Approver } from "../tools/Approver.js"
+import { setupAgent } from "./agentSetup.js"
+import { dbOption } from "./db.js"
+import { CliError } from "./errors.js"
+import { cwdOption, formatOption, resolveCwd } from "./options.js"
+import { resolveSession } from "./resolveSession.js"
+
+const sessionArg = Args.text({ name: "session" }).pipe(
+  Args.withDescription("The session (an id or a unique prefix); default: the latest session of the directory."),
+  Args.optional
+)
+const modelOption = Options.text("model").pipe(
+  Options.optional,
+  Options.withPseudoName("provider/model"),
+  Options.withDescription("The model that writes the summary (default: the config's model).")
+)
+const compactFormat = formatOption(
+  ["text", "json"],
+  "text: one line saying what was summarised; json: one JSON object with the summary."
+)
+
+/** `48213` -> `48.2k`. */
+const tokens = (n: number): string => (n < 1000 ? `${n}` : `${Number((n / 1000).toFixed(1))}k`)
+
+export const compact = Command.make(
+  "compact",
+  {
+    session: sessionArg,
+    model: modelOption,
+    format: compactFormat,
+    cwd: cwdOption(
+      "The directory whose latest session is compacted, and whose config is used (default: the current one)."
+    ),
+    db: dbOption
+  },
+  Effect.fn("cli.compact")(function* (args) {
+    const cwd = yield* resolveCwd(args.cwd)
+    const flags: ConfigInput = Option.isSome(args.model) ? { model: args.model.value } : {}
+    // a compaction runs no tool: nothing to approve
+    const { layer } = yield* setupAgent({ cwd, flags, db: args.db, approver: Approver.autoDeny })
+    const program = Effect.gen(function* () {
+      const store = yield* EventStore
+      const sessions = yield* Sessions
+      let sessionId: SessionId
+      if (Option.isSome(args.session)) sessionId = (yield* resolveSession(args.session.value)).id
+      else {
+        const latest = yield* store.sessions({ cwd, limit: 1 })
+        if (latest.length === 0) return yield* CliError.usage(`no session in ${cwd} to compact; name one`)
+        sessionId = latest[0]!.id
+      }
+      yield* sessions.open(sessionId)
+      const result = yield* sessions
+        .compact(sessionId)
+        .pipe(
+          Effect.catchTag("CompactionFailed", (failed) =>
+            failed.reason === "nothing-to-compact"
+              ? Effect.succeed(undefined)
+              : Effect.fail(CliError.failed(`could not compact session ${sessionId}: ${failed.message}`))
+          )
+        )
+      if (result === undefined) {
+        if (args.format === "json") {
+          return yield* Console.log(JSON.stringify({ type: "compacted", sessionId, compacted: false }))
+        }
+        return yield* Console.log(`session ${sessionId}: nothing to compact`)
+      }
+      const state = yield* sessions.state(sessionId)
+      if (args.format === "json") {
+        return yield* Console.log(
+          JSON.stringify({
+            type: "compacted",
+            sessionId,
+            compacted: true,
+            messages: result.messages,
+            tokensBefore: result.tokensBefore,
+            tokensAfter: result.tokensAfter,
+            summary: state.compaction?.summary ?? ""
+          })
+        )
+      }
+      yield* Console.log(
+        `session ${sessionId}: compacted ${result.messages} message${result.messages === 1 ? "" : "s"} into a ` +
+          `summary (about ${tokens(result.tokensBefore)} → ${tokens(result.tokensAfter)} tokens)`
+      )
+    })
+    return yield* Effect.scoped(program).pipe(Effect.provide(layer))
+  })
+).pipe(
+  Command.withDescription(
+    "Summarise a session's conversation now: the model writes a summary, and the next turn is sent it " +
+      "instead of the messages before it (they stay in the log)."
+  )
+)
