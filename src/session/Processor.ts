@@ -71,22 +71,26 @@ export const STEERED = "steered"
 
 /**
  * The cost of a step in USD from per-million prices; cached tokens are priced separately when given
- * (else at the input price). `known` is false when tokens of a kind were used that have no price:
- * `cost` is then what the priced tokens cost. A price of 0 is a price (a free model): known.
+ * (else at the input price). `known` is false when tokens of a kind were used that have no price
+ * (`cost` is then what the priced tokens cost), and always without any price (zero tokens may only
+ * mean that the server does not report them). A price of 0 is a price (a free model): known.
  */
 export const costOf = (
   usage: ModelUsage,
   price: Price | undefined
 ): { readonly cost: number; readonly known: boolean } => {
-  const input = price?.input
+  if (price === undefined || Object.values(price).every((value) => value === undefined)) {
+    return { cost: 0, known: false }
+  }
+  const input = price.input
   const uncached = Math.max(0, usage.input - usage.cacheRead - usage.cacheWrite)
   let cost = 0
   let known = true
   for (const [tokens, perMillion] of [
     [uncached, input],
-    [usage.output, price?.output],
-    [usage.cacheRead, price?.cacheRead ?? input],
-    [usage.cacheWrite, price?.cacheWrite ?? input]
+    [usage.output, price.output],
+    [usage.cacheRead, price.cacheRead ?? input],
+    [usage.cacheWrite, price.cacheWrite ?? input]
   ] as const) {
     if (tokens <= 0) continue
     if (perMillion === undefined) known = false

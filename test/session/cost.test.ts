@@ -46,8 +46,10 @@ describe("costOf", () => {
     expect(costOf(tokens, { input: 0, output: 0 })).toEqual({ cost: 0, known: true })
   })
 
-  it("no tokens cost nothing, price or not", () => {
-    expect(costOf({ ...tokens, input: 0, output: 0 }, undefined)).toEqual({ cost: 0, known: true })
+  it("no tokens cost nothing with a price; without one the cost stays unknown (usage may be unreported)", () => {
+    const none = { ...tokens, input: 0, output: 0 }
+    expect(costOf(none, { input: 2, output: 8 })).toEqual({ cost: 0, known: true })
+    expect(costOf(none, undefined)).toEqual({ cost: 0, known: false })
   })
 })
 
