@@ -14,6 +14,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Clock, Console, Effect, Either, Fiber, Layer, Option, Redacted, Ref, Stream } from "effect"
 import { Config, type ConfigInput, toolSecrets } from "../config/Config.js"
+import { effectivePrice, modelInfo } from "../config/ModelInfo.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
@@ -157,6 +158,14 @@ export const run = Command.make(
     // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
     yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
     const settings = config.config
+    // the limits and prices: the config's, else the model catalog's (prices in force now)
+    const info = yield* modelInfo(resolved, {
+      at: new Date(yield* Clock.currentTimeMillis),
+      originOf: config.originOf
+    })
+    if (info.catalog._tag === "Failed") {
+      yield* Console.error(`logbook: ${info.catalog.message}; only the config's prices and limits apply`)
+    }
     const filename = yield* resolveDbPath(args.db)
 
     // who answers the calls the rules ask about: --yes, the user at the terminal, or nobody (denied)
@@ -190,8 +199,9 @@ export const run = Command.make(
       sessions: {
         maxSteps: settings.maxSteps,
         snapshotEvery: settings.snapshotEvery,
-        price: resolved.model.price,
-        maxOutputTokens: resolved.model.maxOutput,
+        price: effectivePrice(info),
+        // only the config's: the catalog has none, and the SDK's default suits the model
+        maxOutputTokens: info.maxOutput?.value,
         onLeftoverCommands: () =>
           Console.error("logbook: stopping commands the session's last run left running when it died…")
       },
