@@ -43,6 +43,7 @@ export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"
 export * from "./domain/Message.js"
 export { layerAiSdk, makeAiSdkModel } from "./model/AiSdk.js"
+export * as Catalog from "./model/Catalog.js"
 export {
   Model,
   ModelError,

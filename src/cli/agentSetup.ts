@@ -3,8 +3,9 @@
  * model it names, the API key it reads, and the layers of the agent over the SQLite log — built once
  * here, so every command gets the same agent from the same config.
  */
-import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../config/Config.js"
+import { effectivePrice, modelInfo } from "../config/ModelInfo.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { makeAgentLayer } from "../session/Agent.js"
@@ -44,6 +45,14 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
   // a provider that cannot be built (no baseURL …) is a config error, reported before anything runs
   yield* languageModel(modelOptions).pipe(Effect.mapError((error) => CliError.usage(error.message)))
   const settings = config.config
+  // the limits and prices: the config's, else the model catalog's (prices in force now)
+  const info = yield* modelInfo(resolved, {
+    at: new Date(yield* Clock.currentTimeMillis),
+    originOf: config.originOf
+  })
+  if (info.catalog._tag === "Failed") {
+    yield* Console.error(`logbook: ${info.catalog.message}; only the config's prices and limits apply`)
+  }
   const filename = yield* resolveDbPath(options.db)
 
   const keys = toolSecrets(config)
@@ -61,9 +70,10 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     sessions: {
       maxSteps: settings.maxSteps,
       snapshotEvery: settings.snapshotEvery,
-      price: resolved.model.price,
-      maxOutputTokens: resolved.model.maxOutput,
-      compaction: { ...settings.compaction, contextWindow: resolved.model.contextWindow },
+      price: effectivePrice(info),
+      // only the config's: the catalog has none, and the SDK's default suits the model
+      maxOutputTokens: info.maxOutput?.value,
+      compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
       onLeftoverCommands: () =>
         Console.error("logbook: stopping commands the session's last run left running when it died…")
     },
@@ -77,5 +87,5 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
   }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
 
-  return { config, settings, resolved, secrets, layer }
+  return { config, settings, resolved, info, secrets, layer }
 })

@@ -2,7 +2,9 @@
  * `logbook config`: the resolved config (defaults < global file < project file < `LOGBOOK_*` <
  * flags), with secrets masked: a provider shows the NAME of its key variable and whether it is
  * set (`"apiKey": "(set)"` / `"(not set)"`), never a key. `--format text` also says where each
- * value came from; `--schema` prints the JSON Schema of a config file instead.
+ * value came from; `--schema` prints the JSON Schema of a config file instead. For the configured
+ * model it adds the limits and prices that apply (`config/ModelInfo.ts`) and whether each came from
+ * the config or the model catalog (`modelInfo` in JSON).
  *
  * Both formats also list the instruction files (AGENTS.md) a session in the directory would load
  * (`instructions`); `--system-prompt` prints the exact system prompt `logbook run` would send from
@@ -13,16 +15,19 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Console, Effect } from "effect"
+import { Clock, Console, Effect } from "effect"
 import {
   Config,
   type ConfigSource,
   describeSource,
   type MaskedConfig,
+  resolveModel,
   toolSecrets,
   userInstructionsFile
 } from "../config/Config.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
+import { type ModelInfo, modelInfo, priceKeys, type Sourced } from "../config/ModelInfo.js"
+import { catalogSource } from "../model/Catalog.js"
 import {
   INSTRUCTION_FILE_NAMES,
   type LoadedInstructions,
@@ -105,6 +110,77 @@ export const renderText = (
   ]
 }
 
+const catalogName = `${catalogSource.package} ${catalogSource.version}`
+
+/** The `modelInfo` of `--format json`: each limit and price with where it came from; `null` when unknown. */
+export const modelInfoJson = (info: ModelInfo) => {
+  const sourced = (value: Sourced<number> | undefined) => value ?? null
+  const c = info.catalog
+  return {
+    model: info.ref,
+    catalog:
+      c._tag === "None"
+        ? null
+        : c._tag === "Found"
+          ? { source: catalogName, provider: c.entry.provider, model: c.entry.model, name: c.entry.name ?? null }
+          : c._tag === "NotFound"
+            ? { source: catalogName, provider: c.provider, model: null }
+            : { source: catalogName, provider: c.provider, error: c.message },
+    contextWindow: sourced(info.contextWindow),
+    maxOutput: sourced(info.maxOutput),
+    price: Object.fromEntries(priceKeys.map((key) => [key, sourced(info.price[key])]))
+  }
+}
+
+/**
+ * The text form of the model's limits and prices: what the catalog says about the model, then one
+ * row per limit and price, keyed by the config key that would set it, with where the value came from.
+ */
+export const renderModelInfo = (
+  info: ModelInfo,
+  keyPath: ReadonlyArray<string>,
+  originOf: (path: ReadonlyArray<string>) => ConfigSource,
+  style: Style
+): Array<string> => {
+  const c = info.catalog
+  const about =
+    c._tag === "Found"
+      ? `in the model catalog as ${c.entry.provider}/${c.entry.model}${c.entry.name === undefined ? "" : ` (${c.entry.name})`}`
+      : c._tag === "NotFound"
+        ? `not in the model catalog (provider ${c.provider})`
+        : c._tag === "Failed"
+          ? `the model catalog could not be read: ${c.message}`
+          : `no model catalog for this provider (openai-compatible: set provider.${keyPath[1]}.catalog to use one)`
+  const row = (name: string, value: Sourced<number> | undefined, unknown: string) => {
+    const path = [...keyPath, ...name.split(".")]
+    const from =
+      value === undefined ? "-" : value.from === "catalog" ? `catalog (${catalogName})` : originText(originOf(path))
+    return [path.join("."), value === undefined ? unknown : String(value.value), style.dim(from)]
+  }
+  return [
+    `model ${info.ref}: ${about}`,
+    "",
+    ...table(
+      ["KEY", "VALUE", "FROM"],
+      [
+        row("contextWindow", info.contextWindow, "unknown"),
+        row("maxOutput", info.maxOutput, "not set (the provider's default)"),
+        ...priceKeys.map((key) =>
+          row(
+            `price.${key}`,
+            info.price[key],
+            // the cost of cached tokens falls back to the input price (session/Processor.ts costOf)
+            (key === "cacheRead" || key === "cacheWrite") && info.price.input !== undefined
+              ? "unknown: charged as price.input"
+              : "unknown"
+          )
+        )
+      ],
+      style
+    )
+  ]
+}
+
 export const config = Command.make(
   "config",
   { cwd, format: configFormat, schema: schemaOption, systemPrompt: systemPromptOption },
@@ -126,18 +202,33 @@ export const config = Command.make(
       return
     }
     const masked = yield* service.masked
+    // the configured model's limits and prices (no key is read: only the settings)
+    const resolved = service.config.model === undefined ? undefined : yield* resolveModel(service.config)
+    const info =
+      resolved === undefined
+        ? undefined
+        : yield* modelInfo(resolved, { at: new Date(yield* Clock.currentTimeMillis), originOf: service.originOf })
     if (format === "json") {
-      yield* Console.log(JSON.stringify({ ...masked, instructions: instructionsJson(loaded) }, null, 2))
+      const out = {
+        ...masked,
+        instructions: instructionsJson(loaded),
+        ...(info === undefined ? {} : { modelInfo: modelInfoJson(info) })
+      }
+      yield* Console.log(JSON.stringify(out, null, 2))
       return
     }
     const style = yield* stdoutStyle
-    yield* Console.log(
-      renderText(masked, service.files, service.originOf, style, instructionLines(loaded, style)).join("\n")
-    )
+    const lines = renderText(masked, service.files, service.originOf, style, instructionLines(loaded, style))
+    if (info !== undefined && resolved !== undefined) {
+      const keyPath = ["provider", resolved.providerId, "models", resolved.modelId]
+      lines.push("", ...renderModelInfo(info, keyPath, service.originOf, style))
+    }
+    yield* Console.log(lines.join("\n"))
   })
 ).pipe(
   Command.withDescription(
     "Print the resolved config (defaults < ~/.config/logbook/config.json < ./logbook.json < LOGBOOK_* < flags) " +
-      "with secrets masked: for each provider, the name of its API key variable and whether it is set."
+      "with secrets masked: for each provider, the name of its API key variable and whether it is set. For the " +
+      "configured model, also its limits and prices and where each came from (the config or the model catalog)."
   )
 )

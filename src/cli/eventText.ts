@@ -38,7 +38,8 @@ const usageText = (usage: unknown): string => {
   if ((num(u.cacheRead) ?? 0) > 0) parts.push(`cacheRead=${num(u.cacheRead)}`)
   if ((num(u.cacheWrite) ?? 0) > 0) parts.push(`cacheWrite=${num(u.cacheWrite)}`)
   const cost = num(u.cost)
-  if (cost !== undefined && cost > 0) parts.push(`cost=${formatCost(cost)}`)
+  if (u.costKnown === false) parts.push(`cost=${cost !== undefined && cost > 0 ? `≥${formatCost(cost)}` : "unknown"}`)
+  else if (cost !== undefined && cost > 0) parts.push(`cost=${formatCost(cost)}`)
   return parts.join(" ")
 }
 

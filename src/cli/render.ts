@@ -183,6 +183,18 @@ export const formatCount = (n: number): string => Math.round(n).toLocaleString("
 export const formatCost = (usd: number): string =>
   usd === 0 ? "$0" : usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`
 
+/**
+ * The cost of a usage (`Usage.cost`, `Usage.costKnown`): `$0.0123` when it is known (`$0` too: a
+ * free model), `unknown` when nothing of it was priced, `≥ $0.0123 (partly unpriced)` when only
+ * some of it was (then the figure is a lower bound).
+ */
+export const formatUsageCost = (usage: { readonly cost: number; readonly costKnown?: boolean | undefined }): string =>
+  usage.costKnown !== false
+    ? formatCost(usage.cost)
+    : usage.cost > 0
+      ? `≥ ${formatCost(usage.cost)} (partly unpriced)`
+      : "unknown"
+
 /** Pads to a display width (ANSI styles do not count). */
 export const padEnd = (text: string, width: number): string =>
   text + " ".repeat(Math.max(0, width - visibleWidth(text)))

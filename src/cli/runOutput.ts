@@ -12,7 +12,7 @@ import type { Envelope } from "../domain/Events.js"
 import type { Usage } from "../domain/Message.js"
 import { formatMs } from "../model/Retry.js"
 import type { TurnOutcome } from "../session/Sessions.js"
-import { compactJson, formatCost, formatCount, formatDuration, oneLine, type Style, truncate } from "./render.js"
+import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, type Style, truncate } from "./render.js"
 
 /** A command or a path as a call's line shows it: on one line, cut at 80 characters. */
 const describeSubject = (subject: string): string => truncate(oneLine(subject), 80)
@@ -48,7 +48,7 @@ export const fitWidth = (text: string, columns: number | undefined): string => {
 export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
   const parts = [`tokens in ${formatCount(usage.input)}`, `out ${formatCount(usage.output)}`]
   if (usage.cacheRead > 0) parts.push(`cached ${formatCount(usage.cacheRead)}`)
-  parts.push(`cost ${formatCost(usage.cost)}`, `${steps} step${steps === 1 ? "" : "s"}`, formatDuration(elapsedMs))
+  parts.push(`cost ${formatUsageCost(usage)}`, `${steps} step${steps === 1 ? "" : "s"}`, formatDuration(elapsedMs))
   return parts.join(" · ")
 }
 

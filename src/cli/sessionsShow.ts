@@ -13,10 +13,10 @@ import { CliError } from "./errors.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import {
   compactJson,
-  formatCost,
   formatCount,
   formatDuration,
   formatLocalTime,
+  formatUsageCost,
   type Style,
   stdoutStyle,
   truncateLines
@@ -51,7 +51,7 @@ const usageLine = (u: Projection.SessionState["totals"]): string => {
   if (u.cacheRead > 0 || u.cacheWrite > 0) {
     parts.push(`cache read ${formatCount(u.cacheRead)}`, `cache write ${formatCount(u.cacheWrite)}`)
   }
-  parts.push(`cost ${formatCost(u.cost)}`)
+  parts.push(`cost ${formatUsageCost(u)}`)
   return parts.join(" · ")
 }
 

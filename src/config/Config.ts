@@ -781,6 +781,7 @@ const maskedProvider = (settings: ProviderSettings, isSet: (name: string) => boo
   ...(settings.apiKeyEnv === undefined
     ? {}
     : { apiKeyEnv: settings.apiKeyEnv, apiKey: isSet(settings.apiKeyEnv) ? "(set)" : "(not set)" }),
+  ...(settings.catalog === undefined ? {} : { catalog: settings.catalog }),
   models: settings.models
 })
 

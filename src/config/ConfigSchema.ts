@@ -191,13 +191,23 @@ const priceFields = {
 export const Price = Schema.Struct(optionalFields(priceFields)).annotations({
   message: expectedObject("an object of prices"),
   description:
-    "Prices in USD per million tokens, used to compute the cost of each step. Missing prices count as unknown."
+    "Prices in USD per million tokens, used to compute the cost of each step. Each one given here wins over the " +
+    "model catalog's; a price neither gives is unknown (and so is the cost of the tokens it would price)."
 })
 export type Price = typeof Price.Type
 
 export const ModelSettings = Schema.Struct({
-  contextWindow: Schema.optionalWith(PositiveInt("The model's context window, in tokens."), { exact: true }),
-  maxOutput: Schema.optionalWith(PositiveInt("The most tokens the model may write in one step."), { exact: true }),
+  contextWindow: Schema.optionalWith(
+    PositiveInt("The model's context window, in tokens (default: the model catalog's)."),
+    { exact: true }
+  ),
+  maxOutput: Schema.optionalWith(
+    PositiveInt(
+      "The most tokens the model may write in one step, sent with every request (default: none is sent, so the " +
+        "provider's or the SDK's own limit for the model holds)."
+    ),
+    { exact: true }
+  ),
   price: Schema.optionalWith(Price, { exact: true }),
   reasoning: Schema.optionalWith(
     ReasoningSetting.annotations({
@@ -220,6 +230,21 @@ const ModelId = Schema.String.pipe(
   Schema.annotations({ description: "a model id, as the provider spells it", message: expected("a model id") })
 )
 
+const catalogDescription =
+  "The model catalog's provider whose limits and prices apply to this provider's models (e.g. \"deepseek\", " +
+  '"openrouter"); the config\'s own model settings win, field by field. Default: "openai" for type openai, ' +
+  '"anthropic" for type anthropic, none for openai-compatible. See docs/models.md, "Model catalog".'
+
+/** A provider id of the model catalog (checked against the catalog when a model is resolved). */
+const CatalogProvider = Schema.String.pipe(
+  Schema.pattern(providerIdPattern),
+  Schema.annotations({
+    description: catalogDescription,
+    message: expected('a provider id of the model catalog, such as "deepseek"'),
+    jsonSchema: { type: "string", pattern: providerIdPattern.source, description: catalogDescription }
+  })
+)
+
 const providerFields = {
   type: ProviderType,
   baseURL: BaseUrl,
@@ -228,6 +253,7 @@ const providerFields = {
     "Cut a model response that sends nothing for this many milliseconds, before its first part too, and " +
       "retry it like a broken stream (default 120000). Raise it for a model that thinks long before it answers."
   ),
+  catalog: CatalogProvider,
   models: Schema.Record({ key: ModelId, value: ModelSettings }).annotations({
     message: expectedObject("an object of models by model id"),
     description: "Per-model settings, keyed by the model id (the part of provider/model after the first '/')."
@@ -367,6 +393,7 @@ export const ProviderSettings = Schema.Struct({
   baseURL: Schema.optionalWith(BaseUrl, { exact: true }),
   apiKeyEnv: Schema.optionalWith(EnvVarName, { exact: true }),
   streamIdleTimeoutMs: Schema.optionalWith(providerFields.streamIdleTimeoutMs, { exact: true }),
+  catalog: Schema.optionalWith(CatalogProvider, { exact: true }),
   models: Schema.optionalWith(providerFields.models, { exact: true, default: () => ({}) })
 })
 export type ProviderSettings = typeof ProviderSettings.Type

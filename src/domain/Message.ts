@@ -11,12 +11,21 @@ export const Usage = Schema.Struct({
   reasoning: Schema.NonNegativeInt,
   cacheRead: Schema.NonNegativeInt,
   cacheWrite: Schema.NonNegativeInt,
-  /** cost in US dollars */
-  cost: Schema.NonNegative.pipe(Schema.finite())
+  /** cost in US dollars: the whole cost, or only what the priced tokens cost when `costKnown` is false */
+  cost: Schema.NonNegative.pipe(Schema.finite()),
+  /**
+   * `false` when tokens were used whose price is not known (the model has no price in the config or
+   * the catalog): `cost` is then a lower bound. Absent means known (logs written before it existed
+   * priced every step they counted). A sum is known only when every step in it is.
+   */
+  costKnown: Schema.optional(Schema.Boolean)
 })
 export type Usage = typeof Usage.Type
 
 export const emptyUsage: Usage = { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }
+
+/** Whether `usage.cost` is the whole cost (see `Usage.costKnown`). */
+export const isCostKnown = (usage: Usage): boolean => usage.costKnown !== false
 
 export const addUsage = (a: Usage, b: Usage): Usage => ({
   input: a.input + b.input,
@@ -24,7 +33,8 @@ export const addUsage = (a: Usage, b: Usage): Usage => ({
   reasoning: a.reasoning + b.reasoning,
   cacheRead: a.cacheRead + b.cacheRead,
   cacheWrite: a.cacheWrite + b.cacheWrite,
-  cost: a.cost + b.cost
+  cost: a.cost + b.cost,
+  ...(isCostKnown(a) && isCostKnown(b) ? {} : { costKnown: false })
 })
 
 export const UserMode = Schema.Literal("prompt", "steer", "queue")

@@ -23,10 +23,10 @@
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
 import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } from "effect"
-import type { Price } from "../config/ConfigSchema.js"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
+import type { Price } from "../model/Catalog.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import { Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
@@ -76,29 +76,48 @@ export interface StepInput {
 export const STREAM_FAILED = "stream-failed"
 export const STEERED = "steered"
 
-/** The cost of a step in USD from per-million prices; cached tokens are priced separately when given. */
-export const costOf = (usage: ModelUsage, price: Price | undefined): number => {
-  if (price === undefined) return 0
-  const input = price.input ?? 0
-  const cacheRead = price.cacheRead ?? input
-  const cacheWrite = price.cacheWrite ?? input
+/**
+ * The cost of a step in USD from per-million prices; cached tokens are priced separately when given
+ * (else at the input price). `known` is false when tokens of a kind were used that have no price
+ * (`cost` is then what the priced tokens cost), and always without any price (zero tokens may only
+ * mean that the server does not report them). A price of 0 is a price (a free model): known.
+ */
+export const costOf = (
+  usage: ModelUsage,
+  price: Price | undefined
+): { readonly cost: number; readonly known: boolean } => {
+  if (price === undefined || Object.values(price).every((value) => value === undefined)) {
+    return { cost: 0, known: false }
+  }
+  const input = price.input
   const uncached = Math.max(0, usage.input - usage.cacheRead - usage.cacheWrite)
-  const cost =
-    uncached * input + usage.output * (price.output ?? 0) + usage.cacheRead * cacheRead + usage.cacheWrite * cacheWrite
-  return cost / 1_000_000
+  let cost = 0
+  let known = true
+  for (const [tokens, perMillion] of [
+    [uncached, input],
+    [usage.output, price.output],
+    [usage.cacheRead, price.cacheRead ?? input],
+    [usage.cacheWrite, price.cacheWrite ?? input]
+  ] as const) {
+    if (tokens <= 0) continue
+    if (perMillion === undefined) known = false
+    else cost += tokens * perMillion
+  }
+  return { cost: cost / 1_000_000, known }
 }
 
 /** A step's usage as the log keeps it: whole non-negative counts and the cost. */
 export const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
   const int = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n) : 0)
-  return {
+  const counted = {
     input: int(usage.input),
     output: int(usage.output),
     reasoning: int(usage.reasoning),
     cacheRead: int(usage.cacheRead),
-    cacheWrite: int(usage.cacheWrite),
-    cost: costOf(usage, price)
+    cacheWrite: int(usage.cacheWrite)
   }
+  const { cost, known } = costOf(counted, price)
+  return { ...counted, cost, ...(known ? {} : { costKnown: false }) }
 }
 
 /**

@@ -48,7 +48,6 @@ import {
   Stream,
   SubscriptionRef
 } from "effect"
-import type { Price } from "../config/ConfigSchema.js"
 import { make, type NewEvent } from "../domain/Events.js"
 import {
   type MessageId,
@@ -60,6 +59,7 @@ import {
   uuidV7
 } from "../domain/Ids.js"
 import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
+import type { Price } from "../model/Catalog.js"
 import { Model, type ModelRequest } from "../model/Model.js"
 import { classify, Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"

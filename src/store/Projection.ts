@@ -39,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 8
+export const PROJECTION_VERSION = 9
 
 // ---------------------------------------------------------------------------------------------
 // state

@@ -51,6 +51,75 @@ describe("logbook config", () => {
     })
     expect(config.tools).toEqual({ bash: { timeoutMs: 120000, maxTimeoutMs: 600000, passEnv: [] } })
     expect(config.model).toBeUndefined()
+    expect(config.modelInfo).toBeUndefined()
+  })
+
+  it("shows the configured model's limits and prices from the model catalog (no network)", async () => {
+    const s = setup()
+    const result = await runCli(["config"], {
+      cwd: s.project,
+      env: { ...s.env, LOGBOOK_MODEL: "anthropic/claude-sonnet-4-5" }
+    })
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout).modelInfo).toEqual({
+      model: "anthropic/claude-sonnet-4-5",
+      catalog: {
+        source: "@pydantic/genai-prices 0.1.8",
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        name: "Claude Sonnet 4.5"
+      },
+      contextWindow: { value: 200000, from: "catalog" },
+      maxOutput: null,
+      price: {
+        input: { value: 3, from: "catalog" },
+        output: { value: 15, from: "catalog" },
+        cacheRead: { value: 0.3, from: "catalog" },
+        cacheWrite: { value: 3.75, from: "catalog" }
+      }
+    })
+  })
+
+  it("--format text: each limit and price of the model with its key and source; the config wins per field", async () => {
+    const s = setup({
+      project: {
+        model: "anthropic/claude-sonnet-4-5-20250929",
+        provider: {
+          anthropic: { models: { "claude-sonnet-4-5-20250929": { maxOutput: 8000, price: { output: 12 } } } }
+        }
+      }
+    })
+    const result = await runCli(["config", "--format", "text"], { cwd: s.project, env: s.env })
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    const file = s.projectFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+    const key = "provider\\.anthropic\\.models\\.claude-sonnet-4-5-20250929"
+    const out = result.stdout
+    expect(out).toContain(
+      "model anthropic/claude-sonnet-4-5-20250929: in the model catalog as anthropic/claude-sonnet-4-5 (Claude Sonnet 4.5)"
+    )
+    expect(out).toMatch(
+      new RegExp(`\\n${key}\\.contextWindow +200000 +catalog \\(@pydantic/genai-prices 0\\.1\\.8\\)\\n`)
+    )
+    expect(out).toMatch(new RegExp(`\\n${key}\\.maxOutput +8000 +file ${file}\\n`))
+    expect(out).toMatch(new RegExp(`\\n${key}\\.price\\.input +3 +catalog `))
+    expect(out).toMatch(new RegExp(`\\n${key}\\.price\\.output +12 +file ${file}\\n`))
+    expect(out).toMatch(new RegExp(`\\n${key}\\.price\\.cacheRead +0\\.3 +catalog `))
+  })
+
+  it("--format text: a model the catalog cannot know (openai-compatible) says so, and its prices are unknown", async () => {
+    const s = setup()
+    const result = await runCli(["config", "--format", "text"], {
+      cwd: s.project,
+      env: { ...s.env, LOGBOOK_MODEL: "ollama/qwen3:8b" }
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("model ollama/qwen3:8b: no model catalog for this provider")
+    expect(result.stdout).toMatch(/\nprovider\.ollama\.models\.qwen3:8b\.price\.input +unknown +-\n/)
+    expect(result.stdout).toMatch(
+      /\nprovider\.ollama\.models\.qwen3:8b\.maxOutput +not set \(the provider's default\) +-\n/
+    )
   })
 
   it("merges global < project < LOGBOOK_* and reads the project of --cwd", async () => {

@@ -223,4 +223,13 @@ describe("summarize: the one-line text of an event", () => {
       'reply="reject" interrupted=true permissionId="p1"'
     )
   })
+
+  it("step.finished shows the cost as unknown, or as a lower bound, when steps had no price", () => {
+    const step = (usage: Record<string, unknown>) =>
+      summarize("step.finished", { messageId: "m", step: 0, finishReason: "stop", usage }, plain)
+    const tokens = { input: 10, output: 2, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+    expect(step({ ...tokens, cost: 0, costKnown: false })).toBe("step=0 finish=stop in=10 out=2 cost=unknown")
+    expect(step({ ...tokens, cost: 0.0123, costKnown: false })).toBe("step=0 finish=stop in=10 out=2 cost=≥$0.0123")
+    expect(step({ ...tokens, cost: 0.0123 })).toBe("step=0 finish=stop in=10 out=2 cost=$0.0123")
+  })
 })

@@ -147,6 +147,31 @@ describe("the summary and done lines", () => {
     expect(usageSummary(emptyUsage, 1, 400)).toBe("tokens in 0 · out 0 · cost $0 · 1 step · 400ms")
   })
 
+  it("say the cost is unknown, never $0, when steps had no price; a lower bound when only some had", () => {
+    const tokens = { ...emptyUsage, input: 1_000, output: 20 }
+    expect(usageSummary({ ...tokens, cost: 0, costKnown: false }, 2, 1_500)).toBe(
+      "tokens in 1,000 · out 20 · cost unknown · 2 steps · 1.5s"
+    )
+    expect(usageSummary({ ...tokens, cost: 0.0123, costKnown: false }, 2, 1_500)).toBe(
+      "tokens in 1,000 · out 20 · cost ≥ $0.0123 (partly unpriced) · 2 steps · 1.5s"
+    )
+    // a price of 0 is a price
+    expect(usageSummary({ ...tokens, cost: 0 }, 1, 400)).toBe("tokens in 1,000 · out 20 · cost $0 · 1 step · 400ms")
+  })
+
+  it("the done line keeps the log's usage: costKnown false when the cost is unknown", () => {
+    const usage = { ...emptyUsage, input: 5, cost: 0, costKnown: false }
+    const done = JSON.parse(
+      doneLine({
+        sessionId: "s",
+        outcome: { turnId: TurnId.make("t"), reason: "stop", steps: 1, usage },
+        exitCode: 0,
+        elapsedMs: 3
+      })
+    )
+    expect(done.usage).toEqual(usage)
+  })
+
   it("the done line says how the turn ended, and `interrupted` when there is no outcome", () => {
     const done = JSON.parse(
       doneLine({

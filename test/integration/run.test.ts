@@ -9,6 +9,7 @@ import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
+  fastRetry,
   jsonLines,
   latestSession,
   makeJanitor,
@@ -165,6 +166,130 @@ describe("logbook run --format json", () => {
     const shown = await runCli(["events", done.sessionId as string, "--db", ws.db, "--format", "json"])
     expect(shown.code).toBe(0)
     expect(shown.stdout).not.toContain(needle)
+  })
+})
+
+describe("logbook run: the cost", () => {
+  /** The workspace's provider `local` (the scripted server), with `extra` settings (models, catalog). */
+  const local = (server: { readonly url: string }, extra: Record<string, unknown> = {}) => ({
+    provider: { local: { type: "openai-compatible", baseURL: `${server.url}/v1`, ...extra } }
+  })
+  const answer = () =>
+    Reply.stream({
+      toolCalls: [{ id: "call_1", name: "bash", arguments: '{"command":"echo hi"}' }],
+      usage: { prompt_tokens: 400, completion_tokens: 40 }
+    })
+  const final = () => Reply.text("Done.", { usage: { prompt_tokens: 600, completion_tokens: 60 } })
+
+  it("a model without a price: 'unknown' in the closing line, the done line, the log and sessions show", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: local(server) })
+    server.enqueue(answer(), final())
+    const result = await runCli([...ws.runArgs, "say hi"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/\ntokens in 1,000 · out 100 · cost unknown · 2 steps · [\d.]+m?s\n$/)
+    expect(result.stdout).not.toContain("$0")
+
+    const id = await latestSession(ws.db, ws.dir)
+    const steps = ofType(await readLog(ws.db, id), "step.finished")
+    expect(steps.map((e) => [e.payload.usage.input, e.payload.usage.cost, e.payload.usage.costKnown])).toEqual([
+      [400, 0, false],
+      [600, 0, false]
+    ])
+    const state = await restoreState(ws.db, id)
+    expect(state.totals).toMatchObject({ input: 1000, output: 100, cost: 0, costKnown: false })
+
+    const shown = await runCli(["sessions", "show", id, "--db", ws.db])
+    expect(shown.code).toBe(0)
+    expect(shown.stdout).toMatch(/tokens\s+in 1,000 · out 100 · cost unknown\n/)
+    expect(shown.stdout).not.toContain("$0")
+
+    // the JSON done line carries the log's usage, costKnown included
+    server.enqueue(final())
+    const json = await runCli([...ws.runArgs, "--continue", "--format", "json", "again"])
+    expect(json.code).toBe(0)
+    const done = jsonLines(json.stdout).at(-1)!
+    expect(done.usage).toMatchObject({ input: 600, output: 60, cost: 0, costKnown: false })
+  })
+
+  it("a price in the config: the cost is shown; a price of 0 is $0", async () => {
+    const server = await janitor.server()
+    // 1,000 in at $2, 100 out at $10 per million: $0.003
+    const ws = makeWorkspace(server, {
+      config: local(server, { models: { scripted: { price: { input: 2, output: 10 } } } })
+    })
+    server.enqueue(answer(), final())
+    const priced = await runCli([...ws.runArgs, "say hi"])
+    expect(priced.code).toBe(0)
+    expect(priced.stdout).toMatch(/\ntokens in 1,000 · out 100 · cost \$0\.0030 · 2 steps · /)
+    const id = await latestSession(ws.db, ws.dir)
+    const steps = ofType(await readLog(ws.db, id), "step.finished")
+    expect(steps.map((e) => e.payload.usage.costKnown)).toEqual([undefined, undefined])
+    expect(steps.map((e) => e.payload.usage.cost).reduce((a, b) => a + b)).toBeCloseTo(0.003, 10)
+
+    const free = makeWorkspace(server, {
+      config: local(server, { models: { scripted: { price: { input: 0, output: 0 } } } })
+    })
+    server.enqueue(final())
+    const result = await runCli([...free.runArgs, "say hi"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/\ntokens in 600 · out 60 · cost \$0 · 1 step · /)
+  })
+
+  it("a session priced in one run and not in the next: the session's cost is a lower bound", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(final())
+    const first = await runCli([...ws.runArgs, "one"])
+    expect(first.code).toBe(0)
+    // 600 in at $1, 60 out at $2 per million: $0.00072
+    expect(first.stdout).toContain("cost $0.0007")
+    fs.writeFileSync(
+      path.join(ws.dir, "logbook.json"),
+      JSON.stringify({ model: "local/scripted", retry: fastRetry, ...local(server) })
+    )
+    server.enqueue(final())
+    const second = await runCli([...ws.runArgs, "--continue", "two"])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain("cost unknown")
+    const id = await latestSession(ws.db, ws.dir)
+    const shown = await runCli(["sessions", "show", id, "--db", ws.db])
+    expect(shown.stdout).toMatch(/tokens\s+in 1,200 · out 120 · cost ≥ \$0\.0007 \(partly unpriced\)\n/)
+  })
+
+  it("an openai-compatible provider with `catalog`: the catalog's prices", async () => {
+    const server = await janitor.server()
+    // the server stands in for one that serves OpenAI's gpt-4.1 ($2 in, $8 out per million)
+    const ws = makeWorkspace(server, { config: { ...local(server, { catalog: "openai" }), model: "local/gpt-4.1" } })
+    server.enqueue(final())
+    const result = await runCli([...ws.runArgs, "hi"])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    // 600 × 2 + 60 × 8 = 1,680 micro-dollars
+    expect(result.stdout).toMatch(/\ntokens in 600 · out 60 · cost \$0\.0017 · 1 step · /)
+    // no max_tokens: the catalog has no output limit, and none was configured
+    expect(server.requests[0]!.body.max_tokens).toBeUndefined()
+  })
+
+  it("a `catalog` the model catalog does not have is a config error (exit 2), with nothing sent", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: local(server, { catalog: "deepseeek" }) })
+    const result = await runCli([...ws.runArgs, "hi"])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(
+      /^logbook: invalid config in file .*logbook\.json at provider\.local\.catalog: "deepseeek" is not a provider of the model catalog/
+    )
+    expect(server.requests).toHaveLength(0)
+  })
+
+  it("maxOutput from the config is sent as max_tokens", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: local(server, { models: { scripted: { maxOutput: 1234 } } }) })
+    server.enqueue(final())
+    const result = await runCli([...ws.runArgs, "hi"])
+    expect(result.code).toBe(0)
+    expect(server.requests[0]!.body.max_tokens).toBe(1234)
   })
 })
 

@@ -312,6 +312,23 @@ describe("Projection: messages and turns", () => {
     expect(assistant(s).finishReason).toBe("stop")
   })
 
+  it("a step whose cost is unknown makes the sums' cost partly unknown; known costs still add up", () => {
+    const unpriced = { ...usage, cost: 0, costKnown: false }
+    const s = ok([
+      ...prelude,
+      e("step.finished", { messageId: A1, step: 0, finishReason: "tool-calls", usage }),
+      e("step.started", { messageId: A1, step: 1 }),
+      e("step.finished", { messageId: A1, step: 1, finishReason: "stop", usage: unpriced })
+    ])
+    const expected = { input: 20, output: 10, reasoning: 2, cacheRead: 4, cacheWrite: 6, cost: 0.5, costKnown: false }
+    expect(assistant(s).usage).toEqual(expected)
+    expect(s.totals).toEqual(expected)
+    expect(assistant(s).steps.map((step) => step.usage?.costKnown)).toEqual([undefined, false])
+    // through a snapshot (JSON) and back
+    const decoded = Projection.decodeState(JSON.parse(JSON.stringify(Either.getOrThrow(Projection.encodeState(s)))))
+    expect(Either.getOrThrow(decoded).totals).toEqual(expected)
+  })
+
   it("illegal step and assistant events", () => {
     const finish = (step: number) => e("step.finished", { messageId: A1, step, finishReason: "stop", usage })
     expectIllegal([...prelude, e("step.started", { messageId: A1, step: 1 })], "still open")

@@ -61,7 +61,9 @@ const usageOf = (x: number): Usage => ({
   reasoning: x % 7,
   cacheRead: x % 11,
   cacheWrite: x % 5,
-  cost: (x % 13) / 1000
+  cost: (x % 13) / 1000,
+  // now and then a step without a price: sums (and snapshots of them) carry `costKnown: false`
+  ...(x % 17 === 0 ? { costKnown: false } : {})
 })
 
 const emit = <T extends EventType>(sim: Sim, type: T, payload: PayloadOf<T>): void => {
