@@ -134,6 +134,27 @@ describe("Anthropic prompt caching", () => {
   })
 })
 
+describe("Anthropic prompt caching without a price", () => {
+  it("the cache reads are counted and the cost line says unknown, not $0", async () => {
+    const { server, ws, env } = await workspace({ type: "anthropic" }, "claude/claude-not-in-any-catalog")
+    server.enqueue(
+      anthropicReply([{ toolUse: { id: "toolu_0", name: "read", input: '{"path":"a.txt"}' } }], {
+        usage: { input_tokens: 20, output_tokens: 10, cache_creation_input_tokens: 300, cache_read_input_tokens: 0 }
+      }),
+      anthropicReply([{ text: "done" }], {
+        usage: { input_tokens: 20, output_tokens: 10, cache_creation_input_tokens: 40, cache_read_input_tokens: 300 }
+      })
+    )
+    const result = await runCli([...ws.runArgs, "read a.txt"], { env })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/cached 300/)
+    expect(result.stdout).toMatch(/cost unknown/)
+    expect(result.stdout).not.toMatch(/\$0(\.0+)?\b/)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    for (const event of ofType(log, "step.finished")) expect(event.payload.usage.costKnown).toBe(false)
+  })
+})
+
 describe("OpenAI prompt caching", () => {
   it("every request of a session carries the session id as prompt_cache_key, also after --continue", async () => {
     const { server, ws, env } = await workspace({ type: "openai" }, "oa/gpt-4.1")
