@@ -16,8 +16,8 @@
  * once; at most one compaction per step (the kernel keeps count), so it cannot loop.
  * `compact(…, "manual")` summarises everything, for `logbook compact`.
  *
- * Estimates are characters / 4 of the request as JSON (system prompt, tool schemas, messages), or
- * the provider's own count of the previous step when that is larger.
+ * Estimates are characters / 4 of the request (system prompt, tool schemas, messages), or the
+ * provider's own count of the previous step when that is larger.
  */
 import { Effect, Schema, Stream } from "effect"
 import { type CompactionTrigger, make, type NewEvent } from "../domain/Events.js"
@@ -63,9 +63,39 @@ export const SUMMARY_TOOL_OUTPUT_CHARS = 4_000
 /** Tokens of a text, estimated: characters / 4. */
 export const estimateText = (text: string): number => Math.ceil(text.length / 4)
 
-/** The estimated tokens of a request: its system prompt, tool schemas and messages as JSON. */
-export const estimateRequest = (request: Pick<ModelRequest, "system" | "tools" | "messages">): number =>
-  estimateText(JSON.stringify([request.system ?? "", request.tools, request.messages]))
+/** Characters a message adds to a request: its texts, call inputs and results, and a little framing. */
+const messageChars = (message: ModelMessage): number => {
+  const framing = 16
+  switch (message.role) {
+    case "user":
+      return framing + message.content.length
+    case "assistant": {
+      let n = framing
+      for (const part of message.parts) {
+        n +=
+          part.type === "tool-call"
+            ? framing + part.tool.length + (JSON.stringify(part.input)?.length ?? 2)
+            : part.text.length
+      }
+      return n
+    }
+    case "tool": {
+      let n = framing
+      for (const result of message.results) n += framing + result.output.length
+      return n
+    }
+  }
+}
+
+/**
+ * The estimated tokens of a request: characters / 4 of its system prompt, tool schemas and messages
+ * (their texts summed, not serialised: this runs before every step, on histories of megabytes).
+ */
+export const estimateRequest = (request: Pick<ModelRequest, "system" | "tools" | "messages">): number => {
+  let chars = (request.system ?? "").length + JSON.stringify(request.tools).length
+  for (const message of request.messages) chars += messageChars(message)
+  return Math.ceil(chars / 4)
+}
 
 /** The provider's own count of the latest step that went through (input + output), 0 when none. */
 const reportedTokens = (state: SessionState): number => {
