@@ -4,7 +4,7 @@
  * one retry after a provider's overflow error — and never a loop.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import type { Envelope, EnvelopeOf } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
 import { ModelError, type ModelRequest } from "../../src/model/Model.js"
@@ -242,5 +242,34 @@ describe("pruning old tool outputs", () => {
       expect(prunableCalls(state, 0)).toEqual(["c3", "c2", "c1"])
       expect(prunableCalls(state, 1_000_000)).toEqual([])
     }).pipe(Effect.provide(layer([call("c1"), call("c2"), call("c3"), Script.text("done")])))
+  )
+})
+
+describe("compaction and messages waiting for delivery", () => {
+  it.live("a message queued before an interrupt and a manual compaction is still sent with the next prompt", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "first task")
+      // the model is streaming the first step (it hangs) when the message is queued
+      yield* requests.pipe(Effect.repeat({ until: (sent) => sent.length === 1, schedule: Schedule.spaced("5 millis") }))
+      yield* sessions.send(id, "queued task", { mode: "queue" })
+      yield* sessions.interrupt(id)
+      yield* sessions.wait(id)
+      // the interrupt keeps the queued message queued (DESIGN §4)
+      expect((yield* sessions.state(id)).queued).toHaveLength(1)
+      yield* sessions.compact(id)
+      yield* sessions.send(id, "next task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      const sent = yield* requests
+      const last = sent.at(-1)!
+      expect(isSummaryRequest(last)).toBe(false)
+      // the queued message is delivered by this turn: the model must see it, not only the summary
+      expect(last.messages).toContainEqual({ role: "user", content: "queued task" })
+      expect(last.messages.at(-1)).toEqual({ role: "user", content: "next task" })
+      expect(validateHistory(last.messages)).toEqual([])
+    }).pipe(
+      Effect.provide(layer([{ events: [], hang: true }, Script.text("SUMMARY of the first task"), Script.text("ok")]))
+    )
   )
 })
