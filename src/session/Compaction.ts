@@ -14,7 +14,7 @@
  *    messages of the open turn (History).
  * A provider's context-overflow error prunes and compacts the same way and the step is retried
  * once; at most one compaction per step (the kernel keeps count), so it cannot loop.
- * `compact(…, "manual")` summarises everything, for `logbook compact`.
+ * `compact(…, "manual")` summarises everything (up to a message not delivered yet), for `logbook compact`.
  *
  * Estimates are characters / 4 of the request as JSON (system prompt, tool schemas, messages), or
  * the provider's own count of the previous step when that is larger.
@@ -139,21 +139,31 @@ export const prunableCalls = (state: SessionState, protectTokens: number): Reado
   return out
 }
 
-/** What a compaction now would cover: the messages before the open turn (`manual`: all of them). */
+/**
+ * What a compaction now would cover: the messages before the open turn (`manual`: all of them) —
+ * but never a user message that is not delivered yet (queued, or steered and still waiting): the
+ * summary cannot hold it (it was not sent), and a later turn delivers it, so it must stay after
+ * `keepFrom`.
+ */
 export const compactionPoint = (
   state: SessionState,
   trigger: CompactionTrigger
 ): { readonly upToMessageId?: MessageId; readonly keepFrom: number; readonly covered: number } | undefined => {
   const from = state.compaction?.keepFrom ?? 0
-  if (trigger === "manual") {
-    const covered = state.messages.length - from
-    return covered > 0 ? { keepFrom: state.messages.length, covered } : undefined
+  let end = state.messages.length
+  if (trigger !== "manual") {
+    const first = state.turn?.messageIds[0]
+    if (first === undefined) return undefined
+    end = state.messages.findIndex((message) => message.id === first)
   }
-  const first = state.turn?.messageIds[0]
-  if (first === undefined) return undefined
-  const keepFrom = state.messages.findIndex((message) => message.id === first)
+  const waiting = state.messages.findIndex(
+    (message, i) => i >= from && i < end && message.role === "user" && !message.delivered
+  )
+  const keepFrom = waiting < 0 ? end : waiting
   if (keepFrom <= from) return undefined
-  return { upToMessageId: first, keepFrom, covered: keepFrom - from }
+  return keepFrom === state.messages.length
+    ? { keepFrom, covered: keepFrom - from }
+    : { upToMessageId: state.messages[keepFrom]!.id, keepFrom, covered: keepFrom - from }
 }
 
 /** Why a compaction could not be made: nothing to summarise, or the summary request failed. */
