@@ -273,3 +273,31 @@ describe("compaction and messages waiting for delivery", () => {
     )
   )
 })
+
+describe("pruning after a context-overflow error", () => {
+  it.live("keeps the outputs of the latest step that went through (the overflowed step is aborted, not latest)", () =>
+    Effect.gen(function* () {
+      const { id, outcomes } = yield* turns("work")
+      expect(outcomes[0]!.reason).toBe("stop")
+      const log = yield* events(id)
+      // c1 is what the model just asked for: pruning it would send "call it again" for the call it just made
+      expect(ofType(log, "context.pruned").map((e) => e.payload.callIds)).toEqual([["c0"]])
+      const sent = yield* requests
+      expect(sent).toHaveLength(4)
+      const results = Object.fromEntries(
+        sent[3]!.messages.flatMap((m) => (m.role === "tool" ? m.results.map((r) => [r.callId, r.output]) : []))
+      )
+      expect(results.c0).toMatch(/^\[output pruned/)
+      expect(results.c1).toBe("o".repeat(8001))
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.toolCalls([{ callId: "c0", tool: "big", input: { size: 8000 } }]),
+          Script.toolCalls([{ callId: "c1", tool: "big", input: { size: 8001 } }]),
+          Script.fail(overflow),
+          Script.text("done")
+        ])
+      )
+    )
+  )
+})
