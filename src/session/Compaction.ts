@@ -102,8 +102,8 @@ export const fits = (options: CompactionOptions, tokens: number): boolean =>
   options.contextWindow === undefined || tokens <= options.contextWindow - options.reserveTokens
 
 /**
- * The calls whose outputs can be pruned: completed, not pruned yet, not of the latest step of the
- * latest assistant message, and older than the newest `protectTokens` of tool output (newest
+ * The calls whose outputs can be pruned: completed, not pruned yet, not of the latest step that went
+ * through (not aborted) of the latest assistant message, and older than the newest `protectTokens` of tool output (newest
  * first, in message order).
  */
 export const prunableCalls = (state: SessionState, protectTokens: number): ReadonlyArray<CallId> => {
@@ -112,7 +112,9 @@ export const prunableCalls = (state: SessionState, protectTokens: number): Reado
   for (let i = state.messages.length - 1; i >= 0; i--) {
     const message = state.messages[i]!
     if (message.role !== "assistant") continue
-    const lastStep = message.steps.at(-1)?.step
+    // the latest step that went through: an aborted attempt after it (the step a context overflow
+    // cut, a retried one) made no call that ran, and its predecessor's outputs are what the model just asked for
+    const lastStep = message.steps.filter((step) => !step.aborted).at(-1)?.step
     for (let k = message.parts.length - 1; k >= 0; k--) {
       const part = message.parts[k]!
       if (part.type === "tool") refs.push({ callId: part.callId, latest: latestMessage && part.step === lastStep })
