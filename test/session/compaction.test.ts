@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import type { Envelope, EnvelopeOf } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
-import { ModelError, type ModelRequest } from "../../src/model/Model.js"
+import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
 import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { type CompactionOptions, estimateRequest, prunableCalls, SUMMARY_PROMPT } from "../../src/session/Compaction.js"
@@ -299,5 +299,48 @@ describe("pruning after a context-overflow error", () => {
         ])
       )
     )
+  )
+})
+
+describe("the summary request and reasoning", () => {
+  const signed = { scripted: { signature: "sig-1" } }
+  it.live(
+    "sends the reasoning the model's provider takes back, as the step requests do (a tool use keeps its thinking)",
+    () =>
+      Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const { id, outcomes } = yield* turns("first task")
+        // the turn ends after a step with a call (here: the next request is refused), so the history
+        // before the summary prompt ends with a tool use — Anthropic with thinking on wants its thinking block
+        expect(outcomes[0]!.reason).toBe("error")
+        yield* sessions.compact(id)
+        const sent = yield* requests
+        const summary = sent.at(-1)!
+        expect(isSummaryRequest(summary)).toBe(true)
+        const step = sent[1]!.messages.find((m) => m.role === "assistant")
+        expect(step).toEqual({
+          role: "assistant",
+          parts: [
+            { type: "reasoning", text: "plan", metadata: signed },
+            { type: "tool-call", callId: "c1", tool: "big", input: { size: 10 } }
+          ]
+        })
+        expect(summary.messages.find((m) => m.role === "assistant")).toEqual(step)
+      }).pipe(
+        Effect.provide(
+          layer([
+            {
+              events: [
+                ModelEvent.ReasoningDelta({ id: "r", delta: "plan" }),
+                ModelEvent.ReasoningDelta({ id: "r", delta: "", metadata: signed }),
+                ...Script.toolCall({ callId: "c1", tool: "big", input: { size: 10 } }),
+                Script.finish("tool-calls")
+              ]
+            },
+            Script.fail(new ModelError({ reason: "http", status: 401, message: "bad key" })),
+            Script.text("SUMMARY")
+          ])
+        )
+      )
   )
 })
