@@ -27,7 +27,7 @@ import type { Model, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "
 import type { Retry, RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
-import { toModelMessages } from "./History.js"
+import { providerOf, toModelMessages } from "./History.js"
 import { type costOf, recordRetry, toUsage } from "./Processor.js"
 
 export interface CompactionOptions {
@@ -187,9 +187,17 @@ export interface CompactorOptions {
   readonly maxOutputTokens?: number | undefined
 }
 
-/** The history the summary request sends: the messages before `keepFrom`, long tool outputs cut. */
-const summaryHistory = (state: SessionState, keepFrom: number): Array<ModelMessage> => {
-  const before = toModelMessages({ ...state, messages: state.messages.slice(0, keepFrom) }, {})
+/**
+ * The history the summary request sends: the messages before `keepFrom`, long tool outputs cut, with
+ * the reasoning `model`'s provider takes back, as a step's request has it (a history that ends with a
+ * tool use — a turn cut at `maxSteps`, by an error or an interrupt — must keep its thinking for
+ * Anthropic with thinking on).
+ */
+const summaryHistory = (state: SessionState, keepFrom: number, model: string): Array<ModelMessage> => {
+  const before = toModelMessages(
+    { ...state, messages: state.messages.slice(0, keepFrom) },
+    { includeReasoning: providerOf(model) }
+  )
   return before.map((message) =>
     message.role !== "tool"
       ? message
@@ -283,7 +291,7 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
       const tokensBefore = estimateNext(state, base)
       const request: ModelRequest = {
         ...base,
-        messages: [...summaryHistory(state, point.keepFrom), { role: "user", content: SUMMARY_PROMPT }],
+        messages: [...summaryHistory(state, point.keepFrom, model.name), { role: "user", content: SUMMARY_PROMPT }],
         maxOutputTokens: options.maxOutputTokens
       }
       const { text, usage } = yield* summarize(journal, request)
