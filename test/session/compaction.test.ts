@@ -344,3 +344,42 @@ describe("the summary request and reasoning", () => {
       )
   )
 })
+
+describe("compaction and a steered message an interrupt left undelivered", () => {
+  it.live("the next turn's first step delivers it; the compaction before that step does not summarise it away", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "first task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      // the provider counted more than the window for the first turn: each later turn starts with a compaction
+      yield* sessions.send(id, "second task")
+      yield* requests.pipe(Effect.repeat({ until: (sent) => sent.length === 3, schedule: Schedule.spaced("5 millis") }))
+      // the user steers, then interrupts before a step could deliver it: it waits for the next step
+      yield* sessions.send(id, "steered words", { mode: "steer" })
+      yield* sessions.interrupt(id)
+      yield* sessions.wait(id)
+      yield* sessions.send(id, "third task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      const sent = yield* requests
+      expect(sent.map(isSummaryRequest)).toEqual([false, true, false, true, false])
+      const last = sent.at(-1)!
+      expect(last.messages).toContainEqual({ role: "user", content: "steered words" })
+      expect(last.messages.at(-1)).toEqual({ role: "user", content: "third task" })
+      expect(validateHistory(last.messages)).toEqual([])
+    }).pipe(
+      Effect.provide(
+        layer(
+          [
+            Script.text("ok", { usage: { input: 5000 } }),
+            Script.text("SUMMARY 1"),
+            { events: [], hang: true },
+            Script.text("SUMMARY 2"),
+            Script.text("ok")
+          ],
+          { contextWindow: 2000, reserveTokens: 200 }
+        )
+      )
+    )
+  )
+})
