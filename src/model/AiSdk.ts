@@ -224,9 +224,15 @@ const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): Sdk
 /**
  * Our conversation in the SDK's message shape. With a `target`, reasoning parts become what that
  * provider takes back (see `toSdkReasoning`); without one, every reasoning part is passed as text.
+ * An assistant message left with nothing the target takes (only reasoning it cannot take back, e.g.
+ * the unsigned thinking of a step a steered message stopped) is left out: Anthropic refuses an
+ * empty message. It has no calls, so no tool message follows it.
  */
 export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> =>
-  messages.map((message) => toSdkMessage(message, target))
+  messages.flatMap((message) => {
+    const sdk = toSdkMessage(message, target)
+    return sdk.role === "assistant" && sdk.content.length === 0 ? [] : [sdk]
+  })
 
 /** How many of the newest messages get an Anthropic cache breakpoint (with the system prompt's: 3 of the 4 allowed). */
 export const CACHED_TAIL = 2

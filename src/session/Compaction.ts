@@ -14,7 +14,7 @@
  *    messages of the open turn (History).
  * A provider's context-overflow error prunes and compacts the same way and the step is retried
  * once; at most one compaction per step (the kernel keeps count), so it cannot loop.
- * `compact(…, "manual")` summarises everything, for `logbook compact`.
+ * `compact(…, "manual")` summarises everything (up to a message not delivered yet), for `logbook compact`.
  *
  * Estimates are characters / 4 of the request (system prompt, tool schemas, messages), or the
  * provider's own count of the previous step when that is larger.
@@ -27,7 +27,7 @@ import type { Model, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "
 import type { Retry, RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
-import { toModelMessages } from "./History.js"
+import { providerOf, toModelMessages } from "./History.js"
 import { type costOf, recordRetry, toUsage } from "./Processor.js"
 
 export interface CompactionOptions {
@@ -132,8 +132,8 @@ export const fits = (options: CompactionOptions, tokens: number): boolean =>
   options.contextWindow === undefined || tokens <= options.contextWindow - options.reserveTokens
 
 /**
- * The calls whose outputs can be pruned: completed, not pruned yet, not of the latest step of the
- * latest assistant message, and older than the newest `protectTokens` of tool output (newest
+ * The calls whose outputs can be pruned: completed, not pruned yet, not of the latest step that went
+ * through (not aborted) of the latest assistant message, and older than the newest `protectTokens` of tool output (newest
  * first, in message order).
  */
 export const prunableCalls = (state: SessionState, protectTokens: number): ReadonlyArray<CallId> => {
@@ -142,7 +142,9 @@ export const prunableCalls = (state: SessionState, protectTokens: number): Reado
   for (let i = state.messages.length - 1; i >= 0; i--) {
     const message = state.messages[i]!
     if (message.role !== "assistant") continue
-    const lastStep = message.steps.at(-1)?.step
+    // the latest step that went through: an aborted attempt after it (the step a context overflow
+    // cut, a retried one) made no call that ran, and its predecessor's outputs are what the model just asked for
+    const lastStep = message.steps.filter((step) => !step.aborted).at(-1)?.step
     for (let k = message.parts.length - 1; k >= 0; k--) {
       const part = message.parts[k]!
       if (part.type === "tool") refs.push({ callId: part.callId, latest: latestMessage && part.step === lastStep })
@@ -169,21 +171,31 @@ export const prunableCalls = (state: SessionState, protectTokens: number): Reado
   return out
 }
 
-/** What a compaction now would cover: the messages before the open turn (`manual`: all of them). */
+/**
+ * What a compaction now would cover: the messages before the open turn (`manual`: all of them) —
+ * but never a user message that is not delivered yet (queued, or steered and still waiting): the
+ * summary cannot hold it (it was not sent), and a later turn delivers it, so it must stay after
+ * `keepFrom`.
+ */
 export const compactionPoint = (
   state: SessionState,
   trigger: CompactionTrigger
 ): { readonly upToMessageId?: MessageId; readonly keepFrom: number; readonly covered: number } | undefined => {
   const from = state.compaction?.keepFrom ?? 0
-  if (trigger === "manual") {
-    const covered = state.messages.length - from
-    return covered > 0 ? { keepFrom: state.messages.length, covered } : undefined
+  let end = state.messages.length
+  if (trigger !== "manual") {
+    const first = state.turn?.messageIds[0]
+    if (first === undefined) return undefined
+    end = state.messages.findIndex((message) => message.id === first)
   }
-  const first = state.turn?.messageIds[0]
-  if (first === undefined) return undefined
-  const keepFrom = state.messages.findIndex((message) => message.id === first)
+  const waiting = state.messages.findIndex(
+    (message, i) => i >= from && i < end && message.role === "user" && !message.delivered
+  )
+  const keepFrom = waiting < 0 ? end : waiting
   if (keepFrom <= from) return undefined
-  return { upToMessageId: first, keepFrom, covered: keepFrom - from }
+  return keepFrom === state.messages.length
+    ? { keepFrom, covered: keepFrom - from }
+    : { upToMessageId: state.messages[keepFrom]!.id, keepFrom, covered: keepFrom - from }
 }
 
 /** Why a compaction could not be made: nothing to summarise, or the summary request failed. */
@@ -205,9 +217,17 @@ export interface CompactorOptions {
   readonly maxOutputTokens?: number | undefined
 }
 
-/** The history the summary request sends: the messages before `keepFrom`, long tool outputs cut. */
-const summaryHistory = (state: SessionState, keepFrom: number): Array<ModelMessage> => {
-  const before = toModelMessages({ ...state, messages: state.messages.slice(0, keepFrom) }, {})
+/**
+ * The history the summary request sends: the messages before `keepFrom`, long tool outputs cut, with
+ * the reasoning `model`'s provider takes back, as a step's request has it (a history that ends with a
+ * tool use — a turn cut at `maxSteps`, by an error or an interrupt — must keep its thinking for
+ * Anthropic with thinking on).
+ */
+const summaryHistory = (state: SessionState, keepFrom: number, model: string): Array<ModelMessage> => {
+  const before = toModelMessages(
+    { ...state, messages: state.messages.slice(0, keepFrom) },
+    { includeReasoning: providerOf(model) }
+  )
   return before.map((message) =>
     message.role !== "tool"
       ? message
@@ -301,7 +321,7 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
       const tokensBefore = estimateNext(state, base)
       const request: ModelRequest = {
         ...base,
-        messages: [...summaryHistory(state, point.keepFrom), { role: "user", content: SUMMARY_PROMPT }],
+        messages: [...summaryHistory(state, point.keepFrom, model.name), { role: "user", content: SUMMARY_PROMPT }],
         maxOutputTokens: options.maxOutputTokens
       }
       const { text, usage } = yield* summarize(journal, request)

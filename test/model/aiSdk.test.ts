@@ -8,7 +8,7 @@ import {
   toSdkMessages
 } from "../../src/model/AiSdk.js"
 import { endpointOf, networkKind, providerMessage } from "../../src/model/internal/providerError.js"
-import { Model, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/Model.js"
+import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
 import { describe as describeError } from "../../src/model/Retry.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
@@ -899,6 +899,49 @@ describe("layerAiSdk (anthropic, real HTTP): thinking", () => {
         events.findIndex((e) => e._tag === "ReasoningDelta" && e.metadata?.anthropic?.redactedData !== undefined)
       )
       expect(server.requests[0]!.body.thinking).toEqual({ type: "enabled", budget_tokens: 4096 })
+    })
+  )
+})
+
+describe("toSdkMessages: an assistant message left with nothing to send", () => {
+  // a step stopped by a steered message while the model was thinking: its reasoning has no signature
+  // yet (Anthropic sends it at the end of the block), and its step made no call — History sends it
+  // (it is not aborted), the model layer cannot (Anthropic refuses unsigned thinking, Chat
+  // Completions take no reasoning)
+  const steeredMidThinking: ReadonlyArray<ModelMessage> = [
+    { role: "user", content: "hi" },
+    { role: "assistant", parts: [{ type: "reasoning", text: "Let me think about" }] },
+    { role: "user", content: "actually, do this instead" }
+  ]
+
+  it("is left out for every target, never sent empty", () => {
+    for (const target of [
+      { type: "anthropic", optionsKey: "anthropic" },
+      { type: "openai-compatible", optionsKey: "deepseek" },
+      { type: "openai", optionsKey: "openai" }
+    ] as const) {
+      const sent = toSdkMessages(steeredMidThinking, target)
+      expect(sent.map((m) => m.role)).toEqual(["user", "user"])
+    }
+  })
+
+  it.scopedLive("Anthropic (real HTTP): no message of the request has empty content", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(anthropicReply([{ text: "done" }]))
+      const model = makeAiSdkModel({
+        name: "claude/c",
+        type: "anthropic",
+        baseURL: `${server.url}/v1`,
+        apiKey,
+        modelId: "c",
+        reasoning: "low"
+      })
+      const { exit } = yield* run(model.stream({ ...request, messages: steeredMidThinking }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      // the API answers 400 "all messages must have non-empty content except for the optional final assistant message"
+      const messages = server.requests[0]!.body.messages as ReadonlyArray<{ role: string; content: unknown }>
+      for (const message of messages) expect(message.content).not.toEqual([])
     })
   )
 })

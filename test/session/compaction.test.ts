@@ -4,10 +4,10 @@
  * one retry after a provider's overflow error — and never a loop.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import type { Envelope, EnvelopeOf } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
-import { ModelError, type ModelRequest } from "../../src/model/Model.js"
+import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
 import { layerScripted, Script, ScriptedModel, type ScriptStep } from "../../src/model/Scripted.js"
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { type CompactionOptions, estimateRequest, prunableCalls, SUMMARY_PROMPT } from "../../src/session/Compaction.js"
@@ -242,5 +242,144 @@ describe("pruning old tool outputs", () => {
       expect(prunableCalls(state, 0)).toEqual(["c3", "c2", "c1"])
       expect(prunableCalls(state, 1_000_000)).toEqual([])
     }).pipe(Effect.provide(layer([call("c1"), call("c2"), call("c3"), Script.text("done")])))
+  )
+})
+
+describe("compaction and messages waiting for delivery", () => {
+  it.live("a message queued before an interrupt and a manual compaction is still sent with the next prompt", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "first task")
+      // the model is streaming the first step (it hangs) when the message is queued
+      yield* requests.pipe(Effect.repeat({ until: (sent) => sent.length === 1, schedule: Schedule.spaced("5 millis") }))
+      yield* sessions.send(id, "queued task", { mode: "queue" })
+      yield* sessions.interrupt(id)
+      yield* sessions.wait(id)
+      // the interrupt keeps the queued message queued (DESIGN §4)
+      expect((yield* sessions.state(id)).queued).toHaveLength(1)
+      yield* sessions.compact(id)
+      yield* sessions.send(id, "next task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      const sent = yield* requests
+      const last = sent.at(-1)!
+      expect(isSummaryRequest(last)).toBe(false)
+      // the queued message is delivered by this turn: the model must see it, not only the summary
+      expect(last.messages).toContainEqual({ role: "user", content: "queued task" })
+      expect(last.messages.at(-1)).toEqual({ role: "user", content: "next task" })
+      expect(validateHistory(last.messages)).toEqual([])
+    }).pipe(
+      Effect.provide(layer([{ events: [], hang: true }, Script.text("SUMMARY of the first task"), Script.text("ok")]))
+    )
+  )
+})
+
+describe("pruning after a context-overflow error", () => {
+  it.live("keeps the outputs of the latest step that went through (the overflowed step is aborted, not latest)", () =>
+    Effect.gen(function* () {
+      const { id, outcomes } = yield* turns("work")
+      expect(outcomes[0]!.reason).toBe("stop")
+      const log = yield* events(id)
+      // c1 is what the model just asked for: pruning it would send "call it again" for the call it just made
+      expect(ofType(log, "context.pruned").map((e) => e.payload.callIds)).toEqual([["c0"]])
+      const sent = yield* requests
+      expect(sent).toHaveLength(4)
+      const results = Object.fromEntries(
+        sent[3]!.messages.flatMap((m) => (m.role === "tool" ? m.results.map((r) => [r.callId, r.output]) : []))
+      )
+      expect(results.c0).toMatch(/^\[output pruned/)
+      expect(results.c1).toBe("o".repeat(8001))
+    }).pipe(
+      Effect.provide(
+        layer([
+          Script.toolCalls([{ callId: "c0", tool: "big", input: { size: 8000 } }]),
+          Script.toolCalls([{ callId: "c1", tool: "big", input: { size: 8001 } }]),
+          Script.fail(overflow),
+          Script.text("done")
+        ])
+      )
+    )
+  )
+})
+
+describe("the summary request and reasoning", () => {
+  const signed = { scripted: { signature: "sig-1" } }
+  it.live(
+    "sends the reasoning the model's provider takes back, as the step requests do (a tool use keeps its thinking)",
+    () =>
+      Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const { id, outcomes } = yield* turns("first task")
+        // the turn ends after a step with a call (here: the next request is refused), so the history
+        // before the summary prompt ends with a tool use — Anthropic with thinking on wants its thinking block
+        expect(outcomes[0]!.reason).toBe("error")
+        yield* sessions.compact(id)
+        const sent = yield* requests
+        const summary = sent.at(-1)!
+        expect(isSummaryRequest(summary)).toBe(true)
+        const step = sent[1]!.messages.find((m) => m.role === "assistant")
+        expect(step).toEqual({
+          role: "assistant",
+          parts: [
+            { type: "reasoning", text: "plan", metadata: signed },
+            { type: "tool-call", callId: "c1", tool: "big", input: { size: 10 } }
+          ]
+        })
+        expect(summary.messages.find((m) => m.role === "assistant")).toEqual(step)
+      }).pipe(
+        Effect.provide(
+          layer([
+            {
+              events: [
+                ModelEvent.ReasoningDelta({ id: "r", delta: "plan" }),
+                ModelEvent.ReasoningDelta({ id: "r", delta: "", metadata: signed }),
+                ...Script.toolCall({ callId: "c1", tool: "big", input: { size: 10 } }),
+                Script.finish("tool-calls")
+              ]
+            },
+            Script.fail(new ModelError({ reason: "http", status: 401, message: "bad key" })),
+            Script.text("SUMMARY")
+          ])
+        )
+      )
+  )
+})
+
+describe("compaction and a steered message an interrupt left undelivered", () => {
+  it.live("the next turn's first step delivers it; the compaction before that step does not summarise it away", () =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "first task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      // the provider counted more than the window for the first turn: each later turn starts with a compaction
+      yield* sessions.send(id, "second task")
+      yield* requests.pipe(Effect.repeat({ until: (sent) => sent.length === 3, schedule: Schedule.spaced("5 millis") }))
+      // the user steers, then interrupts before a step could deliver it: it waits for the next step
+      yield* sessions.send(id, "steered words", { mode: "steer" })
+      yield* sessions.interrupt(id)
+      yield* sessions.wait(id)
+      yield* sessions.send(id, "third task")
+      Option.getOrThrow(yield* sessions.wait(id))
+      const sent = yield* requests
+      expect(sent.map(isSummaryRequest)).toEqual([false, true, false, true, false])
+      const last = sent.at(-1)!
+      expect(last.messages).toContainEqual({ role: "user", content: "steered words" })
+      expect(last.messages.at(-1)).toEqual({ role: "user", content: "third task" })
+      expect(validateHistory(last.messages)).toEqual([])
+    }).pipe(
+      Effect.provide(
+        layer(
+          [
+            Script.text("ok", { usage: { input: 5000 } }),
+            Script.text("SUMMARY 1"),
+            { events: [], hang: true },
+            Script.text("SUMMARY 2"),
+            Script.text("ok")
+          ],
+          { contextWindow: 2000, reserveTokens: 200 }
+        )
+      )
+    )
   )
 })
