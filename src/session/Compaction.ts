@@ -139,7 +139,9 @@ export const fits = (options: CompactionOptions, tokens: number): boolean =>
 export const prunableCalls = (state: SessionState, protectTokens: number): ReadonlyArray<CallId> => {
   const refs: Array<{ readonly callId: CallId; readonly latest: boolean }> = []
   let latestMessage = true
-  for (let i = state.messages.length - 1; i >= 0; i--) {
+  // the messages a compaction summarised are not sent: nothing there to prune
+  const from = state.compaction?.keepFrom ?? 0
+  for (let i = state.messages.length - 1; i >= from; i--) {
     const message = state.messages[i]!
     if (message.role !== "assistant") continue
     // the latest step that went through: an aborted attempt after it (the step a context overflow

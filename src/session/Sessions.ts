@@ -720,15 +720,15 @@ export const makeSessions = (options: SessionsOptions) =>
               })
             }
             if (yield* driver.leaseLost) return yield* leaseLostError(sessionId)
-            yield* driver.journal.append([make("session.status", { status: { _tag: "busy" } })])
-            const system = yield* turnSystemPrompt(driver)
-            return yield* compactor
-              .compact(driver.journal, buildRequest(driver, system), "manual")
-              .pipe(
-                Effect.ensuring(
-                  driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
-                )
-              )
+            // busy while the summary is written, idle after it whatever happens (an interrupt included)
+            return yield* Effect.acquireUseRelease(
+              driver.journal.append([make("session.status", { status: { _tag: "busy" } })]),
+              () =>
+                Effect.flatMap(turnSystemPrompt(driver), (system) =>
+                  compactor.compact(driver.journal, buildRequest(driver, system), "manual")
+                ),
+              () => driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
+            )
           })
         )
       })

@@ -4,7 +4,7 @@
  * one retry after a provider's overflow error — and never a loop.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { Effect, Either, Layer, Option, Schedule, Schema, Stream } from "effect"
 import type { Envelope, EnvelopeOf } from "../../src/domain/Events.js"
 import type { SessionId } from "../../src/domain/Ids.js"
 import { ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -14,7 +14,10 @@ import { type CompactionOptions, estimateRequest, prunableCalls, SUMMARY_PROMPT 
 import { summaryContent, validateHistory } from "../../src/session/History.js"
 import { Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import * as Projection from "../../src/store/Projection.js"
 import { defineTool } from "../../src/tools/Tools.js"
+import { SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
+import { A1, C1, e, prelude, T1, usage } from "../support/fixtures.js"
 
 /** A tool whose output is `size` characters. */
 const big = defineTool({
@@ -382,4 +385,21 @@ describe("compaction and a steered message an interrupt left undelivered", () =>
       )
     )
   )
+
+  it("a compaction's summarised messages are not sent, so none of their calls is prunable", () => {
+    const events = [
+      ...prelude,
+      e("tool.invoked", { messageId: A1, callId: C1, tool: "big", input: { size: 1 } }),
+      e("tool.finished", { callId: C1, output: "o".repeat(9000) }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "tool-calls", usage }),
+      e("step.started", { messageId: A1, step: 1 }),
+      e("step.finished", { messageId: A1, step: 1, finishReason: "stop", usage }),
+      e("assistant.completed", { messageId: A1 }),
+      e("turn.finished", { turnId: T1, reason: "stop" })
+    ]
+    const fold = (list: typeof events) =>
+      Either.getOrThrow(Projection.applyAll(Projection.empty(SESSION_ID), toEnvelopes(SESSION_ID, list)))
+    expect(prunableCalls(fold(events), 0)).toEqual([C1])
+    expect(prunableCalls(fold([...events, e("compaction.done", { summary: "all of it" })]), 0)).toEqual([])
+  })
 })
