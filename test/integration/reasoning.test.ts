@@ -6,7 +6,7 @@
  * - Anthropic extended thinking: every thinking block with its signature, redacted thinking with its
  *   data, a signature-only block, in their places, before the tool use they led to;
  * - DeepSeek-style `reasoning_content`: sent back for the assistant messages that made tool calls;
- * - OpenAI Chat Completions: `reasoning_effort` from the config or `--reasoning`, no reasoning back;
+ * - OpenAI Chat Completions (a recorded answer): `reasoning_effort` from the config or `--reasoning`, no reasoning back;
  * - and a session that switches provider never sends one provider's reasoning to another.
  */
 import * as fs from "node:fs"
@@ -233,7 +233,8 @@ describe("OpenAI Chat Completions", () => {
         reasoning: "thinking that must not go back",
         toolCalls: [{ id: "call_1", name: "read", arguments: '{"path":"a.txt"}' }]
       }),
-      Reply.text("done"),
+      // the answer: a stream recorded from the real API
+      recordedReply("openai-chat-text.chunks.txt"),
       Reply.text("again")
     )
     expect((await runCli([...ws.runArgs, "read a.txt"], { env })).code).toBe(0)
@@ -246,6 +247,10 @@ describe("OpenAI Chat Completions", () => {
     const call = messages.find((m) => m.role === "assistant" && m.tool_calls !== undefined)
     expect(call.tool_calls[0].id).toBe("call_1")
     expect(messages.find((m) => m.role === "tool")?.tool_call_id).toBe("call_1")
+    // the recorded answer went back as the assistant's text, whole
+    const answer = messages.filter((m) => m.role === "assistant").at(-1)
+    expect(answer.content).toBe(recordedText("openai-chat-text.chunks.txt").text)
+    expect(answer.content.length).toBeGreaterThan(200)
   })
 })
 
