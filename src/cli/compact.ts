@@ -24,6 +24,7 @@ const sessionArg = Args.text({ name: "session" }).pipe(
   Args.optional
 )
 const modelOption = Options.text("model").pipe(
+  Options.withAlias("m"),
   Options.optional,
   Options.withPseudoName("provider/model"),
   Options.withDescription("The model that writes the summary (default: the config's model).")

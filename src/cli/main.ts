@@ -4,16 +4,47 @@
  * Exit codes (DESIGN §9): 0 done, 1 failed, 2 usage or configuration error (bad flags, unknown
  * session, missing or unusable database), 130 interrupted (SIGINT or SIGTERM).
  */
+import * as Args from "@effect/cli/Args"
+import type { CliApp } from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
-import { Console } from "effect"
+import { Console, Effect } from "effect"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
-import { toExitCode, withCliLogger } from "./errors.js"
+import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { version } from "./version.js"
+
+/** `logbook help [command…]`: the help of the command (`logbook help sessions show`), or of logbook. */
+const help = Command.make(
+  "help",
+  {
+    command: Args.text({ name: "command" }).pipe(
+      Args.repeated,
+      Args.withDescription("The command (and subcommand) to explain, e.g. run or sessions show.")
+    )
+  },
+  ({ command }) =>
+    Effect.suspend(() => {
+      const names = [
+        "help",
+        ...[
+          Command.getNames(run),
+          Command.getNames(sessions),
+          Command.getNames(events),
+          Command.getNames(compact),
+          Command.getNames(config)
+        ].flatMap((set) => Array.from(set))
+      ]
+      const first = command[0]
+      if (first !== undefined && !names.includes(first)) {
+        return Effect.fail(CliError.usage(`unknown command "${first}"; the commands are ${names.slice(1).join(", ")}`))
+      }
+      return cli(["node", "logbook", ...command, "--help"])
+    })
+).pipe(Command.withDescription("Show the help of a command: logbook help run, logbook help sessions show."))
 
 export const root = Command.make("logbook", {}, () =>
   Console.log(
@@ -27,7 +58,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
       "",
-      "Run `logbook <command> --help` for the flags of a command."
+      "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
     ].join("\n")
   )
 ).pipe(
@@ -35,10 +66,13 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([run, sessions, events, compact, config])
+  Command.withSubcommands([run, sessions, events, compact, config, help])
 )
 
-export const cli = Command.run(root, { name: "logbook", version })
+export const cli: (argv: ReadonlyArray<string>) => Effect.Effect<void, unknown, CliApp.Environment> = Command.run(
+  root,
+  { name: "logbook", version }
+)
 
 /**
  * `--db` belongs to each command that opens the database, so @effect/cli expects it after the

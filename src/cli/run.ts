@@ -35,11 +35,13 @@ const messageArgs = Args.text({ name: "message" }).pipe(
 )
 
 const modelOption = Options.text("model").pipe(
+  Options.withAlias("m"),
   Options.optional,
   Options.withPseudoName("provider/model"),
   Options.withDescription('The model to use, e.g. "openai/gpt-4o" or "ollama/qwen3:8b" (default: the config\'s model).')
 )
 const sessionOption = Options.text("session").pipe(
+  Options.withAlias("s"),
   Options.optional,
   Options.withPseudoName("id"),
   Options.withDescription("Continue this session (an id or a unique prefix) instead of starting a new one.")
@@ -80,9 +82,34 @@ const write = (text: string) =>
     if (text.length > 0) process.stdout.write(text)
   })
 
+/**
+ * A word of the message that is an option logbook does not know (`--modle`): the parser takes every
+ * word it does not know as part of the message, so a word that looks like an option and stands
+ * before `--` on the command line was meant as one. After `--` every word is the message's.
+ */
+export const unknownOption = (
+  words: ReadonlyArray<string>,
+  argv: ReadonlyArray<string>,
+  command: string
+): string | undefined => {
+  const at = argv.indexOf(command)
+  if (at < 0) return undefined
+  const end = argv.indexOf("--", at + 1)
+  const beforeEnd = new Set(argv.slice(at + 1, end < 0 ? undefined : end))
+  return words.find((word) => /^--?[A-Za-z]/.test(word) && beforeEnd.has(word))
+}
+
 /** The message from the arguments, else stdin (when it is not a terminal). */
 const readMessage = (words: ReadonlyArray<string>) =>
   Effect.gen(function* () {
+    const unknown = unknownOption(words, process.argv, "run")
+    if (unknown !== undefined) {
+      const name = unknown.split("=")[0]
+      return yield* CliError.usage(
+        `unknown option ${name} for logbook run (see logbook run --help); to send words that start with "-" ` +
+          `as the message, put them after --, as in: logbook run -- "${name} …"`
+      )
+    }
     const fromArgs = words.join(" ").trim()
     if (fromArgs !== "") return fromArgs
     if (process.stdin.isTTY === true) {
