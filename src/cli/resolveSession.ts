@@ -1,18 +1,25 @@
 /**
- * Finds the session a user means: a full id, or a prefix that matches exactly one session.
+ * Finds the session a user means: a full id, a prefix that matches exactly one session, or
+ * `latest` (the most recently updated one).
  */
 import { Effect, Option } from "effect"
 import { SessionId } from "../domain/Ids.js"
 import { EventStore, type SessionSummary } from "../store/EventStore.js"
 import { CliError } from "./errors.js"
 
-/** The session with this id or unique id prefix; `CliError` (exit 2) when none or several match. */
+/** The session with this id, unique id prefix, or `latest`; `CliError` (exit 2) when none or several match. */
 export const resolveSession = Effect.fn("cli.resolveSession")(function* (idOrPrefix: string) {
   const store = yield* EventStore
   const text = idOrPrefix.trim()
   if (text === "") return yield* CliError.usage("the session id is empty; see `logbook sessions list`")
   const exact = yield* store.session(SessionId.make(text))
   if (Option.isSome(exact)) return exact.value
+  if (text === "latest") {
+    // the most recently updated session (deleted ones aside)
+    const latest = yield* store.sessions({ limit: 1 })
+    if (latest.length === 1) return latest[0]!
+    return yield* CliError.usage("there is no session yet, so no latest one")
+  }
   const all = yield* store.sessions({ includeDeleted: true })
   const matches = all.filter((s) => s.id.toLowerCase().startsWith(text.toLowerCase()))
   if (matches.length === 1) return matches[0]!

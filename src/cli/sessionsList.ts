@@ -3,6 +3,7 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Console, Effect, Option } from "effect"
 import { EventStore, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
@@ -86,6 +87,19 @@ export const sessionsList = Command.make(
       const style = yield* stdoutStyle
       yield* Console.log(renderTable(sessions, style).join("\n"))
     },
-    (effect, { db }) => Effect.provide(effect, existingStore(db))
+    (effect, { db, format }) =>
+      Effect.gen(function* () {
+        // on a machine with no database yet (the default place, not one named by --db or LOGBOOK_DB,
+        // where a missing file is more likely a typo): no sessions, and nothing is created
+        if (Option.isNone(Option.filter(db, (file) => file !== ""))) {
+          const file = yield* resolveDbPath(db)
+          const fs = yield* FileSystem.FileSystem
+          const exists = yield* fs.exists(file).pipe(Effect.orElseSucceed(() => true))
+          if (!exists) {
+            return yield* Console.log(format === "json" ? "[]" : `No sessions yet (no database at ${file}).`)
+          }
+        }
+        return yield* Effect.provide(effect, existingStore(db))
+      })
   )
 ).pipe(Command.withDescription("List the sessions in the database, most recently updated first."))

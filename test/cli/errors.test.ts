@@ -181,13 +181,19 @@ describe("logbook database selection and errors", () => {
   })
 
   it("without --db or LOGBOOK_DB, uses $XDG_DATA_HOME/logbook/logbook.db, else ~/.local/share/logbook/logbook.db", async () => {
+    // no database there yet (a new machine): no sessions, exit 0 (issue 10), and nothing is created
     const xdg = scratchDir()
     const viaXdg = await runCli(["sessions", "list"], { env: { XDG_DATA_HOME: xdg } })
-    expect(viaXdg.code).toBe(2)
-    expect(viaXdg.stderr).toContain(`no logbook database at ${path.join(xdg, "logbook", "logbook.db")};`)
+    expect(viaXdg.code).toBe(0)
+    expect(viaXdg.stdout).toBe(`No sessions yet (no database at ${path.join(xdg, "logbook", "logbook.db")}).\n`)
+    const viaXdgJson = await runCli(["sessions", "list", "--format", "json"], { env: { XDG_DATA_HOME: xdg } })
+    expect(viaXdgJson.code).toBe(0)
+    expect(JSON.parse(viaXdgJson.stdout)).toEqual([])
+    expect(filesIn(xdg)).toEqual([])
     const viaHome = await runCli(["sessions", "list"])
-    expect(viaHome.stderr).toContain(
-      `no logbook database at ${path.join(testHome(), ".local", "share", "logbook", "logbook.db")};`
+    expect(viaHome.code).toBe(0)
+    expect(viaHome.stdout).toContain(
+      `no database at ${path.join(testHome(), ".local", "share", "logbook", "logbook.db")}`
     )
 
     fs.mkdirSync(path.join(xdg, "logbook"), { recursive: true })

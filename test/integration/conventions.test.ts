@@ -74,3 +74,33 @@ describe("logbook help", () => {
     expect(unknown.stderr).toContain("run, sessions, events, compact, config")
   })
 })
+
+describe("latest", () => {
+  it("names the most recently updated session wherever a session is asked for", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    expect((await runCli([...ws.runArgs, "first"])).code).toBe(0)
+    const first = await latestSession(ws.db, ws.dir)
+    expect((await runCli([...ws.runArgs, "second, in a new session"])).code).toBe(0)
+    const second = await latestSession(ws.db, ws.dir)
+    expect(second).not.toBe(first)
+    const shown = await runCli(["sessions", "show", "latest", "--db", ws.db, "--format", "json"])
+    expect(shown.code).toBe(0)
+    expect(JSON.parse(shown.stdout).sessionId).toBe(second)
+    const events = await runCli(["events", "latest", "--db", ws.db, "--format", "json"])
+    expect(events.stdout.split("\n")[0]).toContain(second)
+    // run --session latest goes on with it
+    expect((await runCli([...ws.runArgs, "--session", "latest", "third"])).code).toBe(0)
+    expect(messagesOf(server.requests[2]!).map(contentText)).toEqual(["second, in a new session", "two", "third"])
+  })
+
+  it("with no session at all, latest is a usage error", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.text("one"))
+    // a database with no session in it: a run that is refused before its session is created
+    expect((await runCli([...ws.runArgs, "--session", "latest", "hi"])).code).toBe(2)
+    expect(server.requests).toHaveLength(0)
+  })
+})
