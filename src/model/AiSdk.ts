@@ -24,6 +24,7 @@ import {
   type ToolSet
 } from "ai"
 import { Cause, Duration, Effect, Layer, Stream } from "effect"
+import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
   Model,
@@ -263,18 +264,6 @@ export const toSdkPrompt = (
   }
   if (request.system === undefined || request.system === "") return { messages }
   return { system: { role: "system", content: request.system, providerOptions: ephemeral }, messages }
-}
-
-/** Options per provider key, merged (reasoning settings, the cache key …). */
-const mergeOptions = (
-  ...all: ReadonlyArray<Readonly<Record<string, Readonly<Record<string, unknown>>>> | undefined>
-): Record<string, Record<string, unknown>> | undefined => {
-  const out: Record<string, Record<string, unknown>> = {}
-  for (const options of all) {
-    if (options === undefined) continue
-    for (const [key, value] of Object.entries(options)) out[key] = { ...out[key], ...value }
-  }
-  return Object.keys(out).length > 0 ? out : undefined
 }
 
 /** Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools). */
@@ -667,7 +656,8 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           (controller) => Effect.sync(() => controller.abort())
         )
         const prompt = toSdkPrompt(request, target)
-        const providerOptions = mergeOptions(
+        // per provider key, as metadata merges
+        const providerOptions = mergeProviderMetadata(
           reasoningOptions,
           // OpenAI routes its automatic prompt cache by this key: one conversation, one key
           options.type === "openai" && request.cacheKey !== undefined

@@ -256,14 +256,12 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
       const state = yield* journal.state
       const calls = prunableCalls(state, protectTokens)
       if (calls.length === 0) return false
+      const chosen = new Set<string>(calls)
       const tokensBefore = estimateNext(state, build(state))
       const pruned: SessionState = {
         ...state,
         toolParts: Object.fromEntries(
-          Object.entries(state.toolParts).map(([id, part]) => [
-            id,
-            calls.includes(id as CallId) ? { ...part, pruned: true } : part
-          ])
+          Object.entries(state.toolParts).map(([id, part]) => [id, chosen.has(id) ? { ...part, pruned: true } : part])
         )
       }
       const tokensAfter = estimateRequest(build(pruned))

@@ -12,12 +12,10 @@ import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply } from "../support/scriptedServer.js"
-import { jsonLines, latestSession, makeJanitor, makeWorkspace, ofType, readLog, userConfigEnv } from "./support.js"
+import { jsonLines, keyedProviderEnv, latestSession, makeJanitor, makeWorkspace, ofType, readLog } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
-
-const KEY_ENV = "LOGBOOK_TEST_KEY"
 
 // biome-ignore lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 type Json = any
@@ -45,15 +43,7 @@ const workspace = async (provider: Record<string, unknown>, model: string) => {
   const server = await janitor.server()
   const ws = makeWorkspace(server, { config: { model, maxSteps: 40 } })
   fs.writeFileSync(path.join(ws.dir, "a.txt"), "hello\n")
-  const env = {
-    ...userConfigEnv({
-      provider: { [model.split("/")[0]!]: { ...provider, baseURL: `${server.url}/v1`, apiKeyEnv: KEY_ENV } }
-    }),
-    [KEY_ENV]: "sk-test-caching-0123456789abcdef",
-    ANTHROPIC_API_KEY: undefined,
-    OPENAI_API_KEY: undefined
-  }
-  return { server, ws, env }
+  return { server, ws, env: keyedProviderEnv(server, model, provider, "sk-test-caching-0123456789abcdef") }
 }
 
 describe("Anthropic prompt caching", () => {

@@ -15,12 +15,11 @@ import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
 import { anthropicReply, recordedChunks, recordedReply, recordedText } from "../support/recorded.js"
 import { type RecordedRequest, Reply } from "../support/scriptedServer.js"
-import { idle, latestSession, makeJanitor, makeWorkspace, ofType, readLog, userConfigEnv } from "./support.js"
+import { idle, keyedProviderEnv, latestSession, makeJanitor, makeWorkspace, ofType, readLog } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
-const KEY_ENV = "LOGBOOK_TEST_KEY"
 const KEY = "sk-test-reasoning-0123456789abcdef"
 
 // biome-ignore lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
@@ -43,29 +42,12 @@ const withoutCacheMarks = (value: Json): Json =>
 /** The Anthropic request's messages (without cache markers). */
 const anthropicMessages = (request: RecordedRequest): ReadonlyArray<Json> => withoutCacheMarks(bodyOf(request).messages)
 
-/** A workspace with `a.txt` whose model is served by `server` through a provider the user's config defines. */
-const workspace = async (
-  provider: Record<string, unknown>,
-  model: string
-): Promise<{
-  server: Awaited<ReturnType<typeof janitor.server>>
-  ws: ReturnType<typeof makeWorkspace>
-  env: Record<string, string | undefined>
-}> => {
+/** A workspace with `a.txt` whose model is served by the scripted server through a provider the user's config defines. */
+const workspace = async (provider: Record<string, unknown>, model: string) => {
   const server = await janitor.server()
   const ws = makeWorkspace(server, { config: { model } })
   fs.writeFileSync(path.join(ws.dir, "a.txt"), "hello\n")
-  const env = {
-    ...userConfigEnv({
-      provider: {
-        [model.split("/")[0]!]: { ...provider, baseURL: `${server.url}/v1`, apiKeyEnv: KEY_ENV }
-      }
-    }),
-    [KEY_ENV]: KEY,
-    ANTHROPIC_API_KEY: undefined,
-    OPENAI_API_KEY: undefined
-  }
-  return { server, ws, env }
+  return { server, ws, env: keyedProviderEnv(server, model, provider, KEY) }
 }
 
 const readCall = (id: string) => ({ toolUse: { id, name: "read", input: ['{"path":', '"a.txt"}'] } })

@@ -68,6 +68,29 @@ export const userConfigEnv = (config: Record<string, unknown>): { readonly XDG_C
   return { XDG_CONFIG_HOME: home }
 }
 
+/** The key variable a keyed provider of the user's config reads (`keyedProviderEnv`). */
+export const TEST_KEY_ENV = "LOGBOOK_TEST_KEY"
+
+/**
+ * The environment for a workspace whose `model` (`<provider>/<model>`) names a provider the user's
+ * own config defines (a keyed provider may only be routed there): `provider` settings served by
+ * `server` (`baseURL` `${server.url}/v1`), its key in `TEST_KEY_ENV`; the developer's own
+ * Anthropic and OpenAI keys stay out.
+ */
+export const keyedProviderEnv = (
+  server: ScriptedServer,
+  model: string,
+  provider: Record<string, unknown>,
+  key: string
+): Record<string, string | undefined> => ({
+  ...userConfigEnv({
+    provider: { [model.split("/")[0]!]: { ...provider, baseURL: `${server.url}/v1`, apiKeyEnv: TEST_KEY_ENV } }
+  }),
+  [TEST_KEY_ENV]: key,
+  ANTHROPIC_API_KEY: undefined,
+  OPENAI_API_KEY: undefined
+})
+
 /** Collects servers and cleanup functions of one test; `release` runs them all (in `afterEach`). */
 export const makeJanitor = () => {
   const tasks: Array<() => unknown> = []
