@@ -25,6 +25,20 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 
 /** Packages that must be loaded from node_modules at runtime (native addons). */
 export const nativeExternals = ["better-sqlite3"]
+/**
+ * Ink imports React's devtools (used only with DEV=true), which logbook does not install: the
+ * import resolves to an empty module.
+ */
+const stubDevtools = {
+  name: "stub-react-devtools",
+  setup(build) {
+    build.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: "react-devtools-core", namespace: "stub" }))
+    build.onLoad({ filter: /.*/, namespace: "stub" }, () => ({
+      contents: "export default { initialize() {}, connectToDevTools() {} }",
+      loader: "js"
+    }))
+  }
+}
 
 // CommonJS dependencies bundled into an ESM file call `require` for Node built-ins.
 const requireBanner = [
@@ -77,6 +91,7 @@ const buildInto = async (outdir, dist, pkg) => {
     entryPoints: [join(root, "src/bin.ts")],
     outfile: binFile,
     external: nativeExternals,
+    plugins: [stubDevtools],
     // the shebang first, then `require` for bundled CommonJS code
     banner: { js: `#!/usr/bin/env node\n${requireBanner}` },
     minify: true,

@@ -8,6 +8,7 @@ import * as Args from "@effect/cli/Args"
 import type { CliApp } from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
+import { chat } from "./chat.js"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
@@ -31,6 +32,7 @@ const help = Command.make(
       const names = [
         "help",
         ...[
+          Command.getNames(chat),
           Command.getNames(run),
           Command.getNames(sessions),
           Command.getNames(events),
@@ -51,7 +53,8 @@ export const root = Command.make("logbook", {}, () =>
     [
       `logbook ${version}: a terminal AI coding agent that writes every step to an append-only event log.`,
       "",
-      '  logbook run "<message>"         ask the agent to do something (--continue to go on)',
+      "  logbook                         talk to the agent in this directory (-c: the latest session)",
+      '  logbook run "<message>"         ask the agent to do something, for scripts (--continue to go on)',
       "  logbook sessions list           the recorded sessions",
       "  logbook sessions show <id>      one session as a conversation",
       "  logbook events <id> [--follow]  one session's event log",
@@ -66,7 +69,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([run, sessions, events, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, compact, config, help])
 )
 
 export const cli: (argv: ReadonlyArray<string>) => Effect.Effect<void, unknown, CliApp.Environment> = Command.run(
@@ -96,6 +99,44 @@ export const hoistDbOption = (argv: ReadonlyArray<string>): ReadonlyArray<string
   return [...head, ...rest, ...moved]
 }
 
+/** The flags of `logbook` itself (they never open the interactive session). */
+const rootFlags = new Set(["--help", "-h", "--version", "--wizard", "--completions", "--log-level"])
+
+/**
+ * `logbook` with no command is the interactive session (`logbook chat`): a first word that is no
+ * command and no flag of logbook itself (a message, `-c`, `-s <id>`, `--db <file>` …) means chat.
+ * `logbook` alone means chat on a terminal; elsewhere it prints the overview.
+ */
+export const routeDefault = (
+  argv: ReadonlyArray<string>,
+  commands: ReadonlySet<string>,
+  terminal: boolean
+): ReadonlyArray<string> => {
+  const rest = argv.slice(2)
+  let i = 0
+  // leading --db <file> belongs to whatever command follows (hoistDbOption)
+  while (i < rest.length && (rest[i] === "--db" || rest[i]!.startsWith("--db="))) i += rest[i] === "--db" ? 2 : 1
+  const first = rest[i]
+  if (first === undefined) return rest.length === 0 && !terminal ? argv : [...argv.slice(0, 2), "chat", ...rest]
+  if (commands.has(first) || rootFlags.has(first.split("=")[0]!)) return argv
+  return [...argv.slice(0, 2), "chat", ...rest]
+}
+
+const commandNames = new Set(
+  [
+    Command.getNames(chat),
+    Command.getNames(run),
+    Command.getNames(sessions),
+    Command.getNames(events),
+    Command.getNames(compact),
+    Command.getNames(config)
+  ]
+    .flatMap((names) => Array.from(names))
+    .concat("help")
+)
+
 /** Runs the CLI on `process.argv` and yields the exit code; interruption is left to the runtime. */
 export const main = (argv: ReadonlyArray<string>) =>
-  toExitCode(cli(hoistDbOption(argv))).pipe(withCliLogger, withTerminalAwareConsole)
+  toExitCode(
+    cli(hoistDbOption(routeDefault(argv, commandNames, process.stdin.isTTY === true && process.stdout.isTTY === true)))
+  ).pipe(withCliLogger, withTerminalAwareConsole)

@@ -34,19 +34,19 @@ const messageArgs = Args.text({ name: "message" }).pipe(
   Args.withDescription("What to ask the agent (the words are joined with spaces). Read from stdin when absent.")
 )
 
-const modelOption = Options.text("model").pipe(
+export const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
   Options.optional,
   Options.withPseudoName("provider/model"),
   Options.withDescription('The model to use, e.g. "openai/gpt-4o" or "ollama/qwen3:8b" (default: the config\'s model).')
 )
-const sessionOption = Options.text("session").pipe(
+export const sessionOption = Options.text("session").pipe(
   Options.withAlias("s"),
   Options.optional,
   Options.withPseudoName("id"),
   Options.withDescription("Continue this session (an id or a unique prefix) instead of starting a new one.")
 )
-const continueOption = Options.boolean("continue").pipe(
+export const continueOption = Options.boolean("continue").pipe(
   Options.withAlias("c"),
   Options.withDescription("Continue the latest session of the working directory.")
 )
@@ -55,7 +55,7 @@ const maxStepsOption = Options.integer("max-steps").pipe(
   Options.withPseudoName("n"),
   Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")
 )
-const reasoningOption = Options.text("reasoning").pipe(
+export const reasoningOption = Options.text("reasoning").pipe(
   Options.optional,
   Options.withPseudoName("off|minimal|low|medium|high|<tokens>"),
   Options.withDescription(
@@ -63,7 +63,7 @@ const reasoningOption = Options.text("reasoning").pipe(
       "(default: the model's reasoning in the config, else the provider's default)."
   )
 )
-const yesOption = Options.boolean("yes").pipe(
+export const yesOption = Options.boolean("yes").pipe(
   Options.withAlias("y"),
   Options.withDescription(
     "Approve every tool call the permission rules ask about, without asking. Default: on a terminal you are " +

@@ -1,0 +1,448 @@
+/**
+ * `logbook` on a terminal: the interactive session (DESIGN §10). This module is the controller
+ * between the screen (App.tsx, Ink) and the agent (`Sessions` over the SQLite log): it opens or
+ * creates the session, folds its log and then every committed envelope of it from the `EventBus`
+ * into the screen model, answers the screen's actions (send, steer, queue, interrupt, approve,
+ * the slash commands) with `Sessions` calls, and on the way out interrupts what runs and releases
+ * the session — whatever ends it (Ctrl-D, /quit, Ctrl-C twice, a signal).
+ *
+ * Loaded with a dynamic `import()` by the command, so the read commands never load Ink or React.
+ */
+import type * as FileSystem from "@effect/platform/FileSystem"
+import type * as Path from "@effect/platform/Path"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
+import { render } from "ink"
+import { createElement } from "react"
+import type { ConfigInput } from "../../config/Config.js"
+import type { Envelope } from "../../domain/Events.js"
+import type { SessionId } from "../../domain/Ids.js"
+import type { ReasoningSetting } from "../../model/Reasoning.js"
+import { Sessions } from "../../session/Sessions.js"
+import { EventBus } from "../../store/EventBus.js"
+import { EventStore } from "../../store/EventStore.js"
+import { type ApprovalAnswer, type ApprovalRequest, Approver } from "../../tools/Approver.js"
+import { setupAgent } from "../agentSetup.js"
+import { CliError, ExitCode } from "../errors.js"
+import { eventLine } from "../eventText.js"
+import { formatLocalTime, makeStyle } from "../render.js"
+import { resolveSession } from "../resolveSession.js"
+import { type Actions, App, COMMANDS, type UiState, type UiStore } from "./App.js"
+import { makeScreenFolder, type ScreenFolder } from "./screen.js"
+import { makeTheme } from "./theme.js"
+
+export interface InteractiveOptions {
+  readonly cwd: string
+  readonly flags: ConfigInput
+  readonly reasoning: ReasoningSetting | undefined
+  readonly db: Option.Option<string>
+  readonly session: Option.Option<string>
+  readonly continue: boolean
+  /** a first message to send */
+  readonly message: string | undefined
+  readonly yes: boolean
+  readonly colors: boolean
+  readonly stdin: NodeJS.ReadStream
+  readonly stdout: NodeJS.WriteStream
+}
+
+const PASTE_ON = "\u001b[?2004h"
+const PASTE_OFF = "\u001b[?2004l"
+
+/** The most bytes of one blob the screen reads to show a diff. */
+const MAX_DIFF_BLOB = 1024 * 1024
+/** The most events `/events` shows (the newest). */
+const MAX_EVENT_LINES = 5000
+
+const makeUiStore = (initial: UiState) => {
+  let state = initial
+  const listeners = new Set<() => void>()
+  const store: UiStore & { readonly set: (update: (state: UiState) => UiState) => void } = {
+    get: () => state,
+    subscribe: (listener) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    set: (update) => {
+      state = update(state)
+      for (const listener of listeners) listener()
+    }
+  }
+  return store
+}
+
+/** The approver of the screen: one question at a time, answered by a selection (App.tsx). */
+const makeScreenApprover = (onAsk: (request: ApprovalRequest | undefined) => void) =>
+  Effect.gen(function* () {
+    const one = yield* Effect.makeSemaphore(1)
+    let current: Deferred.Deferred<ApprovalAnswer> | undefined
+    const ask = (request: ApprovalRequest) =>
+      one.withPermits(1)(
+        Effect.gen(function* () {
+          const answer = yield* Deferred.make<ApprovalAnswer>()
+          current = answer
+          onAsk(request)
+          return yield* Deferred.await(answer)
+        }).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              current = undefined
+              onAsk(undefined)
+            })
+          )
+        )
+      )
+    return {
+      layer: Layer.succeed(Approver, { ask }),
+      answer: (answer: ApprovalAnswer) =>
+        current === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(current, answer))
+    }
+  })
+
+export const interactive = Effect.fn("cli.interactive")(function* (options: InteractiveOptions) {
+  const quit = yield* Deferred.make<void>()
+  const screenApprover = yield* makeScreenApprover((request) => ui.set((s) => ({ ...s, approval: request })))
+  const approver = options.yes ? Approver.autoAllow : screenApprover.layer
+
+  const blankScreen = (id: SessionId): ScreenFolder => makeScreenFolder(id)
+  const ui = makeUiStore({
+    screen: blankScreen("" as SessionId).snapshot(),
+    blobs: new Map(),
+    model: "",
+    contextWindow: undefined,
+    maxAttempts: 1,
+    approval: undefined,
+    interrupting: false,
+    flash: undefined,
+    overlay: undefined,
+    epoch: 0,
+    history: []
+  })
+  const flash = (tone: "info" | "error", text: string) => ui.set((s) => ({ ...s, flash: { tone, text } }))
+
+  /** The agent of one model: its layers built in a scope of their own (`/model` builds another). */
+  const buildAgent = (flags: ConfigInput) =>
+    Effect.gen(function* () {
+      const setup = yield* setupAgent({
+        cwd: options.cwd,
+        flags,
+        reasoning: options.reasoning,
+        db: options.db,
+        approver
+      })
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(setup.layer, scope).pipe(
+        Effect.mapError((error) => CliError.usage(`cannot open the database: ${error.message}`)),
+        Effect.tapError(() => Scope.close(scope, Exit.void))
+      )
+      return { setup, scope, context }
+    })
+  type Agent = Effect.Effect.Success<ReturnType<typeof buildAgent>>
+
+  let agent: Agent = yield* buildAgent(options.flags)
+  const withAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.provide(effect, agent.context) as Effect.Effect<A, E, Exclude<R, Sessions | EventStore | EventBus>>
+
+  const modelInfo = (a: Agent) => ({
+    model: a.setup.resolved.ref,
+    contextWindow: a.setup.info.contextWindow?.value,
+    maxAttempts: a.setup.settings.retry.maxAttempts
+  })
+
+  // the session to show: -s, -c, or a new one
+  const pick = Effect.gen(function* () {
+    const store = yield* EventStore
+    if (Option.isSome(options.session)) return (yield* resolveSession(options.session.value)).id
+    if (options.continue) {
+      const latest = yield* store.sessions({ cwd: options.cwd, limit: 1 })
+      if (latest.length === 0)
+        return yield* CliError.usage(`no session in ${options.cwd} to continue; run logbook without -c to start one`)
+      return latest[0]!.id
+    }
+    return undefined
+  })
+
+  /** What drives the screen for one session: the fold and the fiber that feeds it. */
+  let current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
+
+  const loadBlobs = (folder: ScreenFolder) =>
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const screen = folder.snapshot()
+      const wanted = new Set<string>()
+      for (const list of Object.values(screen.changes))
+        for (const change of list) {
+          if (change.beforeHash !== undefined) wanted.add(change.beforeHash)
+          if (change.afterHash !== undefined) wanted.add(change.afterHash)
+        }
+      const known = ui.get().blobs
+      const missing = [...wanted].filter((hash) => !known.has(hash))
+      if (missing.length === 0) return
+      const loaded = new Map(known)
+      for (const hash of missing) {
+        const blob = yield* store.getBlob(hash).pipe(Effect.orElseSucceed(() => Option.none<Uint8Array>()))
+        loaded.set(
+          hash,
+          Option.match(blob, {
+            onNone: () => null,
+            onSome: (bytes) => (bytes.byteLength > MAX_DIFF_BLOB ? null : Buffer.from(bytes).toString("utf8"))
+          })
+        )
+      }
+      ui.set((s) => ({ ...s, blobs: loaded }))
+    })
+
+  /** Opens (or creates) a session and feeds the screen from its log, then from the bus. */
+  const show = (existing: SessionId | undefined) =>
+    Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const store = yield* EventStore
+      const bus = yield* EventBus
+      const scope = yield* Scope.make()
+      // subscribe first: nothing committed between reading the log and following it is missed
+      const queue = yield* bus.subscribe.pipe(Scope.extend(scope))
+      const id = existing ?? (yield* sessions.create({ cwd: options.cwd }))
+      if (existing !== undefined) yield* sessions.open(existing)
+      const folder = makeScreenFolder(id)
+      const log = yield* Stream.runCollect(store.read(id))
+      folder.push(Chunk.toReadonlyArray(log))
+      const history = yield* promptHistory
+      ui.set((s) => ({
+        ...s,
+        ...modelInfo(agent),
+        screen: folder.snapshot(),
+        epoch: s.epoch + 1,
+        overlay: undefined,
+        flash: undefined,
+        history
+      }))
+      yield* loadBlobs(folder)
+      const feeder = yield* Stream.fromQueue(queue).pipe(
+        Stream.filter((env: Envelope) => env.sessionId === id),
+        // what arrives together is drawn together: the screen keeps up with any stream of deltas
+        Stream.groupedWithin(1000, "16 millis"),
+        Stream.runForEach((batch) =>
+          Effect.gen(function* () {
+            folder.push(Chunk.toReadonlyArray(batch))
+            ui.set((s) => ({ ...s, screen: folder.snapshot() }))
+            if (Chunk.some(batch, (env) => env.type === "file.changed")) yield* loadBlobs(folder)
+          })
+        ),
+        Effect.ensuring(Scope.close(scope, Exit.void)),
+        Effect.forkDaemon
+      )
+      current = { id, feeder }
+      return id
+    })
+
+  /** What was sent in this directory's sessions, for Up/Down (newest last). */
+  const promptHistory = Effect.gen(function* () {
+    const store = yield* EventStore
+    const recent = yield* store.sessions({ cwd: options.cwd, limit: 20 })
+    const texts: Array<string> = []
+    for (const summary of [...recent].reverse()) {
+      const events = yield* Stream.runCollect(
+        store.readRaw(summary.id).pipe(Stream.filter((e) => e.type === "user.message"))
+      )
+      for (const e of events) {
+        const text = (e.payload as { readonly text?: unknown }).text
+        if (typeof text === "string") texts.push(text)
+      }
+    }
+    return texts.slice(-500)
+  }).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+
+  /** Stops feeding the screen and releases the session (interrupting its turn, reason `user`). */
+  const leave = Effect.gen(function* () {
+    if (current === undefined) return
+    const { id, feeder } = current
+    current = undefined
+    const sessions = yield* Sessions
+    yield* sessions.interrupt(id, "user").pipe(Effect.ignore)
+    yield* sessions.close(id)
+    yield* Fiber.interrupt(feeder)
+  })
+
+  yield* withAgent(Effect.flatMap(pick, show))
+
+  const runtime = yield* Effect.runtime<FileSystem.FileSystem | Path.Path>()
+  const fork = <A, E>(
+    effect: Effect.Effect<A, E, Sessions | EventStore | EventBus | FileSystem.FileSystem | Path.Path>
+  ) =>
+    Runtime.runFork(runtime)(
+      withAgent(effect).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : Effect.sync(() => flash("error", errorText(Cause.squash(cause))))
+        )
+      )
+    )
+  const sessionId = () => current?.id
+
+  const command = (line: string) =>
+    Effect.gen(function* () {
+      const [name = "", ...rest] = line.trim().split(/\s+/)
+      const arg = rest.join(" ")
+      const busy = ui.get().screen.session.status._tag !== "idle"
+      const needIdle = (what: string) => flash("error", `${what} waits until the agent is idle (Esc interrupts it)`)
+      switch (name) {
+        case "/help":
+        case "/?":
+          return ui.set((s) => ({ ...s, overlay: { kind: "help" } }))
+        case "/quit":
+        case "/exit":
+          return yield* Deferred.succeed(quit, undefined)
+        case "/new": {
+          if (busy) return needIdle("/new")
+          yield* leave
+          yield* show(undefined)
+          return flash("info", "a new session")
+        }
+        case "/sessions": {
+          const store = yield* EventStore
+          const rows = yield* store.sessions({ cwd: options.cwd, limit: 200 })
+          return ui.set((s) => ({
+            ...s,
+            overlay: {
+              kind: "sessions",
+              rows: rows.map((row) => ({
+                id: row.id,
+                label: `${formatLocalTime(row.updatedAt)}  ${row.status.padEnd(5)}  ${row.title ?? "(untitled)"}  ${row.id}${row.id === sessionId() ? "  (this one)" : ""}`
+              }))
+            }
+          }))
+        }
+        case "/model": {
+          if (arg === "") {
+            const info = modelInfo(agent)
+            return flash(
+              "info",
+              `model ${info.model}${info.contextWindow === undefined ? "" : ` · context ${info.contextWindow.toLocaleString("en-US")} tokens`} · /model <provider/model> switches`
+            )
+          }
+          if (busy) return needIdle("/model")
+          const next = yield* buildAgent({ ...options.flags, model: arg }).pipe(Effect.either)
+          if (next._tag === "Left") return flash("error", errorText(next.left))
+          const id = sessionId()
+          yield* leave
+          yield* Scope.close(agent.scope, Exit.void)
+          agent = next.right
+          yield* withAgent(show(id))
+          return flash("info", `model ${agent.setup.resolved.ref}`)
+        }
+        case "/compact": {
+          if (busy) return needIdle("/compact")
+          const id = sessionId()
+          if (id === undefined) return
+          flash("info", "compacting…")
+          const sessions = yield* Sessions
+          const result = yield* sessions.compact(id)
+          return flash(
+            "info",
+            `compacted ${result.messages} messages into a summary (${result.tokensBefore.toLocaleString("en-US")} → ${result.tokensAfter.toLocaleString("en-US")} tokens)`
+          )
+        }
+        case "/events": {
+          const id = sessionId()
+          if (id === undefined) return
+          const store = yield* EventStore
+          const style = makeStyle(false)
+          const lastSeq = yield* store.lastSeq(id)
+          const from = Math.max(1, lastSeq - MAX_EVENT_LINES + 1)
+          const events = yield* Stream.runCollect(store.readRaw(id, { from }))
+          const width = String(lastSeq).length
+          const lines = Chunk.toReadonlyArray(events).map((e) => eventLine(e, style, width))
+          return ui.set((s) => ({
+            ...s,
+            overlay: {
+              kind: "events",
+              title: `events of ${id}${from > 1 ? ` (the last ${MAX_EVENT_LINES})` : ""}`,
+              lines
+            }
+          }))
+        }
+        default:
+          return flash("error", `unknown command ${name}; ${COMMANDS.map(([c]) => c.split(" ")[0]).join(" ")}`)
+      }
+    })
+
+  const actions: Actions = {
+    submit: (text, mode) => {
+      ui.set((s) => ({ ...s, flash: undefined }))
+      if (text.trim().startsWith("/") && !text.trim().startsWith("//")) return void fork(command(text))
+      const id = sessionId()
+      if (id === undefined) return
+      const message = text.trim().startsWith("//") ? text.trim().slice(1) : text
+      void fork(Effect.flatMap(Sessions, (sessions) => sessions.send(id, message, { mode })))
+    },
+    interrupt: () => {
+      const id = sessionId()
+      if (id === undefined || ui.get().interrupting) return
+      ui.set((s) => ({ ...s, interrupting: true }))
+      void fork(
+        Effect.flatMap(Sessions, (sessions) => sessions.interrupt(id, "user")).pipe(
+          Effect.ensuring(Effect.sync(() => ui.set((s) => ({ ...s, interrupting: false }))))
+        )
+      )
+    },
+    quit: () => void Runtime.runFork(runtime)(Deferred.succeed(quit, undefined)),
+    answer: (answer) => void Runtime.runFork(runtime)(screenApprover.answer(answer)),
+    openSession: (id) => {
+      ui.set((s) => ({ ...s, overlay: undefined }))
+      if (id === sessionId()) return
+      if (ui.get().screen.session.status._tag !== "idle")
+        return flash("error", "switching sessions waits until the agent is idle (Esc interrupts it)")
+      void fork(
+        Effect.gen(function* () {
+          yield* leave
+          yield* show(id as SessionId)
+        })
+      )
+    },
+    closeOverlay: () => ui.set((s) => ({ ...s, overlay: undefined })),
+    redraw: () => {
+      // the printed part is drawn again from the start: what was printed at another width goes
+      options.stdout.write("\u001b[2J\u001b[3J\u001b[H")
+      ui.set((s) => ({ ...s, epoch: s.epoch + 1 }))
+    }
+  }
+
+  yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const instance = render(createElement(App, { store: ui, actions, theme: makeTheme(options.colors) }), {
+        stdin: options.stdin,
+        stdout: options.stdout,
+        exitOnCtrlC: false,
+        maxFps: 30
+      })
+      // bracketed paste: a pasted text arrives marked, so its line breaks do not send it
+      options.stdout.write(PASTE_ON)
+      return instance
+    }),
+    (instance) =>
+      Effect.sync(() => {
+        options.stdout.write(PASTE_OFF)
+        instance.unmount()
+        instance.cleanup()
+      })
+  )
+
+  if (options.message !== undefined) actions.submit(options.message, "prompt")
+
+  // the way out, whatever it was: what runs is interrupted, the session released
+  yield* Deferred.await(quit).pipe(
+    Effect.ensuring(
+      Effect.gen(function* () {
+        yield* withAgent(leave).pipe(Effect.ignore)
+        yield* Scope.close(agent.scope, Exit.void)
+      })
+    )
+  )
+  return ExitCode.ok
+})
+
+const errorText = (error: unknown): string => {
+  if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string")
+    return error.message
+  return String(error)
+}

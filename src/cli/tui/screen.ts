@@ -1,0 +1,255 @@
+/**
+ * What the interactive screen shows, folded from committed envelopes only (DESIGN §10): the
+ * session's state (the projection itself, `Projection.folder`) and the transcript — user messages
+ * where they were delivered, text and reasoning parts, tool parts, and notices (retries, errors,
+ * interruptions, compactions, answers to permission questions) — in log order. A resumed session
+ * folds its whole log, so it shows what it showed while it ran.
+ *
+ * Pure: no terminal, no Effect. The controller pushes batches of envelopes and hands each
+ * `snapshot()` to the view.
+ */
+import { Either } from "effect"
+import type { Envelope } from "../../domain/Events.js"
+import type { CallId, MessageId, SessionId } from "../../domain/Ids.js"
+import type { ToolPart, UserMessage } from "../../domain/Message.js"
+import { empty, type Folder, folder, isToolFinal, type SessionState } from "../../store/Projection.js"
+import { formatDuration } from "../render.js"
+import { sanitize } from "./sanitize.js"
+
+export type NoticeTone = "info" | "warn" | "error"
+
+export type Item =
+  | { readonly kind: "user"; readonly key: string; readonly text: string; readonly mode: UserMessage["mode"] }
+  | { readonly kind: "text"; readonly key: string; readonly text: string }
+  | { readonly kind: "reasoning"; readonly key: string; readonly text: string }
+  | { readonly kind: "tool"; readonly key: string; readonly callId: CallId }
+  | { readonly kind: "notice"; readonly key: string; readonly tone: NoticeTone; readonly text: string }
+
+/** A file a call changed (`file.changed`): the blobs of its content before and after. */
+export interface FileChangeRef {
+  readonly path: string
+  readonly op: "create" | "update" | "delete"
+  readonly beforeHash?: string | undefined
+  readonly afterHash?: string | undefined
+}
+
+export interface Screen {
+  readonly session: SessionState
+  readonly items: ReadonlyArray<Item>
+  /** the files each call changed, in order */
+  readonly changes: Readonly<Record<string, ReadonlyArray<FileChangeRef>>>
+  /** the latest step's input tokens (what the context holds now), 0 before the first step */
+  readonly contextTokens: number
+  /** the last seq folded */
+  readonly lastSeq: number
+  /** the log could not be folded (an inconsistent log): what is shown stops there */
+  readonly error?: string | undefined
+}
+
+/** The most characters of one text or reasoning part the screen keeps (the log has all of it). */
+export const MAX_PART_CHARS = 2_000_000
+
+const appendBounded = (text: string, delta: string): string =>
+  text.length >= MAX_PART_CHARS ? text : (text + delta).slice(0, MAX_PART_CHARS)
+
+export interface ScreenFolder {
+  readonly push: (envelopes: ReadonlyArray<Envelope>) => void
+  readonly snapshot: () => Screen
+}
+
+export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
+  const projection: Folder = folder(empty(sessionId))
+  let session = empty(sessionId)
+  const items: Array<Item> = []
+  const partIndex = new Map<string, number>()
+  const undelivered = new Map<MessageId, UserMessage>()
+  const changes: Record<string, Array<FileChangeRef>> = {}
+  let contextTokens = 0
+  let lastSeq = 0
+  let error: string | undefined
+
+  const notice = (env: Envelope, tone: NoticeTone, text: string) =>
+    items.push({ kind: "notice", key: env.id, tone, text: sanitize(text) })
+
+  const deliver = (ids: ReadonlyArray<MessageId>) => {
+    for (const id of ids) {
+      const message = undelivered.get(id)
+      if (message === undefined) continue
+      undelivered.delete(id)
+      items.push({ kind: "user", key: id, text: sanitize(message.text), mode: message.mode })
+    }
+  }
+
+  const delta = (kind: "text" | "reasoning", partId: string, text: string) => {
+    const at = partIndex.get(partId)
+    if (at === undefined) {
+      partIndex.set(partId, items.length)
+      items.push({ kind, key: partId, text: sanitize(text) })
+      return
+    }
+    const item = items[at] as { readonly kind: "text" | "reasoning"; readonly key: string; readonly text: string }
+    items[at] = { ...item, text: appendBounded(item.text, sanitize(text)) }
+  }
+
+  const toolLabel = (callId: CallId): string => {
+    const part = session.toolParts[callId]
+    return part === undefined ? callId : part.tool
+  }
+
+  const fold = (env: Envelope) => {
+    switch (env.type) {
+      case "user.message": {
+        const p = env.payload
+        undelivered.set(p.messageId, {
+          role: "user",
+          id: p.messageId,
+          text: p.text,
+          mode: p.mode,
+          at: env.at,
+          delivered: false
+        })
+        return
+      }
+      case "turn.started":
+        return deliver(env.payload.messageIds)
+      case "step.started":
+        return deliver(env.payload.deliveredMessageIds ?? [])
+      case "text.delta":
+        return delta("text", env.payload.partId, env.payload.delta)
+      case "reasoning.delta":
+        return env.payload.delta === "" && !partIndex.has(env.payload.partId)
+          ? undefined
+          : delta("reasoning", env.payload.partId, env.payload.delta)
+      case "tool.pending":
+        items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
+        return
+      case "tool.invoked":
+        // a call recorded without `tool.pending` (older logs, a call that arrived whole)
+        if (!items.some((item) => item.kind === "tool" && item.callId === env.payload.callId))
+          items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
+        return
+      case "file.changed": {
+        const p = env.payload
+        if (p.callId === undefined) return
+        const list = changes[p.callId] ?? []
+        list.push({ path: p.path, op: p.op, beforeHash: p.beforeHash, afterHash: p.afterHash })
+        changes[p.callId] = list
+        return
+      }
+      case "step.finished":
+        if (!env.payload.aborted || env.payload.usage.input > 0)
+          contextTokens = env.payload.usage.input + env.payload.usage.cacheRead + env.payload.usage.cacheWrite
+        return
+      case "model.error":
+        return notice(env, "error", env.payload.message)
+      case "turn.interrupted": {
+        const reason = env.payload.reason
+        return notice(
+          env,
+          "warn",
+          reason === "user"
+            ? "interrupted"
+            : reason === "crash"
+              ? "the last run of this session stopped without ending its turn (a crash); what was open is closed"
+              : `interrupted (${reason})`
+        )
+      }
+      case "turn.finished":
+        return env.payload.reason === "max-steps"
+          ? notice(env, "warn", "stopped at the step limit (maxSteps); send a message to go on")
+          : undefined
+      case "compaction.done": {
+        const p = env.payload
+        const what = p.messages === undefined ? "the conversation" : `${p.messages} messages`
+        const tokens =
+          p.tokensBefore !== undefined && p.tokensAfter !== undefined
+            ? ` (${p.tokensBefore.toLocaleString("en-US")} → ${p.tokensAfter.toLocaleString("en-US")} tokens)`
+            : ""
+        return notice(env, "info", `compacted ${what} into a summary${tokens}`)
+      }
+      case "permission.replied": {
+        const p = env.payload
+        const asked = Object.values(session.permissions).find((info) => info.permissionId === p.permissionId)
+        const subject = asked === undefined ? "" : ` ${asked.tool} ${asked.pattern}`
+        if (p.interrupted) return notice(env, "warn", `permission question${subject} ended unanswered`)
+        const verb = p.reply === "once" ? "allowed once" : p.reply === "always" ? "always allowed" : "rejected"
+        return notice(
+          env,
+          p.reply === "reject" ? "warn" : "info",
+          `${verb}:${subject}${p.message === undefined ? "" : ` — "${p.message}"`}`
+        )
+      }
+      case "tool.timeout":
+        return notice(
+          env,
+          "warn",
+          `${toolLabel(env.payload.callId)} timed out after ${formatDuration(env.payload.timeoutMs)}`
+        )
+      default:
+        return
+    }
+  }
+
+  return {
+    push: (envelopes) => {
+      if (error !== undefined || envelopes.length === 0) return
+      const fresh = envelopes.filter((env) => env.seq > lastSeq)
+      if (fresh.length === 0) return
+      // the projection first: a notice reads the state after its event
+      for (const env of fresh) {
+        const pushed = projection.push(env)
+        if (Either.isLeft(pushed)) {
+          error = `the log cannot be shown past seq ${env.seq}: ${pushed.left.message}`
+          break
+        }
+        if (readsState.has(env.type)) session = currentState(projection, session)
+        fold(env)
+        lastSeq = env.seq
+      }
+      session = currentState(projection, session)
+    },
+    snapshot: () => ({
+      session,
+      items: items.slice(),
+      changes: { ...changes },
+      contextTokens,
+      lastSeq,
+      error
+    })
+  }
+}
+
+/** The events whose notice reads the state (the others are folded without it, for speed). */
+const readsState = new Set(["permission.replied", "tool.timeout"])
+
+const currentState = (projection: Folder, fallback: SessionState): SessionState =>
+  Either.getOrElse(projection.state(), () => fallback)
+
+/** The user messages recorded and not yet delivered to the model (steered and queued), oldest first. */
+export const pendingMessages = (screen: Screen): ReadonlyArray<UserMessage> =>
+  screen.session.messages.flatMap((m) => (m.role === "user" && !m.delivered ? [m] : []))
+
+/** Whether an item will not change any more (it can be printed once, above the live area). */
+export const isFinal = (screen: Screen, index: number): boolean => {
+  const item = screen.items[index]!
+  switch (item.kind) {
+    case "user":
+    case "notice":
+      return true
+    case "text":
+    case "reasoning":
+      // the part grows until something follows it or the turn ends
+      return index < screen.items.length - 1 || screen.session.turn === null
+    case "tool": {
+      const part: ToolPart | undefined = screen.session.toolParts[item.callId]
+      return part !== undefined && isToolFinal(part.state)
+    }
+  }
+}
+
+/** How many items from the start are final: they go to the static (printed once) part of the screen. */
+export const finalPrefix = (screen: Screen): number => {
+  let n = 0
+  while (n < screen.items.length && isFinal(screen, n)) n++
+  return n
+}
