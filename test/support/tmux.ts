@@ -21,6 +21,12 @@ export interface TmuxRun {
   readonly exited: (timeoutMs?: number) => Promise<number>
   /** ends the tmux server and everything in it */
   readonly close: () => void
+  /** the visible screen only, as the terminal shows it: rows not joined, with `escapes` the SGR codes too */
+  readonly visible: (options?: { readonly escapes?: boolean }) => string
+  /** resizes the terminal (the window) */
+  readonly resize: (columns: number, rows: number) => void
+  /** the pane's title (what an OSC title sequence would set) */
+  readonly title: () => string
 }
 
 let counter = 0
@@ -29,11 +35,20 @@ let counter = 0
  * Runs `logbook <args>` in a new tmux session, 160×50, with the environment of `runCli`; with
  * `stdoutFile`, its stdout goes to that file (stdin and stderr stay the terminal).
  */
-export const runInTmux = (args: ReadonlyArray<string>, options: { readonly stdoutFile?: string } = {}): TmuxRun => {
+export const runInTmux = (
+  args: ReadonlyArray<string>,
+  options: {
+    readonly stdoutFile?: string
+    /** variables to set (a value) or remove (undefined) in logbook's environment */
+    readonly env?: Readonly<Record<string, string | undefined>>
+    readonly columns?: number
+    readonly rows?: number
+  } = {}
+): TmuxRun => {
   const dir = scratchDir()
   const socket = `logbook-test-${process.pid}-${++counter}`
   const exitFile = path.join(dir, "exit-code")
-  const env = baseEnv()
+  const env = baseEnv(options.env)
   const tmux = (...tmuxArgs: ReadonlyArray<string>) => {
     const result = spawnSync("tmux", ["-L", socket, "-f", "/dev/null", ...tmuxArgs], { encoding: "utf8", env })
     if (result.status !== 0) throw new Error(`tmux ${tmuxArgs[0]} failed: ${result.stderr}`)
@@ -41,7 +56,17 @@ export const runInTmux = (args: ReadonlyArray<string>, options: { readonly stdou
   }
   const redirect = options.stdoutFile === undefined ? "" : ` > ${shellQuote(options.stdoutFile)}`
   const command = `${[process.execPath, binPath, ...args].map(shellQuote).join(" ")}${redirect}; echo $? > ${shellQuote(exitFile)}; sleep 100000`
-  tmux("new-session", "-d", "-s", "main", "-x", "160", "-y", "50", command)
+  tmux(
+    "new-session",
+    "-d",
+    "-s",
+    "main",
+    "-x",
+    String(options.columns ?? 160),
+    "-y",
+    String(options.rows ?? 50),
+    command
+  )
   const screen = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-")
   const poll = async <A>(what: string, probe: () => A | undefined, timeoutMs: number): Promise<A> => {
     const deadline = Date.now() + timeoutMs
@@ -76,6 +101,10 @@ export const runInTmux = (args: ReadonlyArray<string>, options: { readonly stdou
       ),
     close: () => {
       spawnSync("tmux", ["-L", socket, "kill-server"], { env })
-    }
+    },
+    visible: (visibleOptions = {}) =>
+      tmux("capture-pane", "-p", ...(visibleOptions.escapes === true ? ["-e"] : []), "-t", "main"),
+    resize: (columns, rows) => void tmux("resize-window", "-t", "main", "-x", String(columns), "-y", String(rows)),
+    title: () => tmux("display-message", "-p", "-t", "main", "#{pane_title}").trim()
   }
 }

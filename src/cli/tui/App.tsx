@@ -367,9 +367,11 @@ const ApprovalView = ({
       const choice = CHOICES[selected]!
       return choice.answer === "tell" ? setMessage("") : actions.answer(choice.answer)
     }
-    // a letter only moves the selection: a word typed here answers nothing
-    const at = CHOICES.findIndex((choice) => choice.key === input)
-    if (at >= 0) setSelected(at)
+    // a letter only moves the selection (the last one of a word typed fast): a word answers nothing
+    for (const char of input) {
+      const at = CHOICES.findIndex((choice) => choice.key === char)
+      if (at >= 0) setSelected(at)
+    }
   })
   const subject = sanitize(request.subject)
   return (

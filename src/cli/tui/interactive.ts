@@ -206,16 +206,6 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       const log = yield* Stream.runCollect(store.read(id))
       folder.push(Chunk.toReadonlyArray(log))
       const history = yield* promptHistory
-      ui.set((s) => ({
-        ...s,
-        ...modelInfo(agent),
-        screen: folder.snapshot(),
-        epoch: s.epoch + 1,
-        overlay: undefined,
-        flash: undefined,
-        history
-      }))
-      yield* loadBlobs(folder)
       const feeder = yield* Stream.fromQueue(queue).pipe(
         Stream.filter((env: Envelope) => env.sessionId === id),
         // what arrives together is drawn together: the screen keeps up with any stream of deltas
@@ -230,7 +220,18 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
         Effect.ensuring(Scope.close(scope, Exit.void)),
         Effect.forkDaemon
       )
+      // the session is the one the keys act on before it is shown: a key pressed at once is not lost
       current = { id, feeder }
+      ui.set((s) => ({
+        ...s,
+        ...modelInfo(agent),
+        screen: folder.snapshot(),
+        epoch: s.epoch + 1,
+        overlay: undefined,
+        flash: undefined,
+        history
+      }))
+      yield* loadBlobs(folder)
       return id
     })
 
@@ -409,6 +410,9 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
 
   yield* Effect.acquireRelease(
     Effect.sync(() => {
+      // raw before the first frame: a key pressed as soon as the screen shows waits for the prompt
+      // (in the terminal's line mode it would be echoed, or end the input: Ctrl-D)
+      if (options.stdin.isTTY) options.stdin.setRawMode(true)
       const instance = render(createElement(App, { store: ui, actions, theme: makeTheme(options.colors) }), {
         stdin: options.stdin,
         stdout: options.stdout,
@@ -424,6 +428,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
         options.stdout.write(PASTE_OFF)
         instance.unmount()
         instance.cleanup()
+        if (options.stdin.isTTY) options.stdin.setRawMode(false)
       })
   )
 
