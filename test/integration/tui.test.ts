@@ -69,7 +69,7 @@ const alive = (pid: number) => {
 /** The transcript: what is above the prompt's box. */
 const transcript = (screen: string) => {
   const lines = screen.split("\n")
-  const box = lines.findLastIndex((line) => line.startsWith("╭"))
+  const box = lines.map((line) => line.startsWith("╭")).lastIndexOf(true)
   return lines
     .slice(0, box < 0 ? lines.length : box)
     .map((line) => line.trimEnd())
