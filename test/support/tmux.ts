@@ -9,6 +9,9 @@ import * as path from "node:path"
 import { baseEnv, binPath, scratchDir, shellQuote } from "./cli.js"
 
 export const hasTmux = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0
+// CI installs tmux: there the terminal tests must run, not be skipped
+if (!hasTmux && process.env.LOGBOOK_REQUIRE_TMUX === "1")
+  throw new Error("LOGBOOK_REQUIRE_TMUX=1 but tmux is not installed: the terminal tests cannot run")
 
 export interface TmuxRun {
   /** the screen and its history, as text (wrapped lines joined) */
