@@ -42,10 +42,10 @@ const start = async (args: ReadonlyArray<string>, options: Parameters<typeof run
   return run
 }
 
-/** Types a line into the prompt (waiting until it shows) and presses `key` (Enter: send). */
+/** Types a line into the prompt (waiting until the prompt shows it) and presses `key` (Enter: send). */
 const type = async (run: TmuxRun, text: string, key = "Enter") => {
   run.keys("-l", text)
-  await run.waitFor(text)
+  await run.waitFor(`│› ${text}`)
   run.keys(key)
 }
 
@@ -87,6 +87,15 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
         toolCalls: [bash("call_1", "echo hello-from-bash")],
         usage: { prompt_tokens: 1000, completion_tokens: 20 }
       }),
+      Reply.stream({
+        toolCalls: [
+          {
+            id: "call_w",
+            name: "write",
+            arguments: JSON.stringify({ path: "notes.md", content: "line one\nline two\n" })
+          }
+        ]
+      }),
       Reply.text("Done: **all good**, see `notes.md`.", { usage: { prompt_tokens: 1200, completion_tokens: 30 } })
     )
     const run = await start(chatArgs(ws))
@@ -98,6 +107,9 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(screen).toContain("Let me look.")
     expect(screen).toMatch(/✓ bash echo hello-from-bash +\d+(ms|\.\ds)/)
     expect(screen).toContain("│ hello-from-bash")
+    // the write's diff, from the blobs of the log
+    expect(screen).toMatch(/✓ write notes\.md/)
+    expect(screen).toMatch(/created .*notes\.md\n *@@ -0,0 \+1,2 @@\n *\+line one\n *\+line two/)
     // markdown is rendered: no raw ** or backticks
     expect(screen).not.toContain("**all good**")
     // tokens and cost of both steps, the context the last step sent
@@ -107,7 +119,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(await run.exited()).toBe(0)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "user.message").map((e) => e.payload.text)).toEqual(["look around"])
-    expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_1"])
+    expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_1", "call_w"])
     expect(log.at(-1)).toMatchObject(idle)
   })
 
@@ -152,6 +164,8 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     await run.waitFor("│ working")
     await type(run, "then this", "Tab")
     await run.waitFor("⧗ queued: then this")
+    await type(run, "and this", "M-Enter")
+    await run.waitFor("⧗ queued: and this")
     fs.writeFileSync(path.join(ws.dir, "go"), "")
     await run.waitFor("Second done.")
     expect(server.requests).toHaveLength(3)
@@ -160,7 +174,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
         .filter((m) => m.role === "user")
         .map(contentText)
     expect(said(1)).toEqual(["first task"])
-    expect(said(2)).toEqual(["first task", "then this"])
+    expect(said(2)).toEqual(["first task", "then this", "and this"])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "turn.started")).toHaveLength(2)
     run.keys("C-d")
@@ -314,5 +328,99 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(colored.visible({ escapes: true })).toMatch(COLOUR)
     colored.keys("C-d")
     expect(await colored.exited()).toBe(0)
+  })
+
+  it("Ctrl-C while a command runs interrupts it like Esc; Ctrl-D while the agent works quits without leaving anything running", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid1; sleep 600")] }),
+      Reply.stream({ toolCalls: [bash("call_2", "echo $$ > pid2; sleep 600")] })
+    )
+    const run = await start(chatArgs(ws))
+    await type(run, "first")
+    const pid = async (name: string) => {
+      const file = path.join(ws.dir, name)
+      await poll(name, () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
+      return Number(fs.readFileSync(file, "utf8").trim())
+    }
+    const first = await pid("pid1")
+    run.keys("C-c")
+    await run.waitFor(/⊘ bash echo \$\$ > pid1.*interrupted/)
+    await run.waitFor(/idle │/)
+    await poll("the first command to be gone", () => !alive(first))
+    // the interrupt did not arm quitting: the session goes on
+    await type(run, "second")
+    const second = await pid("pid2")
+    run.keys("C-d")
+    expect(await run.exited()).toBe(0)
+    await poll("the second command to be gone", () => !alive(second))
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "tool.failed").map((e) => [e.payload.callId, e.payload.interrupted])).toEqual([
+      ["call_1", true],
+      ["call_2", true]
+    ])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("/help, /events, /model, /compact, /new and /sessions", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, {
+      config: {
+        provider: {
+          local: {
+            type: "openai-compatible",
+            baseURL: `${server.url}/v1`,
+            models: { scripted: { price: { input: 1, output: 2 } }, other: {} }
+          }
+        }
+      }
+    })
+    server.enqueue(
+      Reply.text("First answer."),
+      Reply.text("A summary of the conversation."),
+      Reply.text("Answer from the other model.")
+    )
+    const run = await start(chatArgs(ws))
+    await type(run, "/help")
+    await run.waitFor("Alt+Enter, Tab")
+    expect(run.screen()).toContain("/compact")
+    run.keys("Escape")
+    await poll("the help to close", () => !run.visible().includes("Alt+Enter, Tab"))
+
+    await type(run, "hello")
+    await run.waitFor("First answer.")
+    await run.waitFor(/idle │/)
+    const firstId = await latestSession(ws.db, ws.dir)
+    await type(run, "/events")
+    await run.waitFor(`events of ${firstId}`)
+    await run.waitFor(/user\.message +.*"hello"/)
+    run.keys("Escape")
+    await poll("the events to close", () => !run.visible().includes(`events of ${firstId}`))
+
+    await type(run, "/compact")
+    await run.waitFor(/compacted \d+ messages into a summary/)
+    expect(contentText(messagesOf(server.requests[1]!).at(-1))).toBeTruthy()
+
+    await type(run, "/model local/other")
+    await run.waitFor("idle │ local/other │")
+    await type(run, "and now?")
+    await run.waitFor("Answer from the other model.")
+    expect(server.requests[2]!.body.model).toBe("other")
+
+    await type(run, "/new")
+    await run.waitFor("a new session")
+    await poll("a new session", () => !run.visible().includes(firstId))
+    await type(run, "/sessions")
+    await run.waitFor("Sessions in this directory")
+    await run.waitFor(`${firstId}`)
+    // the picker starts at the newest (this new one); down to the first session, Enter opens it
+    run.keys("Down")
+    await run.waitFor(new RegExp(`❯ .*${firstId}`))
+    run.keys("Enter")
+    await run.waitFor(new RegExp(`idle │ local/other │ .*${firstId}`))
+    expect(run.visible()).toContain("Answer from the other model.")
+    run.keys("C-d")
+    expect(await run.exited()).toBe(0)
   })
 })

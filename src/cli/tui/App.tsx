@@ -143,8 +143,6 @@ const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions
   const busy = screen.session.status._tag !== "idle" || screen.session.turn !== null
   const now = useNow(busy)
   const [showReasoning, setShowReasoning] = useState(false)
-  const [epochSeen, setEpochSeen] = useState(ui.epoch)
-  if (epochSeen !== ui.epoch) setEpochSeen(ui.epoch)
 
   const ctx = { screen, blobs: ui.blobs, now, showReasoning, width }
   const done = finalPrefix(screen)
@@ -228,14 +226,27 @@ const Prompt = ({
   readonly onToggleReasoning: () => void
 }): React.ReactNode => {
   const theme = useTheme()
-  const [editor, setEditor] = useState(() => Editor.emptyEditor(ui.history))
-  const [quitArmed, setQuitArmed] = useState(false)
+  // keys can come faster than frames: each one works on the latest state (a ref), not the last drawn
+  const [editor, setEditorState] = useState(() => Editor.emptyEditor(ui.history))
+  const editorRef = useRef(editor)
+  const setEditor = (next: Editor.EditorState | ((state: Editor.EditorState) => Editor.EditorState)) => {
+    editorRef.current = typeof next === "function" ? next(editorRef.current) : next
+    setEditorState(editorRef.current)
+  }
+  const [quitArmed, setQuitArmedState] = useState(false)
+  const quitArmedRef = useRef(false)
+  const setQuitArmed = (armed: boolean) => {
+    quitArmedRef.current = armed
+    setQuitArmedState(armed)
+  }
 
   // inside a bracketed paste (the terminal marks it): Enter is a line break, not "send"
   const pasting = useRef(false)
 
   // keys work even when the prompt is not the one answering (Esc, Ctrl-C)
   useInput((input, key) => {
+    const editor = editorRef.current
+    const quitArmed = quitArmedRef.current
     if (input === "[200~") {
       pasting.current = true
       return undefined
@@ -350,9 +361,22 @@ const ApprovalView = ({
   readonly width: number
 }): React.ReactNode => {
   const theme = useTheme()
-  const [selected, setSelected] = useState(0)
-  const [message, setMessage] = useState<string | undefined>(undefined)
+  const [selected, setSelectedState] = useState(0)
+  const [message, setMessageState] = useState<string | undefined>(undefined)
+  // keys can come faster than frames: each one sees what the keys before it did
+  const selectedRef = useRef(0)
+  const messageRef = useRef<string | undefined>(undefined)
+  const setSelected = (next: number | ((n: number) => number)) => {
+    selectedRef.current = typeof next === "function" ? next(selectedRef.current) : next
+    setSelectedState(selectedRef.current)
+  }
+  const setMessage = (next: string | undefined) => {
+    messageRef.current = next
+    setMessageState(next)
+  }
   useInput((input, key) => {
+    const selected = selectedRef.current
+    const message = messageRef.current
     if (key.escape || (key.ctrl && input === "c")) return undefined
     if (message !== undefined) {
       if (key.return) return actions.answer({ reply: "reject", message })
@@ -412,7 +436,12 @@ const OverlayView = ({
   const theme = useTheme()
   const { stdout } = useStdout()
   const height = Math.max(5, (stdout.rows || 24) - 10)
-  const [at, setAt] = useState(overlay.kind === "events" ? Math.max(0, overlay.lines.length - height) : 0)
+  const [at, setAtState] = useState(overlay.kind === "events" ? Math.max(0, overlay.lines.length - height) : 0)
+  const atRef = useRef(at)
+  const setAt = (next: (a: number) => number) => {
+    atRef.current = next(atRef.current)
+    setAtState(atRef.current)
+  }
   const count = overlay.kind === "events" ? overlay.lines.length : overlay.kind === "sessions" ? overlay.rows.length : 0
   useInput((input, key) => {
     if (key.escape || input === "q") return actions.closeOverlay()
@@ -421,8 +450,8 @@ const OverlayView = ({
     if (key.downArrow) return setAt((a) => Math.min(last, a + 1))
     if (key.pageUp) return setAt((a) => Math.max(0, a - height))
     if (key.pageDown) return setAt((a) => Math.min(last, a + height))
-    if (key.home) return setAt(0)
-    if (key.end) return setAt(last)
+    if (key.home) return setAt(() => 0)
+    if (key.end) return setAt(() => last)
     if (key.return) {
       if (overlay.kind === "sessions" && overlay.rows[at] !== undefined)
         return actions.openSession(overlay.rows[at]!.id)

@@ -177,7 +177,11 @@ const Outcome = ({
 }): React.ReactNode => {
   if ((ctx.screen.changes[part.callId] ?? []).length > 0) return <Diffs part={part} ctx={ctx} />
   if (part.tool !== "bash") return null
-  const lines = sanitize(output).replace(/\n+$/, "").split("\n")
+  // a command's output without the closing "Exit code: 0" (a failure's code stays)
+  const lines = sanitize(output)
+    .replace(/\s*Exit code: 0\s*$/, "")
+    .replace(/\n+$/, "")
+    .split("\n")
   const shown = lines.slice(-3)
   return (
     <Box flexDirection="column">
@@ -217,7 +221,10 @@ export const diffLines = (
   const patch = structuredPatch(change.path, change.path, before, after, "", "", { context: 2 })
   const lines: Array<string> = []
   for (const hunk of patch.hunks) {
-    lines.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`)
+    // an empty range starts at the line before it, as diff -u writes it (`@@ -0,0 +1,2 @@`)
+    const from = hunk.oldLines === 0 ? hunk.oldStart - 1 : hunk.oldStart
+    const to = hunk.newLines === 0 ? hunk.newStart - 1 : hunk.newStart
+    lines.push(`@@ -${from},${hunk.oldLines} +${to},${hunk.newLines} @@`)
     for (const line of hunk.lines) if (!line.startsWith("\\")) lines.push(line)
   }
   return lines
