@@ -7,6 +7,7 @@
  *
  * Every wait polls the screen or the disk for a state; nothing depends on how fast this machine is.
  */
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -422,5 +423,29 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(run.visible()).toContain("Answer from the other model.")
     run.keys("C-d")
     expect(await run.exited()).toBe(0)
+  })
+
+  it("SIGTERM while a command runs: the command is gone, the session released idle, the terminal restored", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid; sleep 600")] }))
+    const run = await start(chatArgs(ws))
+    await type(run, "go")
+    const file = path.join(ws.dir, "pid")
+    await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
+    const command = Number(fs.readFileSync(file, "utf8").trim())
+    // logbook's own process: the one whose arguments name this test's database
+    const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
+    const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
+    expect(pids).toHaveLength(1)
+    process.kill(pids[0]!, "SIGTERM")
+    expect(await run.exited()).toBe(130)
+    await poll("the command to be gone", () => !alive(command))
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "tool.failed").map((e) => e.payload.interrupted)).toEqual([true])
+    expect(log.at(-1)).toMatchObject(idle)
+    // the terminal is back in line mode: what is typed now is echoed by it
+    run.keys("-l", "typed-after-exit")
+    await run.waitFor("typed-after-exit")
   })
 })

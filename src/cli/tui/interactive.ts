@@ -45,6 +45,9 @@ export interface InteractiveOptions {
   readonly stdout: NodeJS.WriteStream
 }
 
+/** The signals the runtime (`NodeRuntime.runMain`) turns into an interrupt. */
+const handledSignals = ["SIGINT", "SIGTERM"] as const
+
 const PASTE_ON = "\u001b[?2004h"
 const PASTE_OFF = "\u001b[?2004l"
 
@@ -413,12 +416,19 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       // raw before the first frame: a key pressed as soon as the screen shows waits for the prompt
       // (in the terminal's line mode it would be echoed, or end the input: Ctrl-D)
       if (options.stdin.isTTY) options.stdin.setRawMode(true)
+      const before = new Map(handledSignals.map((signal) => [signal, new Set(process.listeners(signal))]))
       const instance = render(createElement(App, { store: ui, actions, theme: makeTheme(options.colors) }), {
         stdin: options.stdin,
         stdout: options.stdout,
         exitOnCtrlC: false,
         maxFps: 30
       })
+      // Ink unmounts on a signal through signal-exit, which then kills the process with the signal
+      // again — before the runtime's own handler has interrupted the session (commands left running,
+      // the session busy). The runtime handles signals; the screen is unmounted by this release.
+      for (const signal of handledSignals)
+        for (const listener of process.listeners(signal))
+          if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
       // bracketed paste: a pasted text arrives marked, so its line breaks do not send it
       options.stdout.write(PASTE_ON)
       return instance
