@@ -27,6 +27,7 @@ import { eventLine } from "../eventText.js"
 import { formatLocalTime, makeStyle } from "../render.js"
 import { resolveSession } from "../resolveSession.js"
 import { type Actions, App, COMMANDS, type UiState, type UiStore } from "./App.js"
+import { MAX_HISTORY } from "./editor.js"
 import { makeScreenFolder, type ScreenFolder } from "./screen.js"
 import { makeTheme } from "./theme.js"
 
@@ -53,6 +54,9 @@ const PASTE_OFF = "\u001b[?2004l"
 
 /** The most bytes of one blob the screen reads to show a diff. */
 const MAX_DIFF_BLOB = 1024 * 1024
+/** The prompt history: the user messages of this many recent sessions of the directory, at most MAX_HISTORY. */
+const HISTORY_SESSIONS = 10
+
 /** The most events `/events` shows (the newest). */
 const MAX_EVENT_LINES = 5000
 
@@ -106,9 +110,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
   const screenApprover = yield* makeScreenApprover((request) => ui.set((s) => ({ ...s, approval: request })))
   const approver = options.yes ? Approver.autoAllow : screenApprover.layer
 
-  const blankScreen = (id: SessionId): ScreenFolder => makeScreenFolder(id)
   const ui = makeUiStore({
-    screen: blankScreen("" as SessionId).snapshot(),
+    screen: makeScreenFolder("" as SessionId).snapshot(),
     blobs: new Map(),
     model: "",
     contextWindow: undefined,
@@ -142,8 +145,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
   type Agent = Effect.Effect.Success<ReturnType<typeof buildAgent>>
 
   let agent: Agent = yield* buildAgent(options.flags)
-  const withAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.provide(effect, agent.context) as Effect.Effect<A, E, Exclude<R, Sessions | EventStore | EventBus>>
+  const withAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, agent.context)
 
   const modelInfo = (a: Agent) => ({
     model: a.setup.resolved.ref,
@@ -238,21 +240,22 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       return id
     })
 
-  /** What was sent in this directory's sessions, for Up/Down (newest last). */
+  /** What was sent in this directory's recent sessions, for Up/Down (newest last): indexed reads only. */
   const promptHistory = Effect.gen(function* () {
     const store = yield* EventStore
-    const recent = yield* store.sessions({ cwd: options.cwd, limit: 20 })
+    const recent = yield* store.sessions({ cwd: options.cwd, limit: HISTORY_SESSIONS })
     const texts: Array<string> = []
     for (const summary of [...recent].reverse()) {
-      const events = yield* Stream.runCollect(
-        store.readRaw(summary.id).pipe(Stream.filter((e) => e.type === "user.message"))
-      )
-      for (const e of events) {
-        const text = (e.payload as { readonly text?: unknown }).text
-        if (typeof text === "string") texts.push(text)
+      const headers = yield* Stream.runCollect(store.query({ types: ["user.message"], sessionId: summary.id }))
+      for (const header of Chunk.toReadonlyArray(headers).slice(-MAX_HISTORY)) {
+        const events = yield* Stream.runCollect(store.readRaw(summary.id, { from: header.seq, to: header.seq }))
+        for (const event of events) {
+          const text = (event.payload as { readonly text?: unknown }).text
+          if (typeof text === "string") texts.push(text)
+        }
       }
     }
-    return texts.slice(-500)
+    return texts.slice(-MAX_HISTORY)
   }).pipe(Effect.orElseSucceed(() => [] as Array<string>))
 
   /** Stops feeding the screen and releases the session (interrupting its turn, reason `user`). */
