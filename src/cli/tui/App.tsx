@@ -145,7 +145,8 @@ const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions
   const [showReasoning, setShowReasoning] = useState(false)
 
   const ctx = { screen, blobs: ui.blobs, now, showReasoning, width }
-  const done = finalPrefix(screen)
+  // a part whose diff is still loading is not printed yet (the printed part cannot change)
+  const done = finalPrefix(screen, (hash) => ui.blobs.has(hash))
   const printed = screen.items.slice(0, done)
   const live = screen.items.slice(done)
   const pending = pendingMessages(screen)

@@ -49,6 +49,9 @@ export interface InteractiveOptions {
 /** The signals the runtime (`NodeRuntime.runMain`) turns into an interrupt. */
 const handledSignals = ["SIGINT", "SIGTERM"] as const
 
+/** Clears the screen and its scrollback, cursor home: what was printed is drawn again after it. */
+const CLEAR = "\u001b[2J\u001b[3J\u001b[H"
+
 const PASTE_ON = "\u001b[?2004h"
 const PASTE_OFF = "\u001b[?2004l"
 
@@ -168,6 +171,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
 
   /** What drives the screen for one session: the fold and the fiber that feeds it. */
   let current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
+  /** the screen is on the terminal (a new session's screen then starts from a clear one) */
+  let mounted = false
 
   const loadBlobs = (folder: ScreenFolder) =>
     Effect.gen(function* () {
@@ -227,6 +232,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       )
       // the session is the one the keys act on before it is shown: a key pressed at once is not lost
       current = { id, feeder }
+      // another session's screen was printed: start from a clear screen
+      if (mounted) options.stdout.write(CLEAR)
       ui.set((s) => ({
         ...s,
         ...modelInfo(agent),
@@ -409,7 +416,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     closeOverlay: () => ui.set((s) => ({ ...s, overlay: undefined })),
     redraw: () => {
       // the printed part is drawn again from the start: what was printed at another width goes
-      options.stdout.write("\u001b[2J\u001b[3J\u001b[H")
+      options.stdout.write(CLEAR)
       ui.set((s) => ({ ...s, epoch: s.epoch + 1 }))
     }
   }
@@ -434,6 +441,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
       // bracketed paste: a pasted text arrives marked, so its line breaks do not send it
       options.stdout.write(PASTE_ON)
+      mounted = true
       return instance
     }),
     (instance) =>

@@ -229,8 +229,12 @@ const currentState = (projection: Folder, fallback: SessionState): SessionState 
 export const pendingMessages = (screen: Screen): ReadonlyArray<UserMessage> =>
   screen.session.messages.flatMap((m) => (m.role === "user" && !m.delivered ? [m] : []))
 
-/** Whether an item will not change any more (it can be printed once, above the live area). */
-export const isFinal = (screen: Screen, index: number): boolean => {
+/**
+ * Whether an item will not change any more (it can be printed once, above the live area). A tool
+ * part is final when its call ended and the contents of the files it changed are `loaded` (its diff
+ * can be drawn).
+ */
+export const isFinal = (screen: Screen, index: number, loaded: (hash: string) => boolean = () => true): boolean => {
   const item = screen.items[index]!
   switch (item.kind) {
     case "user":
@@ -242,14 +246,19 @@ export const isFinal = (screen: Screen, index: number): boolean => {
       return index < screen.items.length - 1 || screen.session.turn === null
     case "tool": {
       const part: ToolPart | undefined = screen.session.toolParts[item.callId]
-      return part !== undefined && isToolFinal(part.state)
+      if (part === undefined || !isToolFinal(part.state)) return false
+      return (screen.changes[item.callId] ?? []).every(
+        (change) =>
+          (change.beforeHash === undefined || loaded(change.beforeHash)) &&
+          (change.afterHash === undefined || loaded(change.afterHash))
+      )
     }
   }
 }
 
 /** How many items from the start are final: they go to the static (printed once) part of the screen. */
-export const finalPrefix = (screen: Screen): number => {
+export const finalPrefix = (screen: Screen, loaded?: (hash: string) => boolean): number => {
   let n = 0
-  while (n < screen.items.length && isFinal(screen, n)) n++
+  while (n < screen.items.length && isFinal(screen, n, loaded)) n++
   return n
 }
