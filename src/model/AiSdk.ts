@@ -7,21 +7,21 @@
  * retrying), and interrupting the stream aborts the HTTP request. Every `fullStream` part is mapped to
  * a `ModelEvent`; every failure to a `ModelError` whose message, body, headers and cause never contain
  * the API key (request headers are never copied, and the key's value is redacted from every string).
+ *
+ * The SDK is loaded when it is first needed, not with this module: `languageModel` imports the
+ * provider's package, `stream` the `ai` package (`loadSdk`). Only type imports of them are at the
+ * top, so the CLI's bundle keeps them in chunks of their own that `logbook --version` and the read
+ * commands never load (scripts/build.mjs).
  */
-import { createAnthropic } from "@ai-sdk/anthropic"
-import { createOpenAI } from "@ai-sdk/openai"
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
-import {
+import type {
   APICallError,
-  type JSONSchema7,
-  jsonSchema,
-  type LanguageModel,
-  type LanguageModelUsage,
-  type ModelMessage as SdkMessage,
-  type SystemModelMessage,
-  streamText,
-  type TextStreamPart,
-  type ToolSet
+  JSONSchema7,
+  LanguageModel,
+  LanguageModelUsage,
+  ModelMessage as SdkMessage,
+  SystemModelMessage,
+  TextStreamPart,
+  ToolSet
 } from "ai"
 import { Cause, Duration, Effect, Layer, Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
@@ -74,7 +74,30 @@ export const maxErrorBodyLength = 4096
 
 const providerName = (name: string): string => name.split("/")[0] || name
 
-/** Builds the SDK model, or says why it cannot be built (reason `config`). */
+// -----------------------------------------------------------------------------------------------
+// the SDK, loaded on first use
+// -----------------------------------------------------------------------------------------------
+
+/**
+ * Imports a package of the SDK; a failure (a broken install) is a `config` error, which `Retry`
+ * does not retry. Node's module map keeps a module once it has loaded, so only the first call of
+ * each package reads and evaluates it; later calls get the same module at once (as `Catalog.ts`
+ * loads its package).
+ */
+const loadSdk = <A>(specifier: string, load: () => Promise<A>): Effect.Effect<A, ModelError> =>
+  Effect.tryPromise({
+    try: load,
+    catch: (cause) =>
+      new ModelError({
+        reason: "config",
+        message: `cannot load the model SDK (${specifier}): ${errorMessage(cause)}; reinstall logbook`,
+        cause: describe(cause, (text) => text)
+      })
+  })
+
+const loadAi = loadSdk("ai", () => import("ai"))
+
+/** Builds the SDK model, or says why it cannot be built (reason `config`, before the SDK is loaded). */
 export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageModel, ModelError> =>
   Effect.suspend(() => {
     const provider = providerName(options.name)
@@ -89,7 +112,8 @@ export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageMode
       )
     switch (options.type) {
       case "openai-compatible": {
-        if (options.baseURL === undefined || options.baseURL === "") {
+        const url = options.baseURL
+        if (url === undefined || url === "") {
           return Effect.fail(
             new ModelError({
               reason: "config",
@@ -97,26 +121,35 @@ export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageMode
             })
           )
         }
-        const sdk = createOpenAICompatible({
-          name: provider,
-          baseURL: options.baseURL,
-          includeUsage: true,
-          ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-          ...headers
-        })
-        return Effect.succeed(sdk.chatModel(options.modelId))
+        return Effect.map(
+          loadSdk("@ai-sdk/openai-compatible", () => import("@ai-sdk/openai-compatible")),
+          ({ createOpenAICompatible }) =>
+            createOpenAICompatible({
+              name: provider,
+              baseURL: url,
+              includeUsage: true,
+              ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+              ...headers
+            }).chatModel(options.modelId)
+        )
       }
       case "openai": {
         // without a key the SDK would fall back to OPENAI_API_KEY; the config names the env var instead
-        if (options.apiKey === undefined || options.apiKey === "") return missingKey()
-        const sdk = createOpenAI({ name: provider, apiKey: options.apiKey, ...baseURL, ...headers })
-        // the Chat Completions API: our history carries no provider item ids (which the Responses API wants)
-        return Effect.succeed(sdk.chat(options.modelId))
+        const { apiKey } = options
+        if (apiKey === undefined || apiKey === "") return missingKey()
+        return Effect.map(
+          loadSdk("@ai-sdk/openai", () => import("@ai-sdk/openai")),
+          // the Chat Completions API: our history carries no provider item ids (which the Responses API wants)
+          ({ createOpenAI }) => createOpenAI({ name: provider, apiKey, ...baseURL, ...headers }).chat(options.modelId)
+        )
       }
       case "anthropic": {
-        if (options.apiKey === undefined || options.apiKey === "") return missingKey()
-        const sdk = createAnthropic({ apiKey: options.apiKey, ...baseURL, ...headers })
-        return Effect.succeed(sdk.languageModel(options.modelId))
+        const { apiKey } = options
+        if (apiKey === undefined || apiKey === "") return missingKey()
+        return Effect.map(
+          loadSdk("@ai-sdk/anthropic", () => import("@ai-sdk/anthropic")),
+          ({ createAnthropic }) => createAnthropic({ apiKey, ...baseURL, ...headers }).languageModel(options.modelId)
+        )
       }
     }
   })
@@ -266,8 +299,11 @@ export const toSdkPrompt = (
   return { system: { role: "system", content: request.system, providerOptions: ephemeral }, messages }
 }
 
-/** Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools). */
-export const toSdkTools = (tools: ReadonlyArray<ModelTool>): ToolSet =>
+/**
+ * Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools).
+ * `jsonSchema` is the `ai` package's (loaded by the caller).
+ */
+export const toSdkTools = (tools: ReadonlyArray<ModelTool>, jsonSchema: typeof import("ai").jsonSchema): ToolSet =>
   Object.fromEntries(
     tools.map((tool) => [
       tool.name,
@@ -352,6 +388,14 @@ const isConnectionError = (error: unknown): boolean =>
     return e instanceof TypeError && /^(terminated|fetch failed)$/i.test(e.message)
   })
 
+/**
+ * `APICallError.isInstance` of the SDK, without loading it: the SDK marks its errors with a global
+ * symbol (`Symbol.for`), which is what its own `isInstance` checks, so that copies of the package agree.
+ */
+const apiCallErrorMarker = Symbol.for("vercel.ai.error.AI_APICallError")
+const isApiCallError = (error: unknown): error is APICallError =>
+  typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[apiCallErrorMarker] === true
+
 const isNamed = (error: unknown, name: string): boolean =>
   typeof error === "object" && error !== null && (error as { name?: unknown }).name === name
 
@@ -406,7 +450,7 @@ export const toModelError = (
     })
   }
 
-  if (APICallError.isInstance(error)) {
+  if (isApiCallError(error)) {
     if (error.statusCode !== undefined && error.statusCode >= 200 && error.statusCode < 300) {
       // the SDK wraps a failure while reading a successful response ("Failed to process successful response")
       return isConnectionError(error)
@@ -650,6 +694,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
     Stream.unwrapScoped(
       Effect.gen(function* () {
         const model = yield* languageModel(options)
+        const { jsonSchema, streamText } = yield* loadAi
         const state: MapState = { started: false, finished: false, inputText: new Map() }
         const controller = yield* Effect.acquireRelease(
           Effect.sync(() => new AbortController()),
@@ -670,7 +715,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
               model,
               ...prompt,
               ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as never }),
-              ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools) }),
+              ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools, jsonSchema) }),
               ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
               maxRetries: 0,
               abortSignal: controller.signal,
