@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The `logbook` executable: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
  * Each command opens the store it needs (the database path comes from its flags), so this entry
@@ -6,6 +7,11 @@
  * The exit code comes from the program (0 done, 1 failed, 2 usage or config error); an interrupt
  * (SIGINT, SIGTERM) gives 130 and a defect 1. Errors are printed by the program as one sentence,
  * so the runtime's own error reporting is off.
+ *
+ * The shebang above is the bundle's (scripts/build.mjs keeps it first in dist/bin.js only). What this
+ * file imports statically is read at every start; heavy parts that only some commands need (the
+ * model SDKs, the model catalog, the interactive screen) are loaded with `import()` where they are
+ * used, so `logbook --version` and the read commands start without them.
  */
 
 import type { Teardown } from "@effect/platform/Runtime"
