@@ -5,7 +5,9 @@
  *
  * - ESM, platform node, target node20, minified, linked source maps.
  * - The CLI bundles everything (effect, @effect/*, the model SDKs) for a fast cold start, except
- *   native modules: `better-sqlite3` loads a `.node` addon and must stay a runtime import.
+ *   native modules: `better-sqlite3` loads a `.node` addon and must stay a runtime import. In the
+ *   CLI it is loaded when the first database is opened, not at start (`lazyNativePlugin`), so
+ *   `--version`, `help` and `config` do not read its JavaScript.
  * - Code splitting: what src/bin.ts imports statically is dist/bin.js (plus any chunk it shares with
  *   a lazy part); each dynamic `import()` (the model SDKs in src/model/AiSdk.ts, the model catalog in
  *   src/model/Catalog.ts, the interactive screen) is a chunk in dist/chunks/ that is only read when
@@ -17,8 +19,9 @@
  *   `require` for Node built-ins, and a module-scoped `require` must be in each file whose code may
  *   call it; in the others it costs one `createRequire` call).
  * - dist/bundle.json describes the CLI's files, from esbuild's metafile: for each JavaScript file its
- *   size, its static and dynamic imports, the external packages it imports (`externals`) and the npm
- *   packages whose code it holds (`packages`). The start-up tests use it to know which chunk holds the SDK (test/cli/lazyLoad.test.ts).
+ *   size, its static and dynamic imports, the external packages it imports (`externals`) or loads on
+ *   first use (`lazyExternals`) and the npm packages whose code it holds (`packages`). The start-up
+ *   tests use it to tell which files hold the SDK (test/cli/startup.test.ts).
  * - The library bundle keeps every package external: a program that embeds logbook brings its own
  *   `effect`, and two copies of effect in one process break its runtime. It is one file.
  * - The version is injected from package.json as `__LOGBOOK_VERSION__`.
@@ -60,6 +63,38 @@ const stubDevtools = {
     build.onLoad({ filter: /.*/, namespace: "stub" }, () => ({
       contents: "export default { initialize() {}, connectToDevTools() {} }",
       loader: "js"
+    }))
+  }
+}
+
+/**
+ * In the CLI, each native external is a stand-in module whose default export loads the real package
+ * (with `require`) the first time it is constructed, called or read: `new Database(file)` of
+ * better-sqlite3 (in src/store/Sqlite.ts and @effect/sql-sqlite-node) then works as before, but a
+ * command that opens no database never loads it. Only a default export is provided: a named import
+ * of such a package fails the build rather than behaving differently.
+ * @type {import("esbuild").Plugin}
+ */
+const lazyNativePlugin = {
+  name: "logbook-lazy-native",
+  setup(build) {
+    // npm names: nothing in them but `.` means more in a regular expression, and it only widens the match
+    const filter = new RegExp(`^(${nativeExternals.join("|")})$`)
+    build.onResolve({ filter }, (args) => ({ path: args.path, namespace: "lazy-native" }))
+    build.onLoad({ filter: /.*/, namespace: "lazy-native" }, (args) => ({
+      loader: "js",
+      contents: [
+        'import { createRequire } from "node:module";',
+        "let loaded;",
+        `const real = () => (loaded ??= createRequire(import.meta.url)(${JSON.stringify(args.path)}));`,
+        "const lazy = new Proxy(function lazyNative() {}, {",
+        "  construct: (_, args, newTarget) => Reflect.construct(real(), args, newTarget === lazy ? real() : newTarget),",
+        "  apply: (_, self, args) => Reflect.apply(real(), self, args),",
+        "  get: (_, key) => Reflect.get(real(), key),",
+        "  has: (_, key) => Reflect.has(real(), key)",
+        "});",
+        "export default lazy;"
+      ].join("\n")
     }))
   }
 }
@@ -120,6 +155,9 @@ const describeFiles = (metafile, root, outdir) => {
       const name = packageOf(input)
       if (name !== undefined) packages.add(name)
     }
+    const lazyExternals = Object.keys(output.inputs)
+      .filter((input) => input.startsWith("lazy-native:"))
+      .map((input) => input.slice("lazy-native:".length))
     const internal = (kind) =>
       output.imports.filter((i) => i.kind === kind && i.external !== true).map((i) => inDist(i.path))
     files[inDist(path)] = {
@@ -129,6 +167,7 @@ const describeFiles = (metafile, root, outdir) => {
       externals: [
         ...new Set(output.imports.filter((i) => i.external === true && !i.path.startsWith("node:")).map((i) => i.path))
       ],
+      lazyExternals,
       packages: [...packages].sort()
     }
   }
@@ -200,8 +239,7 @@ const buildInto = async ({ root, outdir, dist, pkg, clean }) => {
     splitting: true,
     entryNames: "[name]",
     chunkNames: `${chunksDir}/[name]-[hash]`,
-    external: nativeExternals,
-    plugins: [stubDevtools],
+    plugins: [lazyNativePlugin, stubDevtools],
     // the shebang is src/bin.ts's own first line, which esbuild puts before the banner
     banner: { js: requireBanner },
     minify: true,

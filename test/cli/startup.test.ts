@@ -27,6 +27,7 @@ interface BundleFile {
   readonly imports: ReadonlyArray<string>
   readonly dynamicImports: ReadonlyArray<string>
   readonly externals: ReadonlyArray<string>
+  readonly lazyExternals: ReadonlyArray<string>
   readonly packages: ReadonlyArray<string>
 }
 
@@ -101,6 +102,14 @@ describe("the bundle (dist/bundle.json)", () => {
     for (const name of Object.keys(bundle.files)) expect(fs.existsSync(path.join(dist, name))).toBe(true)
   })
 
+  it("leaves better-sqlite3 out of the bundle, to be loaded on first use", () => {
+    for (const file of Object.values(bundle.files)) {
+      expect(file.packages).not.toContain("better-sqlite3")
+      expect(file.externals).not.toContain("better-sqlite3")
+    }
+    expect(Object.values(bundle.files).some((file) => file.lazyExternals.includes("better-sqlite3"))).toBe(true)
+  })
+
   it("puts a shebang on bin.js only", () => {
     for (const name of Object.keys(bundle.files)) {
       const text = fs.readFileSync(path.join(dist, name), "utf8")
@@ -110,27 +119,28 @@ describe("the bundle (dist/bundle.json)", () => {
 })
 
 describe("what a command loads (the built binary, with the load recorder)", () => {
-  const expectLean = (loaded: Loaded) => {
+  const expectLean = (loaded: Loaded, options: { readonly sqlite: boolean }) => {
     // the recorder saw the start (else every "not loaded" below would hold trivially)
     expect(loaded.files.has("bin.js")).toBe(true)
     expect(intersect(loaded.files, sdkFiles)).toEqual([])
     expect(intersect(loaded.files, catalogFiles)).toEqual([])
     expect([...loaded.packages].filter(isSdk)).toEqual([])
+    expect(loaded.packages.has("better-sqlite3")).toBe(options.sqlite)
   }
 
   it.each([[["--version"]], [["--help"]], [["help"]], [["help", "run"]], [["sessions", "list"]], [["config"]]])(
-    "%j loads neither the SDK nor the catalog",
+    "%j loads neither the SDK, the catalog nor better-sqlite3",
     async (args) => {
       // a fresh HOME and cwd: no database at the default place, no config naming a model
       const { result, loaded } = await runRecorded(args, { cwd: scratchDir(), env: { HOME: scratchDir() } })
       expect(result.stderr).toBe("")
       expect(result.code).toBe(0)
-      expectLean(loaded)
+      expectLean(loaded, { sqlite: false })
     }
   )
 
   it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]]])(
-    "%j on a database loads neither the SDK nor the catalog",
+    "%j on a database loads better-sqlite3, and neither the SDK nor the catalog",
     async (args) => {
       const db = scratchDb()
       await seed(db, [{ id: "s1", events: sampleSession() }])
@@ -138,7 +148,7 @@ describe("what a command loads (the built binary, with the load recorder)", () =
       expect(result.stderr).toBe("")
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("Fix the failing test")
-      expectLean(loaded)
+      expectLean(loaded, { sqlite: true })
     }
   )
 
@@ -169,5 +179,6 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     expect(loadedHolding("@ai-sdk/openai-compatible").length).toBeGreaterThan(0)
     expect(loadedHolding("@ai-sdk/anthropic")).toEqual([])
     expect(loadedHolding("@ai-sdk/openai")).toEqual([])
+    expect(loaded.packages.has("better-sqlite3")).toBe(true)
   })
 })
