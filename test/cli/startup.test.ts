@@ -1,7 +1,8 @@
 /**
  * Start-up: what each command of the built binary loads. `logbook --version`, `help` and the read
- * commands must not load the model SDKs (`ai`, `@ai-sdk/*` and zod, which only they use), nor the
- * model catalog, and the commands that open no database must not load better-sqlite3.
+ * commands must not load the model SDKs (`ai`, `@ai-sdk/*` and zod, which only they use), the
+ * model catalog or the interactive screen (ink, React), and the commands that open no database
+ * must not load better-sqlite3.
  *
  * How it is told: dist/bundle.json (written by scripts/build.mjs from esbuild's metafile) names, for
  * each file of the bundle, the npm packages whose code it holds; `test/support/loadRecorder.mjs`
@@ -46,6 +47,7 @@ const holding = (matches: (pkg: string) => boolean): ReadonlySet<string> =>
 const isSdk = (pkg: string) => pkg === "ai" || pkg.startsWith("@ai-sdk/") || pkg === "zod"
 const sdkFiles = holding(isSdk)
 const catalogFiles = holding((pkg) => pkg === "@pydantic/genai-prices")
+const screenFiles = holding((pkg) => pkg === "ink" || pkg === "react")
 
 /** bin.js and every file it imports statically, transitively: what any start reads. */
 const staticClosure = (): ReadonlySet<string> => {
@@ -92,13 +94,15 @@ const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
 describe("the bundle (dist/bundle.json)", () => {
-  it("keeps the model SDKs and the catalog in chunks that bin.js does not import statically", () => {
+  it("keeps the model SDKs, the catalog and the interactive screen in chunks that bin.js does not import statically", () => {
     expect(sdkFiles.size).toBeGreaterThan(0)
     expect(catalogFiles.size).toBeGreaterThan(0)
+    expect(screenFiles.size).toBeGreaterThan(0)
     const closure = staticClosure()
     expect(closure.has("bin.js")).toBe(true)
     expect(intersect(closure, sdkFiles)).toEqual([])
     expect(intersect(closure, catalogFiles)).toEqual([])
+    expect(intersect(closure, screenFiles)).toEqual([])
     for (const name of Object.keys(bundle.files)) expect(fs.existsSync(path.join(dist, name))).toBe(true)
   })
 
@@ -124,12 +128,13 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     expect(loaded.files.has("bin.js")).toBe(true)
     expect(intersect(loaded.files, sdkFiles)).toEqual([])
     expect(intersect(loaded.files, catalogFiles)).toEqual([])
+    expect(intersect(loaded.files, screenFiles)).toEqual([])
     expect([...loaded.packages].filter(isSdk)).toEqual([])
     expect(loaded.packages.has("better-sqlite3")).toBe(options.sqlite)
   }
 
   it.each([[["--version"]], [["--help"]], [["help"]], [["help", "run"]], [["sessions", "list"]], [["config"]]])(
-    "%j loads neither the SDK, the catalog nor better-sqlite3",
+    "%j loads neither the SDK, the catalog, the screen nor better-sqlite3",
     async (args) => {
       // a fresh HOME and cwd: no database at the default place, no config naming a model
       const { result, loaded } = await runRecorded(args, { cwd: scratchDir(), env: { HOME: scratchDir() } })
@@ -140,7 +145,7 @@ describe("what a command loads (the built binary, with the load recorder)", () =
   )
 
   it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]]])(
-    "%j on a database loads better-sqlite3, and neither the SDK nor the catalog",
+    "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
     async (args) => {
       const db = scratchDb()
       await seed(db, [{ id: "s1", events: sampleSession() }])
@@ -162,7 +167,7 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     expect(intersect(loaded.files, sdkFiles)).toEqual([])
   })
 
-  it("run loads the SDK: ai and the provider it uses (openai-compatible), not the others", async () => {
+  it("run loads the SDK: ai and the provider it uses (openai-compatible), not the others, nor the screen", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     server.enqueue(Reply.text("Hello there.", { usage: { prompt_tokens: 10, completion_tokens: 3 } }))
@@ -179,6 +184,8 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     expect(loadedHolding("@ai-sdk/openai-compatible").length).toBeGreaterThan(0)
     expect(loadedHolding("@ai-sdk/anthropic")).toEqual([])
     expect(loadedHolding("@ai-sdk/openai")).toEqual([])
+    // the screen is the interactive session's, not run's
+    expect(intersect(loaded.files, screenFiles)).toEqual([])
     expect(loaded.packages.has("better-sqlite3")).toBe(true)
   })
 })
