@@ -4,8 +4,10 @@
  * result (e.g. restore and the full fold disagree).
  *
  *   npm run bench                               all of them
- *   npm run bench -- restore                    one (or several): append, restore, coldstart, kernel, grep
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep
  *   npm run bench -- --quick                    small sizes, to check that everything runs
+ *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
+ *                                               time its start-up in the same rounds (before / after)
  *   npm run bench -- --write docs/benchmarks.md also put the figures into that file, between
  *                                               the `<!-- bench:begin -->` / `<!-- bench:end -->` lines
  *
@@ -19,8 +21,9 @@ import { benchColdStart, type ColdStartResult } from "./coldstart.js"
 import { benchGrep, type GrepResult, RIPGREP_MIN_FILES } from "./grep.js"
 import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
+import { benchStartup, type StartupResult } from "./startup.js"
 
-const NAMES = ["append", "restore", "coldstart", "kernel", "grep"] as const
+const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -30,24 +33,30 @@ interface Args {
   readonly names: ReadonlyArray<Name>
   readonly quick: boolean
   readonly write: string | undefined
+  readonly baseline: string | undefined
 }
 
-const usage = `usage: npm run bench -- [append] [restore] [coldstart] [kernel] [grep] [--quick] [--write FILE]`
+const usage =
+  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
   let quick = false
   let write: string | undefined
+  let baseline: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (arg === "--quick") quick = true
     else if (arg === "--write") {
       write = argv[++i]
       if (write === undefined) throw new Error(`--write needs a file\n${usage}`)
+    } else if (arg === "--baseline") {
+      baseline = argv[++i]
+      if (baseline === undefined) throw new Error(`--baseline needs a git ref\n${usage}`)
     } else if ((NAMES as ReadonlyArray<string>).includes(arg)) names.push(arg as Name)
     else throw new Error(`unknown argument "${arg}"\n${usage}`)
   }
-  return { names: names.length > 0 ? names : NAMES, quick, write }
+  return { names: names.length > 0 ? names : NAMES, quick, write, baseline }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,6 +256,104 @@ const coldMarkdown = (c: ColdStartResult): string =>
     )
   ].join("\n")
 
+const startupRows = (r: StartupResult): Array<Row> => {
+  const rows: Array<Row> = r.rows.map((row) => ({
+    figure:
+      `start-up: \`${row.name}\` (${ms(row.after.medianMs)} ms) / \`node -e 0\` (${ms(r.node.medianMs)} ms)` +
+      (row.before === undefined ? "" : `; before (${r.baseline?.ref}): ${ratio(row.before.ratio)}`),
+    value: ratio(row.after.ratio),
+    goal: "(none: reported)",
+    result: "(reported)"
+  }))
+  const frames = r.firstFrame
+  if (typeof frames === "string") {
+    rows.push({ figure: "first frame", value: "-", goal: "(skipped)", result: frames })
+    return rows
+  }
+  const [base, ...others] = frames
+  for (const row of others) {
+    rows.push({
+      figure:
+        `first frame: ${row.name} (${ms(row.timing.medianMs)} ms) / ${base!.name} (${ms(base!.timing.medianMs)} ms)` +
+        (row.before === undefined ? "" : `; before (${r.baseline?.ref}): ${ratio(row.before.ratio)}`),
+      value: ratio(row.ratio),
+      goal: "(none: reported)",
+      result: "(reported)"
+    })
+  }
+  return rows
+}
+
+const startupMarkdown = (r: StartupResult): string => {
+  const b = r.baseline
+  const header = ["command", "median ms", "p90 ms", "/ `node -e 0`"]
+  if (b !== undefined) header.push(`before: median ms`, "before: p90 ms", "before: / `node -e 0`", "after / before")
+  const cell = (row: StartupResult["rows"][number]) => {
+    const cells = [`\`${row.name}\``, ms(row.after.medianMs), ms(row.after.p90Ms), `**${ratio(row.after.ratio)}**`]
+    if (row.before !== undefined) {
+      cells.push(
+        ms(row.before.medianMs),
+        ms(row.before.p90Ms),
+        ratio(row.before.ratio),
+        ratio(row.after.medianMs / row.before.medianMs)
+      )
+    }
+    return cells
+  }
+  const nodeRow = ["`node -e 0`", ms(r.node.medianMs), ms(r.node.p90Ms), "1"]
+  if (b !== undefined) nodeRow.push("(same)", "", "", "")
+  const lines = [
+    `### Start-up (${r.runs} spawns of each, round-robin, the order rotating each round, after 2 warm-ups; medians and p90s)`,
+    "",
+    `Each command runs with an empty HOME in an empty directory (no config, no database at the default place); ` +
+      "the empty database is a fresh logbook file with no sessions. What a start reads: " +
+      `${bytes(r.startBytes)} (bin.js and its static imports)` +
+      (b === undefined
+        ? "."
+        : `; the baseline, \`${b.ref}\` (${b.commit.slice(0, 7)}), built from git in a temporary directory: ${bytes(b.bundleBytes)}.`),
+    "",
+    table(header, [nodeRow, ...r.rows.map(cell)])
+  ]
+  lines.push("", `#### Time to the first frame (tmux, 100×30, ${r.firstFrameRuns} runs of each after 1 warm-up)`, "")
+  if (typeof r.firstFrame === "string") {
+    lines.push(`Skipped: ${r.firstFrame}.`)
+  } else {
+    lines.push(
+      "From starting the command in a new tmux terminal until its marker text is on the screen (`capture-pane -p` " +
+        "every 5 ms), over node printing a line in the same kind of terminal. The interactive screen: `logbook` in a " +
+        "workspace whose config names an openai-compatible model, with a database of its own, until the status line " +
+        "shows (`INTERACTIVE_READY`); other cases go in `firstFrameCases` (bench/startup.ts).",
+      "",
+      table(
+        [
+          "case",
+          "median ms",
+          "p90 ms",
+          "/ node",
+          ...(b === undefined ? [] : ["before: median ms", "before: p90 ms", "before: / node", "after / before"])
+        ],
+        r.firstFrame.map((row, i) => [
+          row.name,
+          ms(row.timing.medianMs),
+          ms(row.timing.p90Ms),
+          i === 0 ? "1" : `**${ratio(row.ratio)}**`,
+          ...(b === undefined
+            ? []
+            : row.before === undefined
+              ? ["(same)", "", "", ""]
+              : [
+                  ms(row.before.medianMs),
+                  ms(row.before.p90Ms),
+                  ratio(row.before.ratio),
+                  ratio(row.timing.medianMs / row.before.medianMs)
+                ])
+        ])
+      )
+    )
+  }
+  return lines.join("\n")
+}
+
 const KERNEL_GOAL = 2
 
 const kernelRows = (k: KernelResult): Array<Row> => [
@@ -445,6 +552,21 @@ const main = async () => {
         const r = await benchGrep(sub, { quick: args.quick, log: console.log })
         rows.push(...grepRows(r))
         sections.push(grepMarkdown(r))
+      } else if (name === "startup") {
+        const runs = args.quick ? 4 : 20
+        console.log(
+          `\nstartup: ${runs} spawns of each command, round-robin${args.baseline === undefined ? "" : `, beside ${args.baseline}`} …`
+        )
+        const sub = fs.mkdtempSync(path.join(dir, "startup-"))
+        const r = await benchStartup({
+          dir: sub,
+          runs,
+          firstFrameRuns: args.quick ? 3 : 10,
+          baseline: args.baseline,
+          log: console.log
+        })
+        rows.push(...startupRows(r))
+        sections.push(startupMarkdown(r))
       } else {
         const runs = args.quick ? 6 : 20
         console.log(`\ncoldstart: ${runs} spawns of each, alternated …`)

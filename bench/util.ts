@@ -9,6 +9,13 @@ export const median = (xs: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** The `p`th percentile (0–100) by the nearest-rank method: the smallest value with at least p% of them at or below it. */
+export const percentile = (xs: ReadonlyArray<number>, p: number): number => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length))
+  return sorted[rank - 1]!
+}
+
 /** A full GC before a timed run when node runs with `--expose-gc` (as `npm run bench` does). */
 export const gc = (): void => {
   ;(globalThis as { gc?: () => void }).gc?.()
