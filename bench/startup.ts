@@ -107,7 +107,7 @@ const makeEmptyDb = (file: string): Promise<void> =>
   Effect.runPromise(Effect.void.pipe(Effect.provide(EventStore.layerSqlite({ filename: file }))))
 
 /** bin.js plus the files it imports statically, from dist/bundle.json (bin.js alone when there is none). */
-const startBytes = (dist: string): number => {
+export const startBytes = (dist: string): number => {
   const manifestFile = path.join(dist, "bundle.json")
   if (!fs.existsSync(manifestFile)) return fs.statSync(path.join(dist, "bin.js")).size
   const files = (
