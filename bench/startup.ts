@@ -165,7 +165,7 @@ const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`
  * `marker` is on its screen, in ms: what a user waits for the first frame. The screen is read with
  * `capture-pane -p` every `pollMs` (so the figure is late by up to that, plus one capture); the
  * terminal stays open after the command exits (so a command that prints and exits can be timed too)
- * and is closed at the end. Throws after `timeoutMs` with the screen as it was.
+ * and is closed at the end (its server killed, its socket file removed). Throws after `timeoutMs` with the screen as it was.
  */
 export const timeToFirstFrame = async (
   command: ReadonlyArray<string>,
@@ -195,7 +195,10 @@ export const timeToFirstFrame = async (
       await new Promise((resolve) => setTimeout(resolve, pollMs))
     }
   } finally {
+    // the server leaves its socket file behind: remove it too
+    const socketPath = tmux("display-message", "-p", "#{socket_path}").stdout?.trim()
     tmux("kill-server")
+    if (socketPath !== undefined && socketPath !== "") fs.rmSync(socketPath, { force: true })
   }
 }
 
