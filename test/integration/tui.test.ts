@@ -26,7 +26,7 @@ import {
 } from "./support.js"
 
 /** an SGR sequence that sets a colour */
-const COLOUR = /\u001b\[(?:[0-9;]*;)?(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9;]*)?m/
+const COLOUR = new RegExp(`${String.fromCharCode(27)}\\[(?:[0-9;]*;)?(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9;]*)?m`)
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())

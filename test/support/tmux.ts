@@ -104,6 +104,9 @@ export const runInTmux = (
       ),
     close: () => {
       spawnSync("tmux", ["-L", socket, "kill-server"], { env })
+      // the server's socket file stays behind it
+      const uid = process.getuid?.() ?? 0
+      fs.rmSync(path.join(env.TMUX_TMPDIR ?? "/tmp", `tmux-${uid}`, socket), { force: true })
     },
     visible: (visibleOptions = {}) =>
       tmux("capture-pane", "-p", ...(visibleOptions.escapes === true ? ["-e"] : []), "-t", "main"),
