@@ -330,6 +330,20 @@ export const untilFrame = async (m: Mounted, check: (frame: string) => boolean, 
 export const untilShown = (m: Mounted, text: string): Promise<string> =>
   untilFrame(m, (frame) => frame.includes(text), JSON.stringify(text))
 
+/**
+ * The screen's clock (elapsed times, countdowns: `Date.now()`), fixed at `at` until `set` moves it.
+ * Only `Date.now` is replaced: vitest's fake timers would also move it on every `vi.waitFor` poll.
+ */
+export const fixClock = (at: number): { readonly set: (ms: number) => void } => {
+  let now = at
+  vi.spyOn(Date, "now").mockImplementation(() => now)
+  return {
+    set: (ms) => {
+      now = ms
+    }
+  }
+}
+
 /** Runs `f` with chalk at `level` (Ink colours through chalk, which sees no terminal under vitest). */
 export const withChalkLevel = async <A,>(level: 0 | 1 | 2 | 3, f: () => A | Promise<A>): Promise<A> => {
   const before = chalk.level
