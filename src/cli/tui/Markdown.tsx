@@ -95,7 +95,10 @@ const Block = ({ token }: { readonly token: Token }): React.ReactNode => {
         <Box flexDirection="column">
           {list.items.map((item, i) => (
             <Box key={i}>
-              <Text>{list.ordered ? `${start + i}. ` : item.task ? (item.checked ? "[x] " : "[ ] ") : "• "}</Text>
+              {/* the marker keeps its width: a Text shrinks, and the item's lines then overflow the terminal */}
+              <Box flexShrink={0}>
+                <Text>{list.ordered ? `${start + i}. ` : item.task ? (item.checked ? "[x] " : "[ ] ") : "• "}</Text>
+              </Box>
               <Box flexDirection="column" flexShrink={1}>
                 {item.tokens.map((t, j) => (
                   <Block key={j} token={t} />

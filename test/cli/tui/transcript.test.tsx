@@ -372,6 +372,65 @@ describe("colours", () => {
   })
 })
 
+describe("80 columns", () => {
+  it("no line of the frame is wider than the terminal, whatever the content", async () => {
+    const long = "word ".repeat(60)
+    const log = new Log().created().startTurn(long)
+    log.reasoning(long)
+    log.text(`${long}\n\n\`\`\`\n${"x".repeat(200)}\n\`\`\`\n\n- ${long}\n\n> ${long}\n`)
+    log.add("tool.invoked", {
+      messageId: mid("a1"),
+      callId: cid("c1"),
+      tool: "bash",
+      input: { command: `grep -rn ${"pattern".repeat(30)} src` }
+    })
+    log.add("tool.progress", { callId: cid("c1"), output: `${"p".repeat(300)}\n${"q ".repeat(150)}` })
+    log.add("tool.invoked", {
+      messageId: mid("a1"),
+      callId: cid("c2"),
+      tool: "edit",
+      input: { path: `src/${"d/".repeat(60)}f.ts` }
+    })
+    log.add("file.changed", {
+      path: `src/${"d/".repeat(60)}f.ts`,
+      op: "update",
+      beforeHash: "b",
+      afterHash: "a",
+      callId: cid("c2")
+    })
+    log.add("tool.failed", { callId: cid("c2"), error: `failed: ${"e".repeat(300)}` })
+    log.add("user.message", { messageId: mid("s1"), text: long, mode: "steer" })
+    log.add("user.message", { messageId: mid("q1"), text: long, mode: "queue" })
+    log.add("model.error", { message: long, retryable: true })
+    log.add("session.status", { status: { _tag: "retry", attempt: 3, nextAt: log.now + 9_000, message: long } })
+    clock.set(log.now)
+    const ui = uiState(fold(log.all()), {
+      blobs: new Map([
+        ["b", `${"old ".repeat(50)}\n`],
+        ["a", `${"new ".repeat(50)}\n`]
+      ]),
+      model: `provider/${"m".repeat(100)}`,
+      flash: { tone: "info", text: long },
+      history: [long]
+    })
+    const m = show(ui, { columns: 80 })
+    await untilShown(m, "retry 3/8")
+    await press(m, "typed ".repeat(30))
+    await untilShown(m, "typed")
+    const frame = m.frame()
+    expect(lines(frame).filter((l) => Array.from(l).length > 80)).toEqual([])
+    // a list item's lines wrap under its text, not under its marker
+    const item = lines(frame).indexOf(lineWith(frame, "• word"))
+    expect(lines(frame).slice(item + 1, item + 4)).toEqual([
+      expect.stringMatching(/^ {2}word/),
+      expect.stringMatching(/^ {2}word/),
+      expect.stringMatching(/^ {2}word/)
+    ])
+    expect(frame).toContain("╰") // the prompt's box is drawn
+    expect(lines(frame).at(-1)).toMatch(/^retry 3\/8 in 9s: (word )+/)
+  })
+})
+
 describe("control characters never reach the terminal", () => {
   const hostile = [
     "\u001b[2J\u001b[3J\u001b[H", // clear the screen and the scrollback
