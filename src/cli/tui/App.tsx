@@ -454,8 +454,9 @@ const OverlayView = ({
     if (key.home) return setAt(() => 0)
     if (key.end) return setAt(() => last)
     if (key.return) {
-      if (overlay.kind === "sessions" && overlay.rows[at] !== undefined)
-        return actions.openSession(overlay.rows[at]!.id)
+      // the row the keys before it chose, also in the same read (not the one last drawn)
+      const chosen = overlay.kind === "sessions" ? overlay.rows[atRef.current] : undefined
+      if (chosen !== undefined) return actions.openSession(chosen.id)
       return actions.closeOverlay()
     }
     return undefined

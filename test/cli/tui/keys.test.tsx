@@ -335,6 +335,78 @@ describe("an approval question", () => {
   })
 })
 
+/**
+ * A terminal hands over what it has: keys typed while the screen was busy drawing, or sent by a
+ * program (tmux send-keys), arrive in one read. Ink splits them into keys and calls the handler once
+ * for each, synchronously — before the handler of the render the previous key caused is subscribed.
+ */
+describe("several keys in one read", () => {
+  it("Down Down Enter answers the choice they selected (reject), not the first one (allow once)", async () => {
+    const m = show(
+      busy({
+        approval: {
+          sessionId: SID,
+          permissionId: "p1",
+          callId: cid("c1"),
+          tool: "bash",
+          subject: "rm -rf /",
+          outside: false,
+          rule: undefined,
+          reason: "needs approval"
+        }
+      })
+    )
+    await untilShown(m, "Allow bash?")
+    m.write(`${keys.down}${keys.down}${keys.enter}`)
+    await untilFrame(m, () => m.actions.answer.mock.calls.length > 0, "an answer")
+    expect(m.actions.answer.mock.calls).toEqual([["reject"]])
+  })
+
+  it("text then Alt+Enter queues the text", async () => {
+    const m = show(busy())
+    await untilShown(m, BUSY_HINT)
+    m.write(`run the tests${keys.altEnter}`)
+    await untilFrame(m, () => m.actions.submit.mock.calls.length > 0, "a message")
+    expect(m.actions.submit.mock.calls).toEqual([["run the tests", "queue"]])
+    expect(m.frame()).toContain(BUSY_HINT)
+  })
+
+  it("text, Left, more text: nothing typed is lost", async () => {
+    const m = show(idle())
+    await untilShown(m, IDLE_HINT)
+    m.write(`helo${keys.left}l${keys.right}!`)
+    await untilFrame(m, (f) => promptLines(f)[0] === "› hello!", "hello!")
+  })
+
+  it("a pasted text that holds escape sequences arrives whole", async () => {
+    const m = show(idle())
+    await untilShown(m, IDLE_HINT)
+    m.write(keys.paste("first \u001b[2Jsecond \u001b]0;title\u0007third"))
+    // Ink splits the paste at each escape and drops the ESC: what is left of a sequence stays as text
+    await untilFrame(m, (f) => promptLines(f)[0]?.endsWith("third") === true, "the end of the paste")
+    expect(promptLines(m.frame())[0]).toMatch(/^› first .*second .*third$/)
+    expect(m.actions.submit).not.toHaveBeenCalled()
+  })
+
+  it("Down Enter in the sessions picker opens the second session", async () => {
+    const m = show(
+      idle({
+        overlay: {
+          kind: "sessions",
+          rows: [
+            { id: "01JSESSIONA", label: "first" },
+            { id: "01JSESSIONB", label: "second" }
+          ]
+        }
+      })
+    )
+    await untilShown(m, "second")
+    m.write(`${keys.down}${keys.enter}`)
+    await untilFrame(m, () => m.actions.openSession.mock.calls.length > 0, "a session opened")
+    expect(m.actions.openSession.mock.calls).toEqual([["01JSESSIONB"]])
+  })
+})
+
 describe("overlays", () => {
   const sessions: Overlay = {
     kind: "sessions",

@@ -514,4 +514,14 @@ describe("control characters never reach the terminal", () => {
         expect(m.frame()).toContain(text)
     })
   })
+
+  it("typed or pasted into the prompt", async () => {
+    await withChalkLevel(0, async () => {
+      const m = show(uiState(fold(new Log().created().all())))
+      await untilShown(m, "Ask the agent")
+      await press(m, "abc", keys.paste(`x${hostile}y`))
+      await untilFrame(m, (f) => /› abcx.*y/.test(f), "the paste in the prompt")
+      expect(m.raw()).not.toMatch(CONTROL)
+    })
+  })
 })
