@@ -268,7 +268,8 @@ const Prompt = ({
       return setQuitArmed(true)
     }
     if (quitArmed) setQuitArmed(false)
-    if (key.escape && !active) return undefined
+    // an overlay takes Esc (it closes it); a question does not (it says "Esc interrupts")
+    if (key.escape && ui.overlay !== undefined) return undefined
     if (key.escape) return busy ? actions.interrupt() : undefined
     if (!active) return undefined
     if (key.ctrl && input === "d") return editor.text === "" ? actions.quit() : setEditor(Editor.deleteForward)

@@ -326,6 +326,15 @@ describe("an approval question", () => {
     expect(m.actions.answer).toHaveBeenCalledWith({ reply: "reject", message: "use the cached copy" })
   })
 
+  it("Esc while it is shown interrupts, as the question says", async () => {
+    const m = show(asking())
+    const frame = await untilShown(m, "Allow bash?")
+    expect(frame).toContain("Esc interrupts")
+    await press(m, keys.escape)
+    await untilFrame(m, () => m.actions.interrupt.mock.calls.length === 1, "an interrupt")
+    expect(m.actions.answer).not.toHaveBeenCalled()
+  })
+
   it("Ctrl-C while it is shown interrupts", async () => {
     const m = show(asking())
     await untilShown(m, "Allow bash?")
@@ -418,13 +427,14 @@ describe("overlays", () => {
   }
   const selectedRow = (frame: string) => frame.split("\n").find((l) => l.includes("❯"))
 
-  it("help lists the keys and the commands; Esc closes it; typing does not reach the prompt", async () => {
-    const m = show(idle({ overlay: { kind: "help" } }))
+  it("help lists the keys and the commands; Esc closes it (and interrupts nothing); typing does not reach the prompt", async () => {
+    const m = show(busy({ overlay: { kind: "help" } }))
     const frame = await untilShown(m, "Commands")
     for (const text of ["Keys", "Alt+Enter, Tab", "Ctrl-O", "/sessions", "/quit"]) expect(frame).toContain(text)
     await press(m, "x", keys.escape)
     await untilFrame(m, () => m.actions.closeOverlay.mock.calls.length === 1, "closed")
-    expect(m.frame()).toContain(IDLE_HINT)
+    expect(m.actions.interrupt).not.toHaveBeenCalled()
+    expect(m.frame()).toContain(BUSY_HINT)
   })
 
   it("help closes with Enter and with q", async () => {
