@@ -4,7 +4,7 @@
  * result (e.g. restore and the full fold disagree).
  *
  *   npm run bench                               all of them
- *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep, render
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
  *                                               time its start-up in the same rounds (before / after)
@@ -20,10 +20,11 @@ import { type AppendResult, benchAppend } from "./append.js"
 import { benchColdStart, type ColdStartResult } from "./coldstart.js"
 import { benchGrep, type GrepResult, RIPGREP_MIN_FILES } from "./grep.js"
 import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
+import { benchRender, type RenderResult, type RenderRun } from "./render.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 import { benchStartup, type StartupResult } from "./startup.js"
 
-const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep"] as const
+const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep", "render"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -37,7 +38,7 @@ interface Args {
 }
 
 const usage =
-  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [--quick] [--write FILE] [--baseline GIT-REF]"
+  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [render] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -476,6 +477,88 @@ const grepMarkdown = (g: GrepResult): string => {
   ].join("\n")
 }
 
+const renderRows = (r: RenderResult): Array<Row> => {
+  const rows: Array<Row> = [
+    {
+      figure:
+        `render: fold only, a snapshot per delta (${r.foldPerDeltaUs.toFixed(1)} µs a delta) / ` +
+        `per batch of 100 (${r.foldBatchedUs.toFixed(1)} µs)`,
+      value: ratio(r.foldPerDeltaUs / r.foldBatchedUs),
+      goal: "(none: reported)",
+      result: "(reported)"
+    },
+    {
+      figure:
+        `render: ${int(r.deltas)} deltas, batches of 100 (${ms(r.batch100.ms)} ms, ${r.batch100.frames} frames) / ` +
+        `batches of 1,000 (${ms(r.batch1000.ms)} ms, ${r.batch1000.frames} frames)`,
+      value: ratio(r.batch100.ms / r.batch1000.ms),
+      goal: "(none: reported)",
+      result: "(reported)"
+    },
+    {
+      figure:
+        `render: one update per delta (${int(r.perDelta.deltas)} deltas in ${ms(r.perDelta.ms)} ms` +
+        `${r.perDelta.finished ? "" : `, stopped by the ${int(r.budgetMs / 1000)} s budget`}) / batches of 100 to the same delta (${ms(r.batch100AtPerDelta)} ms)`,
+      value: `${r.perDelta.finished ? "" : "≥ "}${ratio(r.perDelta.ms / r.batch100AtPerDelta)}`,
+      goal: "(none: reported)",
+      result: "(reported)"
+    }
+  ]
+  if (r.batch100Production !== undefined)
+    rows.push({
+      figure:
+        `render: batches of 100, React's development build as the bundle runs it (${ms(r.batch100.ms)} ms) / ` +
+        `NODE_ENV=production (${ms(r.batch100Production.ms)} ms)`,
+      value: ratio(r.batch100.ms / r.batch100Production.ms),
+      goal: "(none: reported)",
+      result: "(reported)"
+    })
+  return rows
+}
+
+const renderMarkdown = (r: RenderResult): string => {
+  const row = (run: RenderRun, react = "development") => [
+    `${run.name}${react === "development" ? "" : ` (${react})`}`,
+    `${int(run.deltas)}${run.finished ? "" : " (budget)"}`,
+    ms(run.ms),
+    int(run.updates),
+    react === "development" ? int(run.commits) : "—",
+    int(run.frames),
+    ms(run.ms / Math.max(1, run.frames)),
+    int(run.clears),
+    bytes(run.bytes)
+  ]
+  return [
+    `### Rendering the interactive screen (${int(r.deltas)} text deltas, ${bytes(r.textChars)} of text)`,
+    "",
+    `Fold only (median of ${r.foldRounds} rounds): ${r.foldPerDeltaUs.toFixed(1)} µs a delta with a snapshot per delta, ` +
+      `${r.foldBatchedUs.toFixed(1)} µs with one per batch of 100.`,
+    "",
+    table(
+      [
+        "store updates",
+        "deltas drawn",
+        "ms",
+        "updates",
+        "React commits",
+        "frames",
+        "ms a frame",
+        "frames that cleared the terminal",
+        "written"
+      ],
+      [
+        row(r.batch1000),
+        row(r.batch100),
+        row(r.perDelta),
+        ...(r.batch100Production === undefined ? [] : [row(r.batch100Production, "NODE_ENV=production")])
+      ]
+    ),
+    "",
+    `One update per delta reached delta ${int(r.perDelta.deltas)} in ${ms(r.perDelta.ms)} ms; the batches of 100 ` +
+      `drew as far in ${ms(r.batch100AtPerDelta)} ms.`
+  ].join("\n")
+}
+
 const machine = () => {
   const cpus = os.cpus()
   return (
@@ -567,6 +650,18 @@ const main = async () => {
         })
         rows.push(...startupRows(r))
         sections.push(startupMarkdown(r))
+      } else if (name === "render") {
+        const deltas = args.quick ? 2_000 : 10_000
+        console.log(`\nrender: ${int(deltas)} text deltas folded and drawn, batched and one by one …`)
+        const r = await benchRender({
+          deltas,
+          budgetMs: args.quick ? 5_000 : 60_000,
+          foldRounds: args.quick ? 3 : 7,
+          production: true,
+          log: console.log
+        })
+        rows.push(...renderRows(r))
+        sections.push(renderMarkdown(r))
       } else {
         const runs = args.quick ? 6 : 20
         console.log(`\ncoldstart: ${runs} spawns of each, alternated …`)
