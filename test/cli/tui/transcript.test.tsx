@@ -249,7 +249,8 @@ describe("tool parts", () => {
           "  created src/new.ts"
         ].join("\n")
       )
-      expect(lineWith(frame, "+export")).toBe("  +export {}")
+      // a new file's hunk, as diff -u writes it
+      expect(frame).toContain("  created src/new.ts\n  @@ -0,0 +1,1 @@\n  +export {}")
     })
 
     it("with colours: removed lines red, added green", async () => {
