@@ -347,7 +347,8 @@ describe("an approval question", () => {
 /**
  * A terminal hands over what it has: keys typed while the screen was busy drawing, or sent by a
  * program (tmux send-keys), arrive in one read. Ink splits them into keys and calls the handler once
- * for each, synchronously — before the handler of the render the previous key caused is subscribed.
+ * for each, synchronously, before React renders what the key before did (React 19 schedules the
+ * render as a microtask): a handler must work on the state the keys before it left, not the drawn one.
  */
 describe("several keys in one read", () => {
   it("Down Down Enter answers the choice they selected (reject), not the first one (allow once)", async () => {
