@@ -96,9 +96,10 @@ export const mount = (
 }
 
 /**
- * Lets the screen settle after a key: Ink hands a key to the handler of the last committed render,
- * and re-subscribes the handler in an effect, so the next key must wait for it. A turn of the
- * event loop (`setImmediate`, twice: the scheduler's effects, then Ink's pending-escape flush).
+ * Lets the screen settle after a write: React renders what a key did in a microtask, runs the
+ * effects that subscribe the new handler later (its scheduler), and Ink flushes a lone ESC (the
+ * Esc key) on `setImmediate`. Three turns of the event loop; the tests then wait for the frame to
+ * show the key's effect (`untilFrame`), so this is only a courtesy to the next key, not a sleep.
  */
 export const settle = async (): Promise<void> => {
   for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve))
