@@ -277,8 +277,8 @@ export const benchRender = async (options: RenderOptions): Promise<RenderResult>
 const self = fileURLToPath(import.meta.url)
 
 /**
- * React picks its build when it is first loaded, from NODE_ENV: the bundle (dist/bin.js) does not
- * set it, so logbook runs React's development build, as this process does (it must: the benchmark
+ * React picks its build when it is first loaded, from NODE_ENV: the bundle (scripts/build.mjs) does
+ * not set it, so logbook runs React's development build, as this process does (it must: the benchmark
  * measures what a user gets). The production build is measured in a child process.
  */
 const productionRun = (deltas: number): RenderRun => {
