@@ -25,12 +25,14 @@ import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./Event
 import {
   type Backend,
   type CommitRequest,
+  emptySummary,
   fencedError,
   RELEASED_LEASE,
   type StoredRow,
   type StoredSnapshot,
   storeError,
-  summarize
+  summarize,
+  summarizeEvent
 } from "./internal/core.js"
 
 /** Thrown inside the commit transaction (which rolls it back) when a request is fenced off. */
@@ -84,8 +86,33 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
     yield* sql`CREATE TABLE blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)`
     yield* sql`CREATE TABLE leases (session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL)`
     yield* sql.unsafe(`PRAGMA application_id = ${APPLICATION_ID}`)
+  }),
+  // what `sessions list` shows without folding events: the model, how the last turn ended (or that
+  // one is open) and the cost, kept by `summarize` on every append; older rows are filled in from
+  // their events by the same fold (`summarizeEvent`), reading only the event types it needs
+  "2_session_outcome": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE sessions ADD COLUMN model TEXT`
+    yield* sql`ALTER TABLE sessions ADD COLUMN turn_open INTEGER NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN last_turn_reason TEXT`
+    yield* sql`ALTER TABLE sessions ADD COLUMN last_turn_interrupted INTEGER NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN cost REAL NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1`
+    const types = ["session.created", "assistant.started", "step.finished", "compaction.done", ...TURN_TYPES]
+    const ids = yield* sql<{ id: string }>`SELECT id FROM sessions`
+    for (const { id } of ids) {
+      const rows = yield* sql<{ type: string; payload: string }>`SELECT type, payload FROM events
+        WHERE session_id = ${id} AND ${sql.in("type", types)} ORDER BY seq`
+      const s = { ...emptySummary(id as SessionId, 0) }
+      for (const row of rows) summarizeEvent(s, row.type, row.payload)
+      yield* sql`UPDATE sessions SET model = ${s.model}, turn_open = ${s.turnOpen ? 1 : 0},
+        last_turn_reason = ${s.lastTurn?.reason ?? null}, last_turn_interrupted = ${s.lastTurn?.interrupted ? 1 : 0},
+        cost = ${s.cost}, cost_known = ${s.costKnown ? 1 : 0} WHERE id = ${id}`
+    }
   })
 }
+
+const TURN_TYPES = ["turn.started", "turn.finished", "turn.interrupted"]
 
 export const LATEST_MIGRATION = Math.max(...Object.keys(migrations).map((k) => Number(k.split("_")[0])))
 
@@ -271,6 +298,12 @@ interface SessionRow {
   readonly last_seq: number
   readonly status: string
   readonly deleted: number
+  readonly model: string | null
+  readonly turn_open: number
+  readonly last_turn_reason: string | null
+  readonly last_turn_interrupted: number
+  readonly cost: number
+  readonly cost_known: number
 }
 
 const toSummary = (r: SessionRow): SessionSummary => ({
@@ -281,7 +314,13 @@ const toSummary = (r: SessionRow): SessionSummary => ({
   updatedAt: r.updated_at,
   lastSeq: r.last_seq,
   status: r.status as SessionStatusName,
-  deleted: r.deleted !== 0
+  deleted: r.deleted !== 0,
+  model: r.model,
+  turnOpen: r.turn_open !== 0,
+  lastTurn:
+    r.last_turn_reason === null ? null : { reason: r.last_turn_reason, interrupted: r.last_turn_interrupted !== 0 },
+  cost: r.cost,
+  costKnown: r.cost_known !== 0
 })
 
 interface EventRow {
@@ -312,10 +351,13 @@ const INSERT_ONE = `${INSERT_PREFIX}(?, ?, ?, ?, ?, ?, ?, ?)`
 const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")
 const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
 const SELECT_LAST_SEQ = "SELECT max(seq) AS last FROM events WHERE session_id = ?"
-const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
+    model, turn_open, last_turn_reason, last_turn_interrupted, cost, cost_known)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
-    last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted`
+    last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted, model = excluded.model,
+    turn_open = excluded.turn_open, last_turn_reason = excluded.last_turn_reason,
+    last_turn_interrupted = excluded.last_turn_interrupted, cost = excluded.cost, cost_known = excluded.cost_known`
 
 /**
  * The writer connection: every write of this process goes through it, each write one synchronous
@@ -378,7 +420,22 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             insertOne.run(params.slice(r * EVENT_COLUMNS, (r + 1) * EVENT_COLUMNS))
           }
           const s = summary!
-          upsertSession.run([s.id, s.title, s.cwd, s.createdAt, s.updatedAt, s.lastSeq, s.status, s.deleted ? 1 : 0])
+          upsertSession.run([
+            s.id,
+            s.title,
+            s.cwd,
+            s.createdAt,
+            s.updatedAt,
+            s.lastSeq,
+            s.status,
+            s.deleted ? 1 : 0,
+            s.model,
+            s.turnOpen ? 1 : 0,
+            s.lastTurn?.reason ?? null,
+            s.lastTurn?.interrupted ? 1 : 0,
+            s.cost,
+            s.costKnown ? 1 : 0
+          ])
         }
         return out
       })
@@ -520,6 +577,10 @@ export const makeSqliteBackend = (
           Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
           fail("session")
         ),
+      sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id as SessionId)),
+        fail("sessionIds")
+      ),
       loadSnapshot: (sessionId, version, atOrBelow) =>
         sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
         WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
