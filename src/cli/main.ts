@@ -54,6 +54,7 @@ export const root = Command.make("logbook", {}, () =>
       '  logbook run "<message>"         ask the agent to do something (--continue to go on)',
       "  logbook sessions list           the recorded sessions",
       "  logbook sessions show <id>      one session as a conversation",
+      "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",

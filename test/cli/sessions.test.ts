@@ -1,6 +1,8 @@
 /**
  * `logbook sessions list` and `logbook sessions show` against real SQLite files.
  */
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "@effect/vitest"
@@ -405,6 +407,108 @@ describe("logbook sessions", () => {
       const result = await runCli(["sessions", "show", first, "--at", "99", "--db", db])
       expect(result.code).toBe(2)
       expect(result.stderr).toBe("logbook: --at 99 is outside the session's events (1 to 20)\n")
+    })
+  })
+
+  describe("delete", () => {
+    const victim = "0195a0c0-1234-7000-8000-000000000001"
+    const other = "0195a0c1-5678-7000-8000-000000000002"
+    const fresh = async () => {
+      const file = scratchDb()
+      await seed(file, [
+        { id: victim, events: sampleSession("To be deleted") },
+        { id: other, events: sampleSession("Stays", T0 + 1000) }
+      ])
+      return file
+    }
+    const eventCount = async (file: string, id: string) =>
+      (await runCli(["events", id, "--format", "json", "--db", file])).stdout.trimEnd().split("\n").length
+
+    it("hides the session from list, keeps its events, and show and events say it is deleted", async () => {
+      const file = await fresh()
+      const result = await runCli(["sessions", "delete", "0195a0c0", "--db", file])
+      expect(result.code).toBe(0)
+      expect(result.stderr).toBe("")
+      expect(result.stdout).toBe(
+        'Deleted session 0195a0c0 "To be deleted": it is hidden from logbook sessions list (--all lists it) and ' +
+          "cannot be continued. Nothing was removed: its events stay in the log (the deletion is event 21), and " +
+          "logbook sessions show 0195a0c0 and logbook events 0195a0c0 still read it.\n"
+      )
+      const list = await runCli(["sessions", "list", "--db", file])
+      expect(list.stdout).not.toContain("To be deleted")
+      expect(list.stdout).toContain("Stays")
+      const all = await runCli(["sessions", "list", "--all", "--db", file])
+      expect(all.stdout).toMatch(/^0195a0c0\s+deleted\s+.*To be deleted$/m)
+
+      const show = await runCli(["sessions", "show", "0195a0c0", "--db", file])
+      expect(show.code).toBe(0)
+      expect(show.stdout).toMatch(
+        /status\s+deleted at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(logbook sessions delete\): hidden from sessions list, its events are kept/
+      )
+      expect(show.stdout).toContain("Please fix the failing test") // the conversation is all there
+      const events = await runCli(["events", "0195a0c0", "--db", file])
+      expect(events.code).toBe(0)
+      expect(events.stdout.trimEnd().split("\n")).toHaveLength(21)
+      expect(events.stdout.trimEnd().split("\n")[20]).toMatch(/^\s+21 .* session\.deleted/)
+      expect(events.stderr).toMatch(
+        new RegExp(
+          `^logbook: session ${victim} was deleted at .* \\(logbook sessions delete\\): hidden from sessions list, its events are kept\n$`
+        )
+      )
+      // the JSON output stays exactly the log (the note is on stderr)
+      expect(await eventCount(file, victim)).toBe(21)
+    })
+
+    it("deleting it again says so and changes nothing", async () => {
+      const file = await fresh()
+      expect((await runCli(["sessions", "delete", victim, "--db", file])).code).toBe(0)
+      const again = await runCli(["sessions", "delete", victim, "--db", file])
+      expect(again.code).toBe(0)
+      expect(again.stderr).toBe("")
+      expect(again.stdout).toMatch(
+        /^Session 0195a0c0 "To be deleted" was already deleted at .* \(logbook sessions delete\): hidden from sessions list, its events are kept; nothing changed\. logbook sessions show 0195a0c0 still reads it\.\n$/
+      )
+      expect(await eventCount(file, victim)).toBe(21)
+    })
+
+    it("refuses while another live process drives the session, and writes nothing", async () => {
+      const file = await fresh()
+      const owner = `${os.hostname()}:${process.pid}:driver`
+      await holdLease(file, victim, owner)
+      const result = await runCli(["sessions", "delete", victim, "--db", file])
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toBe(
+        `logbook: session ${victim} is being driven by another logbook process (${owner}); it was not deleted: ` +
+          "wait for that process to finish, or stop it, and delete the session then\n"
+      )
+      expect(await eventCount(file, victim)).toBe(20)
+    })
+
+    it("takes over a lease a dead process left, and deletes", async () => {
+      const file = await fresh()
+      const dead = spawnSync(process.execPath, ["-e", "0"]).pid!
+      await holdLease(file, victim, `${os.hostname()}:${dead}:crashed`)
+      const result = await runCli(["sessions", "delete", victim, "--db", file])
+      expect(result.code).toBe(0)
+      expect(await eventCount(file, victim)).toBe(21)
+    })
+
+    it("latest deletes the most recently updated session; an unknown id or a missing database is exit 2", async () => {
+      const file = await fresh()
+      const latest = await runCli(["sessions", "delete", "latest", "--db", file])
+      expect(latest.stdout).toContain('Deleted session 0195a0c1 "Stays"')
+      const unknown = await runCli(["sessions", "delete", "0195ffff", "--db", file])
+      expect(unknown.code).toBe(2)
+      expect(unknown.stderr).toBe('logbook: no session matches "0195ffff"; see `logbook sessions list` for the ids\n')
+      const dir = scratchDir()
+      const missing = path.join(dir, "nothing.db")
+      const result = await runCli(["sessions", "delete", "latest", "--db", missing])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(
+        `logbook: no logbook database at ${missing}; pass --db <file> or set LOGBOOK_DB to read another one\n`
+      )
+      expect(fs.readdirSync(dir)).toEqual([])
     })
   })
 })
