@@ -12,6 +12,7 @@ import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
+import { examplesFooter } from "./examples.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
@@ -70,10 +71,8 @@ export const root = Command.make("logbook", {}, () =>
   Command.withSubcommands([run, sessions, events, compact, config, help])
 )
 
-export const cli: (argv: ReadonlyArray<string>) => Effect.Effect<void, unknown, CliApp.Environment> = Command.run(
-  root,
-  { name: "logbook", version }
-)
+export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
+  Command.run(root, { name: "logbook", version, footer: examplesFooter(argv) })(argv)
 
 /**
  * `--db` belongs to each command that opens the database, so @effect/cli expects it after the
