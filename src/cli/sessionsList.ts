@@ -153,35 +153,12 @@ export const renderTable = (
     title: s.title === null || s.title === "" ? "(untitled)" : oneLine(s.title),
     untitled: s.title === null || s.title === ""
   }))
-  const widthOf = (header: string, values: ReadonlyArray<string>) =>
-    Math.max(header.length, ...values.map((v) => Array.from(v).length))
-  const fixed =
-    widthOf(
-      "ID",
-      plain.map((r) => r.id)
-    ) +
-    widthOf(
-      "STATUS",
-      plain.map((r) => r.status)
-    ) +
-    widthOf(
-      "UPDATED",
-      plain.map((r) => r.updated)
-    ) +
-    widthOf(
-      "COST",
-      plain.map((r) => r.cost)
-    ) +
-    GAP * (HEADER.length - 1)
-  const rest = width - fixed
-  const modelNatural = widthOf(
-    "MODEL",
-    plain.map((r) => r.model)
-  )
-  const titleNatural = widthOf(
-    "TITLE",
-    plain.map((r) => r.title)
-  )
+  const column = (header: string, key: "id" | "status" | "updated" | "cost" | "model" | "title") =>
+    Math.max(header.length, ...plain.map((r) => Array.from(r[key]).length))
+  const fixed = column("ID", "id") + column("STATUS", "status") + column("UPDATED", "updated") + column("COST", "cost")
+  const rest = width - fixed - GAP * (HEADER.length - 1)
+  const modelNatural = column("MODEL", "model")
+  const titleNatural = column("TITLE", "title")
   let model = modelNatural
   let title = titleNatural
   if (model + title > rest) title = Math.max(Math.min(titleNatural, TITLE_MIN), rest - model)

@@ -73,9 +73,12 @@ const copyError = (file: string, message: string) =>
 /**
  * Copies the database and its `-wal` (when there is one; the `-shm` is rebuilt from it) into a new
  * private directory, removed when the scope closes. The copy is taken again when the file changed
- * while it was copied (a writer checkpointed), so it is always a state the file was in.
+ * while it was copied (a writer checkpointed), so it is always a state the file was in: the one of
+ * `signature`.
  */
-export const copyDatabase = (file: string): Effect.Effect<string, DatabaseError, Scope.Scope> =>
+export const copyDatabase = (
+  file: string
+): Effect.Effect<{ readonly path: string; readonly signature: string }, DatabaseError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
       try: () => fs.mkdtempSync(path.join(os.tmpdir(), "logbook-copy-")),
@@ -96,7 +99,7 @@ export const copyDatabase = (file: string): Effect.Effect<string, DatabaseError,
             if (signature(file) !== before) continue
             // the copies keep the modes of the originals (0444, say): they are ours to write
             for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o600)
-            return copy
+            return { path: copy, signature: before }
           }
           throw new Error("it kept changing while logbook copied it to read it; try again")
         },
@@ -129,15 +132,14 @@ export const layerReadOnly = (
       const open = (plan: ReadPlan, first: boolean): Effect.Effect<Generation, DatabaseError, Reactivity.Reactivity> =>
         Effect.flatMap(Scope.make(), (scope) =>
           Effect.gen(function* () {
-            const before = signature(file)
             if (plan._tag === "in-place") {
               const sql = yield* SqliteClient.make({ filename: file, readonly: true, disableWAL: true })
               yield* options.setup(sql)
-              return { sql, scope, copied: false, signature: before }
+              return { sql, scope, copied: false, signature: signature(file) }
             }
             const copy = yield* copyDatabase(file)
-            const copyPlan = yield* options.planCopy(copy)
-            const sql = yield* SqliteClient.make({ filename: copy })
+            const copyPlan = yield* options.planCopy(copy.path)
+            const sql = yield* SqliteClient.make({ filename: copy.path })
             yield* options.setup(sql)
             if (copyPlan._tag === "copy" && copyPlan.olderSchema !== undefined) {
               yield* options.upgrade(sql)
@@ -148,7 +150,7 @@ export const layerReadOnly = (
                 )
               }
             }
-            return { sql, scope, copied: true, signature: before }
+            return { sql, scope, copied: true, signature: copy.signature }
           }).pipe(
             Effect.catchAllDefect((defect) =>
               Effect.fail(copyError(file, String((defect as Error)?.message ?? defect)))
