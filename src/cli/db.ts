@@ -5,7 +5,10 @@
  *
  * Commands that only read never create or change a database: they open it `readonly`, so a
  * missing file, or one that is not a logbook database, is reported (`DatabaseError`) and never
- * touched; read permission is enough, and a writer elsewhere never blocks them. Commands that write (`logbook run`) use `resolveDbPath` with the default `create: true`.
+ * touched; read permission is enough (a database SQLite cannot read where it is, such as a WAL
+ * file in a directory this user cannot write, is read from a private copy), and a writer elsewhere
+ * never blocks them. Commands that write (`logbook run`) use `resolveDbPath` with the default
+ * `create: true`; `sessions delete` writes to an existing database only (`writableStore`).
  */
 
 import { homedir } from "node:os"
@@ -55,3 +58,11 @@ export const existingStore = (db: Option.Option<string>) =>
   Layer.unwrapEffect(
     Effect.map(resolveDbPath(db), (file) => EventStore.layerSqlite({ filename: file, readonly: true }))
   )
+
+/**
+ * The store of an existing database, for a command that changes it but must not create one
+ * (`sessions delete`): a missing file is `DatabaseError` `missing`, one this user may not write
+ * is `read-only` (exit 2); an older schema is upgraded.
+ */
+export const writableStore = (db: Option.Option<string>) =>
+  Layer.unwrapEffect(Effect.map(resolveDbPath(db), (file) => EventStore.layerSqlite({ filename: file, create: false })))

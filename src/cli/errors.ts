@@ -46,7 +46,9 @@ const databaseSentence = (error: DatabaseError): string => {
     case "newer-schema":
       return `${error.file} was written by a newer version of logbook; upgrade logbook to read it`
     case "older-schema":
-      return `${error.file} was written by an older version of logbook and must be upgraded by a command that writes to it before it can be read`
+      return `${error.file} was written by an older version of logbook and must be upgraded by a command that writes to it (logbook run) before it can be read`
+    case "read-only":
+      return error.message
     case "unreadable":
       return error.message.includes(error.file) ? error.message : `cannot open ${error.file}: ${error.message}`
   }

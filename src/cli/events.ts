@@ -8,6 +8,7 @@ import { Chunk, Console, Effect, Option, Stream } from "effect"
 import * as Events from "../domain/Events.js"
 import { EventStore } from "../store/EventStore.js"
 import { dbOption, existingStore } from "./db.js"
+import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
 import { eventLine } from "./eventText.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
@@ -113,6 +114,11 @@ export const events = Command.make(
       yield* checkRange(from, to)
       const store = yield* EventStore
       const summary = yield* resolveSession(session)
+      if (summary.deleted) {
+        // on stderr, so the events on stdout stay exactly the log
+        const at = yield* deletedAt(summary.id)
+        yield* Console.error(`logbook: session ${summary.id} was ${deletedText(at)}`)
+      }
       const style = yield* stdoutStyle
       const keep = Option.getOrElse(filter, () => (_: string) => true)
       const seqWidth = Math.max(4, String(summary.lastSeq).length)

@@ -13,6 +13,7 @@ import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
+import { examplesFooter } from "./examples.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
@@ -57,6 +58,7 @@ export const root = Command.make("logbook", {}, () =>
       '  logbook run "<message>"         ask the agent to do something, for scripts (--continue to go on)',
       "  logbook sessions list           the recorded sessions",
       "  logbook sessions show <id>      one session as a conversation",
+      "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
@@ -72,10 +74,8 @@ export const root = Command.make("logbook", {}, () =>
   Command.withSubcommands([chat, run, sessions, events, compact, config, help])
 )
 
-export const cli: (argv: ReadonlyArray<string>) => Effect.Effect<void, unknown, CliApp.Environment> = Command.run(
-  root,
-  { name: "logbook", version }
-)
+export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
+  Command.run(root, { name: "logbook", version, footer: examplesFooter(argv) })(argv)
 
 /**
  * `--db` belongs to each command that opens the database, so @effect/cli expects it after the

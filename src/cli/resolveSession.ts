@@ -4,7 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import { SessionId } from "../domain/Ids.js"
-import { EventStore, type SessionSummary } from "../store/EventStore.js"
+import { EventStore } from "../store/EventStore.js"
 import { CliError } from "./errors.js"
 
 /** The session with this id, unique id prefix, or `latest`; `CliError` (exit 2) when none or several match. */
@@ -20,16 +20,17 @@ export const resolveSession = Effect.fn("cli.resolveSession")(function* (idOrPre
     if (latest.length === 1) return latest[0]!
     return yield* CliError.usage("there is no session yet, so no latest one")
   }
-  const all = yield* store.sessions({ includeDeleted: true })
-  const matches = all.filter((s) => s.id.toLowerCase().startsWith(text.toLowerCase()))
-  if (matches.length === 1) return matches[0]!
-  if (matches.length === 0) {
+  // the ids only (one indexed column), deleted sessions too: a short id `sessions list` printed is unique among them
+  const ids = yield* store.sessionIds
+  const matches = ids.filter((id) => id.toLowerCase().startsWith(text.toLowerCase())).sort()
+  if (matches.length === 1) {
+    const found = yield* store.session(matches[0]!)
+    if (Option.isSome(found)) return found.value
+  }
+  if (matches.length <= 1) {
     return yield* CliError.usage(`no session matches "${text}"; see \`logbook sessions list\` for the ids`)
   }
-  const shown = matches
-    .slice(0, 5)
-    .map((s: SessionSummary) => s.id)
-    .join(", ")
+  const shown = matches.slice(0, 5).join(", ")
   return yield* CliError.usage(
     `"${text}" matches ${matches.length} sessions (${shown}${matches.length > 5 ? ", …" : ""}); give more of the id`
   )

@@ -1,24 +1,28 @@
 /**
- * `logbook sessions list`: the session index, most recently updated first.
+ * `logbook sessions list`: the session index, most recently updated first, with each session's
+ * outcome, model and cost — all read from the index (`EventStore.sessions`, kept up to date on
+ * every append), so listing costs the same however long the sessions are.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Console, Effect, Option } from "effect"
-import { EventStore, type SessionSummary } from "../store/EventStore.js"
+import { Clock, Console, Effect, Option } from "effect"
+import { ownerIsDead } from "../session/Sessions.js"
+import { EventStore, type Lease, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
 import { formatOption } from "./options.js"
-import { formatLocalTime, oneLine, type Style, stdoutStyle, table, truncate } from "./render.js"
+import { formatCost, oneLine, type Style, stdoutStyle, table } from "./render.js"
+import { shortIds } from "./shortId.js"
 
 const listFormat = formatOption(
   ["table", "json"],
-  "table: aligned columns for people; json: one JSON array of session objects."
+  "table: aligned columns for people (80 wide); json: one JSON array of session objects, with full ids."
 )
 
 const allOption = Options.boolean("all").pipe(
   Options.withAlias("a"),
-  Options.withDescription("Also list deleted sessions.")
+  Options.withDescription("Also list deleted sessions (marked deleted).")
 )
 
 const limitOption = Options.integer("limit").pipe(
@@ -27,43 +31,174 @@ const limitOption = Options.integer("limit").pipe(
   Options.withDescription("Show at most this many sessions (the most recently updated).")
 )
 
-/** The JSON form of a session summary: times are UTC epoch milliseconds, as stored. */
-export const summaryJson = (s: SessionSummary) => ({
+/**
+ * How a session stands, from its index row and whether a live process drives it:
+ * - `running`: a turn is open and the session's lease is held by a live process;
+ * - `crashed`: a turn is open and nobody drives it (the process died: the next `run --session`
+ *   repairs it), or the last turn was ended by that repair (`turn.interrupted {reason: crash}`);
+ * - `finished` (the model was done), `max-steps`, `failed` (a model or store error),
+ *   `interrupted` (Ctrl-C, a steer that stopped it, a shutdown): how the last turn ended;
+ * - `new`: no turn has ended or started yet.
+ */
+export type Outcome = "running" | "crashed" | "finished" | "max-steps" | "failed" | "interrupted" | "new"
+
+export const outcomeOf = (s: SessionSummary, driven: boolean): Outcome => {
+  if (s.turnOpen) return driven ? "running" : "crashed"
+  const end = s.lastTurn
+  if (end === null) return "new"
+  if (end.interrupted) return end.reason === "crash" ? "crashed" : end.reason === "error" ? "failed" : "interrupted"
+  return end.reason === "stop" ? "finished" : end.reason === "max-steps" ? "max-steps" : "failed"
+}
+
+/** A lease held by a live owner: not expired, and not a process of this machine that is gone. */
+export const isDriven = (lease: Option.Option<Lease>, now: number): boolean =>
+  Option.isSome(lease) && lease.value.expiresAt > now && !ownerIsDead(lease.value.owner)
+
+/** The cost for the table: `$0.0123`, `≥ $0.0123` when part was unpriced, `unknown` when none was priced. */
+export const costText = (s: Pick<SessionSummary, "cost" | "costKnown">): string =>
+  s.costKnown ? formatCost(s.cost) : s.cost > 0 ? `≥ ${formatCost(s.cost)}` : "unknown"
+
+export interface ListedSession {
+  readonly summary: SessionSummary
+  readonly shortId: string
+  readonly outcome: Outcome
+}
+
+/** The JSON form of a listed session: full id, times in UTC epoch milliseconds, as stored. */
+export const listedJson = ({ outcome, shortId, summary: s }: ListedSession) => ({
   id: s.id,
+  shortId,
   title: s.title,
+  outcome,
   status: s.status,
+  model: s.model,
+  cost: s.cost,
+  costKnown: s.costKnown,
   cwd: s.cwd,
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
   lastSeq: s.lastSeq,
+  lastTurn: s.lastTurn,
   deleted: s.deleted
 })
 
-const statusText = (s: SessionSummary, style: Style): string => {
-  if (s.deleted) return style.dim("deleted")
-  switch (s.status) {
-    case "busy":
-      return style.yellow("busy")
-    case "retry":
-      return style.yellow("retry")
-    case "idle":
-      return "idle"
+/** Cut to `width` characters, with `…` as the last one when something was cut. */
+export const cut = (text: string, width: number): string => {
+  const chars = Array.from(text)
+  return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`
+}
+
+/** A model name in `width`: without its `provider/` first when it does not fit, then cut. */
+const fitModel = (model: string, width: number): string => {
+  if (Array.from(model).length <= width) return model
+  const slash = model.indexOf("/")
+  return cut(slash >= 0 ? model.slice(slash + 1) : model, width)
+}
+
+const statusStyle = (status: Outcome | "deleted", style: Style): string => {
+  switch (status) {
+    case "running":
+      return style.cyan(status)
+    case "crashed":
+    case "failed":
+      return style.red(status)
+    case "interrupted":
+    case "max-steps":
+      return style.yellow(status)
+    case "new":
+    case "deleted":
+      return style.dim(status)
+    case "finished":
+      return status
   }
 }
 
-export const renderTable = (sessions: ReadonlyArray<SessionSummary>, style: Style): Array<string> =>
-  table(
-    ["ID", "TITLE", "STATUS", "UPDATED", "EVENTS", "CWD"],
-    sessions.map((s) => [
-      s.id,
-      s.title === null || s.title === "" ? style.dim("(untitled)") : truncate(oneLine(s.title), 48),
-      statusText(s, style),
-      formatLocalTime(s.updatedAt),
-      String(s.lastSeq),
-      s.cwd ?? style.dim("-")
+const HEADER = ["ID", "STATUS", "UPDATED", "COST", "MODEL", "TITLE"] as const
+const GAP = 2
+/** the title and model keep at least this many characters before the other shrinks further */
+const TITLE_MIN = 20
+const MODEL_MIN = 10
+
+const pad2 = (n: number) => String(n).padStart(2, "0")
+
+/**
+ * When, in local time and 11 characters at most (as `ls -l` shortens its dates): `MM-DD HH:MM`
+ * in the current year, `YYYY-MM-DD` before it.
+ */
+export const updatedText = (epochMs: number, now: number): string => {
+  const d = new Date(epochMs)
+  const date = `${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`
+  return d.getFullYear() === new Date(now).getFullYear()
+    ? `${date} ${pad2(d.getHours())}:${pad2(d.getMinutes())}`
+    : `${d.getFullYear()}-${date}`
+}
+
+/**
+ * The table, `width` characters wide (80 unless the terminal is wider): the title is cut to fit,
+ * down to 20 characters, then the model (to 10), then the title again; the other columns are
+ * never cut.
+ */
+export const renderTable = (
+  rows: ReadonlyArray<ListedSession>,
+  style: Style,
+  options: { readonly width?: number | undefined; readonly now: number }
+): Array<string> => {
+  const width = options.width ?? 80
+  const plain = rows.map(({ outcome, shortId, summary: s }) => ({
+    id: shortId,
+    status: s.deleted ? ("deleted" as const) : outcome,
+    updated: updatedText(s.updatedAt, options.now),
+    cost: costText(s),
+    model: s.model ?? "-",
+    title: s.title === null || s.title === "" ? "(untitled)" : oneLine(s.title),
+    untitled: s.title === null || s.title === ""
+  }))
+  const column = (header: string, key: "id" | "status" | "updated" | "cost" | "model" | "title") =>
+    Math.max(header.length, ...plain.map((r) => Array.from(r[key]).length))
+  const fixed = column("ID", "id") + column("STATUS", "status") + column("UPDATED", "updated") + column("COST", "cost")
+  const rest = width - fixed - GAP * (HEADER.length - 1)
+  const modelNatural = column("MODEL", "model")
+  const titleNatural = column("TITLE", "title")
+  let model = modelNatural
+  let title = titleNatural
+  if (model + title > rest) title = Math.max(Math.min(titleNatural, TITLE_MIN), rest - model)
+  if (model + title > rest) model = Math.max(Math.min(modelNatural, MODEL_MIN), rest - title)
+  if (model + title > rest) title = Math.max(HEADER[5].length, rest - model)
+  return table(
+    HEADER,
+    plain.map((r) => [
+      r.id,
+      statusStyle(r.status, style),
+      r.updated,
+      r.cost === "unknown" ? style.dim(r.cost) : r.cost,
+      r.model === "-" ? style.dim(r.model) : fitModel(r.model, model),
+      r.untitled ? style.dim(r.title) : cut(r.title, title)
     ]),
     style
   )
+}
+
+/** The sessions to list with their short ids and outcomes; leases are read only for open turns. */
+export const listSessions = Effect.fn("cli.sessions.listSessions")(function* (options: {
+  readonly all: boolean
+  readonly limit: number | undefined
+}) {
+  const store = yield* EventStore
+  const sessions = yield* store.sessions({ includeDeleted: options.all, limit: options.limit })
+  // unique among all sessions, deleted ones too: `resolveSession` matches those as well
+  const short = shortIds(yield* store.sessionIds)
+  const now = yield* Clock.currentTimeMillis
+  return yield* Effect.forEach(sessions, (summary) =>
+    Effect.map(
+      summary.turnOpen ? Effect.map(store.lease(summary.id), (lease) => isDriven(lease, now)) : Effect.succeed(false),
+      (driven): ListedSession => ({
+        summary,
+        shortId: short.get(summary.id) ?? summary.id,
+        outcome: outcomeOf(summary, driven)
+      })
+    )
+  )
+})
 
 export const sessionsList = Command.make(
   "list",
@@ -75,17 +210,24 @@ export const sessionsList = Command.make(
       if (Option.isSome(limit) && limit.value < 1) {
         return yield* CliError.usage(`--limit must be at least 1 (got ${limit.value})`)
       }
-      const sessions = yield* store.sessions({ includeDeleted: all, limit: Option.getOrUndefined(limit) })
+      const listed = yield* listSessions({ all, limit: Option.getOrUndefined(limit) })
       if (format === "json") {
-        yield* Console.log(JSON.stringify(sessions.map(summaryJson), null, 2))
+        yield* Console.log(JSON.stringify(listed.map(listedJson), null, 2))
         return
       }
-      if (sessions.length === 0) {
-        yield* Console.log(`No sessions in ${file} yet.`)
+      if (listed.length === 0) {
+        const hidden = all ? 0 : (yield* store.sessionIds).length
+        yield* Console.log(
+          hidden === 0
+            ? `No sessions in ${file} yet.`
+            : `No sessions in ${file}, but ${hidden} deleted one${hidden === 1 ? "" : "s"}: logbook sessions list --all lists ${hidden === 1 ? "it" : "them"}.`
+        )
         return
       }
       const style = yield* stdoutStyle
-      yield* Console.log(renderTable(sessions, style).join("\n"))
+      const width = process.stdout.isTTY === true && process.stdout.columns > 80 ? process.stdout.columns : 80
+      const now = yield* Clock.currentTimeMillis
+      yield* Console.log(renderTable(listed, style, { width, now }).join("\n"))
     },
     (effect, { db, format }) =>
       Effect.gen(function* () {
@@ -102,4 +244,8 @@ export const sessionsList = Command.make(
         return yield* Effect.provide(effect, existingStore(db))
       })
   )
-).pipe(Command.withDescription("List the sessions in the database, most recently updated first."))
+).pipe(
+  Command.withDescription(
+    "List the sessions in the database, most recently updated first: short id, outcome, last update, cost, model and title."
+  )
+)

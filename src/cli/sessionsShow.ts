@@ -9,6 +9,7 @@ import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.
 import * as Projection from "../store/Projection.js"
 import * as Snapshots from "../store/Snapshots.js"
 import { dbOption, existingStore } from "./db.js"
+import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import {
@@ -55,8 +56,12 @@ const usageLine = (u: Projection.SessionState["totals"]): string => {
   return parts.join(" · ")
 }
 
-const statusText = (state: Projection.SessionState, style: Style): string => {
-  if (state.deleted) return style.dim("deleted")
+const statusText = (
+  state: Projection.SessionState,
+  style: Style,
+  deleted: Option.Option<number> = Option.none()
+): string => {
+  if (state.deleted) return style.yellow(deletedText(deleted))
   const status = state.status
   switch (status._tag) {
     case "idle":
@@ -168,12 +173,17 @@ const assistantLines = (
 export const renderSession = (
   state: Projection.SessionState,
   style: Style,
-  options: ShowOptions & { readonly atSeq?: number | undefined; readonly totalEvents?: number | undefined }
+  options: ShowOptions & {
+    readonly atSeq?: number | undefined
+    readonly totalEvents?: number | undefined
+    /** when the session was deleted (`sessions delete`), if it is */
+    readonly deletedAt?: Option.Option<number> | undefined
+  }
 ): string => {
   const header = [
     `${style.bold(state.title ?? "(untitled)")}`,
     `  ${style.dim("id")}       ${state.sessionId}`,
-    `  ${style.dim("status")}   ${statusText(state, style)}`,
+    `  ${style.dim("status")}   ${statusText(state, style, options.deletedAt)}`,
     ...(state.cwd === null ? [] : [`  ${style.dim("cwd")}      ${state.cwd}`]),
     ...(state.model === null ? [] : [`  ${style.dim("model")}    ${state.model}`]),
     `  ${style.dim("created")}  ${formatLocalTime(state.createdAt)}`,
@@ -230,7 +240,8 @@ export const sessionsShow = Command.make(
         return
       }
       const style = yield* stdoutStyle
-      yield* Console.log(renderSession(state, style, { full, atSeq, totalEvents: summary.lastSeq }))
+      const deleted = state.deleted ? yield* deletedAt(summary.id) : Option.none()
+      yield* Console.log(renderSession(state, style, { full, atSeq, totalEvents: summary.lastSeq, deletedAt: deleted }))
     },
     (effect, { db }) => Effect.provide(effect, existingStore(db))
   )

@@ -269,6 +269,15 @@ export const makeSessions = (options: SessionsOptions) =>
           "it writes nothing more to the session: close it and open it again to go on"
       })
 
+    const deletedError = (sessionId: SessionId) =>
+      new SessionUnavailable({
+        sessionId,
+        reason: "deleted",
+        message:
+          `session ${sessionId} was deleted (logbook sessions delete), so it cannot be continued; ` +
+          "its events are kept (logbook sessions show reads them): start a new session instead"
+      })
+
     const unavailable = (sessionId: SessionId) =>
       new SessionUnavailable({
         sessionId,
@@ -313,16 +322,17 @@ export const makeSessions = (options: SessionsOptions) =>
                   )
                 )
               )
+              // deleted (`sessions delete`, which holds the lease while it writes): refused before the
+              // crash sweep could append to it
+              const indexed = yield* store.session(sessionId)
+              if (Option.isSome(indexed) && indexed.value.deleted) return yield* Effect.fail(deletedError(sessionId))
               // a command the dead process started may still run: stop it before the sweep ends its call
               const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopLeftovers(sessionId), owner })
               if (state.lastSeq === 0)
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
                 )
-              if (state.deleted)
-                return yield* Effect.fail(
-                  new SessionUnavailable({ sessionId, reason: "deleted", message: `session ${sessionId} was deleted` })
-                )
+              if (state.deleted) return yield* Effect.fail(deletedError(sessionId))
               // every event of this driver is fenced by the lease: after losing it, nothing more is written
               const journal = yield* makeJournal(sessionId, {
                 initial: state,

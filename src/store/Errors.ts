@@ -25,14 +25,25 @@ export class EventStoreError extends Schema.TaggedError<EventStoreError>()("Even
  * - `not-logbook`: a file that is not a logbook database (another SQLite database, or not SQLite at all)
  * - `corrupt`: a damaged SQLite file
  * - `newer-schema`: written by a newer logbook
- * - `older-schema`: needs a migration, and it was opened read-only
+ * - `older-schema`: needs a migration and it was opened read-only (no longer produced: a read-only
+ *   store reads an upgraded private copy instead, see `internal/readOnly.ts`; kept for programs
+ *   that match on it)
  * - `missing`: no file (or an empty one) where a database was expected, and none may be created
  * - `unreadable`: the file or its directory cannot be opened or created
+ * - `read-only`: opened for writing, but this user may not write the file or its directory
  * The file is never modified in any of these cases.
  */
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
   file: Schema.String,
-  reason: Schema.Literal("not-logbook", "corrupt", "newer-schema", "older-schema", "unreadable", "missing"),
+  reason: Schema.Literal(
+    "not-logbook",
+    "corrupt",
+    "newer-schema",
+    "older-schema",
+    "unreadable",
+    "missing",
+    "read-only"
+  ),
   message: Schema.String
 }) {}
 

@@ -34,7 +34,17 @@ export interface EventQuery {
 
 export type SessionStatusName = "idle" | "busy" | "retry"
 
-/** One row of the session index, kept up to date inside every append transaction. */
+/** How a turn ended, as the index records it: the `reason` of `turn.finished` or `turn.interrupted`. */
+export interface TurnEndSummary {
+  readonly reason: string
+  /** ended by `turn.interrupted` (user, shutdown, crash, error) rather than `turn.finished` */
+  readonly interrupted: boolean
+}
+
+/**
+ * One row of the session index, kept up to date inside every append transaction (a small fold
+ * over a few event types, `summarize`), so listing sessions never folds their events.
+ */
 export interface SessionSummary {
   readonly id: SessionId
   readonly title: string | null
@@ -44,6 +54,19 @@ export interface SessionSummary {
   readonly lastSeq: number
   readonly status: SessionStatusName
   readonly deleted: boolean
+  /** the model of the latest `assistant.started` that names one, else of `session.created` */
+  readonly model: string | null
+  /**
+   * a `turn.started` has no `turn.finished` / `turn.interrupted` yet: the turn runs, or the process
+   * that ran it died (the session's lease tells which)
+   */
+  readonly turnOpen: boolean
+  /** how the last turn ended; null before any turn ended */
+  readonly lastTurn: TurnEndSummary | null
+  /** USD, summed over the usage of every `step.finished` and `compaction.done` (as the projection's totals) */
+  readonly cost: number
+  /** false when some of those tokens had no price: `cost` is then only a lower bound */
+  readonly costKnown: boolean
 }
 
 export interface ListSessionsOptions {
@@ -135,6 +158,11 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     /** The session index, most recently updated first. */
     readonly sessions: (options?: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
     readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
+    /**
+     * Every session id of the index, deleted ones too, in no particular order: what a short id
+     * must be unique among (one indexed column, no payload).
+     */
+    readonly sessionIds: Effect.Effect<ReadonlyArray<SessionId>, EventStoreError>
     /** Saves a snapshot, keeping the newest `SNAPSHOTS_KEPT` of the session (and version). */
     readonly saveSnapshot: (snapshot: Snapshot) => Effect.Effect<void, EventStoreError>
     /** The newest snapshot at or below `atOrBelow` (default: any) with the given format version. */

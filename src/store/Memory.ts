@@ -116,6 +116,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
           .slice(0, options.limit !== undefined && options.limit >= 0 ? options.limit : Number.MAX_SAFE_INTEGER)
       ),
     session: (sessionId) => Effect.sync(() => Option.fromNullable(index.get(sessionId))),
+    sessionIds: Effect.sync(() => Array.from(index.keys()) as Array<SessionId>),
     saveSnapshot: (snapshot, stored, keep) =>
       Effect.sync(() => {
         const list = (snapshots.get(snapshot.sessionId) ?? []).filter(

@@ -25,13 +25,16 @@ import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./Event
 import {
   type Backend,
   type CommitRequest,
+  emptySummary,
   fencedError,
   RELEASED_LEASE,
   type StoredRow,
   type StoredSnapshot,
   storeError,
-  summarize
+  summarize,
+  summarizeEvent
 } from "./internal/core.js"
+import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
 
 /** Thrown inside the commit transaction (which rolls it back) when a request is fenced off. */
 class Fenced extends Error {
@@ -84,8 +87,33 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
     yield* sql`CREATE TABLE blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)`
     yield* sql`CREATE TABLE leases (session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL)`
     yield* sql.unsafe(`PRAGMA application_id = ${APPLICATION_ID}`)
+  }),
+  // what `sessions list` shows without folding events: the model, how the last turn ended (or that
+  // one is open) and the cost, kept by `summarize` on every append; older rows are filled in from
+  // their events by the same fold (`summarizeEvent`), reading only the event types it needs
+  "2_session_outcome": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE sessions ADD COLUMN model TEXT`
+    yield* sql`ALTER TABLE sessions ADD COLUMN turn_open INTEGER NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN last_turn_reason TEXT`
+    yield* sql`ALTER TABLE sessions ADD COLUMN last_turn_interrupted INTEGER NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN cost REAL NOT NULL DEFAULT 0`
+    yield* sql`ALTER TABLE sessions ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1`
+    const types = ["session.created", "assistant.started", "step.finished", "compaction.done", ...TURN_TYPES]
+    const ids = yield* sql<{ id: string }>`SELECT id FROM sessions`
+    for (const { id } of ids) {
+      const rows = yield* sql<{ type: string; payload: string }>`SELECT type, payload FROM events
+        WHERE session_id = ${id} AND ${sql.in("type", types)} ORDER BY seq`
+      const s = { ...emptySummary(id as SessionId, 0) }
+      for (const row of rows) summarizeEvent(s, row.type, row.payload)
+      yield* sql`UPDATE sessions SET model = ${s.model}, turn_open = ${s.turnOpen ? 1 : 0},
+        last_turn_reason = ${s.lastTurn?.reason ?? null}, last_turn_interrupted = ${s.lastTurn?.interrupted ? 1 : 0},
+        cost = ${s.cost}, cost_known = ${s.costKnown ? 1 : 0} WHERE id = ${id}`
+    }
   })
 }
+
+const TURN_TYPES = ["turn.started", "turn.finished", "turn.interrupted"]
 
 export const LATEST_MIGRATION = Math.max(...Object.keys(migrations).map((k) => Number(k.split("_")[0])))
 
@@ -101,6 +129,11 @@ export interface SqliteOptions {
   readonly readonly?: boolean | undefined
   /** how long a write waits for another process's lock (ms); default 10000 */
   readonly busyTimeoutMs?: number | undefined
+  /**
+   * read-only, while reading a private copy: how often to look whether the file changed (ms);
+   * default 1000
+   */
+  readonly refreshMs?: number | undefined
 }
 
 const SQLITE_MAGIC = "SQLite format 3\u0000"
@@ -113,16 +146,24 @@ type Inspection =
   | { readonly _tag: "logbook"; readonly schema: number }
   /** an SQLite file with nothing in it yet (no tables, no ids): ours to set up */
   | { readonly _tag: "blank" }
+  /**
+   * a WAL database SQLite cannot open read-only where it is: its -wal / -shm files are missing
+   * (or unreadable) and the directory is not writable, so the shared index cannot be made
+   */
+  | { readonly _tag: "no-wal-index"; readonly message: string }
   | { readonly _tag: "refused"; readonly error: DatabaseError }
+
+const IN_PLACE: ReadPlan = { _tag: "in-place" }
 
 /**
  * Checks a database file without modifying it: absent (created when `create`), empty, or a logbook
- * database this version understands. Anything else is a `DatabaseError` naming the file.
+ * database this version understands. Anything else is a `DatabaseError` naming the file. For a
+ * read-only open it also says how to read the file (`ReadPlan`).
  */
 export const preflight = (
   file: string,
   options: { readonly create: boolean; readonly readonly: boolean }
-): Effect.Effect<void, DatabaseError> =>
+): Effect.Effect<ReadPlan, DatabaseError> =>
   Effect.suspend(() => {
     const create = options.create && !options.readonly
     let stat: fs.Stats | undefined
@@ -143,27 +184,33 @@ export const preflight = (
           return Effect.fail(dbError(file, "unreadable", `cannot create ${file}: ${(e as Error).message}`))
         }
       }
-      return Effect.void
+      return Effect.succeed(IN_PLACE)
     }
     if (stat.isDirectory()) {
       return Effect.fail(dbError(file, "unreadable", `${file} is a directory, not a database file`))
     }
+    if (!options.readonly) {
+      const denied = writeDenied(file)
+      if (denied !== undefined) return Effect.fail(dbError(file, "read-only", denied))
+    }
     if (stat.size === 0) {
-      return create ? Effect.void : Effect.fail(dbError(file, "missing", `${file} is empty: no logbook database yet`))
+      return create
+        ? Effect.succeed(IN_PLACE)
+        : Effect.fail(dbError(file, "missing", `${file} is empty: no logbook database yet`))
     }
     let header: Buffer
     try {
       const fd = fs.openSync(file, "r")
       try {
-        header = Buffer.alloc(16)
-        fs.readSync(fd, header, 0, 16, 0)
+        header = Buffer.alloc(20)
+        fs.readSync(fd, header, 0, 20, 0)
       } finally {
         fs.closeSync(fd)
       }
     } catch (e) {
       return Effect.fail(dbError(file, "unreadable", `cannot read ${file}: ${(e as Error).message}`))
     }
-    if (header.toString("latin1") !== SQLITE_MAGIC) {
+    if (header.subarray(0, 16).toString("latin1") !== SQLITE_MAGIC) {
       return Effect.fail(dbError(file, "not-logbook", `${file} is not a logbook database (not an SQLite file)`))
     }
     // A read-only connection to a WAL database may create -wal / -shm files. When the file turns out
@@ -173,42 +220,94 @@ export const preflight = (
     const shm = `${file}-shm`
     const hadWal = fs.existsSync(wal)
     const hadShm = fs.existsSync(shm)
-    const found = inspect(file)
+    // bytes 18 and 19 of the header are 2 in WAL mode
+    const walMode = header[18] === 2
+    // Reading in place would create the -wal / -shm files. Next to another user's file they would be
+    // this user's, and its owner's writers could no longer write them: read a copy instead. (Root's
+    // are handed to the file's owner by SQLite itself.)
+    const uid = process.getuid?.()
+    if (options.readonly && walMode && (!hadWal || !hadShm) && uid !== undefined && uid !== 0 && uid !== stat.uid) {
+      return Effect.succeed<ReadPlan>({
+        _tag: "copy",
+        why: "it belongs to another user and has no -wal / -shm files, which reading it in place would create"
+      })
+    }
+    const found = inspect(file, { walMode })
     const refuse = (error: DatabaseError) => {
       if (!hadWal && fs.existsSync(wal) && fs.statSync(wal).size === 0) fs.rmSync(wal, { force: true })
       if (!hadShm && !fs.existsSync(wal)) fs.rmSync(shm, { force: true })
       return Effect.fail(error)
     }
-    switch (found._tag) {
-      case "refused":
-        return refuse(found.error)
-      case "blank":
-        return create ? Effect.void : refuse(dbError(file, "missing", `${file} holds no logbook data yet`))
-      case "logbook":
-        if (found.schema > LATEST_MIGRATION) {
-          return Effect.fail(
-            dbError(
-              file,
-              "newer-schema",
-              `${file} was written by a newer logbook (schema ${found.schema}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
-            )
-          )
-        }
-        if (options.readonly && found.schema < LATEST_MIGRATION) {
-          return Effect.fail(
-            dbError(
-              file,
-              "older-schema",
-              `${file} has schema ${found.schema}, older than this logbook's ${LATEST_MIGRATION}; run a logbook command that writes to upgrade it`
-            )
-          )
-        }
-        return Effect.void
-    }
+    return planFor(file, found, options, refuse)
   })
 
-/** Looks at an SQLite file read-only: is it a logbook database, and of which schema? */
-const inspect = (file: string): Inspection => {
+/** What `preflight` makes of an inspection (also of a private copy's, named by the original `file`). */
+export const planFor = (
+  file: string,
+  found: Inspection,
+  options: { readonly create: boolean; readonly readonly: boolean },
+  refuse: (error: DatabaseError) => Effect.Effect<never, DatabaseError> = Effect.fail
+): Effect.Effect<ReadPlan, DatabaseError> => {
+  switch (found._tag) {
+    case "refused":
+      return refuse(found.error)
+    case "no-wal-index":
+      return options.readonly
+        ? Effect.succeed({ _tag: "copy", why: found.message })
+        : Effect.fail(dbError(file, "read-only", `cannot open ${file} for writing: ${found.message}`))
+    case "blank":
+      return options.create && !options.readonly
+        ? Effect.succeed(IN_PLACE)
+        : refuse(dbError(file, "missing", `${file} holds no logbook data yet`))
+    case "logbook":
+      if (found.schema > LATEST_MIGRATION) {
+        return Effect.fail(
+          dbError(
+            file,
+            "newer-schema",
+            `${file} was written by a newer logbook (schema ${found.schema}, this version knows up to ${LATEST_MIGRATION}); upgrade logbook`
+          )
+        )
+      }
+      if (options.readonly && found.schema < LATEST_MIGRATION) {
+        return Effect.succeed({
+          _tag: "copy",
+          olderSchema: found.schema,
+          why: `it has schema ${found.schema}, older than this logbook's ${LATEST_MIGRATION}`
+        })
+      }
+      return Effect.succeed(IN_PLACE)
+  }
+}
+
+/** Why this user may not write the database file or its directory (SQLite needs both), if so. */
+const writeDenied = (file: string): string | undefined => {
+  try {
+    fs.accessSync(file, fs.constants.W_OK)
+  } catch {
+    return `${file} is read-only to this user: a command that writes (run, compact, sessions delete) cannot use it, the read commands can`
+  }
+  const dir = path.dirname(file)
+  try {
+    fs.accessSync(dir, fs.constants.W_OK)
+  } catch {
+    return `the directory of ${file} is read-only to this user (SQLite writes its -wal and -shm files there): a command that writes (run, compact, sessions delete) cannot use it, the read commands can`
+  }
+  return undefined
+}
+
+/** The codes of a read-only WAL open that failed for want of the -wal / -shm index, not of the file. */
+const NO_WAL_INDEX = new Set(["SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN", "SQLITE_READONLY_CANTINIT"])
+
+/**
+ * Looks at an SQLite file read-only: is it a logbook database, and of which schema? `name` is
+ * the file the messages name (the original, when `file` is a private copy of it).
+ */
+export const inspect = (
+  file: string,
+  options: { readonly walMode?: boolean | undefined; readonly name?: string | undefined } = {}
+): Inspection => {
+  const name = options.name ?? file
   let db: Database.Database | undefined
   try {
     db = new Database(file, { readonly: true, fileMustExist: true })
@@ -219,7 +318,7 @@ const inspect = (file: string): Inspection => {
       if (tables.length === 0 && appId === 0 && userVersion === 0) return { _tag: "blank" }
       return {
         _tag: "refused",
-        error: dbError(file, "not-logbook", `${file} is an SQLite database, but not a logbook database`)
+        error: dbError(name, "not-logbook", `${name} is an SQLite database, but not a logbook database`)
       }
     }
     const schema = tables.includes(MIGRATIONS_TABLE)
@@ -231,10 +330,18 @@ const inspect = (file: string): Inspection => {
     if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") {
       return {
         _tag: "refused",
-        error: dbError(file, "corrupt", `${file} is damaged (${(e as Error).message}); it was not modified`)
+        error: dbError(name, "corrupt", `${name} is damaged (${(e as Error).message}); it was not modified`)
       }
     }
-    return { _tag: "refused", error: dbError(file, "unreadable", `cannot open ${file}: ${(e as Error).message}`) }
+    if (options.walMode === true && NO_WAL_INDEX.has(code)) {
+      return {
+        _tag: "no-wal-index",
+        message:
+          `it is a WAL database whose ${path.basename(file)}-wal / -shm files are missing or unreadable, ` +
+          `and this user cannot create them in ${path.dirname(file)}`
+      }
+    }
+    return { _tag: "refused", error: dbError(name, "unreadable", `cannot open ${name}: ${(e as Error).message}`) }
   } finally {
     db?.close()
   }
@@ -271,6 +378,12 @@ interface SessionRow {
   readonly last_seq: number
   readonly status: string
   readonly deleted: number
+  readonly model: string | null
+  readonly turn_open: number
+  readonly last_turn_reason: string | null
+  readonly last_turn_interrupted: number
+  readonly cost: number
+  readonly cost_known: number
 }
 
 const toSummary = (r: SessionRow): SessionSummary => ({
@@ -281,7 +394,13 @@ const toSummary = (r: SessionRow): SessionSummary => ({
   updatedAt: r.updated_at,
   lastSeq: r.last_seq,
   status: r.status as SessionStatusName,
-  deleted: r.deleted !== 0
+  deleted: r.deleted !== 0,
+  model: r.model,
+  turnOpen: r.turn_open !== 0,
+  lastTurn:
+    r.last_turn_reason === null ? null : { reason: r.last_turn_reason, interrupted: r.last_turn_interrupted !== 0 },
+  cost: r.cost,
+  costKnown: r.cost_known !== 0
 })
 
 interface EventRow {
@@ -312,10 +431,13 @@ const INSERT_ONE = `${INSERT_PREFIX}(?, ?, ?, ?, ?, ?, ?, ?)`
 const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")
 const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
 const SELECT_LAST_SEQ = "SELECT max(seq) AS last FROM events WHERE session_id = ?"
-const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
+    model, turn_open, last_turn_reason, last_turn_interrupted, cost, cost_known)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
-    last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted`
+    last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted, model = excluded.model,
+    turn_open = excluded.turn_open, last_turn_reason = excluded.last_turn_reason,
+    last_turn_interrupted = excluded.last_turn_interrupted, cost = excluded.cost, cost_known = excluded.cost_known`
 
 /**
  * The writer connection: every write of this process goes through it, each write one synchronous
@@ -378,7 +500,22 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             insertOne.run(params.slice(r * EVENT_COLUMNS, (r + 1) * EVENT_COLUMNS))
           }
           const s = summary!
-          upsertSession.run([s.id, s.title, s.cwd, s.createdAt, s.updatedAt, s.lastSeq, s.status, s.deleted ? 1 : 0])
+          upsertSession.run([
+            s.id,
+            s.title,
+            s.cwd,
+            s.createdAt,
+            s.updatedAt,
+            s.lastSeq,
+            s.status,
+            s.deleted ? 1 : 0,
+            s.model,
+            s.turnOpen ? 1 : 0,
+            s.lastTurn?.reason ?? null,
+            s.lastTurn?.interrupted ? 1 : 0,
+            s.cost,
+            s.costKnown ? 1 : 0
+          ])
         }
         return out
       })
@@ -520,6 +657,10 @@ export const makeSqliteBackend = (
           Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
           fail("session")
         ),
+      sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id as SessionId)),
+        fail("sessionIds")
+      ),
       loadSnapshot: (sessionId, version, atOrBelow) =>
         sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
         WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
@@ -560,41 +701,53 @@ const describeSqliteError = (e: unknown): string => {
   return cause?.message ?? String(e)
 }
 
+/** Runs the migrations in one `BEGIN IMMEDIATE` transaction. */
+const migrate = (sql: SqlClient.SqlClient) =>
+  makeImmediate(sql)(Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }))
+
+const prepareError = (file: string) => (e: SqlError | Migrator.MigrationError) =>
+  dbError(
+    file,
+    "unreadable",
+    `cannot prepare ${file}: ${"cause" in e && e.cause ? String((e.cause as Error).message ?? e.cause) : e.message}`
+  )
+
 /**
  * The SqlClient for a logbook database: preflight, connection pragmas and migrations.
- * Fails with `DatabaseError` before touching a file that is not ours.
+ * Fails with `DatabaseError` before touching a file that is not ours. Read-only, nothing is
+ * migrated or written: the file is read where it is, or from a private copy when SQLite cannot
+ * read it in place or its schema is older (`internal/readOnly.ts`).
  */
-export const layerClient = (
-  options: SqliteOptions
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseError> => {
+export const layerClient = (options: SqliteOptions): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
   const file = path.resolve(options.filename)
   const readonly = options.readonly ?? false
   const busyTimeout = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
-  // read-only: no WAL switch, no pragma that writes, no migration
-  const client = SqliteClient.layer(
-    readonly ? { filename: file, readonly: true, disableWAL: true } : { filename: file }
-  )
+  if (readonly) {
+    return layerReadOnly(file, {
+      plan: preflight(file, { create: false, readonly: true }),
+      planCopy: (copy) => planFor(file, inspect(copy, { name: file }), { create: false, readonly: true }),
+      setup: (sql) => Effect.mapError(sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`), prepareError(file)),
+      upgrade: (sql) =>
+        migrate(sql).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.asVoid,
+          Effect.mapError(prepareError(file))
+        ),
+      refreshMs: options.refreshMs
+    })
+  }
   const setup = Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       yield* sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`)
-      if (readonly) return
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
-      yield* makeImmediate(sql)(Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }))
-    }).pipe(
-      Effect.mapError((e) =>
-        dbError(
-          file,
-          "unreadable",
-          `cannot prepare ${file}: ${"cause" in e && e.cause ? String((e.cause as Error).message ?? e.cause) : e.message}`
-        )
-      )
-    )
+      yield* migrate(sql)
+    }).pipe(Effect.mapError(prepareError(file)))
   )
   return Layer.unwrapEffect(
     Effect.as(
-      preflight(file, { create: options.create ?? true, readonly }),
-      Layer.provideMerge(setup, Layer.orDie(client))
+      preflight(file, { create: options.create ?? true, readonly: false }),
+      Layer.provideMerge(setup, Layer.orDie(SqliteClient.layer({ filename: file })))
     )
   )
 }

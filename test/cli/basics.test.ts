@@ -31,7 +31,7 @@ describe("logbook (built binary)", () => {
 
   it.each([
     [[], ["sessions", "events", "--version"]],
-    [["sessions"], ["list", "show"]],
+    [["sessions"], ["list", "show", "delete"]],
     [
       ["sessions", "list"],
       ["--db", "--format", "table | json", "--all", "--limit", "LOGBOOK_DB"]

@@ -168,9 +168,19 @@ describe("logbook run: a key in the user's message", () => {
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "session.created")[0]!.payload.title).toMatch(/^the staging key is \[logbook redact/)
     expect(JSON.stringify(server.requests[0]!.body)).toContain(`the staging key is ${masked(KEY_ENV)} for tests`)
+    // the table cuts the title to fit 80 columns: the JSON has it whole
     const sessions = await runCli(["sessions", "list", "--db", ws.db], { env })
-    expect(sessions.stdout).toContain("the staging key is [logbook")
-    expectNowhere(key.slice(0, 12), { server, ws, stdout: result.stdout + sessions.stdout, stderr: result.stderr })
+    expect(sessions.stdout).toContain("the staging key is")
+    const listed = await runCli(["sessions", "list", "--format", "json", "--db", ws.db], { env })
+    expect((JSON.parse(listed.stdout) as Array<{ title: string }>)[0]!.title).toMatch(
+      /^the staging key is \[logbook redact/
+    )
+    expectNowhere(key.slice(0, 12), {
+      server,
+      ws,
+      stdout: result.stdout + sessions.stdout + listed.stdout,
+      stderr: result.stderr
+    })
   })
 })
 
@@ -233,12 +243,12 @@ describe("logbook run: tools.bash.passEnv", () => {
 })
 
 describe("logbook run: write and edit with a masked key", () => {
-  const SECRET_FILE = (key: string) => `# settings\nname=demo\ntoken=${key}\n`
+  const secretFile = (key: string) => `# settings\nname=demo\ntoken=${key}\n`
 
   it("the model reads the file (masked), then copies the mask back with write and edit: all refused, the key stays in the file", async () => {
     const { server, ws, key, env } = await keyedWorkspace()
     const file = path.join(ws.dir, "secret.txt")
-    fs.writeFileSync(file, SECRET_FILE(key))
+    fs.writeFileSync(file, secretFile(key))
     const copied = `# settings\nname=renamed\ntoken=${masked(KEY_ENV)}\n`
     server.enqueue(
       Reply.stream({ toolCalls: [call("call_read", "read", { path: "secret.txt" })] }),
@@ -288,7 +298,7 @@ describe("logbook run: write and edit with a masked key", () => {
     expect(added).toContain("logbook masked an API key there")
 
     // the file still holds the real key; nothing was changed, so no blob holds it either
-    expect(fs.readFileSync(file, "utf8")).toBe(SECRET_FILE(key))
+    expect(fs.readFileSync(file, "utf8")).toBe(secretFile(key))
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "file.changed")).toEqual([])
     expect(
@@ -303,7 +313,7 @@ describe("logbook run: write and edit with a masked key", () => {
   it("an edit that leaves the masked part out goes through: the key in the file is intact (and the change's blobs keep it exact)", async () => {
     const { server, ws, key, env } = await keyedWorkspace()
     const file = path.join(ws.dir, "secret.txt")
-    fs.writeFileSync(file, SECRET_FILE(key))
+    fs.writeFileSync(file, secretFile(key))
     server.enqueue(
       Reply.stream({ toolCalls: [call("call_read", "read", { path: "secret.txt" })] }),
       Reply.stream({
@@ -324,7 +334,7 @@ describe("logbook run: write and edit with a masked key", () => {
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const changes = ofType(log, "file.changed")
     expect(changes.map((e) => [e.payload.path, e.payload.op])).toEqual([["secret.txt", "update"]])
-    expect(await blobText(ws.db, changes[0]!.payload.beforeHash!)).toBe(SECRET_FILE(key))
+    expect(await blobText(ws.db, changes[0]!.payload.beforeHash!)).toBe(secretFile(key))
     expect(await blobText(ws.db, changes[0]!.payload.afterHash!)).toBe(`# settings\nname=renamed\ntoken=${key}\n`)
     // ... but the model never got it
     expect(sentBodies(server)).not.toContain(key)

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Either, Fiber, type Layer, Option, Queue, Stream, TestClock } from "effect"
 import * as Events from "../../src/domain/Events.js"
-import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
+import { CallId, MessageId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 
@@ -412,7 +412,12 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
             updatedAt: 301,
             lastSeq: 3,
             status: "busy",
-            deleted: false
+            deleted: false,
+            model: null,
+            turnOpen: false,
+            lastTurn: null,
+            cost: 0,
+            costKnown: true
           })
           yield* store.append(sid("s2"), [{ ...Events.make("session.deleted", {}), at: 400 }])
           expect((yield* store.sessions()).map((s) => s.id)).toEqual(["s1"])
@@ -422,6 +427,73 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
           expect((yield* store.sessions({ cwd: "/elsewhere" })).length).toBe(0)
           expect(Option.isNone(yield* store.session(sid("nobody")))).toBe(true)
           expect(Option.getOrThrow(yield* store.session(sid("s2"))).deleted).toBe(true)
+        })
+      )
+    )
+
+    it.effect("the index keeps the model, whether a turn is open, how the last one ended and the cost", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const s = sid("s1")
+          const m1 = MessageId.make("a1")
+          const m2 = MessageId.make("a2")
+          const usage = (cost: number, costKnown?: boolean) => ({
+            input: 10,
+            output: 1,
+            reasoning: 0,
+            cacheRead: 0,
+            cacheWrite: 0,
+            cost,
+            ...(costKnown === undefined ? {} : { costKnown })
+          })
+          const summary = () => Effect.map(store.session(s), Option.getOrThrow)
+          yield* store.append(s, [Events.make("session.created", { title: "t", model: "p/first" })])
+          expect(yield* summary()).toMatchObject({ model: "p/first", turnOpen: false, lastTurn: null, cost: 0 })
+          yield* store.append(s, [
+            Events.make("turn.started", { turnId: TurnId.make("t1"), messageIds: [] }),
+            Events.make("assistant.started", { messageId: m1, model: "p/second" }),
+            Events.make("step.started", { messageId: m1, step: 0 }),
+            Events.make("step.finished", { messageId: m1, step: 0, finishReason: "stop", usage: usage(0.1) })
+          ])
+          expect(yield* summary()).toMatchObject({ model: "p/second", turnOpen: true, lastTurn: null, cost: 0.1 })
+          yield* store.append(s, [Events.make("turn.finished", { turnId: TurnId.make("t1"), reason: "max-steps" })])
+          expect(yield* summary()).toMatchObject({
+            turnOpen: false,
+            lastTurn: { reason: "max-steps", interrupted: false }
+          })
+          // an assistant message that names no model keeps the previous one; an unpriced step makes the cost a lower bound
+          yield* store.append(s, [
+            Events.make("turn.started", { turnId: TurnId.make("t2"), messageIds: [] }),
+            Events.make("assistant.started", { messageId: m2 }),
+            Events.make("step.started", { messageId: m2, step: 0 }),
+            Events.make("step.finished", { messageId: m2, step: 0, finishReason: "stop", usage: usage(0.2, false) }),
+            Events.make("compaction.done", { summary: "…", usage: usage(0.05) }),
+            Events.make("turn.interrupted", { turnId: TurnId.make("t2"), reason: "user" })
+          ])
+          const last = yield* summary()
+          expect(last).toMatchObject({
+            model: "p/second",
+            turnOpen: false,
+            lastTurn: { reason: "user", interrupted: true },
+            costKnown: false
+          })
+          // the same sum, in the same order, as the projection's totals
+          expect(last.cost).toBe(0.1 + 0.2 + 0.05)
+          expect(last.lastSeq).toBe(12)
+          expect((yield* store.sessionIds).slice().sort()).toEqual(["s1"])
+        })
+      )
+    )
+
+    it.effect("sessionIds lists every session of the index, deleted ones too", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          expect(yield* store.sessionIds).toEqual([])
+          yield* store.append(sid("b"), [created()])
+          yield* store.append(sid("a"), [created(), Events.make("session.deleted", {})])
+          expect((yield* store.sessionIds).slice().sort()).toEqual(["a", "b"])
         })
       )
     )

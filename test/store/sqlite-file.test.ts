@@ -11,6 +11,8 @@ import { Chunk, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import { choicesFromSeed, simulate } from "../support/arbitraries.js"
+import { downgradeToSchema1, SCHEMA_1_SESSION_COLUMNS, schemaOf, sessionColumns } from "../support/oldSchema.js"
 import { exitCode, spawnTs, waitForLine } from "../support/processes.js"
 import { tempDb, tempDir } from "../support/tmp.js"
 
@@ -252,6 +254,53 @@ describe("EventStore SQLite file", () => {
         holder.exec("ROLLBACK")
         holder.close()
       }
+    })
+  )
+
+  it.effect("an old-schema database is read (read-only) from an upgraded copy, and upgraded by a writable open", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      // sessions of every kind: open turns, ended ones, interrupted, crashed, costs (some unpriced), models
+      const expected = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        for (let i = 0; i < 12; i++) {
+          yield* store.append(SessionId.make(`s${i}`), simulate(choicesFromSeed(i + 1, 40 + i * 10)))
+        }
+        yield* store.append(SessionId.make("s3"), [Events.make("session.deleted", {})])
+        return yield* store.sessions({ includeDeleted: true })
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      expect(new Set(expected.map((s) => s.model))).toContain("test/model")
+      expect(expected.some((s) => s.turnOpen) && expected.some((s) => s.lastTurn !== null)).toBe(true)
+      expect(expected.some((s) => s.cost > 0)).toBe(true)
+      downgradeToSchema1(file)
+      expect(sessionColumns(file)).toEqual(SCHEMA_1_SESSION_COLUMNS)
+      expect(schemaOf(file)).toBe(1)
+      const before = fingerprint(file)
+
+      const read = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        return yield* store.sessions({ includeDeleted: true })
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file, readonly: true })))
+      expect(read).toEqual(expected)
+      // the file itself was not upgraded
+      expect(fingerprint(file)).toEqual(before)
+      expect(schemaOf(file)).toBe(1)
+
+      const upgraded = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        return yield* store.sessions({ includeDeleted: true })
+      }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+      expect(upgraded).toEqual(expected)
+      expect(schemaOf(file)).toBe(2)
+      expect(sessionColumns(file)).toEqual([
+        ...SCHEMA_1_SESSION_COLUMNS,
+        "model",
+        "turn_open",
+        "last_turn_reason",
+        "last_turn_interrupted",
+        "cost",
+        "cost_known"
+      ])
     })
   )
 

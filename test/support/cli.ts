@@ -28,6 +28,9 @@ export interface RunOptions {
   readonly timeoutMs?: number
   /** written to the process's stdin, which is then closed (default: stdin is /dev/null) */
   readonly input?: string
+  /** run as this user and group (the tests run as root; a read-only database needs an ordinary user) */
+  readonly uid?: number
+  readonly gid?: number
 }
 
 export interface RunResult {
@@ -85,7 +88,9 @@ const start = (args: ReadonlyArray<string>, options: RunOptions): ChildProcess =
   const child = spawn(process.execPath, [binPath, ...args], {
     cwd: options.cwd ?? root,
     env: baseEnv(options.env),
-    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
+    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    ...(options.uid === undefined ? {} : { uid: options.uid }),
+    ...(options.gid === undefined ? {} : { gid: options.gid })
   })
   if (options.input !== undefined) {
     // a process that exits before reading its stdin makes the write fail with EPIPE: not an error here

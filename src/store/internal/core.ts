@@ -96,6 +96,7 @@ export interface Backend {
   readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
   readonly sessions: (options: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
   readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
+  readonly sessionIds: Effect.Effect<ReadonlyArray<SessionId>, EventStoreError>
   /** Saves the snapshot (its state as `json`, with its SHA-256) and keeps the newest `keep`. */
   readonly saveSnapshot: (
     snapshot: Omit<Snapshot, "state">,
@@ -204,6 +205,95 @@ export const prepareEvents = (
     return Effect.succeed(out)
   })
 
+type MutableSummary = { -readonly [K in keyof SessionSummary]: SessionSummary[K] }
+
+/** The index row of a session before any of its events (`at`: the time of its first). */
+export const emptySummary = (sessionId: SessionId, at: number): SessionSummary => ({
+  id: sessionId,
+  title: null,
+  cwd: null,
+  createdAt: at,
+  updatedAt: at,
+  lastSeq: 0,
+  status: "idle",
+  deleted: false,
+  model: null,
+  turnOpen: false,
+  lastTurn: null,
+  cost: 0,
+  costKnown: true
+})
+
+/** The event types the index reads the payload of; every other event only moves `updatedAt` and `lastSeq`. */
+export const SUMMARY_TYPES: ReadonlyArray<string> = [
+  "session.created",
+  "session.titled",
+  "session.deleted",
+  "session.status",
+  "assistant.started",
+  "step.finished",
+  "compaction.done",
+  "turn.started",
+  "turn.finished",
+  "turn.interrupted"
+]
+
+interface UsagePayload {
+  readonly cost?: number
+  readonly costKnown?: boolean
+}
+
+const addCost = (s: MutableSummary, usage: UsagePayload | undefined): void => {
+  if (usage === undefined) return
+  // summed in log order, as the projection sums its totals, so both give the same figure
+  s.cost = s.cost + (usage.cost ?? 0)
+  if (usage.costKnown === false) s.costKnown = false
+}
+
+/** Folds one stored event (its type and payload JSON) into a session's index row, in place. */
+export const summarizeEvent = (s: MutableSummary, type: string, json: string): void => {
+  switch (type) {
+    case "session.created": {
+      const p = JSON.parse(json) as { title?: string; cwd?: string; model?: string }
+      if (p.title !== undefined) s.title = p.title
+      if (p.cwd !== undefined) s.cwd = p.cwd
+      if (p.model !== undefined) s.model = p.model
+      break
+    }
+    case "session.titled":
+      s.title = (JSON.parse(json) as { title: string }).title
+      break
+    case "session.deleted":
+      s.deleted = true
+      break
+    case "session.status":
+      s.status = (JSON.parse(json) as { status: { _tag: SessionSummary["status"] } }).status._tag
+      break
+    case "assistant.started": {
+      const model = (JSON.parse(json) as { model?: string }).model
+      if (model !== undefined) s.model = model
+      break
+    }
+    case "step.finished":
+      addCost(s, (JSON.parse(json) as { usage?: UsagePayload }).usage)
+      break
+    case "compaction.done":
+      addCost(s, (JSON.parse(json) as { usage?: UsagePayload }).usage)
+      break
+    case "turn.started":
+      s.turnOpen = true
+      break
+    case "turn.finished":
+      s.turnOpen = false
+      s.lastTurn = { reason: (JSON.parse(json) as { reason: string }).reason, interrupted: false }
+      break
+    case "turn.interrupted":
+      s.turnOpen = false
+      s.lastTurn = { reason: (JSON.parse(json) as { reason: string }).reason, interrupted: true }
+      break
+  }
+}
+
 /** The session index after a request's events (the first has seq `firstSeq`): a small fold over event types. */
 export const summarize = (
   previous: SessionSummary | undefined,
@@ -211,36 +301,9 @@ export const summarize = (
   firstSeq: number,
   events: ReadonlyArray<PreparedEvent>
 ): SessionSummary => {
-  const s: { -readonly [K in keyof SessionSummary]: SessionSummary[K] } = previous
-    ? { ...previous }
-    : {
-        id: sessionId,
-        title: null,
-        cwd: null,
-        createdAt: events[0]?.at ?? 0,
-        updatedAt: events[0]?.at ?? 0,
-        lastSeq: 0,
-        status: "idle",
-        deleted: false
-      }
+  const s: MutableSummary = { ...(previous ?? emptySummary(sessionId, events[0]?.at ?? 0)) }
   for (const e of events) {
-    switch (e.type) {
-      case "session.created": {
-        const p = JSON.parse(e.json) as { title?: string; cwd?: string }
-        if (p.title !== undefined) s.title = p.title
-        if (p.cwd !== undefined) s.cwd = p.cwd
-        break
-      }
-      case "session.titled":
-        s.title = (JSON.parse(e.json) as { title: string }).title
-        break
-      case "session.deleted":
-        s.deleted = true
-        break
-      case "session.status":
-        s.status = (JSON.parse(e.json) as { status: { _tag: SessionSummary["status"] } }).status._tag
-        break
-    }
+    summarizeEvent(s, e.type, e.json)
     if (e.at > s.updatedAt) s.updatedAt = e.at
   }
   s.lastSeq = firstSeq + events.length - 1
@@ -571,6 +634,7 @@ export const makeService = (
       lastSeq: backend.lastSeq,
       sessions: (o) => backend.sessions(o ?? {}),
       session: backend.session,
+      sessionIds: backend.sessionIds,
       saveSnapshot: ({ state, ...snapshot }) =>
         Effect.suspend(() => {
           const json = JSON.stringify(state)

@@ -1,0 +1,70 @@
+/**
+ * The EXAMPLES block at the end of a command's help (`logbook sessions list --help`, `logbook help
+ * sessions list`): plain lines of `command   what it does`, the same for every command that has
+ * some, within 80 columns.
+ *
+ * They are the help's footer, chosen from the command words of the arguments (`examplesFooter`),
+ * rather than part of the command's description: @effect/cli shows a command's description also
+ * as its one line in the COMMANDS list of its parent (`logbook --help`, `logbook sessions --help`),
+ * and it only takes that line from a plain paragraph — a description with an EXAMPLES section
+ * would leave the line empty there.
+ */
+import * as HelpDoc from "@effect/cli/HelpDoc"
+
+/** `[command, what it does]` */
+export type Example = readonly [string, string]
+
+/** The examples of each command, by its words (`sessions list`). Every one must work as written (a test runs them). */
+export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
+  sessions: [
+    ["logbook sessions list", "the sessions, most recently updated first"],
+    ["logbook sessions list --all", "deleted sessions too"],
+    ["logbook sessions show latest", "the latest session as a conversation"],
+    ["logbook sessions show 0195a0b0", "a session by the short id list prints"],
+    ["logbook sessions delete 0195a0b0", "hide a session (its events are kept)"]
+  ],
+  "sessions list": [
+    ["logbook sessions list", "short id, outcome, cost, model, title"],
+    ["logbook sessions list -n 5", "the five most recently updated"],
+    ["logbook sessions list --all", "deleted sessions too, marked deleted"],
+    ["logbook sessions list --format json", "full ids and every field, for scripts"],
+    ["logbook sessions list --db backup.db", "a database you may only read"]
+  ],
+  "sessions show": [
+    ["logbook sessions show latest", "the most recently updated session"],
+    ["logbook sessions show 0195a0b0", "by a short id from sessions list"],
+    ["logbook sessions show latest --at 12", "as it was right after event 12"],
+    ["logbook sessions show latest --full", "tool inputs and outputs in full"],
+    ["logbook sessions show latest --format json", "the projected state"]
+  ],
+  "sessions delete": [
+    ["logbook sessions delete 0195a0b0", "hide this session; its events are kept"],
+    ["logbook sessions delete latest", "hide the most recently updated one"],
+    ["logbook sessions list --all", "deleted sessions are listed here"],
+    ["logbook sessions show 0195a0b0", "and can still be read"]
+  ]
+}
+
+/** The lines of an EXAMPLES block: indented 2, descriptions aligned. */
+export const exampleLines = (list: ReadonlyArray<Example>): Array<string> => {
+  const width = Math.max(...list.map(([command]) => command.length))
+  return list.map(([command, what]) => `  ${command.padEnd(width)}   ${what}`)
+}
+
+/** The command words of `argv` (`node logbook sessions list --db x` → `sessions list`). */
+const commandWords = (argv: ReadonlyArray<string>): Array<string> => {
+  const words: Array<string> = []
+  for (const arg of argv.slice(2)) {
+    if (arg.startsWith("-")) break
+    words.push(arg)
+  }
+  return words
+}
+
+/** The help footer for the command `argv` names: its EXAMPLES block, or nothing. */
+export const examplesFooter = (argv: ReadonlyArray<string>): HelpDoc.HelpDoc => {
+  const words = commandWords(argv)
+  const list = examples[words.slice(0, 2).join(" ")] ?? (words.length === 1 ? examples[words[0]!] : undefined)
+  if (list === undefined) return HelpDoc.empty
+  return HelpDoc.blocks([HelpDoc.h1("EXAMPLES"), HelpDoc.p(exampleLines(list).join("\n"))])
+}

@@ -1,0 +1,50 @@
+/**
+ * Databases of an older schema, for the upgrade tests: `downgradeToSchema1` turns a database this
+ * version wrote into exactly what logbook wrote before migration 2 (`2_session_outcome`): the
+ * columns that migration adds are dropped and its row in `logbook_migrations` is removed.
+ */
+import Database from "better-sqlite3"
+
+/** The columns of `sessions` as migration 1 (`1_init`) created them. */
+export const SCHEMA_1_SESSION_COLUMNS = [
+  "id",
+  "title",
+  "cwd",
+  "created_at",
+  "updated_at",
+  "last_seq",
+  "status",
+  "deleted"
+]
+
+export const sessionColumns = (file: string): Array<string> => {
+  const db = new Database(file, { readonly: true })
+  try {
+    return (db.prepare("PRAGMA table_info(sessions)").all() as Array<{ name: string }>).map((c) => c.name)
+  } finally {
+    db.close()
+  }
+}
+
+export const schemaOf = (file: string): number => {
+  const db = new Database(file, { readonly: true })
+  try {
+    return db.prepare("SELECT max(migration_id) FROM logbook_migrations").pluck().get() as number
+  } finally {
+    db.close()
+  }
+}
+
+/** Rewrites `file` (closed by every writer) as a schema-1 database, checkpointed into the main file. */
+export const downgradeToSchema1 = (file: string): void => {
+  const db = new Database(file)
+  try {
+    for (const column of ["model", "turn_open", "last_turn_reason", "last_turn_interrupted", "cost", "cost_known"]) {
+      db.exec(`ALTER TABLE sessions DROP COLUMN ${column}`)
+    }
+    db.exec("DELETE FROM logbook_migrations WHERE migration_id > 1")
+    db.pragma("wal_checkpoint(TRUNCATE)")
+  } finally {
+    db.close()
+  }
+}
