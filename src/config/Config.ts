@@ -620,12 +620,10 @@ const readFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<RawSou
   return fs.readFileString(file).pipe(
     Effect.map(Option.some),
     Effect.catchTags({
-      // biome-ignore lint/correctness/noComponentHookFactories: an error tag's handler, not a React component
       SystemError: (error) =>
         error.reason === "NotFound"
           ? Effect.succeed(Option.none<string>())
           : Effect.fail(unreadable(readReason(error))),
-      // biome-ignore lint/correctness/noComponentHookFactories: an error tag's handler, not a React component
       BadArgument: (error) => Effect.fail(unreadable(error.message))
     }),
     Effect.flatMap(
