@@ -128,7 +128,7 @@ const readMessage = (words: ReadonlyArray<string>) =>
     return text
   })
 
-const titleOf = (message: string): string => {
+export const titleOf = (message: string): string => {
   const first = message.split("\n")[0]!.trim()
   return first.length > 60 ? `${first.slice(0, 59)}…` : first
 }

@@ -182,9 +182,11 @@ export const renderTable = (
 export const listSessions = Effect.fn("cli.sessions.listSessions")(function* (options: {
   readonly all: boolean
   readonly limit: number | undefined
+  /** only the sessions of this workspace */
+  readonly cwd?: string | undefined
 }) {
   const store = yield* EventStore
-  const sessions = yield* store.sessions({ includeDeleted: options.all, limit: options.limit })
+  const sessions = yield* store.sessions({ includeDeleted: options.all, limit: options.limit, cwd: options.cwd })
   // unique among all sessions, deleted ones too: `resolveSession` matches those as well
   const short = shortIds(yield* store.sessionIds)
   const now = yield* Clock.currentTimeMillis

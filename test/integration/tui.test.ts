@@ -100,8 +100,8 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
       Reply.text("Done: **all good**, see `notes.md`.", { usage: { prompt_tokens: 1200, completion_tokens: 30 } })
     )
     const run = await start(chatArgs(ws))
-    // the first frame: an empty prompt and the status line
-    expect(run.screen()).toMatch(/idle │ local\/scripted │ 0 tokens │ \$0 │ [0-9a-f-]{36}/)
+    // the first frame: an empty prompt and the status line; the session is created by the first message
+    expect(run.screen()).toContain("idle │ local/scripted │ 0 tokens │ $0 │ new session")
     await type(run, "look around")
     const screen = await run.waitFor("Done: all good, see notes.md.")
     expect(screen).toContain("› look around")
@@ -120,6 +120,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(await run.exited()).toBe(0)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "user.message").map((e) => e.payload.text)).toEqual(["look around"])
+    expect(ofType(log, "session.created").map((e) => e.payload.title)).toEqual(["look around"])
     expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_1", "call_w"])
     expect(log.at(-1)).toMatchObject(idle)
   })
@@ -414,10 +415,11 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     await poll("a new session", () => !run.visible().includes(firstId))
     await type(run, "/sessions")
     await run.waitFor("Sessions in this directory")
-    await run.waitFor(`${firstId}`)
+    // each row: when, outcome, cost (unknown: local/other has no price), title, short id
+    await run.waitFor(new RegExp(`finished +unknown +hello +${firstId.slice(0, 8)}`))
     // the picker starts at the newest (this new one); down to the first session, Enter opens it
     run.keys("Down")
-    await run.waitFor(new RegExp(`❯ .*${firstId}`))
+    await run.waitFor(new RegExp(`❯ .*${firstId.slice(0, 8)}`))
     run.keys("Enter")
     await run.waitFor(new RegExp(`idle │ local/other │ .*${firstId}`))
     expect(run.visible()).toContain("Answer from the other model.")

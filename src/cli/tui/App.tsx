@@ -495,6 +495,7 @@ const OverlayView = ({
       ) : (
         <>
           <Text bold>Sessions in this directory · ↑/↓ to choose · Enter opens · Esc closes</Text>
+          <Text dimColor>{"  updated      outcome           cost  title  id"}</Text>
           {overlay.rows.length === 0 ? <Text dimColor>no other sessions here</Text> : null}
           {overlay.rows.slice(Math.max(0, at - height + 1), Math.max(0, at - height + 1) + height).map((row) => {
             const selected = overlay.rows[at]?.id === row.id

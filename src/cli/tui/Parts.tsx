@@ -296,7 +296,7 @@ export const statusText = (info: StatusInfo): { readonly state: string; readonly
   if (info.contextWindow !== undefined && info.contextWindow > 0)
     parts.push(`ctx ${Math.min(999, Math.round((100 * info.screen.contextTokens) / info.contextWindow))}%`)
   else if (info.screen.contextTokens > 0) parts.push(`ctx ${formatCount(info.screen.contextTokens)}`)
-  parts.push(session.sessionId)
+  parts.push(session.sessionId === "" ? "new session" : session.sessionId)
   return { state, rest: parts.join(" │ ") }
 }
 

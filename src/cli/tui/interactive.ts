@@ -24,8 +24,10 @@ import { type ApprovalAnswer, type ApprovalRequest, Approver } from "../../tools
 import { setupAgent } from "../agentSetup.js"
 import { CliError, ExitCode } from "../errors.js"
 import { eventLine } from "../eventText.js"
-import { formatLocalTime, makeStyle } from "../render.js"
+import { makeStyle } from "../render.js"
 import { resolveSession } from "../resolveSession.js"
+import { titleOf } from "../run.js"
+import { costText, listSessions, updatedText } from "../sessionsList.js"
 import { type Actions, App, COMMANDS, type UiState, type UiStore } from "./App.js"
 import { MAX_HISTORY } from "./editor.js"
 import { makeScreenFolder, type ScreenFolder } from "./screen.js"
@@ -201,8 +203,26 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       ui.set((s) => ({ ...s, blobs: loaded }))
     })
 
-  /** Opens (or creates) a session and feeds the screen from its log, then from the bus. */
-  const show = (existing: SessionId | undefined) =>
+  /**
+   * A new session: a blank screen; the session is created (titled after it) by the first message,
+   * so opening logbook and leaving writes nothing.
+   */
+  const showNew = Effect.gen(function* () {
+    const history = yield* promptHistory
+    if (mounted) options.stdout.write(CLEAR)
+    ui.set((s) => ({
+      ...s,
+      ...modelInfo(agent),
+      screen: makeScreenFolder("" as SessionId).snapshot(),
+      epoch: s.epoch + 1,
+      overlay: undefined,
+      flash: undefined,
+      history
+    }))
+  })
+
+  /** Opens a session and feeds the screen from its log, then from the bus. */
+  const show = (id: SessionId) =>
     Effect.gen(function* () {
       const sessions = yield* Sessions
       const store = yield* EventStore
@@ -210,8 +230,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
       const scope = yield* Scope.make()
       // subscribe first: nothing committed between reading the log and following it is missed
       const queue = yield* bus.subscribe.pipe(Scope.extend(scope))
-      const id = existing ?? (yield* sessions.create({ cwd: options.cwd }))
-      if (existing !== undefined) yield* sessions.open(existing)
+      yield* sessions.open(id)
       const folder = makeScreenFolder(id)
       const log = yield* Stream.runCollect(store.read(id))
       folder.push(Chunk.toReadonlyArray(log))
@@ -276,7 +295,22 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     yield* Fiber.interrupt(feeder)
   })
 
-  yield* withAgent(Effect.flatMap(pick, show))
+  yield* withAgent(Effect.flatMap(pick, (id) => (id === undefined ? showNew : show(id))))
+
+  /** The session a message goes to: the one shown, or (the first message of a new one) created now. */
+  const creating = yield* Effect.makeSemaphore(1)
+  const sessionFor = (message: string) =>
+    creating.withPermits(1)(
+      Effect.gen(function* () {
+        if (current !== undefined) return current.id
+        const sessions = yield* Sessions
+        // the title is cut from the message: masked first, so the cut cannot leave part of a key
+        const title = titleOf(agent.setup.secrets.redactText(message))
+        const id = yield* sessions.create({ cwd: options.cwd, title })
+        yield* show(id)
+        return id
+      })
+    )
 
   const runtime = yield* Effect.runtime<FileSystem.FileSystem | Path.Path>()
   const fork = <A, E>(
@@ -309,19 +343,25 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
         case "/new": {
           if (busy) return needIdle("/new")
           yield* leave
-          yield* show(undefined)
-          return flash("info", "a new session")
+          yield* showNew
+          return flash("info", "a new session: it is created with its first message")
         }
         case "/sessions": {
-          const store = yield* EventStore
-          const rows = yield* store.sessions({ cwd: options.cwd, limit: 200 })
+          const listed = yield* listSessions({ all: false, limit: 200, cwd: options.cwd })
+          const now = Date.now()
           return ui.set((s) => ({
             ...s,
             overlay: {
               kind: "sessions",
-              rows: rows.map((row) => ({
-                id: row.id,
-                label: `${formatLocalTime(row.updatedAt)}  ${row.status.padEnd(5)}  ${row.title ?? "(untitled)"}  ${row.id}${row.id === sessionId() ? "  (this one)" : ""}`
+              rows: listed.map(({ summary, shortId, outcome }) => ({
+                id: summary.id,
+                label: [
+                  updatedText(summary.updatedAt, now).padEnd(11),
+                  outcome.padEnd(11),
+                  costText(summary).padStart(9),
+                  `${summary.title ?? "(untitled)"}${summary.id === sessionId() ? " (this one)" : ""}`,
+                  shortId
+                ].join("  ")
               }))
             }
           }))
@@ -341,7 +381,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           yield* leave
           yield* Scope.close(agent.scope, Exit.void)
           agent = next.right
-          yield* withAgent(show(id))
+          yield* withAgent(id === undefined ? showNew : show(id))
           return flash("info", `model ${agent.setup.resolved.ref}`)
         }
         case "/compact": {
@@ -384,10 +424,14 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     submit: (text, mode) => {
       ui.set((s) => ({ ...s, flash: undefined }))
       if (text.trim().startsWith("/") && !text.trim().startsWith("//")) return void fork(command(text))
-      const id = sessionId()
-      if (id === undefined) return
       const message = text.trim().startsWith("//") ? text.trim().slice(1) : text
-      void fork(Effect.flatMap(Sessions, (sessions) => sessions.send(id, message, { mode })))
+      void fork(
+        Effect.gen(function* () {
+          const id = yield* sessionFor(message)
+          const sessions = yield* Sessions
+          yield* sessions.send(id, message, { mode })
+        })
+      )
     },
     interrupt: () => {
       const id = sessionId()
