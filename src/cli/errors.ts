@@ -6,7 +6,7 @@
  * shown only for defects, and only when `LOGBOOK_DEBUG` is set.
  */
 import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Config, Console, Effect, Logger, Option, Schema } from "effect"
+import { Cause, Config, Console, Effect, Logger, type LogLevel, Option, Schema } from "effect"
 import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
 import { SessionUnavailable } from "../session/Sessions.js"
@@ -133,8 +133,12 @@ const logText = (message: unknown): string => {
  * output of a command (JSON on stdout stays valid).
  */
 export const cliLogger = Logger.make(({ logLevel, message }) => {
-  globalThis.console.error(`logbook: ${logLevel.label.toLowerCase()}: ${oneLine(logText(message))}`)
+  globalThis.console.error(cliLogLine(logLevel, message))
 })
+
+/** A log line as `cliLogger` writes it (`logbook: warn: …`), for a logger that writes elsewhere. */
+export const cliLogLine = (logLevel: LogLevel.LogLevel, message: unknown): string =>
+  `logbook: ${logLevel.label.toLowerCase()}: ${oneLine(logText(message))}`
 
 /** Runs `effect` with `cliLogger` in place of the default logger. */
 export const withCliLogger = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

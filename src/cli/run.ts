@@ -12,7 +12,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Console, Effect, Either, Fiber, Layer, Option, Ref, Stream } from "effect"
+import { Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option, Ref, Stream } from "effect"
 import type { ConfigInput } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
@@ -23,11 +23,12 @@ import { Approver } from "../tools/Approver.js"
 import { setupAgent } from "./agentSetup.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
-import { CliError, ExitCode } from "./errors.js"
+import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
-import { stdoutStyle, streamStyle } from "./render.js"
+import { streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-import { describeInput, doneLine, fitWidth, makeTextRenderer, retryLine, usageSummary } from "./runOutput.js"
+import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
+import { makeRunWriter } from "./runWriter.js"
 
 const messageArgs = Args.text({ name: "message" }).pipe(
   Args.repeated,
@@ -207,7 +208,22 @@ export const run = Command.make(
       const known = existing === undefined ? {} : (yield* sessions.open(existing)).toolParts
 
       // the output: every event from `from` on, until the one the turn ended with (`target`)
-      const style = yield* stdoutStyle
+      const json = args.format === "json"
+      const writer = yield* makeRunWriter({ stdout: process.stdout, stderr: process.stderr })
+      // whatever ends the run, the live rows are gone and the last line ended before the last word
+      yield* Effect.addFinalizer(() => writer.end)
+      // log lines (warnings of the kernel) go above the live rows too, not into them
+      yield* Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) =>
+        HashSet.has(loggers, cliLogger)
+          ? HashSet.add(
+              HashSet.remove(loggers, cliLogger),
+              Logger.make(({ date, logLevel, message }) =>
+                writer.unsafeLine(cliLogLine(logLevel, message), date.getTime())
+              )
+            )
+          : loggers
+      )
+      const style = yield* streamStyle(process.stderr)
       const renderer = makeTextRenderer(style, {
         maxAttempts: settings.retry.maxAttempts,
         labelOf: (callId) => {
@@ -217,42 +233,18 @@ export const run = Command.make(
             : `${part.tool} ${describeInput(part.tool, "input" in part.state ? part.state.input : {})}`
         }
       })
+      const answer = makeAnswer()
       const target = yield* Ref.make<number | undefined>(undefined)
       const rendered = yield* Ref.make(from - 1)
-      const tty = process.stdout.isTTY === true
-      const countdown = yield* Ref.make<Fiber.RuntimeFiber<void> | undefined>(undefined)
-      const stopCountdown = Effect.gen(function* () {
-        const fiber = yield* Ref.getAndSet(countdown, undefined)
-        if (fiber !== undefined) {
-          yield* Fiber.interrupt(fiber)
-          yield* write("\r\u001b[2K")
-        }
-      })
       const show = (event: Envelope) =>
         Effect.gen(function* () {
+          answer.see(event)
+          if (json) yield* write(`${JSON.stringify(event)}\n`)
+          else yield* writer.show(renderer.render(event))
+          // the prompt, after everything written before the ask; later output waits for the answer
           if (event.type === "permission.asked" && desk !== undefined) {
-            yield* stopCountdown
-            // the prompt, after everything written before the ask; later output waits for the answer
-            if (args.format === "json") yield* write(`${JSON.stringify(event)}\n`)
-            else yield* write(renderer.render(event) + renderer.endLine())
-            return yield* desk.serve(event.payload.permissionId)
+            yield* writer.hold(desk.serve(event.payload.permissionId))
           }
-          if (args.format === "json") return yield* write(`${JSON.stringify(event)}\n`)
-          // the `session.status retry` committed together with `model.retry` must not stop its countdown
-          const retrying = event.type === "session.status" && event.payload.status._tag === "retry"
-          if (!retrying) yield* stopCountdown
-          if (event.type === "model.retry" && tty) {
-            const p = event.payload
-            const tick = Effect.gen(function* () {
-              const now = yield* Clock.currentTimeMillis
-              const text = retryLine(p.attempt, settings.retry.maxAttempts, p.nextAt - now, p.message)
-              yield* write(`\r\u001b[2K${style.yellow(fitWidth(text, process.stdout.columns))}`)
-            })
-            const fiber = yield* tick.pipe(Effect.zipRight(Effect.sleep("1 second")), Effect.forever, Effect.forkScoped)
-            yield* Ref.set(countdown, fiber)
-            return
-          }
-          yield* write(renderer.render(event))
         })
       const follower = yield* store.follow(sessionId, from).pipe(
         Stream.mapEffect((event) =>
@@ -265,7 +257,6 @@ export const run = Command.make(
         ),
         Stream.takeUntil((done) => done),
         Stream.runDrain,
-        Effect.ensuring(stopCountdown),
         Effect.forkScoped
       )
 
@@ -281,12 +272,13 @@ export const run = Command.make(
       const report = (outcome: TurnOutcome | undefined, exitCode: number) =>
         Effect.gen(function* () {
           const elapsedMs = (yield* Clock.currentTimeMillis) - startedAt
-          if (args.format === "json") {
-            return yield* write(`${doneLine({ sessionId, outcome, exitCode, elapsedMs })}\n`)
+          yield* writer.end
+          if (json) return yield* write(`${doneLine({ sessionId, outcome, exitCode, elapsedMs })}\n`)
+          // stdout holds the answer, or nothing: what a turn that did not finish wrote last is not one
+          if (outcome?.reason === "stop") yield* writer.answer(answer.text())
+          if (outcome !== undefined) {
+            yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs)))
           }
-          yield* write(renderer.endLine())
-          if (outcome !== undefined)
-            yield* write(`${style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs))}\n`)
         })
 
       // Ctrl-C from here on (the message being sent included) interrupts the turn as the user's
@@ -296,7 +288,7 @@ export const run = Command.make(
         Effect.onInterrupt(() =>
           Effect.gen(function* () {
             // stopping a command's process group can take a moment (TERM, then KILL after a grace)
-            yield* Console.error("logbook: interrupting: stopping the model and any running commands…")
+            yield* writer.line("logbook: interrupting: stopping the model and any running commands…")
             yield* sessions.interrupt(sessionId, "user").pipe(Effect.ignore)
             yield* finishOutput.pipe(Effect.ignore)
             const last = yield* sessions.wait(sessionId).pipe(
@@ -304,7 +296,7 @@ export const run = Command.make(
               Effect.orElseSucceed(() => undefined)
             )
             yield* report(last, ExitCode.interrupted)
-            yield* Console.error(`logbook: interrupted; resume with: logbook run --session ${sessionId} "…"`)
+            yield* writer.line(`logbook: interrupted; resume with: logbook run --session ${sessionId} "…"`)
           })
         )
       )

@@ -1,18 +1,24 @@
 /**
  * What `logbook run` prints while a turn runs, from the committed events (see docs/run.md).
  *
- * - `text`: the answer as it streams; one line per tool call when it starts (`⋯ bash npm test`)
+ * - `text`: the model's text as it streams; one line per tool call when it starts (`⋯ bash npm test`)
  *   and when it ends (`✓ bash npm test  1.2s`, `✗ … interrupted`); a retry wait as
- *   `retry 2/8 in 4s: 429 rate limited` (a live countdown on a terminal); a cut response is marked.
+ *   `retry 2/8 in 4s: 429 rate limited`; a cut response is marked; the answer (`makeAnswer`).
  * - `json`: one JSON line per committed event (the envelope), then a final `done` line.
  *
- * `TextRenderer.render` is a pure state machine over envelopes: it returns the text to write.
+ * `TextRenderer.render` is a pure state machine over envelopes: it returns `Piece`s — the model's
+ * text, status lines, and what goes on for a while (a running call, a retry wait) — and the run's
+ * writer (`runWriter.ts`) decides where each goes: the text to stdout or stderr, status lines to
+ * stderr, and what goes on as a row redrawn in place on a terminal or as one plain line elsewhere.
  */
 import type { Envelope } from "../domain/Events.js"
 import type { Usage } from "../domain/Message.js"
 import { formatMs } from "../model/Retry.js"
 import type { TurnOutcome } from "../session/Sessions.js"
+import type { LiveRow } from "./liveRegion.js"
 import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, type Style, truncate } from "./render.js"
+
+export { fitWidth } from "./liveRegion.js"
 
 /** A command or a path as a call's line shows it: on one line, cut at 80 characters. */
 const describeSubject = (subject: string): string => truncate(oneLine(subject), 80)
@@ -34,17 +40,6 @@ export const retryLine = (attempt: number, maxAttempts: number, waitMs: number, 
   return `retry ${attempt}/${maxAttempts} in ${shown}: ${message}`
 }
 
-/**
- * `text` cut to fit one terminal row of `columns` (ending with `…`), for a line that is redrawn in
- * place (the retry countdown): a line that wraps cannot be cleared with `\r`. As it is when the
- * width is not known.
- */
-export const fitWidth = (text: string, columns: number | undefined): string => {
-  if (columns === undefined || columns < 10) return text
-  const chars = Array.from(text)
-  return chars.length < columns ? text : `${chars.slice(0, columns - 2).join("")}…`
-}
-
 export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
   const parts = [`tokens in ${formatCount(usage.input)}`, `out ${formatCount(usage.output)}`]
   if (usage.cacheRead > 0) parts.push(`cached ${formatCount(usage.cacheRead)}`)
@@ -52,12 +47,34 @@ export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): st
   return parts.join(" · ")
 }
 
+/** What the renderer makes of an event; the writer decides where each piece goes. */
+export type Piece =
+  /** the model's text, as it streams */
+  | { readonly _tag: "Text"; readonly text: string }
+  /** a new model step begins: its text starts on a line of its own */
+  | { readonly _tag: "Break" }
+  /** a status line (styled, without its newline) */
+  | { readonly _tag: "Line"; readonly text: string }
+  /**
+   * something that goes on until its `End`: on a terminal a row redrawn in place, elsewhere `plain`
+   * once (nothing when undefined)
+   */
+  | { readonly _tag: "Live"; readonly key: string; readonly row: LiveRow; readonly plain: string | undefined }
+  /** what the live row `key` shows changed (a call's output) */
+  | { readonly _tag: "Touch"; readonly key: string }
+  /** the live row `key` is over */
+  | { readonly _tag: "End"; readonly key: string }
+
 export interface TextRenderer {
-  /** the text to write for this event ("" for none) */
-  readonly render: (event: Envelope) => string
-  /** a newline when the output does not end with one */
-  readonly endLine: () => string
+  /** the pieces for this event (none for most) */
+  readonly render: (event: Envelope) => ReadonlyArray<Piece>
 }
+
+/** The key of the retry wait's live row. */
+export const RETRY_KEY = "retry"
+
+const text = (value: string): Piece => ({ _tag: "Text", text: value })
+const line = (value: string): Piece => ({ _tag: "Line", text: value })
 
 export const makeTextRenderer = (
   style: Style,
@@ -67,69 +84,71 @@ export const makeTextRenderer = (
     readonly labelOf?: ((callId: string) => string | undefined) | undefined
   }
 ): TextRenderer => {
-  let atLineStart = true
   let printedText = false
-  const calls = new Map<string, { readonly tool: string; readonly label: string; readonly startedAt: number }>()
+  let retrying = false
+  const calls = new Map<
+    string,
+    { readonly tool: string; readonly label: string; readonly startedAt: number; output: string }
+  >()
   /** the label of a call asked about (a denied call never gets `tool.invoked`) */
   const asked = new Map<string, string>()
   /** permissionId -> callId of the asks; the calls whose ask was rejected */
   const askedCalls = new Map<string, string>()
   const rejected = new Set<string>()
-  const line = (text: string): string => {
-    const prefix = atLineStart ? "" : "\n"
-    atLineStart = true
-    return `${prefix}${text}\n`
-  }
-  const render = (event: Envelope): string => {
+  const render = (event: Envelope): Array<Piece> => {
     switch (event.type) {
       case "text.delta": {
         const delta = event.payload.delta
-        if (delta.length === 0) return ""
+        if (delta.length === 0) return []
         printedText = true
-        atLineStart = delta.endsWith("\n")
-        return delta
+        return [text(delta)]
       }
       case "step.started":
         printedText = false
-        return ""
+        return [{ _tag: "Break" }]
       case "step.finished":
         if (event.payload.aborted === true && printedText) {
           printedText = false
-          return line(style.dim("(the response was cut off)"))
+          return [line(style.dim("(the response was cut off)"))]
         }
-        return ""
+        return []
       case "permission.asked": {
         const p = event.payload
         if (p.callId !== undefined) {
           asked.set(p.callId, p.pattern === "" ? p.tool : `${p.tool} ${describeSubject(p.pattern)}`)
           askedCalls.set(p.permissionId, p.callId)
         }
-        return ""
+        return []
       }
       case "permission.replied": {
         const callId = askedCalls.get(event.payload.permissionId)
         if (callId !== undefined && event.payload.reply === "reject" && event.payload.interrupted !== true) {
           rejected.add(callId)
         }
-        return ""
+        return []
       }
       case "tool.invoked": {
         const label = `${event.payload.tool} ${describeInput(event.payload.tool, event.payload.input)}`
-        calls.set(event.payload.callId, { tool: event.payload.tool, label, startedAt: event.at })
-        return line(style.dim(`⋯ ${label}`))
+        calls.set(event.payload.callId, { tool: event.payload.tool, label, startedAt: event.at, output: "" })
+        return [line(style.dim(`⋯ ${label}`))]
       }
       case "tool.timeout": {
         const call = calls.get(event.payload.callId)
-        return line(
-          style.yellow(
-            `⏱ ${call?.label ?? event.payload.callId} timed out after ${formatMs(event.payload.timeoutMs)}; stopping it`
+        return [
+          line(
+            style.yellow(
+              `⏱ ${call?.label ?? event.payload.callId} timed out after ${formatMs(event.payload.timeoutMs)}; stopping it`
+            )
           )
-        )
+        ]
       }
       case "tool.finished": {
         const call = calls.get(event.payload.callId)
         const took = call === undefined ? "" : `  ${style.dim(formatDuration(event.at - call.startedAt))}`
-        return line(`${style.green("✓")} ${call?.label ?? event.payload.callId}${took}`)
+        return [
+          { _tag: "End", key: event.payload.callId },
+          line(`${style.green("✓")} ${call?.label ?? event.payload.callId}${took}`)
+        ]
       }
       case "tool.failed": {
         const p = event.payload
@@ -145,18 +164,57 @@ export const makeTextRenderer = (
               : rejected.has(p.callId)
                 ? "rejected (the model is told)"
                 : truncate(oneLine(p.error), 120)
-        return line(`${style.red("✗")} ${label}${took}  ${what}`)
+        return [{ _tag: "End", key: p.callId }, line(`${style.red("✗")} ${label}${took}  ${what}`)]
       }
       case "model.retry": {
         const p = event.payload
-        return line(style.yellow(retryLine(p.attempt, options.maxAttempts, p.delayMs, p.message)))
+        retrying = true
+        const row: LiveRow = {
+          text: (now) => retryLine(p.attempt, options.maxAttempts, p.nextAt - now, p.message),
+          style: style.yellow
+        }
+        return [
+          {
+            _tag: "Live",
+            key: RETRY_KEY,
+            row,
+            plain: style.yellow(retryLine(p.attempt, options.maxAttempts, p.delayMs, p.message))
+          }
+        ]
       }
       // model.error: the same sentence ends the run on stderr (`logbook: …`)
       default:
-        return ""
+        return []
     }
   }
-  return { render, endLine: () => (atLineStart ? "" : line("").slice(0, -1)) }
+  return {
+    render: (event) => {
+      // the wait is over with the next event (the `session.status retry` committed with it aside)
+      const waited =
+        retrying &&
+        event.type !== "model.retry" &&
+        !(event.type === "session.status" && event.payload.status._tag === "retry")
+      if (waited) retrying = false
+      const pieces = render(event)
+      return waited ? [{ _tag: "End", key: RETRY_KEY }, ...pieces] : pieces
+    }
+  }
+}
+
+/**
+ * The answer of a turn: the text of its last model step (as far as it came), which `logbook run`
+ * writes to stdout when stdout is not a terminal and the done line carries. Earlier steps' text is
+ * narration ("Let me look at the test first.").
+ */
+export const makeAnswer = () => {
+  let current = ""
+  return {
+    see: (event: Envelope): void => {
+      if (event.type === "step.started") current = ""
+      else if (event.type === "text.delta") current += event.payload.delta
+    },
+    text: (): string => current
+  }
 }
 
 /** The final line of `--format json`. */

@@ -2,19 +2,25 @@
  * The text and JSON output of `logbook run`, from envelopes (the rendering alone; the command is
  * tested through the built binary in test/integration).
  */
-import { describe, expect, it } from "vitest"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { makeStyle } from "../../src/cli/render.js"
 import {
   describeInput,
   doneLine,
   fitWidth,
+  makeAnswer,
   makeTextRenderer,
+  type Piece,
   retryLine,
+  type TextRenderer,
   usageSummary
 } from "../../src/cli/runOutput.js"
+import { makeRunWriter } from "../../src/cli/runWriter.js"
 import { type Envelope, type EventType, make, type PayloadOf } from "../../src/domain/Events.js"
 import { CallId, EventId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import { emptyUsage } from "../../src/domain/Message.js"
+import { fakeStream } from "../support/fakeStream.js"
 
 let seq = 0
 const env = <T extends EventType>(type: T, payload: PayloadOf<T>, at = 1_000): Envelope =>
@@ -30,6 +36,10 @@ const env = <T extends EventType>(type: T, payload: PayloadOf<T>, at = 1_000): E
 
 const M = MessageId.make("m")
 const plain = makeStyle(false)
+
+/** The status lines among pieces. */
+const lines = (pieces: ReadonlyArray<Piece>): ReadonlyArray<string> =>
+  pieces.flatMap((piece) => (piece._tag === "Line" ? [piece.text] : []))
 
 describe("fitWidth", () => {
   it("cuts a line redrawn in place to one terminal row, as it is when the width is not known", () => {
@@ -61,39 +71,88 @@ describe("describeInput", () => {
   })
 })
 
+/** What a run writes for `events` where neither stdout nor stderr is a terminal. */
+const transcript = (r: TextRenderer, events: ReadonlyArray<Envelope>, answer = "") =>
+  Effect.gen(function* () {
+    const stdout = fakeStream(false)
+    const stderr = fakeStream(false)
+    const writer = yield* makeRunWriter({ stdout, stderr })
+    for (const event of events) yield* writer.show(r.render(event))
+    yield* writer.end
+    yield* writer.answer(answer)
+    return { stdout: stdout.text(), stderr: stderr.text() }
+  }).pipe(Effect.scoped)
+
 describe("the text renderer", () => {
-  it("streams text, gives each tool call a start and an end line with its duration, and marks a cut response", () => {
-    const r = makeTextRenderer(plain, { maxAttempts: 8 })
-    const out = [
-      env("step.started", { messageId: M, step: 0 }),
-      env("text.delta", { messageId: M, partId: PartId.make("p"), delta: "Let me look" }),
-      env("tool.invoked", { messageId: M, callId: CallId.make("c1"), tool: "bash", input: { command: "ls" } }, 1_000),
-      env("tool.finished", { callId: CallId.make("c1"), output: "a.txt" }, 2_200),
-      env("tool.invoked", { messageId: M, callId: CallId.make("c2"), tool: "read", input: { path: "b" } }, 2_300),
-      env("tool.failed", { callId: CallId.make("c2"), error: "File not found: b\nmore", interrupted: false }, 2_305),
-      env("step.started", { messageId: M, step: 1 }),
-      env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "partial" }),
-      env("step.finished", { messageId: M, step: 1, finishReason: "stream-failed", usage: emptyUsage, aborted: true }),
-      env("model.retry", { attempt: 2, delayMs: 4_000, nextAt: 9_000, message: "429 rate limited", status: 429 }),
-      env("text.delta", { messageId: M, partId: PartId.make("r"), delta: "Done." })
-    ]
-      .map(r.render)
-      .join("")
-    expect(out + r.endLine()).toBe(
-      [
-        "Let me look",
-        "⋯ bash ls",
-        "✓ bash ls  1.2s",
-        "⋯ read b",
-        "✗ read b  5ms  File not found: b⏎more",
-        "partial",
-        "(the response was cut off)",
-        "retry 2/8 in 4s: 429 rate limited",
-        "Done.",
-        ""
-      ].join("\n")
-    )
-  })
+  it.effect(
+    "streams text, gives each tool call a start and an end line with its duration, and marks a cut response",
+    () =>
+      Effect.gen(function* () {
+        const r = makeTextRenderer(plain, { maxAttempts: 8 })
+        const out = yield* transcript(
+          r,
+          [
+            env("step.started", { messageId: M, step: 0 }),
+            env("text.delta", { messageId: M, partId: PartId.make("p"), delta: "Let me look" }),
+            env(
+              "tool.invoked",
+              { messageId: M, callId: CallId.make("c1"), tool: "bash", input: { command: "ls" } },
+              1_000
+            ),
+            env("tool.finished", { callId: CallId.make("c1"), output: "a.txt" }, 2_200),
+            env("tool.invoked", { messageId: M, callId: CallId.make("c2"), tool: "read", input: { path: "b" } }, 2_300),
+            env(
+              "tool.failed",
+              { callId: CallId.make("c2"), error: "File not found: b\nmore", interrupted: false },
+              2_305
+            ),
+            env("step.started", { messageId: M, step: 1 }),
+            env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "partial" }),
+            env("step.finished", {
+              messageId: M,
+              step: 1,
+              finishReason: "stream-failed",
+              usage: emptyUsage,
+              aborted: true
+            }),
+            env("model.retry", { attempt: 2, delayMs: 4_000, nextAt: 9_000, message: "429 rate limited", status: 429 }),
+            env("step.started", { messageId: M, step: 2 }),
+            env("text.delta", { messageId: M, partId: PartId.make("r"), delta: "Done." })
+          ],
+          "Done."
+        )
+        expect(out.stderr).toBe(
+          [
+            "Let me look",
+            "⋯ bash ls",
+            "✓ bash ls  1.2s",
+            "⋯ read b",
+            "✗ read b  5ms  File not found: b⏎more",
+            "partial",
+            "(the response was cut off)",
+            "retry 2/8 in 4s: 429 rate limited",
+            "Done.",
+            ""
+          ].join("\n")
+        )
+        expect(out.stdout).toBe("Done.\n")
+      })
+  )
+
+  it.effect("the text of a new step starts on a line of its own", () =>
+    Effect.gen(function* () {
+      const r = makeTextRenderer(plain, { maxAttempts: 8 })
+      const out = yield* transcript(r, [
+        env("step.started", { messageId: M, step: 0 }),
+        env("text.delta", { messageId: M, partId: PartId.make("p"), delta: "one" }),
+        env("step.started", { messageId: M, step: 1 }),
+        env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "two\n" }),
+        env("step.started", { messageId: M, step: 2 }),
+        env("text.delta", { messageId: M, partId: PartId.make("r"), delta: "three" })
+      ])
+      expect(out.stderr).toBe("one\ntwo\nthree\n")
+    })
+  )
 
   it("labels the failure of a call it did not see start from labelOf, else by its id", () => {
     const r = makeTextRenderer(plain, {
@@ -101,40 +160,75 @@ describe("the text renderer", () => {
       labelOf: (id) => (id === "old" ? "bash sleep 300" : undefined)
     })
     expect(
-      r.render(env("tool.failed", { callId: CallId.make("old"), error: "x", interrupted: true, reason: "crash" }))
-    ).toBe("✗ bash sleep 300  interrupted (crash)\n")
-    expect(r.render(env("tool.failed", { callId: CallId.make("new"), error: "x", timedOut: true }))).toBe(
-      "✗ new  timed out\n"
-    )
+      lines(
+        r.render(env("tool.failed", { callId: CallId.make("old"), error: "x", interrupted: true, reason: "crash" }))
+      )
+    ).toEqual(["✗ bash sleep 300  interrupted (crash)"])
+    expect(lines(r.render(env("tool.failed", { callId: CallId.make("new"), error: "x", timedOut: true })))).toEqual([
+      "✗ new  timed out"
+    ])
   })
 
   it("labels a call that was asked about and never ran by what was asked; a rejected ask is 'rejected'", () => {
     const r = makeTextRenderer(plain, { maxAttempts: 8 })
     const ask = (permissionId: string, callId: string, pattern: string) =>
       r.render(env("permission.asked", { permissionId, callId: CallId.make(callId), tool: "bash", pattern }))
-    expect(ask("p1", "c1", "rm -rf build")).toBe("")
-    expect(r.render(env("permission.replied", { permissionId: "p1", reply: "reject" }))).toBe("")
+    expect(ask("p1", "c1", "rm -rf build")).toEqual([])
+    expect(r.render(env("permission.replied", { permissionId: "p1", reply: "reject" }))).toEqual([])
     expect(
-      r.render(env("tool.failed", { callId: CallId.make("c1"), error: "Denied: … and the user rejected it." }))
-    ).toBe("✗ bash rm -rf build  rejected (the model is told)\n")
+      lines(r.render(env("tool.failed", { callId: CallId.make("c1"), error: "Denied: … and the user rejected it." })))
+    ).toEqual(["✗ bash rm -rf build  rejected (the model is told)"])
     // denied by a rule (no reply): the error's first line
     ask("p2", "c2", "rm x")
-    expect(r.render(env("tool.failed", { callId: CallId.make("c2"), error: "Denied: by the rule." }))).toBe(
-      "✗ bash rm x  Denied: by the rule.\n"
-    )
+    expect(lines(r.render(env("tool.failed", { callId: CallId.make("c2"), error: "Denied: by the rule." })))).toEqual([
+      "✗ bash rm x  Denied: by the rule."
+    ])
     // an ask closed by an interrupt: the call ends interrupted
     ask("p3", "c3", "rm y")
     r.render(env("permission.replied", { permissionId: "p3", reply: "reject", interrupted: true }))
     expect(
-      r.render(env("tool.failed", { callId: CallId.make("c3"), error: "x", interrupted: true, reason: "user" }))
-    ).toBe("✗ bash rm y  interrupted (user)\n")
+      lines(r.render(env("tool.failed", { callId: CallId.make("c3"), error: "x", interrupted: true, reason: "user" })))
+    ).toEqual(["✗ bash rm y  interrupted (user)"])
   })
 
   it("prints nothing for events that are not part of the transcript", () => {
     const r = makeTextRenderer(plain, { maxAttempts: 8 })
-    expect(r.render(env("turn.started", { turnId: TurnId.make("t"), messageIds: [] }))).toBe("")
-    expect(r.render(env("model.error", { message: "401 unauthorized", retryable: false }))).toBe("")
-    expect(r.endLine()).toBe("")
+    expect(r.render(env("turn.started", { turnId: TurnId.make("t"), messageIds: [] }))).toEqual([])
+    expect(r.render(env("model.error", { message: "401 unauthorized", retryable: false }))).toEqual([])
+  })
+
+  it("a retry wait is a live piece, ended by the next event", () => {
+    const r = makeTextRenderer(plain, { maxAttempts: 8 })
+    const [retry] = r.render(
+      env("model.retry", { attempt: 2, delayMs: 4_000, nextAt: 20_000, message: "429 rate limited", status: 429 })
+    )
+    expect(retry).toMatchObject({ _tag: "Live", key: "retry", plain: "retry 2/8 in 4s: 429 rate limited" })
+    expect((retry as Extract<Piece, { _tag: "Live" }>).row.text(17_100)).toBe("retry 2/8 in 3s: 429 rate limited")
+    // the status committed with the retry does not end the wait; the next event does
+    expect(
+      r.render(env("session.status", { status: { _tag: "retry", attempt: 2, nextAt: 20_000, message: "" } }))
+    ).toEqual([])
+    expect(r.render(env("step.started", { messageId: M, step: 1 }))).toEqual([
+      { _tag: "End", key: "retry" },
+      { _tag: "Break" }
+    ])
+  })
+})
+
+describe("the answer", () => {
+  it("is the text of the last step, as far as it came", () => {
+    const answer = makeAnswer()
+    for (const event of [
+      env("step.started", { messageId: M, step: 0 }),
+      env("text.delta", { messageId: M, partId: PartId.make("p"), delta: "Let me look." }),
+      env("step.started", { messageId: M, step: 1 }),
+      env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "It is " }),
+      env("text.delta", { messageId: M, partId: PartId.make("q"), delta: "42." })
+    ])
+      answer.see(event)
+    expect(answer.text()).toBe("It is 42.")
+    answer.see(env("step.started", { messageId: M, step: 2 }))
+    expect(answer.text()).toBe("")
   })
 })
 

@@ -16,7 +16,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import { makeJanitor, makeWorkspace } from "../integration/support.js"
+import { makeJanitor, makeWorkspace, notices } from "../integration/support.js"
 import { type RunOptions, root, runCli, sampleSession, scratchDb, scratchDir, seed } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 
@@ -172,9 +172,10 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     const ws = makeWorkspace(server)
     server.enqueue(Reply.text("Hello there.", { usage: { prompt_tokens: 10, completion_tokens: 3 } }))
     const { result, loaded } = await runRecorded([...ws.runArgs, "say hello"])
-    expect(result.stderr).toBe("")
+    // stdout is the answer; stderr the rest (the text as it streamed, the usage and session lines)
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
-    expect(result.stdout).toContain("Hello there.")
+    expect(result.stdout).toBe("Hello there.\n")
     const loadedHolding = (pkg: string) =>
       intersect(
         loaded.files,

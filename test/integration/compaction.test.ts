@@ -12,7 +12,7 @@ import { SUMMARY_PROMPT } from "../../src/session/Compaction.js"
 import { summaryContent } from "../../src/session/History.js"
 import { runCli } from "../support/cli.js"
 import { type RecordedRequest, Reply } from "../support/scriptedServer.js"
-import { latestSession, makeJanitor, makeWorkspace, messagesOf, ofType, readLog, types } from "./support.js"
+import { latestSession, makeJanitor, makeWorkspace, messagesOf, notices, ofType, readLog, types } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -73,7 +73,7 @@ describe("a long session through logbook run", () => {
       Reply.text(`read all three: ${"x".repeat(16_000)}`)
     )
     const first = await runCli([...ws.runArgs, "read a, b and c"])
-    expect(first.stderr).toBe("")
+    expect(notices(first.stderr)).toEqual([])
     expect(first.code).toBe(0)
     // the fourth request no longer carries a.txt and b.txt whole: they were pruned
     const fourth = messagesOf(server.requests[3]!)
@@ -90,7 +90,7 @@ describe("a long session through logbook run", () => {
       Reply.text("yes")
     )
     const second = await runCli([...ws.runArgs, "--continue", "were they all the same?"])
-    expect(second.stderr).toBe("")
+    expect(notices(second.stderr)).toEqual([])
     expect(second.code).toBe(0)
     expect(server.requests.map(isSummary)).toEqual([false, false, false, false, true, false])
     // the summary request holds what it summarises (the outputs cut), the same system prompt and tools
@@ -134,7 +134,7 @@ describe("a context-overflow error from the provider", () => {
     expect((await runCli([...ws.runArgs, "first"])).code).toBe(0)
     server.enqueue(overflow, Reply.text("SUMMARY of the first turn"), Reply.text("second answer"))
     const result = await runCli([...ws.runArgs, "--continue", "second"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(result.stdout).toContain("second answer")
     expect(server.requests.map(isSummary)).toEqual([false, false, true, false])

@@ -17,6 +17,7 @@ import {
   makeJanitor,
   makeWorkspace,
   messagesOf,
+  notices,
   ofType,
   readLog,
   toolResult,
@@ -200,7 +201,7 @@ describe("logbook run: more model failures", () => {
       Reply.text("Touched once.")
     )
     const result = await runCli([...ws.runArgs, "touch it"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(fs.readFileSync(path.join(ws.dir, "runs.txt"), "utf8")).toBe("run\n")
     expect(server.requests).toHaveLength(3)
@@ -224,9 +225,9 @@ describe("logbook run: more model failures", () => {
     server.enqueue(Reply.error(429, { headers: { "retry-after": "120" } }), Reply.text("never sent"))
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe(
-      "logbook: the provider asked to wait 120s, more than retry.maxRetryAfterMs (60s): 429 rate limited: scripted error 429\n"
-    )
+    expect(notices(result.stderr)).toEqual([
+      "logbook: the provider asked to wait 120s, more than retry.maxRetryAfterMs (60s): 429 rate limited: scripted error 429"
+    ])
     expect(server.requests).toHaveLength(1)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "model.retry")).toEqual([])
@@ -240,10 +241,10 @@ describe("logbook run: more model failures", () => {
     const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe(
+    expect(notices(result.stderr)).toEqual([
       "logbook: cannot connect to 127.0.0.1:1 (blocked port), not retried: fetch never connects to port 1 (it is on " +
-        "the fetch standard's list of blocked ports); run the server on another port and change provider.local.baseURL\n"
-    )
+        "the fetch standard's list of blocked ports); run the server on another port and change provider.local.baseURL"
+    ])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "model.retry")).toEqual([])
     expect(ofType(log, "model.error").map((e) => e.payload.retryable)).toEqual([false])

@@ -17,6 +17,7 @@ import {
   latestSession,
   makeJanitor,
   makeWorkspace,
+  notices,
   ofType,
   readLog,
   toolResult,
@@ -56,11 +57,12 @@ describe("logbook run: an editing task", () => {
     )
 
     const result = await runCli([...ws.runArgs, "the test fails, fix it"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(fs.readFileSync(path.join(ws.dir, "sum.mjs"), "utf8")).toBe(FIXED)
-    expect(result.stdout).toMatch(/✓ edit sum\.mjs/)
-    expect(result.stdout).toMatch(/✓ bash node test\.mjs/)
+    expect(result.stdout).toBe("Fixed: sum subtracted instead of adding; the test passes.\n")
+    expect(result.stderr).toMatch(/✓ edit sum\.mjs/)
+    expect(result.stderr).toMatch(/✓ bash node test\.mjs/)
 
     // what the model was sent: every call answered; grep found the line, the test passed
     const last = server.requests.at(-1)!

@@ -14,6 +14,7 @@ import {
   makeJanitor,
   makeWorkspace,
   messagesOf,
+  notices,
   ofType,
   readLog,
   types,
@@ -32,10 +33,11 @@ describe("logbook run: retried model errors", () => {
       Reply.text("Answer after the wait.")
     )
     const result = await runCli([...ws.runArgs, "hello"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     // the provider's reason follows the status
-    expect(result.stdout).toMatch(/^retry 2\/8 in 1s: 429 rate limited: Rate limit reached\nAnswer after the wait\.\n/)
+    expect(result.stderr).toMatch(/^retry 2\/8 in 1s: 429 rate limited: Rate limit reached\nAnswer after the wait\.\n/)
+    expect(result.stdout).toBe("Answer after the wait.\n")
 
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const retries = ofType(log, "model.retry")
@@ -81,10 +83,11 @@ describe("logbook run: retried model errors", () => {
       Reply.text("Finally.")
     )
     const result = await runCli([...ws.runArgs, "hello"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
+    expect(result.stdout).toBe("Finally.\n")
     // the provider's words after the status; Anthropic's "Overloaded" only repeats it and is left out
-    expect(result.stdout).toMatch(
+    expect(result.stderr).toMatch(
       /^retry 2\/8 in [\d.]+m?s: 500 internal server error: scripted error 500\nretry 3\/8 in [\d.]+m?s: 503 service unavailable: scripted error 503\nretry 4\/8 in [\d.]+m?s: 529 overloaded\nFinally\.\n/
     )
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
@@ -108,8 +111,11 @@ describe("logbook run: retried model errors", () => {
     server.enqueue(Reply.error(503), Reply.error(503), Reply.text("never sent"))
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe("logbook: gave up after 2 attempts: 503 service unavailable: scripted error 503\n")
-    expect(result.stdout).toMatch(/^retry 2\/2 in [\d.]+m?s: 503 service unavailable: scripted error 503\n/)
+    expect(notices(result.stderr)).toEqual([
+      "logbook: gave up after 2 attempts: 503 service unavailable: scripted error 503"
+    ])
+    expect(result.stderr).toMatch(/^retry 2\/2 in [\d.]+m?s: 503 service unavailable: scripted error 503\n/)
+    expect(result.stdout).toBe("")
     expect(server.requests).toHaveLength(2)
     expect(server.pending()).toBe(1)
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
@@ -177,7 +183,9 @@ describe("logbook run: the provider's own words", () => {
     expect(server.requests).toHaveLength(1)
     // one line: our sentence, then the provider's words, cut to 300 characters
     const shown = `${thinking.slice(0, 299)}…`
-    expect(result.stderr).toBe(`logbook: 400 bad request (invalid request), not retried. The provider said: ${shown}\n`)
+    expect(notices(result.stderr)).toEqual([
+      `logbook: 400 bad request (invalid request), not retried. The provider said: ${shown}`
+    ])
 
     const sessionId = await latestSession(ws.db, ws.dir)
     const log = await readLog(ws.db, sessionId)
@@ -227,10 +235,10 @@ describe("logbook run: connection failures", () => {
     const ws = makeWorkspace({ url: "http://127.0.0.1:2" } as Parameters<typeof makeWorkspace>[0], { retry: {} })
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe(
+    expect(notices(result.stderr)).toEqual([
       "logbook: gave up after 3 attempts: cannot connect to 127.0.0.1:2 (connection refused): is the server running? " +
-        "check provider.local.baseURL\n"
-    )
+        "check provider.local.baseURL"
+    ])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const retries = ofType(log, "model.retry").map((e) => e.payload)
     expect(retries.map((p) => [p.attempt, p.message])).toEqual([
@@ -255,10 +263,10 @@ describe("logbook run: connection failures", () => {
     })
     const result = await runCli([...ws.runArgs, "hello"], { env })
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe(
+    expect(notices(result.stderr)).toEqual([
       "logbook: gave up after 3 attempts: the host logbook-test.invalid does not resolve: check provider.remote.baseURL " +
-        "and your network\n"
-    )
+        "and your network"
+    ])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "model.retry").map((e) => e.payload.message)).toEqual([
       "the host logbook-test.invalid does not resolve",
@@ -289,10 +297,11 @@ describe("logbook run: broken streams", () => {
       Reply.text("Complete answer.")
     )
     const result = await runCli([...ws.runArgs, "hello"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/^Stalled \n\(the response was cut off\)\nretry 2\/8 in [\d.]+m?s: stream cut: /)
-    expect(result.stdout).toContain("\nComplete answer.\n")
+    expect(result.stderr).toMatch(/^Stalled \n\(the response was cut off\)\nretry 2\/8 in [\d.]+m?s: stream cut: /)
+    expect(result.stderr).toContain("\nComplete answer.\n")
+    expect(result.stdout).toBe("Complete answer.\n")
     expect(server.requests).toHaveLength(2)
     // the cut closed the first connection
     await server.requests[0]!.aborted
@@ -318,10 +327,12 @@ describe("logbook run: broken streams", () => {
       Reply.text("Complete answer.")
     )
     const result = await runCli([...ws.runArgs, "hello"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/^Partial answer \n\(the response was cut off\)\nretry 2\/8 in [\d.]+m?s: stream cut/)
-    expect(result.stdout).toContain("\nComplete answer.\n")
+    expect(result.stderr).toMatch(/^Partial answer \n\(the response was cut off\)\nretry 2\/8 in [\d.]+m?s: stream cut/)
+    expect(result.stderr).toContain("\nComplete answer.\n")
+    // the cut text of the retried step is not part of the answer
+    expect(result.stdout).toBe("Complete answer.\n")
 
     expect(server.requests).toHaveLength(2)
     const resent = JSON.stringify(server.requests[1]!.body.messages)
@@ -351,10 +362,14 @@ describe("logbook run: broken streams", () => {
     const result = await runCli([...ws.runArgs, "hello"])
     expect(result.code).toBe(1)
     expect(server.requests).toHaveLength(1)
-    expect(result.stderr).toMatch(/^logbook: invalid response: .*not retried/)
-    // the error is said once, on stderr; stdout has the cut response and the usage line
-    expect(result.stdout).toMatch(/^Before \n\(the response was cut off\)\ntokens in /)
-    expect(result.stdout).not.toMatch(/invalid response/)
+    expect(notices(result.stderr)).toEqual([expect.stringMatching(/^logbook: invalid response: .*not retried/)])
+    // the error is said once, after the cut response and the usage line
+    expect(result.stderr).toMatch(
+      /^Before \n\(the response was cut off\)\ntokens in .*\n(.*\n)?logbook: invalid response: /
+    )
+    expect(result.stderr.match(/invalid response/g)).toHaveLength(1)
+    // a turn that did not finish has no answer
+    expect(result.stdout).toBe("")
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "model.retry")).toEqual([])
     expect(ofType(log, "model.error").map((e) => e.payload.retryable)).toEqual([false])

@@ -17,6 +17,7 @@ import {
   makeJanitor,
   makeWorkspace,
   messagesOf,
+  notices,
   ofType,
   readLog,
   restoreState,
@@ -59,12 +60,14 @@ describe("logbook run: Ctrl-C during a long command", () => {
     for (const pid of [shell, ...pids]) expect(isLive(pid), `process ${pid}`).toBe(false)
 
     const id = await latestSession(ws.db, ws.dir)
-    expect(live.stderr()).toBe(
-      "logbook: interrupting: stopping the model and any running commands…\n" +
-        `logbook: interrupted; resume with: logbook run --session ${id} "…"\n`
-    )
-    const out = live.lines().join("\n")
-    expect(out).toContain("⋯ bash echo $$ > shell.pid; sleep 300 &")
+    expect(notices(live.stderr())).toEqual([
+      "logbook: interrupting: stopping the model and any running commands…",
+      `logbook: interrupted; resume with: logbook run --session ${id} "…"`
+    ])
+    // a turn that did not finish has no answer: stdout stays empty; the transcript is on stderr
+    expect(live.lines()).toEqual([])
+    const out = live.stderr()
+    expect(out).toContain("Starting the workers.\n⋯ bash echo $$ > shell.pid; sleep 300 &")
     expect(out).toMatch(/✗ bash echo \$\$ > shell\.pid.* {2}interrupted \(user\)/)
 
     const log = await readLog(ws.db, id)
@@ -93,9 +96,9 @@ describe("logbook run: Ctrl-C during a long command", () => {
     // --continue: the interrupted call goes back to the model as an error result
     server.enqueue(Reply.text("The workers were stopped; going on."))
     const next = await runCli([...ws.runArgs, "--continue", "go on"])
-    expect(next.stderr).toBe("")
+    expect(notices(next.stderr)).toEqual([])
     expect(next.code).toBe(0)
-    expect(next.stdout).toContain("The workers were stopped; going on.\n")
+    expect(next.stdout).toBe("The workers were stopped; going on.\n")
     expect(server.requests).toHaveLength(2)
     const request = server.requests[1]!
     expect(unanswered(request)).toEqual([])
@@ -160,12 +163,14 @@ describe("logbook run: kill -9 during a command", () => {
     server.enqueue(Reply.text("The command was cut short by a crash."))
     const next = await runCli([...ws.runArgs, "--continue", "what happened?"])
     // the orphaned command is stopped before the session goes on, and the user is told
-    expect(next.stderr).toBe("logbook: stopping commands the session's last run left running when it died…\n")
+    expect(notices(next.stderr)).toEqual([
+      "logbook: stopping commands the session's last run left running when it died…"
+    ])
     expect(next.code).toBe(0)
-    expect(next.stdout).toContain("The command was cut short by a crash.\n")
+    expect(next.stdout).toBe("The command was cut short by a crash.\n")
     // the sweep's events are part of this run's output
     // the crash-repair line names the tool and its input, as the run that started it did
-    expect(next.stdout).toMatch(/^✗ bash echo \$\$ > shell\.pid; sleep 300 {2}interrupted \(crash\)\n/)
+    expect(next.stderr).toMatch(/\n✗ bash echo \$\$ > shell\.pid; sleep 300 {2}interrupted \(crash\)\n/)
     // opening the session stopped what the dead process left running
     expect(isLive(shell)).toBe(false)
 

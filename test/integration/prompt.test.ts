@@ -9,7 +9,16 @@ import { afterEach, describe, expect, it } from "vitest"
 import { promptVersionOf } from "../../src/session/PromptVersion.js"
 import { runCli } from "../support/cli.js"
 import { type RecordedRequest, Reply } from "../support/scriptedServer.js"
-import { blobText, latestSession, makeJanitor, makeWorkspace, ofType, readLog, userConfigEnv } from "./support.js"
+import {
+  blobText,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog,
+  userConfigEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -67,7 +76,7 @@ describe("logbook run: the project's instructions in the system prompt", () => {
       Reply.text("a.txt says hello.")
     )
     const result = await runCli([...r.runArgs, "what is in a.txt?"], { env: r.env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
 
     // what the server received: the system message first, the three files under their paths, in order
@@ -123,7 +132,7 @@ describe("logbook run: the project's instructions in the system prompt", () => {
     expect((await runCli([...r.runArgs, "--continue", "second"], { env: r.env })).code).toBe(0)
     fs.writeFileSync(path.join(r.pkg, "AGENTS.md"), "PKG RULE: this package uses spaces now.\n")
     const third = await runCli([...r.runArgs, "--continue", "third"], { env: r.env })
-    expect(third.stderr).toBe("")
+    expect(notices(third.stderr)).toEqual([])
     expect(third.code).toBe(0)
 
     expect(r.server.requests).toHaveLength(3)

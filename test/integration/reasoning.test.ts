@@ -15,7 +15,16 @@ import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
 import { anthropicReply, recordedChunks, recordedReply, recordedText } from "../support/recorded.js"
 import { type RecordedRequest, Reply } from "../support/scriptedServer.js"
-import { idle, keyedProviderEnv, latestSession, makeJanitor, makeWorkspace, ofType, readLog } from "./support.js"
+import {
+  idle,
+  keyedProviderEnv,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -67,7 +76,7 @@ describe("Anthropic extended thinking + tools", () => {
       ])
     )
     const first = await runCli([...ws.runArgs, "what does a.txt say?"], { env })
-    expect(first.stderr).toBe("")
+    expect(notices(first.stderr)).toEqual([])
     expect(first.code).toBe(0)
     expect(server.requests.map((r) => r.url)).toEqual(["/v1/messages", "/v1/messages"])
 
@@ -103,7 +112,7 @@ describe("Anthropic extended thinking + tools", () => {
     // turn 2, a new process: the recorded real stream (thinking with a real signature, then text)
     server.enqueue(recordedReply("anthropic-thinking-text.chunks.txt"))
     const again = await runCli([...ws.runArgs, "--continue", "divide it by 5"], { env })
-    expect(again.stderr).toBe("")
+    expect(notices(again.stderr)).toEqual([])
     expect(again.code).toBe(0)
     const third = anthropicMessages(server.requests[2]!)
     expect(third[1]).toEqual(toolUse)

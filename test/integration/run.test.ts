@@ -49,11 +49,12 @@ describe("logbook run: a multi-step task", () => {
     )
 
     const result = await runCli([...ws.runArgs, "how", "big", "is", "a.txt?"])
-    expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
 
-    // the text output: the answer as it streamed, one line per tool call start and end, usage
-    const out = result.stdout
+    // stdout is not a terminal: it holds the answer (the last step's text) and nothing else
+    expect(result.stdout).toBe("a.txt holds hello world, 12 bytes.\n")
+    // stderr: the text as it streamed, one line per tool call start and end, usage
+    const out = result.stderr
     const positions = [
       out.indexOf("I will read the file."),
       out.indexOf("⋯ read a.txt\n"),
@@ -65,7 +66,10 @@ describe("logbook run: a multi-step task", () => {
     expect(positions.every((p) => p >= 0)).toBe(true)
     expect(positions).toEqual(positions.slice().sort((a, b) => a - b))
     // 600 in, 60 out at $1 / $2 per million: $0.00072
-    expect(out).toMatch(/\ntokens in 600 · out 60 · cost \$0\.0007\d* · 3 steps · [\d.]+m?s\n$/)
+    expect(out).toMatch(/\ntokens in 600 · out 60 · cost \$0\.0007\d* · 3 steps · [\d.]+m?s\n/)
+    // no escape sequence and no carriage return where stderr is not a terminal
+    expect(out).not.toContain("\r")
+    expect(out).not.toContain("\u001b")
 
     // the model got each tool's result, and every call it made is answered
     expect(server.requests).toHaveLength(3)
@@ -186,10 +190,10 @@ describe("logbook run: the cost", () => {
     const ws = makeWorkspace(server, { config: local(server) })
     server.enqueue(answer(), final())
     const result = await runCli([...ws.runArgs, "say hi"])
-    expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/\ntokens in 1,000 · out 100 · cost unknown · 2 steps · [\d.]+m?s\n$/)
-    expect(result.stdout).not.toContain("$0")
+    expect(result.stdout).toBe("Done.\n")
+    expect(result.stderr).toMatch(/\ntokens in 1,000 · out 100 · cost unknown · 2 steps · [\d.]+m?s\n/)
+    expect(result.stderr).not.toContain("$0")
 
     const id = await latestSession(ws.db, ws.dir)
     const steps = ofType(await readLog(ws.db, id), "step.finished")
@@ -222,7 +226,7 @@ describe("logbook run: the cost", () => {
     server.enqueue(answer(), final())
     const priced = await runCli([...ws.runArgs, "say hi"])
     expect(priced.code).toBe(0)
-    expect(priced.stdout).toMatch(/\ntokens in 1,000 · out 100 · cost \$0\.0030 · 2 steps · /)
+    expect(priced.stderr).toMatch(/\ntokens in 1,000 · out 100 · cost \$0\.0030 · 2 steps · /)
     const id = await latestSession(ws.db, ws.dir)
     const steps = ofType(await readLog(ws.db, id), "step.finished")
     expect(steps.map((e) => e.payload.usage.costKnown)).toEqual([undefined, undefined])
@@ -234,7 +238,7 @@ describe("logbook run: the cost", () => {
     server.enqueue(final())
     const result = await runCli([...free.runArgs, "say hi"])
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/\ntokens in 600 · out 60 · cost \$0 · 1 step · /)
+    expect(result.stderr).toMatch(/^Done.\ntokens in 600 · out 60 · cost \$0 · 1 step · /)
   })
 
   it("a session priced in one run and not in the next: the session's cost is a lower bound", async () => {
@@ -244,7 +248,7 @@ describe("logbook run: the cost", () => {
     const first = await runCli([...ws.runArgs, "one"])
     expect(first.code).toBe(0)
     // 600 in at $1, 60 out at $2 per million: $0.00072
-    expect(first.stdout).toContain("cost $0.0007")
+    expect(first.stderr).toContain("cost $0.0007")
     fs.writeFileSync(
       path.join(ws.dir, "logbook.json"),
       JSON.stringify({ model: "local/scripted", retry: fastRetry, ...local(server) })
@@ -252,7 +256,7 @@ describe("logbook run: the cost", () => {
     server.enqueue(final())
     const second = await runCli([...ws.runArgs, "--continue", "two"])
     expect(second.code).toBe(0)
-    expect(second.stdout).toContain("cost unknown")
+    expect(second.stderr).toContain("cost unknown")
     const id = await latestSession(ws.db, ws.dir)
     const shown = await runCli(["sessions", "show", id, "--db", ws.db])
     expect(shown.stdout).toMatch(/tokens\s+in 1,200 · out 120 · cost ≥ \$0\.0007 \(partly unpriced\)\n/)
@@ -264,10 +268,9 @@ describe("logbook run: the cost", () => {
     const ws = makeWorkspace(server, { config: { ...local(server, { catalog: "openai" }), model: "local/gpt-4.1" } })
     server.enqueue(final())
     const result = await runCli([...ws.runArgs, "hi"])
-    expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
     // 600 × 2 + 60 × 8 = 1,680 micro-dollars
-    expect(result.stdout).toMatch(/\ntokens in 600 · out 60 · cost \$0\.0017 · 1 step · /)
+    expect(result.stderr).toMatch(/^Done.\ntokens in 600 · out 60 · cost \$0\.0017 · 1 step · /)
     // no max_tokens: the catalog has no output limit, and none was configured
     expect(server.requests[0]!.body.max_tokens).toBeUndefined()
   })
@@ -299,9 +302,8 @@ describe("logbook run: the message and the flags", () => {
     const ws = makeWorkspace(server)
     server.enqueue(Reply.text("From stdin, understood."))
     const result = await runCli(ws.runArgs, { input: "  summarise the project\nin one line\n" })
-    expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
-    expect(result.stdout).toContain("From stdin, understood.\n")
+    expect(result.stdout).toBe("From stdin, understood.\n")
     expect(messagesOf(server.requests[0]!)).toEqual([{ role: "user", content: "summarise the project\nin one line" }])
     const state = await restoreState(ws.db, await latestSession(ws.db, ws.dir))
     expect(state.title).toBe("summarise the project")
@@ -364,8 +366,11 @@ describe("logbook run: the message and the flags", () => {
     expect(result.code).toBe(1)
     expect(server.requests).toHaveLength(1)
     const id = await latestSession(ws.db, ws.dir)
-    expect(result.stderr).toBe(`logbook: stopped after 1 step (maxSteps); run again with --session ${id} to go on\n`)
-    expect(result.stdout).toContain("✓ bash echo again")
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toMatch(/^⋯ bash echo again\n✓ bash echo again {2}\d+m?s\ntokens in /)
+    expect(
+      result.stderr.endsWith(`\nlogbook: stopped after 1 step (maxSteps); run again with --session ${id} to go on\n`)
+    ).toBe(true)
     const log = await readLog(ws.db, id)
     expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["max-steps"])
     expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_1"])

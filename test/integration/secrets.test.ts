@@ -20,6 +20,7 @@ import {
   latestSession,
   makeJanitor,
   makeWorkspace,
+  notices,
   ofType,
   readLog,
   toolResult,
@@ -121,7 +122,8 @@ describe.each(["text", "json"] as const)("logbook run --format %s: a command the
     server.enqueue(Reply.stream({ toolCalls: [call("call_env", "bash", { command })] }), Reply.text("Looked."))
 
     const result = await runCli([...ws.runArgs, "--format", format, "look around"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
+    if (format === "json") expect(result.stderr).toBe("")
     expect(result.code).toBe(0)
 
     // the key was really configured: it went to the server, in the header (and only there)
@@ -197,7 +199,7 @@ describe("logbook run: tools.bash.passEnv", () => {
     server.enqueue(Reply.stream({ toolCalls: [call("call_env", "bash", { command })] }), Reply.text("Checked."))
 
     const result = await runCli([...ws.runArgs, "check the key"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
 
     const sent = contentText(toolResult(server.requests[1]!, "call_env"))
@@ -236,7 +238,7 @@ describe("logbook run: tools.bash.passEnv", () => {
     server.enqueue(Reply.stream({ toolCalls: [call("call_env", "bash", { command })] }), Reply.text("Checked."))
 
     const result = await runCli([...ws.runArgs, "check the key"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(contentText(toolResult(server.requests[1]!, "call_env"))).toContain("k=[]")
   })
@@ -276,7 +278,7 @@ describe("logbook run: write and edit with a masked key", () => {
     )
 
     const result = await runCli([...ws.runArgs, "rename the setting"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(server.requests).toHaveLength(5)
 
@@ -325,7 +327,7 @@ describe("logbook run: write and edit with a masked key", () => {
     )
 
     const result = await runCli([...ws.runArgs, "rename the setting"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     expect(contentText(toolResult(server.requests.at(-1)!, "call_edit"))).not.toContain("logbook masked")
     expect(fs.readFileSync(file, "utf8")).toBe(`# settings\nname=renamed\ntoken=${key}\n`)
@@ -359,7 +361,7 @@ describe("logbook run: write and edit with a masked key", () => {
     )
 
     const result = await runCli([...ws.runArgs, "update the notes"], { env })
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
     const last = server.requests.at(-1)!
     expect(contentText(toolResult(last, "call_edit"))).not.toContain("logbook masked")

@@ -208,6 +208,16 @@ export const contentText = (message: WireMessage | undefined): string => {
 }
 
 // ---------------------------------------------------------------------------------------------
+// text output
+
+/**
+ * The lines of a run's stderr that are logbook's own words (`logbook: …`: notices, warnings, the
+ * error sentence), without the transcript of the turn (tool lines, the usage line …) around them.
+ */
+export const notices = (stderr: string): ReadonlyArray<string> =>
+  stderr.split("\n").filter((line) => line.startsWith("logbook: "))
+
+// ---------------------------------------------------------------------------------------------
 // JSON output
 
 export type JsonLine = Record<string, unknown> & { readonly type: string }

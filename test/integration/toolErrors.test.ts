@@ -13,6 +13,7 @@ import {
   latestSession,
   makeJanitor,
   makeWorkspace,
+  notices,
   ofType,
   readLog,
   toolResult,
@@ -37,7 +38,7 @@ describe("logbook run: tool calls the model gets wrong", () => {
       Reply.text("Done.")
     )
     const result = await runCli([...ws.runArgs, "try things"])
-    expect(result.stderr).toBe("")
+    expect(notices(result.stderr)).toEqual([])
     expect(result.code).toBe(0)
 
     const last = server.requests.at(-1)!
@@ -80,7 +81,7 @@ describe("logbook run: a command stopped by its timeout", () => {
     )
     const result = await runCli([...ws.runArgs, "run the slow thing"])
     expect(result.code).toBe(0)
-    expect(result.stdout).toContain("timed out after 1.5s")
+    expect(result.stderr).toContain("timed out after 1.5s")
 
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "tool.timeout").map((e) => e.payload.timeoutMs)).toEqual([1500])
