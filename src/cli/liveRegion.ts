@@ -1,12 +1,15 @@
 /**
- * The last rows of a terminal, redrawn in place: what is going on right now (a retry countdown). Pure: each operation returns the text to write, the caller writes it
+ * The last rows of a terminal, redrawn in place: what is going on right now (a retry countdown, the
+ * tool calls that are running). Pure: each operation returns the text to write, the caller writes it
  * to the terminal (stderr) in order with everything else.
  *
  * The rows are drawn below everything else, joined by newlines and without a newline after the
  * last one, so the cursor stays on the last row; `erase` goes back to the first row's start and
  * clears each row (`CR`, `ESC [2K`, then `ESC [1A ESC [2K` per row above), leaving the cursor where
  * the rows began. Every row is cut to fit one terminal row (`fitWidth`): a row that wrapped could
- * not be cleared this way.
+ * not be cleared this way. Text shown in a row comes from outside (a command's output): `lastLine`
+ * removes escape sequences and control characters from it, so it can never move the cursor, clear
+ * the screen or retitle the window.
  */
 
 /** A row: its text at `now` (plain, without styles), and the style it is shown in. */
@@ -52,6 +55,45 @@ export const makeLiveRegion = (): LiveRegion => {
       return lines.join("\n")
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// text from outside
+
+const ESC = "\u001b"
+/** OSC (`ESC ]` … BEL or ST), and DCS / SOS / PM / APC strings (`ESC P` … ST) */
+const stringSequence = new RegExp(`${ESC}[\\]PX^_][^\\u0007${ESC}]*(?:\\u0007|${ESC}\\\\)?`, "g")
+/** CSI (`ESC [` parameters, intermediates, a final byte), 7- or 8-bit */
+const csiSequence = new RegExp(`(?:${ESC}\\[|\\u009b)[0-?]*[ -/]*[@-~]?`, "g")
+/** any other escape: `ESC` intermediates and a final byte (`ESC c` resets the terminal) */
+const otherEscape = new RegExp(`${ESC}[ -/]*[0-~]?`, "g")
+/** C0 and C1 controls, DEL, and the bidirectional overrides that reorder what follows them */
+const controls = /[\p{Cc}\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu
+
+/** `text` without escape sequences and control characters (a tab is a space). */
+export const stripControls = (text: string): string =>
+  text
+    .replace(stringSequence, "")
+    .replace(csiSequence, "")
+    .replace(otherEscape, "")
+    .replace(/\t/g, " ")
+    .replace(controls, "")
+
+/**
+ * The last line of a command's output that shows something, as a terminal would show it at the end
+ * (after the last carriage return: a progress bar redraws its line with `\r`), without escape
+ * sequences or control characters, and trimmed. "" when there is none.
+ */
+export const lastLine = (output: string): string => {
+  const lines = output.split("\n")
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const segments = lines[i]!.split("\r")
+    for (let j = segments.length - 1; j >= 0; j--) {
+      const shown = stripControls(segments[j]!).trim()
+      if (shown !== "") return shown
+    }
+  }
+  return ""
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import type { Envelope } from "../domain/Events.js"
 import type { Usage } from "../domain/Message.js"
 import { formatMs } from "../model/Retry.js"
 import type { TurnOutcome } from "../session/Sessions.js"
-import type { LiveRow } from "./liveRegion.js"
+import { type LiveRow, lastLine } from "./liveRegion.js"
 import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, type Style, truncate } from "./render.js"
 
 export { fitWidth } from "./liveRegion.js"
@@ -38,6 +38,16 @@ export const retryLine = (attempt: number, maxAttempts: number, waitMs: number, 
   const wait = Math.max(0, waitMs)
   const shown = wait < 1000 ? formatMs(wait) : formatMs(Math.ceil(wait / 1000) * 1000)
   return `retry ${attempt}/${maxAttempts} in ${shown}: ${message}`
+}
+
+/** How long a call has run, as its live row shows it: whole seconds (`0s`, `12s`), then `2m05s`. */
+export const elapsed = (ms: number): string =>
+  ms < 60_000 ? `${Math.max(0, Math.floor(ms / 1000))}s` : formatDuration(Math.floor(ms / 1000) * 1000)
+
+/** The live row of a running call: `⋯ bash npm test  12s  the last line of its output`. */
+export const runningRow = (label: string, elapsedMs: number, output: string): string => {
+  const last = lastLine(output)
+  return `⋯ ${label}  ${elapsed(elapsedMs)}${last === "" ? "" : `  ${last}`}`
 }
 
 export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
@@ -129,8 +139,16 @@ export const makeTextRenderer = (
       }
       case "tool.invoked": {
         const label = `${event.payload.tool} ${describeInput(event.payload.tool, event.payload.input)}`
-        calls.set(event.payload.callId, { tool: event.payload.tool, label, startedAt: event.at, output: "" })
-        return [line(style.dim(`⋯ ${label}`))]
+        const call = { tool: event.payload.tool, label, startedAt: event.at, output: "" }
+        calls.set(event.payload.callId, call)
+        const row: LiveRow = { text: (now) => runningRow(label, now - call.startedAt, call.output), style: style.dim }
+        return [{ _tag: "Live", key: event.payload.callId, row, plain: style.dim(`⋯ ${label}`) }]
+      }
+      case "tool.progress": {
+        const call = calls.get(event.payload.callId)
+        if (call === undefined) return []
+        call.output = event.payload.output
+        return [{ _tag: "Touch", key: event.payload.callId }]
       }
       case "tool.timeout": {
         const call = calls.get(event.payload.callId)

@@ -99,6 +99,7 @@ describe("the text renderer", () => {
               { messageId: M, callId: CallId.make("c1"), tool: "bash", input: { command: "ls" } },
               1_000
             ),
+            env("tool.progress", { callId: CallId.make("c1"), output: "a.txt\n" }, 1_500),
             env("tool.finished", { callId: CallId.make("c1"), output: "a.txt" }, 2_200),
             env("tool.invoked", { messageId: M, callId: CallId.make("c2"), tool: "read", input: { path: "b" } }, 2_300),
             env(
@@ -197,12 +198,25 @@ describe("the text renderer", () => {
     expect(r.render(env("model.error", { message: "401 unauthorized", retryable: false }))).toEqual([])
   })
 
-  it("a retry wait is a live piece, ended by the next event", () => {
+  it("a running call and a retry wait are live pieces, each ended by what ends it", () => {
     const r = makeTextRenderer(plain, { maxAttempts: 8 })
+    const [started] = r.render(
+      env("tool.invoked", { messageId: M, callId: CallId.make("c1"), tool: "bash", input: { command: "make" } }, 1_000)
+    )
+    expect(started).toMatchObject({ _tag: "Live", key: "c1", plain: "⋯ bash make" })
+    const row = (started as Extract<Piece, { _tag: "Live" }>).row
+    expect(row.text(1_400)).toBe("⋯ bash make  0s")
+    expect(r.render(env("tool.progress", { callId: CallId.make("c1"), output: "cc a.c\ncc b.c\n" }))).toEqual([
+      { _tag: "Touch", key: "c1" }
+    ])
+    expect(row.text(13_900)).toBe("⋯ bash make  12s  cc b.c")
+    expect(r.render(env("tool.finished", { callId: CallId.make("c1"), output: "" }, 14_000))[0]).toEqual({
+      _tag: "End",
+      key: "c1"
+    })
     const [retry] = r.render(
       env("model.retry", { attempt: 2, delayMs: 4_000, nextAt: 20_000, message: "429 rate limited", status: 429 })
     )
-    expect(retry).toMatchObject({ _tag: "Live", key: "retry", plain: "retry 2/8 in 4s: 429 rate limited" })
     expect((retry as Extract<Piece, { _tag: "Live" }>).row.text(17_100)).toBe("retry 2/8 in 3s: 429 rate limited")
     // the status committed with the retry does not end the wait; the next event does
     expect(
