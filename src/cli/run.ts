@@ -1,11 +1,12 @@
 /**
  * `logbook run [message..]`: one prompt through the agent, to the end of its turn.
  *
- * The message comes from the arguments, else from stdin. A new session is created in `--cwd`
- * (default: the current directory) unless `--session <id>` or `--continue` (the latest session of
- * that directory) names one; opening an existing session first repairs what a crashed run left
- * open. Output: see `runOutput.ts` and docs/run.md. Exit codes: 0 the model finished, 1 the turn
- * failed (a model error after retries, `--max-steps` reached, the session held by another
+ * The message comes from the arguments, with piped stdin as context, else from stdin
+ * (`runInput.ts`). Output: stdout is the answer, stderr everything else (`runWriter.ts`). A new
+ * session is created in `--cwd` (default: the current directory) unless `--session <id>` or
+ * `--continue` (the latest session of that directory) names one; opening an existing session first
+ * repairs what a crashed run left open. See docs/run.md. Exit codes: 0 the model finished, 1 the
+ * turn failed (a model error after retries, `--max-steps` reached, the session held by another
  * process), 2 usage or config error, 130 interrupted (Ctrl-C: the model request is aborted, running
  * commands are killed, their parts end `interrupted`, and `--continue` resumes).
  */
@@ -27,12 +28,19 @@ import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
+import { readMessage } from "./runInput.js"
 import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
 import { makeRunWriter } from "./runWriter.js"
 
+/** (moved to runInput.ts; still exported here for the commands that take it from run) */
+export { unknownOption } from "./runInput.js"
+
 const messageArgs = Args.text({ name: "message" }).pipe(
   Args.repeated,
-  Args.withDescription("What to ask the agent (the words are joined with spaces). Read from stdin when absent.")
+  Args.withDescription(
+    "What to ask the agent (the words are joined with spaces). Piped stdin is sent with it as context " +
+      '(git diff | logbook run "review this"); with no words, stdin is the message. At most 1 MiB of stdin.'
+  )
 )
 
 export const modelOption = Options.text("model").pipe(
@@ -83,52 +91,6 @@ const write = (text: string) =>
     if (text.length > 0) process.stdout.write(text)
   })
 
-/**
- * A word of the message that is an option logbook does not know (`--modle`): the parser takes every
- * word it does not know as part of the message, so a word that looks like an option and stands
- * before `--` on the command line was meant as one. After `--` every word is the message's.
- */
-export const unknownOption = (
-  words: ReadonlyArray<string>,
-  argv: ReadonlyArray<string>,
-  command: string
-): string | undefined => {
-  const at = argv.indexOf(command)
-  if (at < 0) return undefined
-  const end = argv.indexOf("--", at + 1)
-  const beforeEnd = new Set(argv.slice(at + 1, end < 0 ? undefined : end))
-  return words.find((word) => /^--?[A-Za-z]/.test(word) && beforeEnd.has(word))
-}
-
-/** The message from the arguments, else stdin (when it is not a terminal). */
-const readMessage = (words: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const unknown = unknownOption(words, process.argv, "run")
-    if (unknown !== undefined) {
-      const name = unknown.split("=")[0]
-      return yield* CliError.usage(
-        `unknown option ${name} for logbook run (see logbook run --help); to send words that start with "-" ` +
-          `as the message, put them after --, as in: logbook run -- "${name} …"`
-      )
-    }
-    const fromArgs = words.join(" ").trim()
-    if (fromArgs !== "") return fromArgs
-    if (process.stdin.isTTY === true) {
-      return yield* CliError.usage('no message: pass it as arguments (logbook run "fix the failing test") or on stdin')
-    }
-    const fromStdin = yield* Effect.tryPromise({
-      try: async () => {
-        const chunks: Array<Buffer> = []
-        for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-        return Buffer.concat(chunks).toString("utf8")
-      },
-      catch: (error) => CliError.usage(`cannot read the message from stdin: ${String(error)}`)
-    })
-    const text = fromStdin.trim()
-    if (text === "") return yield* CliError.usage("no message: the arguments and stdin are empty")
-    return text
-  })
-
 export const titleOf = (message: string): string => {
   const first = message.split("\n")[0]!.trim()
   return first.length > 60 ? `${first.slice(0, 59)}…` : first
@@ -162,7 +124,7 @@ export const run = Command.make(
           onRight: (setting) => Effect.succeed(setting)
         })
       : undefined
-    const message = yield* readMessage(args.message)
+    const message = yield* readMessage(args.message, { argv: process.argv, stdin: process.stdin })
 
     const flags: ConfigInput = {
       ...(Option.isSome(args.model) ? { model: args.model.value } : {}),

@@ -309,6 +309,35 @@ describe("logbook run: the message and the flags", () => {
     expect(state.title).toBe("summarise the project")
   })
 
+  it("piped stdin with a message is context: the model gets the message, then the input in <stdin> tags", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.text("Looks good."))
+    const diff = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hello\n+hello world\n"
+    const result = await runCli([...ws.runArgs, "review", "this"], { input: diff })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe("Looks good.\n")
+    expect(messagesOf(server.requests[0]!)).toEqual([
+      { role: "user", content: `review this\n\n<stdin>\n${diff.trimEnd()}\n</stdin>` }
+    ])
+    // the title is the message's, not the input's
+    const state = await restoreState(ws.db, await latestSession(ws.db, ws.dir))
+    expect(state.title).toBe("review this")
+  })
+
+  it("more than 1 MiB on stdin is a usage error (exit 2), with nothing sent and no session made", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const result = await runCli([...ws.runArgs, "summarise this"], { input: "x".repeat(1024 * 1024 + 1) })
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toMatch(
+      /^logbook: stdin holds more than 1,048,576 bytes \(1 MiB\), the most logbook run reads: /
+    )
+    expect(server.requests).toHaveLength(0)
+    expect(fs.existsSync(ws.db)).toBe(false)
+  })
+
   it("an empty message is a usage error (exit 2), with nothing sent", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
