@@ -235,7 +235,9 @@ export const run = Command.make(
         Effect.gen(function* () {
           const elapsedMs = (yield* Clock.currentTimeMillis) - startedAt
           yield* writer.end
-          if (json) return yield* write(`${doneLine({ sessionId, outcome, exitCode, elapsedMs })}\n`)
+          if (json) {
+            return yield* write(`${doneLine({ sessionId, outcome, text: answer.text(), exitCode, elapsedMs })}\n`)
+          }
           // stdout holds the answer, or nothing: what a turn that did not finish wrote last is not one
           if (outcome?.reason === "stop") yield* writer.answer(answer.text())
           if (outcome !== undefined) {

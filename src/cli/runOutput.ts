@@ -235,22 +235,33 @@ export const makeAnswer = () => {
   }
 }
 
-/** The final line of `--format json`. */
+/**
+ * The final line of `--format json`: how the turn ended (`reason`, the model's `finishReason`, the
+ * error's `message`), the `text` of its last step (the answer when `reason` is `stop`), its `steps`
+ * and `usage` (the log's shape), the `cost` in US dollars with `costKnown` (false: some tokens had
+ * no price, and `cost` is only what the priced ones cost), the wall time and the exit code.
+ */
 export const doneLine = (options: {
   readonly sessionId: string
   readonly outcome: TurnOutcome | undefined
+  /** the text of the turn's last step (`makeAnswer`) */
+  readonly text: string
   readonly exitCode: number
   readonly elapsedMs: number
 }): string => {
   const o = options.outcome
+  const usage = o?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }
   return JSON.stringify({
     type: "done",
     sessionId: options.sessionId,
     reason: o?.reason ?? "interrupted",
     ...(o?.finishReason !== undefined ? { finishReason: o.finishReason } : {}),
     ...(o?.message !== undefined ? { message: o.message } : {}),
+    text: options.text,
     steps: o?.steps ?? 0,
-    usage: o?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+    usage,
+    cost: usage.cost,
+    costKnown: usage.costKnown !== false,
     durationMs: options.elapsedMs,
     exitCode: options.exitCode
   })

@@ -273,18 +273,38 @@ describe("the summary and done lines", () => {
       doneLine({
         sessionId: "s",
         outcome: { turnId: TurnId.make("t"), reason: "stop", steps: 1, usage },
+        text: "",
         exitCode: 0,
         elapsedMs: 3
       })
     )
     expect(done.usage).toEqual(usage)
+    expect([done.cost, done.costKnown]).toEqual([0, false])
+    // a lower bound when only some of it was priced
+    const partly = JSON.parse(
+      doneLine({
+        sessionId: "s",
+        outcome: { turnId: TurnId.make("t"), reason: "stop", steps: 1, usage: { ...usage, cost: 0.25 } },
+        text: "",
+        exitCode: 0,
+        elapsedMs: 3
+      })
+    )
+    expect([partly.cost, partly.costKnown]).toEqual([0.25, false])
   })
 
   it("the done line says how the turn ended, and `interrupted` when there is no outcome", () => {
     const done = JSON.parse(
       doneLine({
         sessionId: "s",
-        outcome: { turnId: TurnId.make("t"), reason: "stop", finishReason: "stop", steps: 2, usage: emptyUsage },
+        outcome: {
+          turnId: TurnId.make("t"),
+          reason: "stop",
+          finishReason: "stop",
+          steps: 2,
+          usage: { ...emptyUsage, input: 30, output: 4, cost: 0.0021 }
+        },
+        text: "It is 42.",
         exitCode: 0,
         elapsedMs: 12
       })
@@ -294,15 +314,16 @@ describe("the summary and done lines", () => {
       sessionId: "s",
       reason: "stop",
       finishReason: "stop",
+      text: "It is 42.",
       steps: 2,
-      usage: emptyUsage,
+      usage: { ...emptyUsage, input: 30, output: 4, cost: 0.0021 },
+      cost: 0.0021,
+      costKnown: true,
       durationMs: 12,
       exitCode: 0
     })
-    expect(JSON.parse(doneLine({ sessionId: "s", outcome: undefined, exitCode: 130, elapsedMs: 1 }))).toMatchObject({
-      reason: "interrupted",
-      steps: 0,
-      exitCode: 130
-    })
+    expect(
+      JSON.parse(doneLine({ sessionId: "s", outcome: undefined, text: "Let me", exitCode: 130, elapsedMs: 1 }))
+    ).toMatchObject({ reason: "interrupted", text: "Let me", steps: 0, cost: 0, costKnown: true, exitCode: 130 })
   })
 })

@@ -224,7 +224,7 @@ describe("logbook run: the provider's own words", () => {
       retryable: false,
       providerMessage: message
     })
-    expect(lines.at(-1)).toMatchObject({ type: "done", reason: "error", message: sentence, exitCode: 1 })
+    expect(lines.at(-1)).toMatchObject({ type: "done", reason: "error", message: sentence, text: "", exitCode: 1 })
   })
 })
 

@@ -115,6 +115,43 @@ describe("logbook run: Ctrl-C during a long command", () => {
   })
 })
 
+describe("logbook run --format json: Ctrl-C during a command", () => {
+  it("the done line says interrupted, exit 130, with the session, the text so far and the usage", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const shellFile = path.join(ws.dir, "shell.pid")
+    janitor.killGroupIn(shellFile)
+    server.enqueue(
+      Reply.stream({
+        text: "Waiting a while.",
+        toolCalls: [
+          { id: "call_wait", name: "bash", arguments: JSON.stringify({ command: "echo $$ > shell.pid; sleep 300" }) }
+        ],
+        usage: { prompt_tokens: 40, completion_tokens: 4 }
+      })
+    )
+    const live = spawnCli([...ws.runArgs, "--format", "json", "wait"])
+    janitor.defer(() => live.child.kill("SIGKILL"))
+    await fileLines(shellFile, 1)
+    live.child.kill("SIGINT")
+    expect((await live.exited).code).toBe(130)
+    const id = await latestSession(ws.db, ws.dir)
+    const done = JSON.parse(live.lines().at(-1)!)
+    expect(done).toMatchObject({
+      type: "done",
+      sessionId: id,
+      reason: "interrupted",
+      text: "Waiting a while.",
+      steps: 1,
+      costKnown: true,
+      exitCode: 130
+    })
+    expect(done.usage).toMatchObject({ input: 40, output: 4 })
+    expect(typeof done.cost).toBe("number")
+    expect(typeof done.durationMs).toBe("number")
+  })
+})
+
 describe("logbook run: kill -9 during a command", () => {
   it("--continue sweeps what the dead process left open and answers every earlier call", async () => {
     const server = await janitor.server()

@@ -140,9 +140,36 @@ describe("logbook run --format json", () => {
     const lines = jsonLines(result.stdout)
     const done = lines.at(-1)!
     const events = lines.slice(0, -1)
-    expect(done).toMatchObject({ type: "done", reason: "stop", exitCode: 0, steps: 2 })
-    expect(done.usage).toMatchObject({ input: 120, output: 8 })
+    // the done line: the session, the answer, tokens, the cost (120 in at $1, 8 out at $2 per million), how it ended
+    expect(Object.keys(done).sort()).toEqual(
+      [
+        "costKnown",
+        "cost",
+        "durationMs",
+        "exitCode",
+        "finishReason",
+        "reason",
+        "sessionId",
+        "steps",
+        "text",
+        "type",
+        "usage"
+      ].sort()
+    )
+    expect(done).toMatchObject({
+      type: "done",
+      text: "Done.",
+      reason: "stop",
+      finishReason: "stop",
+      exitCode: 0,
+      steps: 2,
+      costKnown: true
+    })
+    expect(done.usage).toMatchObject({ input: 120, output: 8, cacheRead: 0, reasoning: 0 })
+    expect(done.cost).toBeCloseTo(0.000136, 10)
+    expect((done.usage as { cost: number }).cost).toBe(done.cost)
     expect(typeof done.durationMs).toBe("number")
+    expect(done.durationMs as number).toBeGreaterThan(0)
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1))
     expect(new Set(events.map((e) => e.sessionId))).toEqual(new Set([done.sessionId]))
     for (const event of events) {
@@ -215,6 +242,7 @@ describe("logbook run: the cost", () => {
     expect(json.code).toBe(0)
     const done = jsonLines(json.stdout).at(-1)!
     expect(done.usage).toMatchObject({ input: 600, output: 60, cost: 0, costKnown: false })
+    expect(done).toMatchObject({ cost: 0, costKnown: false, text: "Done." })
   })
 
   it("a price in the config: the cost is shown; a price of 0 is $0", async () => {
