@@ -91,6 +91,22 @@ const write = (text: string) =>
     if (text.length > 0) process.stdout.write(text)
   })
 
+/** A word as a POSIX shell reads it: as it is when it is safe, else in single quotes. */
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
+
+/** How to go on with the session: `logbook run -s <id> "…"` (with the `--db` this run was given). */
+export const continueCommand = (sessionId: string, db: Option.Option<string> | string | undefined): string => {
+  const file = Option.isOption(db) ? Option.getOrUndefined(db) : db
+  return `logbook run -s ${sessionId}${file === undefined ? "" : ` --db ${shellWord(file)}`} "…"`
+}
+
+/**
+ * The session line text mode ends with, the one place it names the session (once, so a script can
+ * take it from stderr): `continue this session: logbook run -s 01J… "…"`.
+ */
+export const sessionLine = (sessionId: string, db: string | undefined): string =>
+  `continue this session: ${continueCommand(sessionId, db)}`
+
 export const titleOf = (message: string): string => {
   const first = message.split("\n")[0]!.trim()
   return first.length > 60 ? `${first.slice(0, 59)}…` : first
@@ -243,6 +259,8 @@ export const run = Command.make(
           if (outcome !== undefined) {
             yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs)))
           }
+          // the one place text mode names the session
+          yield* writer.line(sessionLine(sessionId, Option.getOrUndefined(args.db)))
         })
 
       // Ctrl-C from here on (the message being sent included) interrupts the turn as the user's
@@ -260,7 +278,8 @@ export const run = Command.make(
               Effect.orElseSucceed(() => undefined)
             )
             yield* report(last, ExitCode.interrupted)
-            yield* writer.line(`logbook: interrupted; resume with: logbook run --session ${sessionId} "…"`)
+            // text mode said how to go on in its session line
+            if (json) yield* writer.line(`logbook: interrupted; resume with: ${continueCommand(sessionId, args.db)}`)
           })
         )
       )
@@ -270,8 +289,11 @@ export const run = Command.make(
       if (outcome === undefined) return yield* CliError.failed("the turn ended without an outcome")
       if (outcome.reason === "stop") return
       if (outcome.reason === "max-steps") {
+        const stopped = `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps)`
         return yield* CliError.failed(
-          `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps); run again with --session ${sessionId} to go on`
+          json
+            ? `${stopped}; to go on: ${continueCommand(sessionId, args.db)}`
+            : `${stopped}; continue the session to go on (the line above says how)`
         )
       }
       return yield* CliError.failed(outcome.message ?? `the turn ended: ${outcome.reason}`)

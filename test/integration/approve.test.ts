@@ -119,7 +119,7 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     expect(await run.exited()).toBe(130)
     const screen = run.screen()
     expect(screen).toContain("(not answered: interrupted)")
-    expect(screen).toMatch(/interrupted; resume with: logbook run --session \S+/)
+    expect(screen).toMatch(/^continue this session: logbook run -s \S+ --db \S+ "…"$/m)
 
     expect(fs.readFileSync(path.join(ws.dir, "keep.txt"), "utf8")).toBe("keep")
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))

@@ -60,10 +60,10 @@ describe("logbook run: Ctrl-C during a long command", () => {
     for (const pid of [shell, ...pids]) expect(isLive(pid), `process ${pid}`).toBe(false)
 
     const id = await latestSession(ws.db, ws.dir)
-    expect(notices(live.stderr())).toEqual([
-      "logbook: interrupting: stopping the model and any running commands…",
-      `logbook: interrupted; resume with: logbook run --session ${id} "…"`
-    ])
+    expect(notices(live.stderr())).toEqual(["logbook: interrupting: stopping the model and any running commands…"])
+    // the session is named once, at the end, with how to go on
+    expect(live.stderr()).toMatch(/\ntokens in .*\ncontinue this session: logbook run -s \S+ --db \S+ "…"\n$/)
+    expect(live.stderr().split(id)).toHaveLength(2)
     // a turn that did not finish has no answer: stdout stays empty; the transcript is on stderr
     expect(live.lines()).toEqual([])
     const out = live.stderr()
@@ -147,6 +147,11 @@ describe("logbook run --format json: Ctrl-C during a command", () => {
       exitCode: 130
     })
     expect(done.usage).toMatchObject({ input: 40, output: 4 })
+    // no session line in json (the done line has the id): the notice says how to go on
+    expect(live.stderr()).toBe(
+      "logbook: interrupting: stopping the model and any running commands…\n" +
+        `logbook: interrupted; resume with: logbook run -s ${id} --db ${ws.db} "…"\n`
+    )
     expect(typeof done.cost).toBe("number")
     expect(typeof done.durationMs).toBe("number")
   })

@@ -86,6 +86,10 @@ describe("logbook run: a multi-step task", () => {
 
     // the log: two tool calls completed, the turn stopped, idle at the end, usage summed
     const id = await latestSession(ws.db, ws.dir)
+    // the session is named once, in the last line, with how to go on
+    expect(out.endsWith(`\ncontinue this session: logbook run -s ${id} --db ${ws.db} "…"\n`)).toBe(true)
+    expect(out.split(id)).toHaveLength(2)
+    expect(result.stdout).not.toContain(id)
     const log = await readLog(ws.db, id)
     expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1))
     expect(ofType(log, "tool.invoked").map((e) => [e.payload.callId, e.payload.tool])).toEqual([
@@ -426,8 +430,12 @@ describe("logbook run: the message and the flags", () => {
     expect(result.stdout).toBe("")
     expect(result.stderr).toMatch(/^⋯ bash echo again\n✓ bash echo again {2}\d+m?s\ntokens in /)
     expect(
-      result.stderr.endsWith(`\nlogbook: stopped after 1 step (maxSteps); run again with --session ${id} to go on\n`)
+      result.stderr.endsWith(
+        `\ncontinue this session: logbook run -s ${id} --db ${ws.db} "…"\n` +
+          "logbook: stopped after 1 step (maxSteps); continue the session to go on (the line above says how)\n"
+      )
     ).toBe(true)
+    expect(result.stderr.split(id)).toHaveLength(2)
     const log = await readLog(ws.db, id)
     expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["max-steps"])
     expect(ofType(log, "tool.finished").map((e) => e.payload.callId)).toEqual(["call_1"])
