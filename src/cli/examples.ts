@@ -14,8 +14,41 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 /** `[command, what it does]` */
 export type Example = readonly [string, string]
 
-/** The examples of each command, by its words (`sessions list`). Every one must work as written (a test runs them). */
+/**
+ * The examples of each command, by its words (`sessions list`). Every one must work as written (a
+ * test runs them: test/cli/help.test.ts the sessions ones, test/integration/examples.test.ts the others).
+ */
 export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
+  run: [
+    ['logbook run "why does npm test fail?"', "ask in a new session here"],
+    ['logbook run -c "now fix it"', "go on with the latest session"],
+    ['git diff | logbook run "review this"', "piped input is sent as context"],
+    ['logbook run "summarise README.md" > out.md', "out.md gets only the answer"],
+    ['logbook run --format json -y "run the tests"', "JSON lines; -y approves asks"],
+    ['logbook run -m ollama/qwen3:8b "add a test"', "another model for this run"]
+  ],
+  compact: [
+    ["logbook compact", "summarise the latest session here"],
+    ["logbook compact -m ollama/qwen3:8b", "the summary by another model"],
+    ["logbook compact --format json", "what was summarised, as JSON"]
+  ],
+  events: [
+    ["logbook events latest", "the log of the latest session"],
+    ["logbook events latest -t tool.finished", "only the events of a type"],
+    ["logbook events latest --from 5 --format json", "from seq 5, as JSON lines"],
+    ["logbook events latest --follow", "watch a session as it runs"]
+  ],
+  config: [
+    ["logbook config", "the resolved config, as JSON"],
+    ["logbook config --format text", "the same, for people"],
+    ["logbook config --system-prompt", "the system prompt sent"],
+    ["logbook config --schema > logbook.schema.json", "its JSON Schema, for editors"]
+  ],
+  help: [
+    ["logbook help run", "the help of a command"],
+    ["logbook help sessions show", "of a subcommand"],
+    ["logbook help", "every command"]
+  ],
   sessions: [
     ["logbook sessions list", "the sessions, most recently updated first"],
     ["logbook sessions list --all", "deleted sessions too"],

@@ -304,6 +304,7 @@ export const run = Command.make(
 ).pipe(
   Command.withDescription(
     "Send one message to the agent and run it until the model is done: it reads files, runs commands and " +
-      "answers, and every step is written to the event log."
+      "answers, and every step is written to the event log. stdout is the answer, stderr everything else " +
+      "(tool calls, retries, the usage line, how to continue the session)."
   )
 )
