@@ -1,8 +1,10 @@
 /**
- * The interactive Approver of `logbook run` on a terminal (issue 4 §2): a call the permission rules
- * `ask` about is shown to the user, who answers with one key — `o` once, `a` always (this exact call
- * for the rest of the session), `r` reject, `t` reject and tell the model why (a line typed after it,
- * sent with Enter: the model reads it with the denial).
+ * The interactive Approver of `logbook run` on a terminal (issue 4 §2, issue 10 §2): a call the
+ * permission rules `ask` about is shown to the user, who picks an answer and confirms it with Enter
+ * — `o` once, `a` always (this exact call for the rest of the session), `r` reject, `t` reject and
+ * tell the model why (a line typed after it, sent with Enter: the model reads it with the denial).
+ * The letters and the arrow keys only move the highlighted choice; nothing is answered before Enter,
+ * so a word typed into the wrong window (`clear`: its `a`, its `r`) never answers.
  *
  * The prompt is written by the run's output follower, not by the kernel's fiber: the follower is the
  * only writer of the output, so the prompt comes after everything the agent printed before the ask,
@@ -19,7 +21,8 @@
  */
 import { type Context, Deferred, Effect } from "effect"
 import type { ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver } from "../tools/Approver.js"
-import { oneLine, type Style, truncate } from "./render.js"
+import { eraseRows, rowsOf } from "./liveRegion.js"
+import { oneLine, type Style, truncate, visibleWidth } from "./render.js"
 
 /** Where the prompt is shown and read: a terminal in raw mode, or a script in tests. */
 export interface PromptTerminal {
@@ -36,37 +39,75 @@ export interface PromptTerminal {
     choose: (key: string) => A | undefined,
     interrupted: string | (() => string)
   ) => Effect.Effect<A>
-  /** writes at once, from inside `choose` (the echo of a typed line) */
+  /** writes at once, from inside `choose` (the echo of a typed line, the redrawn choices) */
   readonly echo: (text: string) => void
+  /** the terminal's width, when it is known (to redraw a line that wrapped) */
+  readonly columns: () => number | undefined
 }
 
+/** The answers, in the order they are shown (and the arrow keys move through). */
+export type Choice = ApprovalReply | "tell"
+export const CHOICES: ReadonlyArray<Choice> = ["once", "always", "reject", "tell"]
+
 /** What one key means at the prompt. */
-export type PromptKey = ApprovalReply | "tell" | "interrupt" | undefined
+export type PromptKey =
+  | { readonly select: Choice }
+  | "next"
+  | "previous"
+  | "confirm"
+  /** Ctrl-D: the end of input, a rejection at once */
+  | "eof"
+  | "interrupt"
+  | undefined
 
 /**
- * `o`/`y` once, `a` always, `r`/`n`/Ctrl-D reject, `t` reject with a message, Ctrl-C interrupt;
- * anything else is no answer — Esc too (a terminal may deliver an arrow key's escape sequence in two
+ * `o`/`y` select once, `a` always, `r`/`n` reject, `t` reject with a message; the arrow keys (and
+ * Tab, Shift-Tab) move the selection; Enter confirms it. Ctrl-D rejects at once, Ctrl-C interrupts.
+ * Anything else means nothing — Esc too (a terminal may deliver an arrow key's escape sequence in two
  * reads, whose first is a lone Esc), and capitals: an escape sequence's last byte is often one
- * (`ESC [ A` is the up arrow), and a piece of a sequence must never answer.
+ * (`ESC [ A` is the up arrow), and a piece of a sequence must not count.
  */
 export const keyMeaning = (key: string): PromptKey => {
   switch (key) {
     case "o":
     case "y":
-      return "once"
+      return { select: "once" }
     case "a":
-      return "always"
+      return { select: "always" }
     case "r":
     case "n":
-    case "\u0004":
-      return "reject"
+      return { select: "reject" }
     case "t":
-      return "tell"
+      return { select: "tell" }
+    case "\r":
+    case "\n":
+      return "confirm"
+    case "\u001b[C":
+    case "\u001bOC":
+    case "\u001b[B":
+    case "\u001bOB":
+    case "\t":
+      return "next"
+    case "\u001b[D":
+    case "\u001bOD":
+    case "\u001b[A":
+    case "\u001bOA":
+    case "\u001b[Z":
+      return "previous"
+    case "\u0004":
+      return "eof"
     case "\u0003":
       return "interrupt"
     default:
       return undefined
   }
+}
+
+/** The choice after `selected` (`step` 1) or before it (-1), round; from none, the first or the last. */
+export const moveChoice = (selected: Choice | undefined, step: 1 | -1): Choice => {
+  if (selected === undefined) return step === 1 ? CHOICES[0]! : CHOICES[CHOICES.length - 1]!
+  const at = CHOICES.indexOf(selected)
+  return CHOICES[(at + step + CHOICES.length) % CHOICES.length]!
 }
 
 const answered: Record<ApprovalReply, string> = {
@@ -75,14 +116,33 @@ const answered: Record<ApprovalReply, string> = {
   reject: "rejected"
 }
 
+const choiceText: Record<Choice, readonly [key: string, label: string]> = {
+  once: ["o", "once"],
+  always: ["a", "always (this exact call, this session)"],
+  reject: ["r", "reject"],
+  tell: ["t", "reject and tell the model why"]
+}
+
+/**
+ * The line of choices, the selected one in brackets (and inverted where there is colour), then
+ * where the answer goes: `  o once · [a always (…)] · r reject · t reject and tell the model why —
+ * choose, then Enter › `.
+ */
+export const choicesLine = (style: Style, selected: Choice | undefined): string => {
+  const choices = CHOICES.map((choice) => {
+    const [key, label] = choiceText[choice]
+    return choice === selected ? style.inverse(`[${key} ${label}]`) : `${style.bold(key)} ${label}`
+  })
+  return `  ${choices.join(" · ")} ${style.dim("— choose, then Enter")} › `
+}
+
 /** The lines shown for a request (without the answer). */
 export const promptText = (style: Style, request: ApprovalRequest): string => {
   const subject = request.subject === "" ? "" : ` ${truncate(oneLine(request.subject), 200)}`
   return (
     `${style.yellow("?")} ${style.bold(`${request.tool}${subject}`)}\n` +
     `  ${request.reason}\n` +
-    `  ${style.bold("o")} once · ${style.bold("a")} always (this exact call, this session) · ${style.bold("r")} reject · ` +
-    `${style.bold("t")} reject and tell the model why › `
+    choicesLine(style, undefined)
   )
 }
 
@@ -178,13 +238,24 @@ export const makeApprovalDesk = (options: {
   const notAnswered = `${style.dim("(not answered: interrupted)")}\n`
 
   /**
-   * The prompt: keys are read until one answers; Ctrl-C interrupts the run and keeps waiting. After
-   * `t` the same question goes on as a line editor (no typeahead window in between: what is typed
-   * right after `t`, in the same read or not, is the message's start).
+   * The prompt: keys move the selection (the choices' line redrawn in place) until Enter confirms
+   * one; Ctrl-C interrupts the run and keeps waiting. After `t` and Enter the same question goes on
+   * as a line editor (no typeahead window in between: what is typed right after the Enter, in the
+   * same read or not, is the message's start).
    */
   const prompt = (request: ApprovalRequest): Effect.Effect<ApprovalAnswer> =>
     Effect.gen(function* () {
       let line: ((key: string) => string | undefined) | undefined
+      let selected: Choice | undefined
+      /** the choices' line as it is on the screen (the cursor at its end) */
+      let shown = choicesLine(style, undefined)
+      const select = (choice: Choice) => {
+        if (choice === selected) return
+        selected = choice
+        const next = choicesLine(style, choice)
+        terminal.echo(eraseRows(rowsOf(visibleWidth(shown), terminal.columns())) + next)
+        shown = next
+      }
       const answer = yield* terminal.question<ApprovalReply | { readonly message: string }>(
         promptText(style, request),
         (key) => {
@@ -193,16 +264,28 @@ export const makeApprovalDesk = (options: {
             return message === undefined ? undefined : { message }
           }
           const meaning = keyMeaning(key)
+          if (meaning === undefined) return undefined
           if (meaning === "interrupt") {
             ctrlC()
             return undefined
           }
-          if (meaning === "tell") {
+          if (meaning === "eof") return "reject"
+          if (meaning === "next" || meaning === "previous") {
+            select(moveChoice(selected, meaning === "next" ? 1 : -1))
+            return undefined
+          }
+          if (meaning !== "confirm") {
+            select(meaning.select)
+            return undefined
+          }
+          // Enter: nothing is chosen yet, or the choice is the answer
+          if (selected === undefined) return undefined
+          if (selected === "tell") {
             terminal.echo(`${style.red("rejected")}; ${style.dim("tell the model why (Enter sends it)")}\n  › `)
             line = lineEditor(terminal.echo, ctrlC)
             return undefined
           }
-          return meaning
+          return selected
         },
         () => (line === undefined ? notAnswered : `\n${notAnswered}`)
       )
@@ -211,8 +294,8 @@ export const makeApprovalDesk = (options: {
         const message = answer.message.trim()
         return message === "" ? "reject" : { reply: "reject", message }
       }
-      const shown = answered[answer]
-      yield* terminal.write(`${answer === "reject" ? style.red(shown) : style.green(shown)}\n`)
+      const text = answered[answer]
+      yield* terminal.write(`${answer === "reject" ? style.red(text) : style.green(text)}\n`)
       return answer
     })
 
@@ -303,6 +386,7 @@ const TYPEAHEAD_MS = 30
 export const nodeTerminal = (input: NodeJS.ReadStream, output: NodeJS.WriteStream): PromptTerminal => ({
   write: (text) => Effect.sync(() => void output.write(text)),
   echo: (text) => void output.write(text),
+  columns: () => output.columns,
   question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string | (() => string)) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {

@@ -28,6 +28,17 @@ export interface LiveRegion {
   readonly draw: (now: number, columns: number | undefined, height?: number | undefined) => string
 }
 
+/**
+ * The text that erases the `rows` rows ending at the cursor's (the cursor ends at the start of the
+ * first): `CR ESC[2K`, then `ESC[1A ESC[2K` for each row above. "" for none.
+ */
+export const eraseRows = (rows: number): string =>
+  rows <= 0 ? "" : `\r\u001b[2K${"\u001b[1A\u001b[2K".repeat(rows - 1)}`
+
+/** How many terminal rows `width` columns of text take on a terminal `columns` wide (1 when unknown). */
+export const rowsOf = (width: number, columns: number | undefined): number =>
+  columns === undefined || columns < 1 ? 1 : Math.max(1, Math.ceil(width / columns))
+
 /** The most rows drawn at once; the rest are counted in a last row (`+3 more running`). */
 export const MAX_LIVE_ROWS = 8
 
@@ -39,8 +50,7 @@ export const makeLiveRegion = (): LiveRegion => {
     delete: (key) => void rows.delete(key),
     size: () => rows.size,
     erase: () => {
-      if (drawn === 0) return ""
-      const text = `\r\u001b[2K${"\u001b[1A\u001b[2K".repeat(drawn - 1)}`
+      const text = eraseRows(drawn)
       drawn = 0
       return text
     },

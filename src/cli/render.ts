@@ -15,6 +15,8 @@ export interface Style {
   readonly bold: (text: string) => string
   readonly dim: (text: string) => string
   readonly italic: (text: string) => string
+  /** foreground and background swapped: a selected choice */
+  readonly inverse: (text: string) => string
   readonly red: (text: string) => string
   readonly green: (text: string) => string
   readonly yellow: (text: string) => string
@@ -36,6 +38,7 @@ export const makeStyle = (enabled: boolean): Style =>
         bold: sgr(1, 22),
         dim: sgr(2, 22),
         italic: sgr(3, 23),
+        inverse: sgr(7, 27),
         red: sgr(31, 39),
         green: sgr(32, 39),
         yellow: sgr(33, 39),
@@ -48,6 +51,7 @@ export const makeStyle = (enabled: boolean): Style =>
         bold: plainText,
         dim: plainText,
         italic: plainText,
+        inverse: plainText,
         red: plainText,
         green: plainText,
         yellow: plainText,

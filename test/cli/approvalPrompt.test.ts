@@ -1,16 +1,19 @@
 /**
  * The interactive Approver's desk (src/cli/approvalPrompt.ts) with a scripted terminal: the kernel's
- * ask and the output follower's prompt meet in either order, keys answer it, an interrupt or the
- * end of the turn ends it. Through a real terminal: test/integration/approve.test.ts.
+ * ask and the output follower's prompt meet in either order, keys select an answer and Enter
+ * confirms it, an interrupt or the end of the turn ends it. Through a real terminal:
+ * test/integration/approve.test.ts.
  */
 import { EventEmitter } from "node:events"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import {
   type ApprovalDesk,
+  choicesLine,
   isUnfinishedSequence,
   keyMeaning,
   makeApprovalDesk,
+  moveChoice,
   nodeTerminal,
   type PromptTerminal,
   splitKeys
@@ -38,6 +41,7 @@ const scripted = Effect.gen(function* () {
   const terminal: PromptTerminal = {
     write: (text) => Effect.sync(() => void shown.push(text)),
     echo: (text) => void shown.push(text),
+    columns: () => 200,
     question: <A>(text: string, choose: (key: string) => A | undefined, interrupted: string | (() => string)) =>
       Effect.gen(function* () {
         shown.push(text)
@@ -85,7 +89,7 @@ const answerOnNodeTerminal = (chunks: ReadonlyArray<string>) =>
     const desk = makeApprovalDesk({
       terminal: nodeTerminal(
         input as unknown as NodeJS.ReadStream,
-        { write: (text: string) => output.push(text) } as unknown as NodeJS.WriteStream
+        { write: (text: string) => output.push(text), columns: 200 } as unknown as NodeJS.WriteStream
       ),
       style: makeStyle(false),
       onCtrlC: Effect.void
@@ -134,52 +138,115 @@ describe("splitKeys", () => {
     ).toEqual([true, true, true, true, true, true])
     expect(["\u001b[A", "\u001bOA", "\u001bx", "a"].map(isUnfinishedSequence)).toEqual([false, false, false, false])
     expect(splitKeys("é\u0003")).toEqual(["é", "\u0003"])
-    // so the first key with a meaning answers, as when they come one by one
-    expect(
-      splitKeys("xra")
-        .map(keyMeaning)
-        .find((m) => m !== undefined)
-    ).toBe("reject")
+    // each key counts, in order, as when they come one by one
+    expect(splitKeys("xr\r").map(keyMeaning)).toEqual([undefined, { select: "reject" }, "confirm"])
   })
 })
 
 describe("keyMeaning", () => {
-  it("o/y once, a always, r/n/Ctrl-D reject, Ctrl-C interrupt, anything else no answer", () => {
-    expect(["o", "y"].map(keyMeaning)).toEqual(["once", "once"])
-    expect(keyMeaning("a")).toBe("always")
-    // capitals are no answer: an escape sequence ends with one (ESC [ A is the up arrow), and a piece of
-    // a sequence must never answer
-    expect(["O", "A", "R", "T"].map(keyMeaning)).toEqual([undefined, undefined, undefined, undefined])
-    expect(["r", "n", "\u0004"].map(keyMeaning)).toEqual(["reject", "reject", "reject"])
-    expect(keyMeaning("\u0003")).toBe("interrupt")
-    // Enter, an arrow key (whole, or its lone Esc when split over two reads), other letters: no answer
-    expect(["\r", "\u001b[A", "\u001b", "x", "oa", " "].map(keyMeaning)).toEqual([
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined
+  it("letters select, arrows move, Enter confirms; Ctrl-D rejects, Ctrl-C interrupts; anything else means nothing", () => {
+    expect(["o", "y", "a", "r", "n", "t"].map(keyMeaning)).toEqual([
+      { select: "once" },
+      { select: "once" },
+      { select: "always" },
+      { select: "reject" },
+      { select: "reject" },
+      { select: "tell" }
     ])
+    expect(["\r", "\n"].map(keyMeaning)).toEqual(["confirm", "confirm"])
+    expect(["\u001b[C", "\u001b[B", "\u001bOC", "\t"].map(keyMeaning)).toEqual(["next", "next", "next", "next"])
+    expect(["\u001b[D", "\u001b[A", "\u001bOA", "\u001b[Z"].map(keyMeaning)).toEqual([
+      "previous",
+      "previous",
+      "previous",
+      "previous"
+    ])
+    expect(keyMeaning("\u0004")).toBe("eof")
+    expect(keyMeaning("\u0003")).toBe("interrupt")
+    // capitals mean nothing: an escape sequence ends with one (ESC [ A is the up arrow), and a piece of
+    // a sequence split over two reads must not count
+    expect(
+      ["O", "A", "R", "T", "[", "\u001b", "x", "oa", " ", "\u001b[1;5A", "\u001b\u001b[A"].map(keyMeaning)
+    ).toEqual(Array(11).fill(undefined))
+  })
+
+  it("the arrows go round the choices; from none, the first or the last", () => {
+    expect(moveChoice(undefined, 1)).toBe("once")
+    expect(moveChoice(undefined, -1)).toBe("tell")
+    expect(moveChoice("once", 1)).toBe("always")
+    expect(moveChoice("tell", 1)).toBe("once")
+    expect(moveChoice("once", -1)).toBe("tell")
   })
 })
 
+/** The choices' line redrawn (a line of 200 columns or less: one row) with `selected` highlighted. */
+const redrawn = (selected: Parameters<typeof choicesLine>[1]) => `\r\u001b[2K${choicesLine(makeStyle(false), selected)}`
+
 describe("the approval desk", () => {
-  it.effect("ask first, then the prompt: the key's answer reaches the kernel, and the answer is shown", () =>
+  it.effect("ask first, then the prompt: the choice confirmed with Enter reaches the kernel, and is shown", () =>
     Effect.gen(function* () {
       const t = yield* setup
       const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
       const serving = yield* Effect.fork(t.desk.serve("p1"))
       yield* Deferred.await(t.asking)
-      yield* Queue.offerAll(t.keys, ["x", "\r", "a"])
+      // a stray key and Enter with nothing chosen answer nothing; `a` chooses, Enter confirms
+      yield* Queue.offerAll(t.keys, ["x", "\r", "a", "\r"])
       expect(yield* Fiber.join(asking)).toBe("always")
       yield* Fiber.join(serving)
       expect(t.shown.join("")).toBe(
         "? bash rm -rf build\n" +
           '  bash `rm -rf build` needs approval by the rule "rm *"\n' +
-          "  o once · a always (this exact call, this session) · r reject · t reject and tell the model why › " +
+          "  o once · a always (this exact call, this session) · r reject · t reject and tell the model why " +
+          "— choose, then Enter › " +
+          "\r\u001b[2K  o once · [a always (this exact call, this session)] · r reject · " +
+          "t reject and tell the model why — choose, then Enter › " +
           "allowed for the rest of this session\n"
       )
+    })
+  )
+
+  it.effect("a word typed into the wrong window never answers: `clear` moves the choice, nothing more", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      yield* Queue.offerAll(t.keys, splitKeys("clear"))
+      // every key was read (the last one, `r`, chose reject), and the ask is still open
+      while (!t.shown.join("").endsWith(redrawn("reject"))) yield* Effect.yieldNow()
+      expect(asking.unsafePoll()).toBeNull()
+      // `a` then Enter: always
+      yield* Queue.offerAll(t.keys, ["a", "\r"])
+      expect(yield* Fiber.join(asking)).toBe("always")
+      yield* Fiber.join(serving)
+    })
+  )
+
+  it.effect("the arrows move the choice (round), Enter confirms it", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      const serving = yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      // right: once; left twice: tell, reject; Enter
+      yield* Queue.offerAll(t.keys, ["\u001b[C", "\u001b[D", "\u001b[D", "\r"])
+      expect(yield* Fiber.join(asking)).toBe("reject")
+      yield* Fiber.join(serving)
+      const shown = t.shown.join("")
+      expect(shown).toContain(redrawn("once"))
+      expect(shown).toContain(redrawn("tell"))
+      expect(shown.endsWith(`${redrawn("reject")}rejected\n`)).toBe(true)
+    })
+  )
+
+  it.effect("Ctrl-D rejects at once", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+      yield* Effect.fork(t.desk.serve("p1"))
+      yield* Deferred.await(t.asking)
+      yield* Queue.offer(t.keys, "\u0004")
+      expect(yield* Fiber.join(asking)).toBe("reject")
     })
   )
 
@@ -193,80 +260,85 @@ describe("the approval desk", () => {
         expect(t.shown).toEqual([])
         const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
         yield* Deferred.await(t.asking)
-        yield* Queue.offer(t.keys, "r")
+        yield* Queue.offerAll(t.keys, ["r", "\r"])
         expect(yield* Fiber.join(asking)).toBe("reject")
         yield* Fiber.join(serving)
         expect(t.shown.at(-1)).toBe("rejected\n")
       })
   )
 
-  it.effect("t: rejected with the line typed after it (echoed, Backspace works, Ctrl-C interrupts, Enter sends)", () =>
-    Effect.gen(function* () {
-      const t = yield* setup
-      const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
-      const serving = yield* Effect.fork(t.desk.serve("p1"))
-      yield* Deferred.await(t.asking)
-      // a paste arrives as one chunk: split into its keys as the terminal does
-      const typed = [
-        "t",
-        ...splitKeys(" use git stxx"),
-        "\u007f",
-        "\u007f",
-        "ash",
-        "\u0003",
-        "\u0001",
-        "\u001b[D",
-        " ",
-        "\r"
-      ]
-      yield* Queue.offerAll(
-        t.keys,
-        typed.flatMap((chunk) => splitKeys(chunk))
-      )
-      expect(yield* Fiber.join(asking)).toEqual({ reply: "reject", message: "use git stash" })
-      yield* Fiber.join(serving)
-      expect(t.ctrlCs()).toBe(1)
-      const shown = t.shown.join("")
-      expect(shown).toContain("rejected; tell the model why (Enter sends it)\n  › ")
-      expect(shown.slice(shown.lastIndexOf("› "))).toBe("›  use git stxx\b \b\b \bash \n")
-    })
-  )
-
   it.effect(
-    "t, then Enter at once: a rejection without a message; Esc (an arrow key's start) does not end the line",
+    "t, Enter: rejected with the line typed after it (echoed, Backspace works, Ctrl-C interrupts, Enter sends)",
     () =>
       Effect.gen(function* () {
         const t = yield* setup
         const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
         const serving = yield* Effect.fork(t.desk.serve("p1"))
         yield* Deferred.await(t.asking)
-        yield* Queue.offerAll(t.keys, ["t", "\u001b", "\u001b[D", "\r"])
+        // a paste arrives as one chunk: split into its keys as the terminal does
+        const typed = [
+          "t",
+          "\r",
+          ...splitKeys(" use git stxx"),
+          "\u007f",
+          "\u007f",
+          "ash",
+          "\u0003",
+          "\u0001",
+          "\u001b[D",
+          " ",
+          "\r"
+        ]
+        yield* Queue.offerAll(
+          t.keys,
+          typed.flatMap((chunk) => splitKeys(chunk))
+        )
+        expect(yield* Fiber.join(asking)).toEqual({ reply: "reject", message: "use git stash" })
+        yield* Fiber.join(serving)
+        expect(t.ctrlCs()).toBe(1)
+        const shown = t.shown.join("")
+        expect(shown).toContain("rejected; tell the model why (Enter sends it)\n  › ")
+        expect(shown.slice(shown.lastIndexOf("› "))).toBe("›  use git stxx\b \b\b \bash \n")
+      })
+  )
+
+  it.effect(
+    "t, Enter, then Enter at once: a rejection without a message; Esc (an arrow key's start) does not end the line",
+    () =>
+      Effect.gen(function* () {
+        const t = yield* setup
+        const asking = yield* Effect.fork(t.desk.approver.ask(request("p1")))
+        const serving = yield* Effect.fork(t.desk.serve("p1"))
+        yield* Deferred.await(t.asking)
+        yield* Queue.offerAll(t.keys, ["t", "\r", "\u001b", "\u001b[D", "\r"])
         expect(yield* Fiber.join(asking)).toBe("reject")
         yield* Fiber.join(serving)
       })
   )
 
-  it.live("nodeTerminal: no escape sequence answers, whole or split over two reads; the key after it does", () =>
+  it.live("nodeTerminal: no escape sequence answers or counts as a letter, whole or split over two reads", () =>
     Effect.gen(function* () {
-      const cases = [
-        ["\u001b\u001b[A"],
-        ["\u001b[[A"],
-        ["\u001b\u001bOA"],
-        ["\u001b", "[A"],
-        ["\u001b", "OA"],
-        ["\u001b[1;5", "A"],
-        ["\u001b[", "1;5C"]
-      ]
+      // sequences with no meaning here (Alt+Up, F1 of the Linux console, Ctrl+arrows), whole or split
+      const cases = [["\u001b\u001b[A"], ["\u001b[[A"], ["\u001b\u001bOA"], ["\u001b[1;5", "A"], ["\u001b[", "1;5C"]]
       for (const chunks of cases) {
-        const { answer } = yield* answerOnNodeTerminal([...chunks, "r"])
+        // none of them selects anything (a piece is no letter): Enter after them has nothing to confirm
+        const { answer } = yield* answerOnNodeTerminal([...chunks, "\r", "r", "\r"])
         expect(answer, JSON.stringify(chunks)).toBe("reject")
+      }
+      // an arrow split over two reads is put together again: it moves the choice, it is no `A` or `O`
+      for (const chunks of [
+        ["\u001b", "[C"],
+        ["\u001b", "OB"]
+      ]) {
+        const { answer } = yield* answerOnNodeTerminal([...chunks, "\r"])
+        expect(answer, JSON.stringify(chunks)).toBe("once")
       }
     })
   )
 
-  it.live("nodeTerminal: the message typed right after t, even in the same read, is kept", () =>
+  it.live("nodeTerminal: the message typed right after t and Enter, even in the same read, is kept", () =>
     Effect.gen(function* () {
-      for (const chunks of [["tuse pnpm\r"], ["t", "use pnpm\r"], ["t", "use ", "pnpm", "\r"]]) {
+      for (const chunks of [["t\ruse pnpm\r"], ["t", "\ruse pnpm\r"], ["t\r", "use ", "pnpm", "\r"]]) {
         const { answer, input } = yield* answerOnNodeTerminal(chunks)
         expect(answer, JSON.stringify(chunks)).toEqual({ reply: "reject", message: "use pnpm" })
         expect(input.isRaw).toBe(false)
@@ -338,7 +410,7 @@ describe("the approval desk", () => {
       const second = yield* Effect.fork(t.desk.approver.ask(request("p2", "rm b")))
       // the follower serves the asks in the order of their events
       const serving = yield* Effect.fork(Effect.zipRight(t.desk.serve("p1"), t.desk.serve("p2")))
-      yield* Queue.offerAll(t.keys, ["o", "r"])
+      yield* Queue.offerAll(t.keys, ["o", "\r", "r", "\r"])
       expect(yield* Fiber.join(first)).toBe("once")
       expect(yield* Fiber.join(second)).toBe("reject")
       yield* Fiber.join(serving)

@@ -1,7 +1,9 @@
 /**
  * The interactive Approver through the built binary in a real terminal (tmux): `logbook run` asks
- * before a call the permission rules `ask` about, and the user answers with one key — once, always,
- * reject — or interrupts with Ctrl-C. Every answer is in the log; nothing runs without one.
+ * before a call the permission rules `ask` about, and the user picks an answer — once, always,
+ * reject, reject with a message — and confirms it with Enter, or interrupts with Ctrl-C. A key alone
+ * never answers (issue 10 §2: it used to; typing `clear` answered "always"). Every answer is in the
+ * log; nothing runs without one.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -16,7 +18,7 @@ afterEach(() => janitor.release())
 const bash = (id: string, command: string) => ({ id, name: "bash", arguments: JSON.stringify({ command }) })
 
 describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () => {
-  it("once, always (not asked again), an ignored key, reject: each answer logged, only approved commands run", async () => {
+  it("once, always (not asked again), an ignored key, reject, each confirmed with Enter: logged, only approved commands run", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
     server.enqueue(
@@ -35,17 +37,20 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     expect(first.indexOf("I will make the files.")).toBeLessThan(first.indexOf("? bash touch once.txt"))
     expect(first).toContain('bash `touch once.txt` needs approval by the rule "bash"')
     expect(first).toContain(
-      "o once · a always (this exact call, this session) · r reject · t reject and tell the model why ›"
+      "o once · a always (this exact call, this session) · r reject · t reject and tell the model why " +
+        "— choose, then Enter ›"
     )
     // nothing runs before the answer
     expect(fs.existsSync(path.join(ws.dir, "once.txt"))).toBe(false)
-    run.keys("o")
+    run.keys("o", "Enter")
     await run.waitFor(/\? bash touch always\.txt[\s\S]*› $/m)
     expect(fs.existsSync(path.join(ws.dir, "once.txt"))).toBe(true)
-    run.keys("a")
+    run.keys("a", "Enter")
     await run.waitFor(/\? bash touch rejected\.txt[\s\S]*› $/m)
-    // a key that is no answer is ignored, also when the next key comes in the same read
+    // a key that is no answer is ignored, also when the next key comes in the same read; `r` only chooses
     run.keys("x", "r")
+    await run.waitFor(/\[r reject\] · t reject and tell the model why — choose, then Enter › $/m)
+    run.keys("Enter")
     expect(await run.exited()).toBe(0)
 
     const screen = run.screen()
@@ -88,6 +93,8 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     janitor.defer(run.close)
     await run.waitFor(/\? bash git reset --hard[\s\S]*› $/m)
     run.keys("t")
+    await run.waitFor(/\[t reject and tell the model why\] — choose, then Enter › $/m)
+    run.keys("Enter")
     await run.waitFor(/tell the model why \(Enter sends it\)\n {2}› $/m)
     // typed (a Backspace included), then Enter
     run.keys("-l", "use git stashx")
@@ -104,6 +111,58 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     expect(denial).toContain("the user rejected it, saying: use git stash\n")
     expect(run.screen()).toContain("Stashing instead.")
     expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("a word typed into the wrong window (`clear`) leaves the call unanswered; `a` then Enter answers always", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_build", "touch built.txt")] }), Reply.text("Built."))
+    const run = runInTmux([...ws.runArgs, "build it"])
+    janitor.defer(run.close)
+    await run.waitFor(/\? bash touch built\.txt[\s\S]*› $/m)
+    const id = await latestSession(ws.db, ws.dir)
+
+    // its `a` and its `r` only move the highlight: the last one read, `r`, is chosen, and nothing answered
+    run.keys("-l", "clear")
+    await run.waitFor(/\[r reject\] · t reject and tell the model why — choose, then Enter › $/m)
+    const waiting = await readLog(ws.db, id)
+    expect(ofType(waiting, "permission.asked").map((e) => e.payload.callId)).toEqual(["call_build"])
+    expect(ofType(waiting, "permission.replied")).toEqual([])
+    expect(ofType(waiting, "tool.invoked")).toEqual([])
+    expect(fs.existsSync(path.join(ws.dir, "built.txt"))).toBe(false)
+    expect(run.screen()).not.toMatch(/allowed|rejected/)
+
+    run.keys("a")
+    await run.waitFor(/\[a always \(this exact call, this session\)\] · r reject/)
+    run.keys("Enter")
+    expect(await run.exited()).toBe(0)
+    expect(run.screen()).toContain("› allowed for the rest of this session")
+    expect(fs.existsSync(path.join(ws.dir, "built.txt"))).toBe(true)
+    const log = await readLog(ws.db, id)
+    expect(ofType(log, "permission.replied").map((e) => e.payload.reply)).toEqual(["always"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("on a terminal narrower than the choices' line: it wraps, and each redraw replaces both rows", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_narrow", "touch narrow.txt")] }), Reply.text("Made."))
+    const run = runInTmux([...ws.runArgs, "make it"], { columns: 80, rows: 30 })
+    janitor.defer(run.close)
+    await run.waitFor(/— choose, then Enter › $/m)
+    run.keys("a")
+    await run.waitFor(/\[a always/)
+    run.keys("Right")
+    await run.waitFor(/\[r reject\]/)
+    // one choices' line on the screen (two rows), no piece of an earlier one left
+    const screen = run.visible()
+    expect(screen.match(/choose, then Enter/g)).toHaveLength(1)
+    expect(screen.match(/o once · /g)).toHaveLength(1)
+    expect(screen).not.toContain("[a always")
+    run.keys("Enter")
+    expect(await run.exited()).toBe(0)
+    expect(fs.existsSync(path.join(ws.dir, "narrow.txt"))).toBe(false)
+    expect(run.screen()).toContain("› rejected")
   })
 
   it("Ctrl-C at the prompt: the run is interrupted (exit 130), the ask closed unanswered, nothing ran", async () => {
@@ -142,7 +201,7 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     janitor.defer(run.close)
 
     await run.waitFor(/\? bash touch json\.txt[\s\S]*› $/m)
-    run.keys("o")
+    run.keys("o", "Enter")
     expect(await run.exited()).toBe(0)
     expect(run.screen()).toContain("allowed once")
     expect(fs.existsSync(path.join(ws.dir, "json.txt"))).toBe(true)
