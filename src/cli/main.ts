@@ -30,20 +30,13 @@ const help = Command.make(
   },
   ({ command }) =>
     Effect.suspend(() => {
-      const names = [
-        "help",
-        ...[
-          Command.getNames(chat),
-          Command.getNames(run),
-          Command.getNames(sessions),
-          Command.getNames(events),
-          Command.getNames(compact),
-          Command.getNames(config)
-        ].flatMap((set) => Array.from(set))
-      ]
       const first = command[0]
-      if (first !== undefined && !names.includes(first)) {
-        return Effect.fail(CliError.usage(`unknown command "${first}"; the commands are ${names.slice(1).join(", ")}`))
+      if (first !== undefined && !commandNames.has(first)) {
+        return Effect.fail(
+          CliError.usage(
+            `unknown command "${first}"; the commands are ${[...commandNames].filter((name) => name !== "help").join(", ")}`
+          )
+        )
       }
       return cli(["node", "logbook", ...command, "--help"])
     })
