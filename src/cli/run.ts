@@ -95,10 +95,8 @@ const write = (text: string) =>
 const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
 
 /** How to go on with the session: `logbook run -s <id> "…"` (with the `--db` this run was given). */
-export const continueCommand = (sessionId: string, db: Option.Option<string> | string | undefined): string => {
-  const file = Option.isOption(db) ? Option.getOrUndefined(db) : db
-  return `logbook run -s ${sessionId}${file === undefined ? "" : ` --db ${shellWord(file)}`} "…"`
-}
+export const continueCommand = (sessionId: string, db: string | undefined): string =>
+  `logbook run -s ${sessionId}${db === undefined ? "" : ` --db ${shellWord(db)}`} "…"`
 
 /**
  * The session line text mode ends with, the one place it names the session (once, so a script can
@@ -187,8 +185,10 @@ export const run = Command.make(
 
       // the output: every event from `from` on, until the one the turn ended with (`target`)
       const json = args.format === "json"
+      const db = Option.getOrUndefined(args.db)
       const writer = yield* makeRunWriter({ stdout: process.stdout, stderr: process.stderr })
-      // whatever ends the run, the live rows are gone and the last line ended before the last word
+      // however the run ends, the live rows are erased and the text's last line ended before any
+      // last word on stderr (the error sentence)
       yield* Effect.addFinalizer(() => writer.end)
       // log lines (warnings of the kernel) go above the live rows too, not into them
       yield* Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) =>
@@ -260,7 +260,7 @@ export const run = Command.make(
             yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs)))
           }
           // the one place text mode names the session
-          yield* writer.line(sessionLine(sessionId, Option.getOrUndefined(args.db)))
+          yield* writer.line(sessionLine(sessionId, db))
         })
 
       // Ctrl-C from here on (the message being sent included) interrupts the turn as the user's
@@ -279,7 +279,7 @@ export const run = Command.make(
             )
             yield* report(last, ExitCode.interrupted)
             // text mode said how to go on in its session line
-            if (json) yield* writer.line(`logbook: interrupted; resume with: ${continueCommand(sessionId, args.db)}`)
+            if (json) yield* writer.line(`logbook: interrupted; resume with: ${continueCommand(sessionId, db)}`)
           })
         )
       )
@@ -292,7 +292,7 @@ export const run = Command.make(
         const stopped = `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps)`
         return yield* CliError.failed(
           json
-            ? `${stopped}; to go on: ${continueCommand(sessionId, args.db)}`
+            ? `${stopped}; to go on: ${continueCommand(sessionId, db)}`
             : `${stopped}; continue the session to go on (the line above says how)`
         )
       }
