@@ -136,6 +136,23 @@ const useNow = (ticking: boolean): number => {
   return ticking ? now : Date.now()
 }
 
+/**
+ * State a key handler reads and writes as it goes: `[value, set, ref]`. Ink calls the handler for
+ * every key of one read before React renders again, so a handler reads `ref.current` (updated by
+ * `set` at once), not the value of its render: Down Down Enter must answer the third choice.
+ */
+const useKeyState = <A,>(
+  initial: () => A
+): readonly [A, (next: A | ((current: A) => A)) => void, { readonly current: A }] => {
+  const [state, setState] = useState(initial)
+  const ref = useRef(state)
+  const set = (next: A | ((current: A) => A)) => {
+    ref.current = typeof next === "function" ? (next as (current: A) => A)(ref.current) : next
+    setState(ref.current)
+  }
+  return [state, set, ref] as const
+}
+
 const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions }): React.ReactNode => {
   const theme = useTheme()
   const width = useColumns(actions.redraw)
@@ -227,19 +244,8 @@ const Prompt = ({
   readonly onToggleReasoning: () => void
 }): React.ReactNode => {
   const theme = useTheme()
-  // keys can come faster than frames: each one works on the latest state (a ref), not the last drawn
-  const [editor, setEditorState] = useState(() => Editor.emptyEditor(ui.history))
-  const editorRef = useRef(editor)
-  const setEditor = (next: Editor.EditorState | ((state: Editor.EditorState) => Editor.EditorState)) => {
-    editorRef.current = typeof next === "function" ? next(editorRef.current) : next
-    setEditorState(editorRef.current)
-  }
-  const [quitArmed, setQuitArmedState] = useState(false)
-  const quitArmedRef = useRef(false)
-  const setQuitArmed = (armed: boolean) => {
-    quitArmedRef.current = armed
-    setQuitArmedState(armed)
-  }
+  const [editor, setEditor, editorRef] = useKeyState(() => Editor.emptyEditor(ui.history))
+  const [quitArmed, setQuitArmed, quitArmedRef] = useKeyState(() => false)
 
   // inside a bracketed paste (the terminal marks it): Enter is a line break, not "send"
   const pasting = useRef(false)
@@ -363,19 +369,8 @@ const ApprovalView = ({
   readonly width: number
 }): React.ReactNode => {
   const theme = useTheme()
-  const [selected, setSelectedState] = useState(0)
-  const [message, setMessageState] = useState<string | undefined>(undefined)
-  // keys can come faster than frames: each one sees what the keys before it did
-  const selectedRef = useRef(0)
-  const messageRef = useRef<string | undefined>(undefined)
-  const setSelected = (next: number | ((n: number) => number)) => {
-    selectedRef.current = typeof next === "function" ? next(selectedRef.current) : next
-    setSelectedState(selectedRef.current)
-  }
-  const setMessage = (next: string | undefined) => {
-    messageRef.current = next
-    setMessageState(next)
-  }
+  const [selected, setSelected, selectedRef] = useKeyState(() => 0)
+  const [message, setMessage, messageRef] = useKeyState<string | undefined>(() => undefined)
   useInput((input, key) => {
     const selected = selectedRef.current
     const message = messageRef.current
@@ -438,12 +433,9 @@ const OverlayView = ({
   const theme = useTheme()
   const { stdout } = useStdout()
   const height = Math.max(5, (stdout.rows || 24) - 10)
-  const [at, setAtState] = useState(overlay.kind === "events" ? Math.max(0, overlay.lines.length - height) : 0)
-  const atRef = useRef(at)
-  const setAt = (next: (a: number) => number) => {
-    atRef.current = next(atRef.current)
-    setAtState(atRef.current)
-  }
+  const [at, setAt, atRef] = useKeyState(() =>
+    overlay.kind === "events" ? Math.max(0, overlay.lines.length - height) : 0
+  )
   const count = overlay.kind === "events" ? overlay.lines.length : overlay.kind === "sessions" ? overlay.rows.length : 0
   useInput((input, key) => {
     if (key.escape || input === "q") return actions.closeOverlay()
