@@ -27,6 +27,29 @@ const envVar = (name: string) =>
     Effect.orElseSucceed(() => undefined)
   )
 
+/** the variables by which Ink (its `is-in-ci` dependency) decides it runs in CI */
+const CI_VARIABLES = ["CI", "CONTINUOUS_INTEGRATION"] as const
+
+/**
+ * Loads the screen. Ink decides once, when its module is evaluated, that a `CI` variable means "no
+ * terminal here" and then draws nothing until it exits — a blank screen for a developer whose shell
+ * sets `CI` (a CI job's debug shell, some dev containers). This command has checked that stdin and
+ * stdout are terminals, so Ink is loaded with those variables hidden; they are back before anything
+ * runs, so the agent's commands still see them.
+ */
+const loadScreen = Effect.acquireUseRelease(
+  Effect.sync(() => {
+    const saved = CI_VARIABLES.map((name) => [name, process.env[name]] as const)
+    for (const name of CI_VARIABLES) delete process.env[name]
+    return saved
+  }),
+  () => Effect.promise(() => import("./tui/interactive.js")),
+  (saved) =>
+    Effect.sync(() => {
+      for (const [name, value] of saved) if (value !== undefined) process.env[name] = value
+    })
+)
+
 export const chat = Command.make(
   "chat",
   {
@@ -71,7 +94,7 @@ export const chat = Command.make(
     const forceColor = yield* envVar("FORCE_COLOR")
     const term = yield* envVar("TERM")
     const colors = term !== "dumb" && colorEnabled({ isTTY: true, noColor, forceColor })
-    const { interactive } = yield* Effect.promise(() => import("./tui/interactive.js"))
+    const { interactive } = yield* loadScreen
     return yield* Effect.scoped(
       interactive({
         cwd,

@@ -332,6 +332,20 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(await colored.exited()).toBe(0)
   })
 
+  it("CI=true in the shell (a CI job's debug shell): the screen still draws, and the agent's commands still see CI", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_ci", 'echo "ci is $CI"')] }), Reply.text("Checked."))
+    // Ink alone would draw nothing until exit with CI set (is-in-ci): start() would wait in vain
+    const run = await start(chatArgs(ws), { env: { CI: "true", CONTINUOUS_INTEGRATION: "1" } })
+    await type(run, "check")
+    await run.waitFor("Checked.")
+    expect(run.screen()).toContain("ci is true")
+    expect(contentText(toolResult(server.requests[1]!, "call_ci"))).toContain("ci is true")
+    run.keys("C-d")
+    expect(await run.exited()).toBe(0)
+  })
+
   it("Ctrl-C while a command runs interrupts it like Esc; Ctrl-D while the agent works quits without leaving anything running", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
