@@ -99,6 +99,8 @@ export interface RenderResult {
 const noop = () => undefined
 const actions: Actions = {
   submit: noop,
+  editPending: noop,
+  sendPending: noop,
   interrupt: noop,
   quit: noop,
   answer: noop,

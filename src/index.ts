@@ -76,7 +76,8 @@ export {
   type SessionsOptions,
   type SessionsService,
   SessionUnavailable,
-  type TurnOutcome
+  type TurnOutcome,
+  WithdrawRefused
 } from "./session/Sessions.js"
 export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
 export * from "./store/Errors.js"

@@ -61,6 +61,8 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
     }
     case "user.message":
       return `[${str(p.mode) ?? "prompt"}] ${quoted(oneLine(str(p.text) ?? ""), 100)}`
+    case "user.withdrawn":
+      return `message=${str(p.messageId) ?? "?"}`
     case "turn.started":
       return `turn=${str(p.turnId) ?? "?"} messages=${Array.isArray(p.messageIds) ? p.messageIds.length : 0}`
     case "turn.finished":

@@ -44,6 +44,11 @@ export const UserMessageEvent = event("user.message", {
   text: Schema.String,
   mode: UserMode
 })
+/**
+ * A user message taken back before it was delivered (to edit it and send it again, or not): it is
+ * no longer part of the conversation; the log keeps both events.
+ */
+export const UserWithdrawn = event("user.withdrawn", { messageId: MessageId })
 export const TurnStarted = event("turn.started", {
   turnId: TurnId,
   /** the user messages this turn delivers to the model */
@@ -267,6 +272,7 @@ export const Event = Schema.Union(
   SessionDeleted,
   SessionStatusChanged,
   UserMessageEvent,
+  UserWithdrawn,
   TurnStarted,
   TurnFinished,
   TurnInterrupted,

@@ -63,8 +63,11 @@ export interface StepInput {
   readonly step: number
   /** the request, built from the state after `step.started` (so it sees the messages this step delivers) */
   readonly request: (state: SessionState) => ModelRequest
-  /** user messages delivered with this step (steered ones) */
-  readonly deliveredMessageIds?: ReadonlyArray<MessageId> | undefined
+  /**
+   * The user messages this step delivers (steered ones), decided from the state when `step.started`
+   * is appended — atomically, so a message withdrawn meanwhile is never delivered. Default: none.
+   */
+  readonly deliver?: ((state: SessionState) => ReadonlyArray<MessageId>) | undefined
   /** completes when a steered message arrives: the stream is stopped and the step ends there */
   readonly steer?: Deferred.Deferred<void> | undefined
   readonly price?: Price | undefined
@@ -302,19 +305,20 @@ const makeProcessor = (
     const sent: { promptVersion?: string } = {}
     return Effect.gen(function* () {
       const { journal, messageId } = input
-      const before = yield* journal.state
-      const opening: Array<NewEvent> = []
-      if (before.status._tag !== "busy") opening.push(make("session.status", { status: { _tag: "busy" } }))
-      if (before.chatState !== "streaming") opening.push(make("chat.state", { state: "streaming" }))
-      const delivered = input.deliveredMessageIds ?? []
-      opening.push(
-        make("step.started", {
-          messageId,
-          step,
-          ...(delivered.length > 0 ? { deliveredMessageIds: delivered } : {})
-        })
-      )
-      yield* journal.append(opening)
+      yield* journal.appendWith((before) => {
+        const opening: Array<NewEvent> = []
+        if (before.status._tag !== "busy") opening.push(make("session.status", { status: { _tag: "busy" } }))
+        if (before.chatState !== "streaming") opening.push(make("chat.state", { state: "streaming" }))
+        const delivered = input.deliver?.(before) ?? []
+        opening.push(
+          make("step.started", {
+            messageId,
+            step,
+            ...(delivered.length > 0 ? { deliveredMessageIds: delivered } : {})
+          })
+        )
+        return opening
+      })
 
       const st: AttemptState = { finish: undefined, calls: [], ids: new Map(), text: "" }
       const partId = (id: string) => PartId.make(`${messageId}:${step}:${id}`)

@@ -12,12 +12,18 @@
  * Then `assistant.completed`, `turn.finished`, `chat.state idle`, `session.status idle`.
  *
  * Messages (`send`), by what the session is doing:
- * - idle: the message starts a turn (mode `prompt`; queued messages left by an interrupt go first).
+ * - idle: the message starts a turn (mode `prompt`; messages an interrupt left waiting go first).
  * - a turn runs, mode `steer` (`prompt` is taken as `steer`): recorded at once; while the model
  *   streams, the stream is stopped (`chat.state interrupted`), its partial text kept, the calls that
  *   fully arrived run; the next step delivers the message with the tool results.
  * - a turn runs, mode `queue`: recorded, delivered when the turn ends, as a new turn (all queued
  *   messages together).
+ *
+ * Until a turn or step delivers it, a steered or queued message can be taken back (`withdraw`,
+ * `user.withdrawn`) to be edited and sent again: a step decides what it delivers when its
+ * `step.started` is appended (`SessionJournal.appendWith`), and a withdrawal decides under the same
+ * journal lock, so a message is either withdrawn or delivered, never both. `sendPending` starts a
+ * turn with the messages an interrupt left waiting (queued, or steered too late), without a new one.
  *
  * When a turn ends, the messages it left undelivered (a steer that came during its last step,
  * queued ones unless it failed) start the next turn, decided under the same lock `send` takes, so no
@@ -142,6 +148,14 @@ export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()
   message: Schema.String
 }) {}
 
+/** Why a user message cannot be withdrawn: no such message waiting, or a turn or step delivered it. */
+export class WithdrawRefused extends Schema.TaggedError<WithdrawRefused>()("WithdrawRefused", {
+  sessionId: Schema.String,
+  messageId: Schema.String,
+  reason: Schema.Literal("unknown", "delivered"),
+  message: Schema.String
+}) {}
+
 interface Driver {
   readonly id: SessionId
   readonly cwd: string
@@ -189,6 +203,10 @@ const nextStep = (state: SessionState, messageId: MessageId): number => {
   return last === undefined ? 0 : last.step + 1
 }
 
+/** User messages recorded and not delivered yet, in log order. */
+const undelivered = (state: SessionState): ReadonlyArray<MessageId> =>
+  state.messages.flatMap((m) => (m.role === "user" && !m.delivered ? [m.id] : []))
+
 /** Undelivered user messages a running turn must deliver at its next step (everything but `queue`). */
 const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
   state.messages.flatMap((m) => (m.role === "user" && !m.delivered && m.mode !== "queue" ? [m.id] : []))
@@ -204,6 +222,24 @@ export interface SessionsService {
     text: string,
     options?: SendOptions
   ) => Effect.Effect<MessageId, RestoreError | SessionUnavailable>
+  /**
+   * Takes back a user message no turn or step has delivered yet (steered and waiting, or queued):
+   * `user.withdrawn`, decided under the lock deliveries take, so it is either withdrawn or
+   * delivered, never both. Returns the message, to edit and send again.
+   */
+  readonly withdraw: (
+    sessionId: SessionId,
+    messageId: MessageId
+  ) => Effect.Effect<
+    { readonly text: string; readonly mode: UserMode },
+    RestoreError | SessionUnavailable | WithdrawRefused
+  >
+  /**
+   * Starts a turn with the messages waiting for delivery alone (queued, or steered when an interrupt
+   * came) when no turn runs; returns whether one started (false: nothing waits, or a turn runs,
+   * which delivers them itself).
+   */
+  readonly sendPending: (sessionId: SessionId) => Effect.Effect<boolean, RestoreError | SessionUnavailable>
   /** Interrupts the running turn (if any) and waits until the session is idle. */
   readonly interrupt: (sessionId: SessionId, reason?: string) => Effect.Effect<void, SessionUnavailable>
   /** Waits until no turn runs (queued turns included) and returns how the last one ended. */
@@ -458,17 +494,16 @@ export const makeSessions = (options: SessionsOptions) =>
           if (compactedAt !== step && (yield* compactor.prepare(journal, buildRequest(driver, system))))
             compactedAt = step
           // the signal first, then the state: a steer recorded in between is delivered by this step
+          // (decided when its step.started is appended: a message withdrawn before is not)
           const steer = yield* Deferred.make<void>()
           yield* Ref.set(driver.steer, steer)
-          const state = yield* journal.state
-          const delivered = pendingSteer(state)
           const result = yield* processor
             .run({
               journal,
               messageId,
               step,
               request: buildRequest(driver, system),
-              deliveredMessageIds: delivered,
+              deliver: pendingSteer,
               steer,
               price: options.price,
               interruptReason: Ref.get(driver.interruptReason)
@@ -622,40 +657,104 @@ export const makeSessions = (options: SessionsOptions) =>
         }
       })
 
-    const send = (sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
+    /** Starts a turn delivering `messageIds` (after `before`) and its fiber; no turn runs; under the lock. */
+    const begin = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
       Effect.gen(function* () {
-        const driver = yield* driverOf(sessionId)
-        return yield* driver.lock.withPermits(1)(
+        const turnId = yield* startTurn(driver, messageIds, before)
+        yield* Ref.set(driver.running, true)
+        yield* Ref.set(driver.interruptReason, "user")
+        yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
+        yield* FiberMap.run(fibers, driver.id, turnLoop(driver, turnId))
+      })
+
+    /**
+     * `f` with the session's driver, under its lock (which `send` and every decision about delivering
+     * a message take), once it is sure the driver can take a message (not closed, its lease held).
+     */
+    const locked = <A, E>(sessionId: SessionId, f: (driver: Driver) => Effect.Effect<A, E>) =>
+      Effect.flatMap(driverOf(sessionId), (driver) =>
+        driver.lock.withPermits(1)(
           Effect.gen(function* () {
             if (yield* Ref.get(driver.closed)) return yield* Effect.fail(unavailable(sessionId))
             if (yield* driver.leaseLost) return yield* Effect.fail(leaseLostError(sessionId))
-            const messageId = yield* makeMessageId
-            const running = yield* Ref.get(driver.running)
-            const asked = sendOptions.mode ?? "prompt"
-            if (!running) {
-              const state = yield* driver.journal.state
-              // queued messages left by an interrupt go first, in the same turn
-              const turnId = yield* startTurn(
-                driver,
-                [...state.queued, messageId],
-                [make("user.message", { messageId, text, mode: "prompt" })]
-              )
-              yield* Ref.set(driver.running, true)
-              yield* Ref.set(driver.interruptReason, "user")
-              yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
-              yield* FiberMap.run(fibers, sessionId, turnLoop(driver, turnId))
-              return messageId
-            }
-            const mode: UserMode = asked === "queue" ? "queue" : "steer"
-            yield* driver.journal.append([make("user.message", { messageId, text, mode })])
-            if (mode === "steer") {
-              const steer = yield* Ref.get(driver.steer)
-              if (steer !== undefined) yield* Deferred.succeed(steer, undefined)
-            }
-            return messageId
+            return yield* f(driver)
           })
         )
-      })
+      )
+
+    const send = (sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
+      locked(sessionId, (driver) =>
+        Effect.gen(function* () {
+          const messageId = yield* makeMessageId
+          const running = yield* Ref.get(driver.running)
+          const asked = sendOptions.mode ?? "prompt"
+          if (!running) {
+            const state = yield* driver.journal.state
+            // messages an interrupt left waiting (queued, steered) go first, in the same turn
+            yield* begin(
+              driver,
+              [...undelivered(state), messageId],
+              [make("user.message", { messageId, text, mode: "prompt" })]
+            )
+            return messageId
+          }
+          const mode: UserMode = asked === "queue" ? "queue" : "steer"
+          yield* driver.journal.append([make("user.message", { messageId, text, mode })])
+          if (mode === "steer") {
+            const steer = yield* Ref.get(driver.steer)
+            if (steer !== undefined) yield* Deferred.succeed(steer, undefined)
+          }
+          return messageId
+        })
+      )
+
+    const withdraw = (sessionId: SessionId, messageId: MessageId) =>
+      locked(sessionId, (driver) =>
+        Effect.gen(function* () {
+          const state = yield* driver.journal.state
+          const message = state.messages.find((m) => m.id === messageId)
+          if (message === undefined || message.role !== "user")
+            return yield* new WithdrawRefused({
+              sessionId,
+              messageId,
+              reason: "unknown",
+              message: `no user message ${messageId} in session ${sessionId}`
+            })
+          if (message.delivered)
+            return yield* new WithdrawRefused({
+              sessionId,
+              messageId,
+              reason: "delivered",
+              message: `message ${messageId} was already delivered to the model`
+            })
+          // the step that would deliver it decides under the journal's lock (`appendWith`): a step
+          // that started meanwhile delivered it, and the projection refuses this event then
+          const appended = yield* driver.journal.appendWith((now) =>
+            now.messages.some((m) => m.id === messageId && m.role === "user" && !m.delivered)
+              ? [make("user.withdrawn", { messageId })]
+              : []
+          )
+          if (appended.length === 0)
+            return yield* new WithdrawRefused({
+              sessionId,
+              messageId,
+              reason: "delivered",
+              message: `message ${messageId} was delivered to the model as it was withdrawn`
+            })
+          return { text: message.text, mode: message.mode }
+        })
+      )
+
+    const sendPending = (sessionId: SessionId) =>
+      locked(sessionId, (driver) =>
+        Effect.gen(function* () {
+          if (yield* Ref.get(driver.running)) return false
+          const waiting = undelivered(yield* driver.journal.state)
+          if (waiting.length === 0) return false
+          yield* begin(driver, waiting)
+          return true
+        })
+      )
 
     /**
      * Stops the turn (if one runs) under the lock `send` takes: a message sent meanwhile waits and
@@ -747,6 +846,8 @@ export const makeSessions = (options: SessionsOptions) =>
       create,
       open,
       send,
+      withdraw,
+      sendPending,
       interrupt,
       wait,
       compact,

@@ -39,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 9
+export const PROJECTION_VERSION = 10
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -125,7 +125,7 @@ export type FileChange = typeof FileChange.Type
 
 export const Compaction = Schema.Struct({
   upToMessageId: Schema.optional(MessageId),
-  /** the index in `messages` of the first message sent after the summary (messages are only appended) */
+  /** the index in `messages` of the first message sent after the summary (lowered when one before it is withdrawn) */
   keepFrom: Schema.NonNegativeInt,
   summary: Schema.String,
   at: Schema.Finite
@@ -456,6 +456,27 @@ const handlers: Handlers = {
       queued.push(p.messageId)
       s.queued = queued
     }
+  },
+  "user.withdrawn": (ctx, s, env) => {
+    const id = env.payload.messageId
+    const i = findMessageIndex(ctx, s, id)
+    if (i < 0) illegal(s, env, `unknown message ${id}`)
+    const message = s.messages[i]!
+    if (message.role !== "user") illegal(s, env, `message ${id} is not a user message`)
+    if ((message as UserMessage).delivered) illegal(s, env, `message ${id} was delivered: it cannot be withdrawn`)
+    s.messages = fresh(
+      ctx,
+      s.messages.filter((_, j) => j !== i)
+    )
+    // the positions after it moved (a compaction keeps the messages from an index on)
+    ctx.index = undefined
+    if (s.compaction !== null && i < s.compaction.keepFrom)
+      s.compaction = { ...s.compaction, keepFrom: s.compaction.keepFrom - 1 }
+    if (s.queued.includes(id))
+      s.queued = fresh(
+        ctx,
+        s.queued.filter((queued) => queued !== id)
+      )
   },
   "turn.started": (ctx, s, env) => {
     const p = env.payload

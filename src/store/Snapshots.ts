@@ -161,6 +161,15 @@ export interface SessionJournal {
   /** Appends and waits for the commit; returns the committed envelopes. */
   readonly append: (events: ReadonlyArray<NewEvent>) => Effect.Effect<ReadonlyArray<Envelope>, RestoreError>
   /**
+   * `append` of the events `decide` returns for the state as it is when this call's turn comes: no
+   * other append of this journal runs between the read and the commit. For an event that depends on
+   * the state another fiber changes (which steered messages a step delivers, while the user may
+   * withdraw one).
+   */
+  readonly appendWith: (
+    decide: (state: SessionState) => ReadonlyArray<NewEvent>
+  ) => Effect.Effect<ReadonlyArray<Envelope>, RestoreError>
+  /**
    * Hands events to the store's writer without waiting (text deltas). They are in `state` at
    * once; snapshots that fall due wait until the next `append` or `flush` has them committed.
    */
@@ -269,12 +278,13 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
   // before the cache was updated would leave the cache behind the log. No span per call: the kernel
   // appends a few times per model step, and a span cost about as much as the rest of the call
   // (measured: ~20 µs of ~45 µs on the memory store).
-  const append = (events: ReadonlyArray<NewEvent>) =>
+  const appendWith = (decide: (state: SessionState) => ReadonlyArray<NewEvent>) =>
     lock.withPermits(1)(
       Effect.uninterruptible(
         Effect.gen(function* () {
-          if (events.length === 0) return [] as ReadonlyArray<Envelope>
           const before = yield* Ref.get(cached)
+          const events = decide(before)
+          if (events.length === 0) return [] as ReadonlyArray<Envelope>
           const { stamped, predicted, next } = yield* prepare(before, events)
           const envelopes = yield* store
             .append(sessionId, stamped, fence)
@@ -296,6 +306,8 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
         })
       )
     )
+
+  const append = (events: ReadonlyArray<NewEvent>) => appendWith(() => events)
 
   const appendLater = (events: ReadonlyArray<NewEvent>) =>
     lock.withPermits(1)(
@@ -335,6 +347,14 @@ export const makeJournal = Effect.fn("Snapshots.makeJournal")(function* (
     })
   )
 
-  const journal: SessionJournal = { sessionId, state: Ref.get(cached), append, appendLater, flush, snapshot }
+  const journal: SessionJournal = {
+    sessionId,
+    state: Ref.get(cached),
+    append,
+    appendWith,
+    appendLater,
+    flush,
+    snapshot
+  }
   return journal
 })

@@ -222,6 +222,55 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(await run.exited()).toBe(0)
   })
 
+  it("Up takes back the newest message not delivered yet to edit it; after Esc, Enter on an empty prompt sends what waits", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_wait", untilGo("started"))] }), Reply.text("Did both."))
+    const run = await start(chatArgs(ws))
+    await type(run, "first")
+    await run.waitFor("started")
+    await type(run, "use zod")
+    await run.waitFor("⧗ steer, at the next step: use zod")
+    await type(run, "run the tests", "Tab")
+    await run.waitFor("⧗ queued: run the tests")
+    await run.waitFor("↑ on an empty prompt edits the last one")
+
+    // Up: the queued message (the newest) comes back into the prompt and leaves the queue
+    run.keys("Up")
+    await run.waitFor("│› run the tests")
+    await poll("the queued line to go", () => !run.visible().includes("⧗ queued"))
+    expect(run.visible()).toContain("⧗ steer, at the next step: use zod")
+    run.keys("-l", " and lint")
+    await run.waitFor("│› run the tests and lint")
+    run.keys("Tab")
+    await run.waitFor("⧗ queued: run the tests and lint")
+
+    run.keys("Escape")
+    await run.waitFor(/⊘ bash echo started.*interrupted/)
+    await run.waitFor(/idle │/)
+    await run.waitFor("Enter sends them")
+    expect(server.requests).toHaveLength(1)
+    // an empty prompt's Enter: what the interrupt left waiting is sent, as one turn
+    run.keys("Enter")
+    await run.waitFor("Did both.")
+    await run.waitFor(/idle │/)
+    await poll("the waiting lines to go", () => !run.visible().includes("⧗"))
+    expect(server.requests).toHaveLength(2)
+    const sent = messagesOf(server.requests[1]!)
+    expect(sent.slice(-2).map((m) => [m.role, contentText(m)])).toEqual([
+      ["user", "use zod"],
+      ["user", "run the tests and lint"]
+    ])
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const withdrawn = ofType(log, "user.withdrawn").map((e) => e.payload.messageId)
+    const first = ofType(log, "user.message").find((e) => e.payload.text === "run the tests")!
+    expect(withdrawn).toEqual([first.payload.messageId])
+    expect(JSON.stringify(server.requests)).not.toMatch(/run the tests"/)
+    expect(log.at(-1)).toMatchObject(idle)
+    run.keys("C-d")
+    expect(await run.exited()).toBe(0)
+  })
+
   it("approvals are a selection: a typed word answers nothing; o+Enter runs once; t+Enter+reason rejects with it", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server, { config: { permission: { bash: "ask" } } })

@@ -595,6 +595,155 @@ describe("Sessions: interrupt, steer, queue", () => {
     })
   )
 
+  it.live("withdraw a steered message before its step: never sent; sent again edited, it is delivered", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        yield* sessions.send(id, "start")
+        yield* Deferred.await(g.started)
+        const steered = yield* sessions.send(id, "also check b", { mode: "steer" })
+        expect(yield* sessions.withdraw(id, steered)).toEqual({ text: "also check b", mode: "steer" })
+        // gone from the state; a second withdrawal finds nothing
+        expect((yield* sessions.state(id)).messages.some((m) => m.id === steered)).toBe(false)
+        expect(yield* Effect.flip(sessions.withdraw(id, steered))).toMatchObject({
+          _tag: "WithdrawRefused",
+          reason: "unknown"
+        })
+        yield* sessions.send(id, "also check c", { mode: "steer" })
+        yield* Deferred.succeed(g.release, undefined)
+        expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+        const sent = yield* requests
+        expectValidHistories(sent)
+        expect(JSON.stringify(sent)).not.toMatch(/check b/)
+        expect(sent[1]!.messages.at(-1)).toEqual({ role: "user", content: "also check c" })
+        const log = yield* events(id)
+        expect(log.filter((e) => e.type === "user.withdrawn").map((e) => e.payload)).toEqual([{ messageId: steered }])
+        // the log keeps what was withdrawn
+        expect(log.some((e) => e.type === "user.message" && e.payload.text === "also check b")).toBe(true)
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
+        )
+      )
+    })
+  )
+
+  it.live("withdraw a queued message: no turn for it; a delivered message cannot be withdrawn", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        const first = yield* sessions.send(id, "first")
+        yield* Deferred.await(g.started)
+        const queued = yield* sessions.send(id, "second", { mode: "queue" })
+        expect((yield* sessions.state(id)).queued).toEqual([queued])
+        expect(yield* sessions.withdraw(id, queued)).toEqual({ text: "second", mode: "queue" })
+        expect((yield* sessions.state(id)).queued).toEqual([])
+        const before = (yield* events(id)).length
+        expect(yield* Effect.flip(sessions.withdraw(id, first))).toMatchObject({
+          _tag: "WithdrawRefused",
+          reason: "delivered"
+        })
+        expect(yield* events(id)).toHaveLength(before)
+        yield* Deferred.succeed(g.release, undefined)
+        expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+        const log = yield* events(id)
+        expect(log.filter((e) => e.type === "turn.started")).toHaveLength(1)
+        expect(yield* requests).toHaveLength(2)
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("one")], [g.tool])
+        )
+      )
+    })
+  )
+
+  it.live("a withdrawal racing the step that delivers: either withdrawn and never sent, or delivered and refused", () =>
+    Effect.gen(function* () {
+      const outcomes = { withdrawn: 0, delivered: 0 }
+      for (let round = 0; round < 24; round++) {
+        const g = yield* gate()
+        yield* Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const id = yield* sessions.create({ cwd: "/tmp" })
+          yield* sessions.send(id, "start")
+          yield* Deferred.await(g.started)
+          const steered = yield* sessions.send(id, "steer me", { mode: "steer" })
+          // the tool ends and the next step starts while the withdrawal runs, at a shifting moment
+          const withdrawal = yield* Effect.fork(
+            Effect.zipRight(
+              Effect.repeatN(Effect.yieldNow(), round % 12),
+              Effect.either(sessions.withdraw(id, steered))
+            )
+          )
+          yield* Deferred.succeed(g.release, undefined)
+          const result = yield* Fiber.join(withdrawal)
+          expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+          const sent = JSON.stringify(yield* requests)
+          const log = yield* events(id)
+          const withdrawnEvents = log.filter((e) => e.type === "user.withdrawn")
+          const deliveredBy = log.filter(
+            (e) => e.type === "step.started" && (e.payload.deliveredMessageIds ?? []).includes(steered)
+          )
+          if (result._tag === "Right") {
+            outcomes.withdrawn++
+            expect(withdrawnEvents).toHaveLength(1)
+            expect(deliveredBy).toHaveLength(0)
+            expect(sent).not.toMatch(/steer me/)
+          } else {
+            outcomes.delivered++
+            expect(result.left).toMatchObject({ _tag: "WithdrawRefused", reason: "delivered" })
+            expect(withdrawnEvents).toHaveLength(0)
+            expect(deliveredBy).toHaveLength(1)
+            expect(sent).toMatch(/steer me/)
+          }
+        }).pipe(
+          Effect.provide(
+            layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
+          )
+        )
+      }
+      expect(outcomes.withdrawn + outcomes.delivered).toBe(24)
+    })
+  )
+
+  it.live("sendPending: after an interrupt, the messages left waiting (queued, steered) alone start a turn", () =>
+    Effect.gen(function* () {
+      const g = yield* gate()
+      yield* Effect.gen(function* () {
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd: "/tmp" })
+        expect(yield* sessions.sendPending(id)).toBe(false)
+        yield* sessions.send(id, "first")
+        yield* Deferred.await(g.started)
+        const queued = yield* sessions.send(id, "second", { mode: "queue" })
+        const steered = yield* sessions.send(id, "and b", { mode: "steer" })
+        // a turn runs: it delivers them itself
+        expect(yield* sessions.sendPending(id)).toBe(false)
+        yield* sessions.interrupt(id)
+        expect((yield* sessions.state(id)).queued).toEqual([queued])
+        expect(yield* sessions.sendPending(id)).toBe(true)
+        expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+        const turns = (yield* events(id)).filter((e) => e.type === "turn.started")
+        expect(turns.map((e) => e.payload.messageIds)).toEqual([[expect.any(String)], [queued, steered]])
+        const sent = yield* requests
+        expectValidHistories(sent)
+        expect(sent.at(-1)!.messages.slice(-2)).toEqual([
+          { role: "user", content: "second" },
+          { role: "user", content: "and b" }
+        ])
+        expect((yield* sessions.state(id)).queued).toEqual([])
+      }).pipe(
+        Effect.provide(
+          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("two")], [g.tool])
+        )
+      )
+    })
+  )
+
   it.live("the file stamps a call recorded go with its end, failed or finished, into the session's reads", () =>
     Effect.gen(function* () {
       const stamping = (name: string, path: string, fails: boolean) =>

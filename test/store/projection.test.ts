@@ -211,6 +211,41 @@ describe("Projection: messages and turns", () => {
     ])
   })
 
+  it("user.withdrawn removes an undelivered message (and un-queues it); a delivered one cannot be withdrawn", () => {
+    const S1 = MessageId.make("s1")
+    const Q1 = MessageId.make("q1")
+    const base = [
+      ...prelude,
+      e("user.message", { messageId: S1, text: "steer", mode: "steer" }),
+      e("user.message", { messageId: Q1, text: "later", mode: "queue" })
+    ]
+    const s = ok([...base, e("user.withdrawn", { messageId: Q1 })])
+    expect(s.queued).toEqual([])
+    expect(s.messages.map((m) => m.id)).toEqual([U1, A1, S1])
+    const both = ok([...base, e("user.withdrawn", { messageId: S1 }), e("user.withdrawn", { messageId: Q1 })])
+    expect(both.messages.map((m) => m.id)).toEqual([U1, A1])
+    // the message after a withdrawn one is still found (the index of positions is rebuilt)
+    const after = ok([
+      ...base,
+      e("user.withdrawn", { messageId: S1 }),
+      e("turn.finished", { turnId: T1, reason: "stop" }),
+      e("turn.started", { turnId: TurnId.make("t2"), messageIds: [Q1] })
+    ])
+    expect(user(after, Q1).delivered).toBe(true)
+    expectIllegal([...base, e("user.withdrawn", { messageId: U1 })], "delivered")
+    expectIllegal([...base, e("user.withdrawn", { messageId: A1 })], "not a user message")
+    expectIllegal([...base, e("user.withdrawn", { messageId: MessageId.make("x") })], "unknown message")
+    expectIllegal([...base, e("user.withdrawn", { messageId: S1 }), e("user.withdrawn", { messageId: S1 })])
+    // a step cannot deliver a withdrawn message
+    expectIllegal([
+      ...base,
+      e("chat.state", { state: "interrupted" }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "interrupted", usage, aborted: true }),
+      e("user.withdrawn", { messageId: S1 }),
+      e("step.started", { messageId: A1, step: 1, deliveredMessageIds: [S1] })
+    ])
+  })
+
   it("turn.finished and turn.interrupted close the turn", () => {
     const finished = ok([...prelude, e("turn.finished", { turnId: T1, reason: "stop" })])
     expect(finished.turn).toBeNull()

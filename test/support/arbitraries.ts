@@ -220,6 +220,17 @@ const moves = (sim: Sim, options: Required<SimulateOptions>): Array<readonly [nu
   add(sim.turnId === null ? 2 : 1, (sim, x) => {
     sim.queued.push(userMessage(sim, "queue", x))
   })
+  if (sim.undeliveredSteer.length + sim.queued.length > 0) {
+    // a message taken back before a turn or step delivered it
+    add(1, (sim, x) => {
+      const waiting = [...sim.undeliveredSteer, ...sim.queued]
+      const messageId = waiting[x % waiting.length]!
+      emit(sim, "user.withdrawn", { messageId })
+      sim.undeliveredSteer = sim.undeliveredSteer.filter((id) => id !== messageId)
+      sim.queued = sim.queued.filter((id) => id !== messageId)
+      sim.messages = sim.messages.filter((id) => id !== messageId)
+    })
+  }
   if (sim.openPermissions.length > 0) {
     add(6, (sim, x) => {
       const permissionId = sim.openPermissions.shift()!

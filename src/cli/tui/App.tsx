@@ -6,7 +6,9 @@
  * overlay), and every key that does something calls one of `Actions`.
  *
  * Keys: Enter sends (a steer while the agent works), Alt+Enter or Tab queues for after the turn,
- * `\` + Enter or Ctrl-J is a new line, Up/Down walk the lines and the history, Esc (or the first
+ * `\` + Enter or Ctrl-J is a new line, Up/Down walk the lines and the history — Up on an empty
+ * prompt first takes back the newest message not delivered yet, to edit it; Enter on an empty
+ * prompt, idle, sends the messages an interrupt left queued. Esc (or the first
  * Ctrl-C) interrupts, Ctrl-C twice while idle or Ctrl-D on an empty prompt quits, Ctrl-O shows or
  * hides reasoning. An approval is a selection: letters and arrows move it, only Enter answers.
  */
@@ -55,6 +57,13 @@ export interface UiStore {
 
 export interface Actions {
   readonly submit: (text: string, mode: "prompt" | "queue") => void
+  /**
+   * Takes back the newest message not delivered yet (steered or queued) and hands its text to
+   * `put` (the prompt), once the session withdrew it; nothing when a step delivered it first.
+   */
+  readonly editPending: (put: (text: string) => void) => void
+  /** Sends the queued messages alone (those an interrupt left), when no turn runs. */
+  readonly sendPending: () => void
   readonly interrupt: () => void
   readonly quit: () => void
   readonly answer: (answer: ApprovalAnswer) => void
@@ -79,6 +88,8 @@ const KEYS: ReadonlyArray<readonly [string, string]> = [
   ["Alt+Enter, Tab", "queue for after the turn"],
   ["\\ then Enter, Ctrl-J", "a new line"],
   ["Up / Down", "move between lines; on the first or last line: history"],
+  ["Up (empty prompt)", "take back the newest message not delivered yet, to edit it"],
+  ["Enter (empty prompt)", "while idle: send the messages left queued"],
   ["Esc, Ctrl-C", "interrupt: stop the model and running commands (queued messages stay)"],
   ["Ctrl-O", "show or hide the model's reasoning"],
   ["Ctrl-U, Ctrl-W", "delete to the line's start, the word before"]
@@ -193,6 +204,9 @@ const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions
               {oneLineCut(sanitize(message.text), width - 30)}
             </Text>
           ))}
+          <Text dimColor>
+            {busy ? "  ↑ on an empty prompt edits the last one" : "  Enter sends them · ↑ edits the last one"}
+          </Text>
         </Box>
       )}
       {ui.overlay === undefined ? null : <OverlayView overlay={ui.overlay} actions={actions} width={width} />}
@@ -208,6 +222,7 @@ const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions
       <Prompt
         ui={ui}
         busy={busy}
+        pending={pending.length > 0}
         actions={actions}
         active={ui.approval === undefined && ui.overlay === undefined}
         width={width}
@@ -231,6 +246,7 @@ const Main = ({ ui, actions }: { readonly ui: UiState; readonly actions: Actions
 const Prompt = ({
   ui,
   busy,
+  pending,
   actions,
   active,
   width,
@@ -238,6 +254,8 @@ const Prompt = ({
 }: {
   readonly ui: UiState
   readonly busy: boolean
+  /** messages wait to be delivered (steered or queued) */
+  readonly pending: boolean
   readonly actions: Actions
   readonly active: boolean
   readonly width: number
@@ -292,12 +310,18 @@ const Prompt = ({
       if (editor.text.slice(0, editor.cursor).endsWith("\\")) {
         return setEditor(Editor.insert(Editor.backspace(editor), "\n"))
       }
+      if (editor.text.trim() === "" && pending && !busy) return actions.sendPending()
       return setEditor(send(editor, "prompt"))
     }
     if ((key.ctrl && input === "j") || input === "\n") return setEditor(Editor.insert(editor, "\n"))
     if (key.backspace || key.delete) return setEditor(Editor.backspace(editor))
     if (key.leftArrow) return setEditor(Editor.left(editor))
     if (key.rightArrow) return setEditor(Editor.right(editor))
+    if (key.upArrow && editor.text === "" && pending)
+      // the withdrawn text arrives later: it goes before whatever was typed meanwhile
+      return actions.editPending((text) =>
+        setEditor((now) => Editor.withText(now, now.text === "" ? text : `${text}\n${now.text}`))
+      )
     if (key.upArrow) return setEditor(Editor.up(editor))
     if (key.downArrow) return setEditor(Editor.down(editor))
     if (key.home || (key.ctrl && input === "a")) return setEditor(Editor.home(editor))

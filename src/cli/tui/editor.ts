@@ -34,6 +34,12 @@ const at = (state: EditorState, text: string, cursor: number): EditorState => ({
   cursor: Math.max(0, Math.min(cursor, text.length))
 })
 
+/** The prompt holding `text` (cut to the limit), the cursor at its end; the history walk ends. */
+export const withText = (state: EditorState, text: string): EditorState => {
+  const cut = text.slice(0, MAX_INPUT_CHARS)
+  return { ...state, text: cut, cursor: cut.length, historyAt: state.history.length, draft: "" }
+}
+
 /** Inserts text at the cursor (a paste: `\r\n` and `\r` become newlines, tabs stay). */
 export const insert = (state: EditorState, input: string): EditorState => {
   const clean = input.replace(/\r\n?/g, "\n")

@@ -30,7 +30,7 @@ import { titleOf } from "../run.js"
 import { costText, listSessions, updatedText } from "../sessionsList.js"
 import { type Actions, App, COMMANDS, type UiState, type UiStore } from "./App.js"
 import { MAX_HISTORY } from "./editor.js"
-import { makeScreenFolder, type ScreenFolder } from "./screen.js"
+import { makeScreenFolder, pendingMessages, type ScreenFolder } from "./screen.js"
 import { makeTheme } from "./theme.js"
 
 export interface InteractiveOptions {
@@ -432,6 +432,24 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           yield* sessions.send(id, message, { mode })
         })
       )
+    },
+    editPending: (put) => {
+      const id = sessionId()
+      const last = pendingMessages(ui.get().screen).at(-1)
+      if (id === undefined || last === undefined) return
+      void fork(
+        Effect.flatMap(Sessions, (sessions) => sessions.withdraw(id, last.id)).pipe(
+          Effect.tap((withdrawn) => Effect.sync(() => put(withdrawn.text))),
+          Effect.catchTag("WithdrawRefused", () =>
+            Effect.sync(() => flash("info", "that message was delivered to the model before it could be taken back"))
+          )
+        )
+      )
+    },
+    sendPending: () => {
+      const id = sessionId()
+      if (id === undefined) return
+      void fork(Effect.flatMap(Sessions, (sessions) => sessions.sendPending(id)))
     },
     interrupt: () => {
       const id = sessionId()

@@ -110,6 +110,9 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
         })
         return
       }
+      case "user.withdrawn":
+        undelivered.delete(env.payload.messageId)
+        return
       case "turn.started":
         return deliver(env.payload.messageIds)
       case "step.started":

@@ -12,10 +12,12 @@ import {
   keys,
   Log,
   type Mounted,
+  mid,
   mount,
   press,
   SID,
   settle,
+  tid,
   uiState,
   untilFrame,
   untilShown
@@ -180,6 +182,77 @@ describe("editing and history", () => {
     await untilShown(m, IDLE_HINT)
     await press(m, keys.up)
     await untilShown(m, "› do it again")
+  })
+})
+
+describe("messages not delivered yet", () => {
+  /** a turn that runs with a steered and a queued message waiting; or, after an interrupt, the queue */
+  const waiting = (options: { readonly interrupted?: boolean } = {}) => {
+    const log = new Log().created().startTurn("go")
+    log.add("user.message", { messageId: mid("s1"), text: "use zod", mode: "steer" })
+    log.add("user.message", { messageId: mid("q1"), text: "then run the tests", mode: "queue" })
+    if (options.interrupted === true) {
+      log.add("user.withdrawn", { messageId: mid("s1") })
+      log.add("turn.interrupted", { turnId: tid("t1"), reason: "user" })
+      log.add("session.status", { status: { _tag: "idle" } })
+    }
+    return uiState(fold(log.all()))
+  }
+
+  it("Up on an empty prompt takes back the newest one; its text comes into the prompt, before what was typed", async () => {
+    const m = show(waiting())
+    await untilShown(m, "⧗ queued: then run the tests")
+    expect(m.frame()).toContain("↑ on an empty prompt edits the last one")
+    await press(m, keys.up)
+    await settle()
+    expect(m.actions.editPending).toHaveBeenCalledTimes(1)
+    // the controller hands the text over once the session withdrew it; typed meanwhile stays after it
+    await type(m, "and lint")
+    m.actions.editPending.mock.calls[0]![0]("then run the tests")
+    await untilFrame(
+      m,
+      (f) => promptLines(f).join("|") === "› then run the tests|  and lint",
+      "the withdrawn text before the typed one"
+    )
+  })
+
+  it("Up with text in the prompt, or with nothing waiting, walks the history as before", async () => {
+    const m = show(waiting())
+    await untilShown(m, "⧗ queued")
+    await type(m, "x")
+    await press(m, keys.up)
+    await settle()
+    expect(m.actions.editPending).not.toHaveBeenCalled()
+    const plain = show(idle({ history: ["older"] }))
+    await untilShown(plain, IDLE_HINT)
+    await press(plain, keys.up)
+    await untilShown(plain, "› older")
+    expect(plain.actions.editPending).not.toHaveBeenCalled()
+  })
+
+  it("idle with messages left queued: Enter on an empty prompt sends them; with text it sends the text", async () => {
+    const m = show(waiting({ interrupted: true }))
+    await untilShown(m, "⧗ queued: then run the tests")
+    expect(m.frame()).not.toContain("use zod")
+    expect(m.frame()).toContain("Enter sends them")
+    await press(m, keys.enter)
+    await settle()
+    expect(m.actions.sendPending).toHaveBeenCalledTimes(1)
+    expect(m.actions.submit).not.toHaveBeenCalled()
+    await type(m, "more")
+    await press(m, keys.enter)
+    await settle()
+    expect(m.actions.submit).toHaveBeenCalledWith("more", "prompt")
+    expect(m.actions.sendPending).toHaveBeenCalledTimes(1)
+  })
+
+  it("while the agent works, Enter on an empty prompt sends nothing (the turn delivers the queue itself)", async () => {
+    const m = show(waiting())
+    await untilShown(m, "⧗ queued")
+    await press(m, keys.enter)
+    await settle()
+    expect(m.actions.sendPending).not.toHaveBeenCalled()
+    expect(m.actions.submit).not.toHaveBeenCalled()
   })
 })
 

@@ -14,6 +14,8 @@ export * from "./scripted.js"
 
 export const spyActions = () => ({
   submit: vi.fn<Actions["submit"]>(),
+  editPending: vi.fn<Actions["editPending"]>(),
+  sendPending: vi.fn<Actions["sendPending"]>(),
   interrupt: vi.fn<Actions["interrupt"]>(),
   quit: vi.fn<Actions["quit"]>(),
   answer: vi.fn<Actions["answer"]>(),
