@@ -410,10 +410,21 @@ describe("Sessions: interrupt, steer, queue", () => {
       return { started, release, finalized, tool }
     })
 
-  it.live("interrupt during a running tool: the tool is stopped, its part ends interrupted, the session idle", () =>
+  /** `body` with the agent over a script that first calls the gated `wait` tool (call w1), then `after` */
+  const gated = <A, E, R>(
+    body: (g: Effect.Effect.Success<ReturnType<typeof gate>>) => Effect.Effect<A, E, R>,
+    after: ReadonlyArray<ScriptStep> = [Script.text("ok")]
+  ) =>
     Effect.gen(function* () {
       const g = yield* gate()
-      yield* Effect.gen(function* () {
+      return yield* body(g).pipe(
+        Effect.provide(layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), ...after], [g.tool]))
+      )
+    })
+
+  it.live("interrupt during a running tool: the tool is stopped, its part ends interrupted, the session idle", () =>
+    gated((g) =>
+      Effect.gen(function* () {
         const sessions = yield* Sessions
         const id = yield* sessions.create({ cwd: "/tmp" })
         yield* sessions.send(id, "wait")
@@ -440,18 +451,13 @@ describe("Sessions: interrupt, steer, queue", () => {
         expectValidHistories(sent)
         expect(unansweredCalls(sent[1]!.messages)).toEqual([])
         expect(JSON.stringify(sent[1]!.messages)).toMatch(/interrupted \(user\)/)
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
-        )
-      )
-    })
+      })
+    )
   )
 
   it.live("a driver that lost its lease writes nothing more: its appends are fenced, the turn ends with an error", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
+    gated((g) =>
+      Effect.gen(function* () {
         const sessions = yield* Sessions
         const store = yield* EventStore
         const id = yield* sessions.create({ cwd: "/tmp" })
@@ -473,12 +479,8 @@ describe("Sessions: interrupt, steer, queue", () => {
         const refused = yield* Effect.flip(sessions.send(id, "again"))
         expect(refused).toMatchObject({ _tag: "SessionUnavailable", reason: "lease-lost" })
         expect(yield* store.lastSeq(id)).toBe(before)
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
-        )
-      )
-    })
+      })
+    )
   )
 
   it.live("interrupt while the model streams aborts the step", () =>
@@ -539,9 +541,8 @@ describe("Sessions: interrupt, steer, queue", () => {
   )
 
   it.live("steer while a tool runs: delivered with the tool results", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
+    gated((g) =>
+      Effect.gen(function* () {
         const sessions = yield* Sessions
         const id = yield* sessions.create({ cwd: "/tmp" })
         yield* sessions.send(id, "start")
@@ -554,51 +555,40 @@ describe("Sessions: interrupt, steer, queue", () => {
         expectValidHistories(sent)
         expect(sent[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"])
         expect(sent[1]!.messages[3]).toEqual({ role: "user", content: "also check b" })
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
-        )
-      )
-    })
+      })
+    )
   )
 
   it.live("queue: delivered as a new turn when the turn ends", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
-        const sessions = yield* Sessions
-        const id = yield* sessions.create({ cwd: "/tmp" })
-        yield* sessions.send(id, "first")
-        yield* Deferred.await(g.started)
-        yield* sessions.send(id, "second", { mode: "queue" })
-        yield* Deferred.succeed(g.release, undefined)
-        const outcome = Option.getOrThrow(yield* sessions.wait(id))
-        expect(outcome.reason).toBe("stop")
-        const log = yield* events(id)
-        expect(log.filter((e) => e.type === "turn.started")).toHaveLength(2)
-        expect(log.filter((e) => e.type === "turn.finished")).toHaveLength(2)
-        const sent = yield* requests
-        expect(sent).toHaveLength(3)
-        expectValidHistories(sent)
-        // the queued message was not sent during the first turn
-        expect(JSON.stringify(sent[1]!.messages)).not.toMatch(/second/)
-        expect(sent[2]!.messages.at(-1)).toEqual({ role: "user", content: "second" })
-        expect((yield* sessions.state(id)).queued).toEqual([])
-      }).pipe(
-        Effect.provide(
-          layer(
-            [Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("one"), Script.text("two")],
-            [g.tool]
-          )
-        )
-      )
-    })
+    gated(
+      (g) =>
+        Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const id = yield* sessions.create({ cwd: "/tmp" })
+          yield* sessions.send(id, "first")
+          yield* Deferred.await(g.started)
+          yield* sessions.send(id, "second", { mode: "queue" })
+          yield* Deferred.succeed(g.release, undefined)
+          const outcome = Option.getOrThrow(yield* sessions.wait(id))
+          expect(outcome.reason).toBe("stop")
+          const log = yield* events(id)
+          expect(log.filter((e) => e.type === "turn.started")).toHaveLength(2)
+          expect(log.filter((e) => e.type === "turn.finished")).toHaveLength(2)
+          const sent = yield* requests
+          expect(sent).toHaveLength(3)
+          expectValidHistories(sent)
+          // the queued message was not sent during the first turn
+          expect(JSON.stringify(sent[1]!.messages)).not.toMatch(/second/)
+          expect(sent[2]!.messages.at(-1)).toEqual({ role: "user", content: "second" })
+          expect((yield* sessions.state(id)).queued).toEqual([])
+        }),
+      [Script.text("one"), Script.text("two")]
+    )
   )
 
   it.live("withdraw a steered message before its step: never sent; sent again edited, it is delivered", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
+    gated((g) =>
+      Effect.gen(function* () {
         const sessions = yield* Sessions
         const id = yield* sessions.create({ cwd: "/tmp" })
         yield* sessions.send(id, "start")
@@ -622,43 +612,36 @@ describe("Sessions: interrupt, steer, queue", () => {
         expect(log.filter((e) => e.type === "user.withdrawn").map((e) => e.payload)).toEqual([{ messageId: steered }])
         // the log keeps what was withdrawn
         expect(log.some((e) => e.type === "user.message" && e.payload.text === "also check b")).toBe(true)
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("ok")], [g.tool])
-        )
-      )
-    })
+      })
+    )
   )
 
   it.live("withdraw a queued message: no turn for it; a delivered message cannot be withdrawn", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
-        const sessions = yield* Sessions
-        const id = yield* sessions.create({ cwd: "/tmp" })
-        const first = yield* sessions.send(id, "first")
-        yield* Deferred.await(g.started)
-        const queued = yield* sessions.send(id, "second", { mode: "queue" })
-        expect((yield* sessions.state(id)).queued).toEqual([queued])
-        expect(yield* sessions.withdraw(id, queued)).toEqual({ text: "second", mode: "queue" })
-        expect((yield* sessions.state(id)).queued).toEqual([])
-        const before = (yield* events(id)).length
-        expect(yield* Effect.flip(sessions.withdraw(id, first))).toMatchObject({
-          _tag: "WithdrawRefused",
-          reason: "delivered"
-        })
-        expect(yield* events(id)).toHaveLength(before)
-        yield* Deferred.succeed(g.release, undefined)
-        expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
-        const log = yield* events(id)
-        expect(log.filter((e) => e.type === "turn.started")).toHaveLength(1)
-        expect(yield* requests).toHaveLength(2)
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("one")], [g.tool])
-        )
-      )
-    })
+    gated(
+      (g) =>
+        Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const id = yield* sessions.create({ cwd: "/tmp" })
+          const first = yield* sessions.send(id, "first")
+          yield* Deferred.await(g.started)
+          const queued = yield* sessions.send(id, "second", { mode: "queue" })
+          expect((yield* sessions.state(id)).queued).toEqual([queued])
+          expect(yield* sessions.withdraw(id, queued)).toEqual({ text: "second", mode: "queue" })
+          expect((yield* sessions.state(id)).queued).toEqual([])
+          const before = (yield* events(id)).length
+          expect(yield* Effect.flip(sessions.withdraw(id, first))).toMatchObject({
+            _tag: "WithdrawRefused",
+            reason: "delivered"
+          })
+          expect(yield* events(id)).toHaveLength(before)
+          yield* Deferred.succeed(g.release, undefined)
+          expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+          const log = yield* events(id)
+          expect(log.filter((e) => e.type === "turn.started")).toHaveLength(1)
+          expect(yield* requests).toHaveLength(2)
+        }),
+      [Script.text("one")]
+    )
   )
 
   it.live("a withdrawal racing the step that delivers: either withdrawn and never sent, or delivered and refused", () =>
@@ -711,37 +694,34 @@ describe("Sessions: interrupt, steer, queue", () => {
   )
 
   it.live("sendPending: after an interrupt, the messages left waiting (queued, steered) alone start a turn", () =>
-    Effect.gen(function* () {
-      const g = yield* gate()
-      yield* Effect.gen(function* () {
-        const sessions = yield* Sessions
-        const id = yield* sessions.create({ cwd: "/tmp" })
-        expect(yield* sessions.sendPending(id)).toBe(false)
-        yield* sessions.send(id, "first")
-        yield* Deferred.await(g.started)
-        const queued = yield* sessions.send(id, "second", { mode: "queue" })
-        const steered = yield* sessions.send(id, "and b", { mode: "steer" })
-        // a turn runs: it delivers them itself
-        expect(yield* sessions.sendPending(id)).toBe(false)
-        yield* sessions.interrupt(id)
-        expect((yield* sessions.state(id)).queued).toEqual([queued])
-        expect(yield* sessions.sendPending(id)).toBe(true)
-        expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
-        const turns = (yield* events(id)).filter((e) => e.type === "turn.started")
-        expect(turns.map((e) => e.payload.messageIds)).toEqual([[expect.any(String)], [queued, steered]])
-        const sent = yield* requests
-        expectValidHistories(sent)
-        expect(sent.at(-1)!.messages.slice(-2)).toEqual([
-          { role: "user", content: "second" },
-          { role: "user", content: "and b" }
-        ])
-        expect((yield* sessions.state(id)).queued).toEqual([])
-      }).pipe(
-        Effect.provide(
-          layer([Script.toolCalls([{ callId: "w1", tool: "wait", input: {} }]), Script.text("two")], [g.tool])
-        )
-      )
-    })
+    gated(
+      (g) =>
+        Effect.gen(function* () {
+          const sessions = yield* Sessions
+          const id = yield* sessions.create({ cwd: "/tmp" })
+          expect(yield* sessions.sendPending(id)).toBe(false)
+          yield* sessions.send(id, "first")
+          yield* Deferred.await(g.started)
+          const queued = yield* sessions.send(id, "second", { mode: "queue" })
+          const steered = yield* sessions.send(id, "and b", { mode: "steer" })
+          // a turn runs: it delivers them itself
+          expect(yield* sessions.sendPending(id)).toBe(false)
+          yield* sessions.interrupt(id)
+          expect((yield* sessions.state(id)).queued).toEqual([queued])
+          expect(yield* sessions.sendPending(id)).toBe(true)
+          expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+          const turns = (yield* events(id)).filter((e) => e.type === "turn.started")
+          expect(turns.map((e) => e.payload.messageIds)).toEqual([[expect.any(String)], [queued, steered]])
+          const sent = yield* requests
+          expectValidHistories(sent)
+          expect(sent.at(-1)!.messages.slice(-2)).toEqual([
+            { role: "user", content: "second" },
+            { role: "user", content: "and b" }
+          ])
+          expect((yield* sessions.state(id)).queued).toEqual([])
+        }),
+      [Script.text("two")]
+    )
   )
 
   it.live("the file stamps a call recorded go with its end, failed or finished, into the session's reads", () =>
