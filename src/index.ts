@@ -80,6 +80,7 @@ export {
   WithdrawRefused
 } from "./session/Sessions.js"
 export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
+export * as Audit from "./store/Audit.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
 export { EventBus } from "./store/EventBus.js"

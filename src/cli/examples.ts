@@ -38,6 +38,14 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook events latest --from 5 --format json", "from seq 5, as JSON lines"],
     ["logbook events latest --follow", "watch a session as it runs"]
   ],
+  audit: [
+    ["logbook audit latest", "every change, command, question"],
+    ["logbook audit latest --commands", "the commands with their whole output"],
+    ["logbook audit latest --path 'src/**'", "the changes under src/"],
+    ["logbook audit latest --format markdown", "for a review"],
+    ["logbook audit --cwd . --since 7d", "every session here this week"],
+    ["logbook audit latest --format json", "all of it, for programs"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

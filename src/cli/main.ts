@@ -8,6 +8,7 @@ import * as Args from "@effect/cli/Args"
 import type { CliApp } from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
+import { audit, blob } from "./audit.js"
 import { chat } from "./chat.js"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
@@ -53,6 +54,8 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook sessions show <id>      one session as a conversation",
       "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
+      "  logbook audit <id>              every file change, command and question, from the log",
+      "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
       "",
@@ -64,7 +67,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, audit, blob, compact, config, help])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -121,6 +124,8 @@ const commandNames = new Set(
     Command.getNames(run),
     Command.getNames(sessions),
     Command.getNames(events),
+    Command.getNames(audit),
+    Command.getNames(blob),
     Command.getNames(compact),
     Command.getNames(config)
   ]

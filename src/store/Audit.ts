@@ -1,0 +1,423 @@
+/**
+ * The audit of a session (issue 11 §2): what the agent did to the workspace and what happened to
+ * it, read from the log alone, in time order — every file change (with the blobs of its content
+ * before and after), every command (its directory, exit code, duration and the blob of its whole
+ * output), every permission question with its answer, every retry, model error, interruption
+ * (crash recovery included: reason `crash`) and timeout.
+ *
+ * `auditSession` reads one session's events (a stream, so a long session is not held twice);
+ * `auditLog` those of several sessions (a directory's, those updated since a time); `auditDiff`
+ * and `auditOutput` read the blobs an entry names. Nothing here writes.
+ */
+
+import { structuredPatch } from "diff"
+import { Effect, Option, Stream } from "effect"
+import type { Envelope } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import { EventStore, type SessionSummary } from "./EventStore.js"
+
+interface EntryBase {
+  readonly sessionId: SessionId
+  /** the seq of the event the entry starts at (a command: its `tool.invoked`) */
+  readonly seq: number
+  /** when it happened (UTC ms) */
+  readonly at: number
+}
+
+export interface FileEntry extends EntryBase {
+  readonly kind: "file"
+  /** relative to the session's directory when inside it */
+  readonly path: string
+  readonly op: "create" | "update" | "delete"
+  readonly beforeHash?: string | undefined
+  readonly afterHash?: string | undefined
+  readonly callId?: string | undefined
+  /** the tool of the call that changed it, when known */
+  readonly tool?: string | undefined
+}
+
+/** How a command ended: it ran to its end (any exit code), or it was stopped, or it never ran. */
+export type CommandStatus = "finished" | "failed" | "interrupted" | "timed out" | "not run"
+
+export interface CommandEntry extends EntryBase {
+  readonly kind: "command"
+  readonly callId: string
+  readonly command: string
+  /** the directory it ran in (the session's) */
+  readonly cwd: string | null
+  readonly status: CommandStatus
+  readonly exitCode?: number | undefined
+  readonly signal?: string | undefined
+  readonly durationMs?: number | undefined
+  /** bytes of output in all */
+  readonly bytes?: number | undefined
+  /** the blob of the whole output (absent when it was too large to keep, or the command never ran) */
+  readonly outputBlob?: string | undefined
+  /** what the model was told when the call failed (a denial, a timeout, an interrupt) */
+  readonly error?: string | undefined
+  /** background processes were still running when the shell ended, and were stopped */
+  readonly stoppedBackground?: boolean | undefined
+}
+
+export interface PermissionEntry extends EntryBase {
+  readonly kind: "permission"
+  readonly permissionId: string
+  readonly tool: string
+  readonly pattern: string
+  readonly outside: boolean
+  readonly callId?: string | undefined
+  /** absent: never answered (the log ends while it waits) */
+  readonly reply?: "once" | "always" | "reject" | undefined
+  readonly message?: string | undefined
+  /** the question ended unanswered: an interrupt or a crash */
+  readonly interrupted?: boolean | undefined
+}
+
+export interface RetryEntry extends EntryBase {
+  readonly kind: "retry"
+  readonly attempt: number
+  readonly delayMs: number
+  readonly message: string
+  readonly status?: number | undefined
+}
+
+export interface ModelErrorEntry extends EntryBase {
+  readonly kind: "model-error"
+  readonly message: string
+  readonly status?: number | undefined
+  readonly retryable: boolean
+}
+
+export interface InterruptEntry extends EntryBase {
+  readonly kind: "interrupt"
+  /** `user`, `shutdown`, `crash` (the repair of a dead process's session), `error` … */
+  readonly reason: string
+}
+
+export interface TimeoutEntry extends EntryBase {
+  readonly kind: "timeout"
+  readonly callId: string
+  readonly tool?: string | undefined
+  readonly timeoutMs: number
+}
+
+export type AuditEntry =
+  | FileEntry
+  | CommandEntry
+  | PermissionEntry
+  | RetryEntry
+  | ModelErrorEntry
+  | InterruptEntry
+  | TimeoutEntry
+
+export type AuditKind = AuditEntry["kind"]
+
+export const auditKinds: ReadonlyArray<AuditKind> = [
+  "file",
+  "command",
+  "permission",
+  "retry",
+  "model-error",
+  "interrupt",
+  "timeout"
+]
+
+export interface AuditFilter {
+  /** the kinds kept (default: all) */
+  readonly kinds?: ReadonlyArray<AuditKind> | undefined
+  /** file changes only of the paths this matches (and no other kind unless `kinds` names it) */
+  readonly path?: ((path: string) => boolean) | undefined
+  /** entries at or after this time (UTC ms) */
+  readonly since?: number | undefined
+}
+
+export interface SessionAudit {
+  readonly session: SessionSummary
+  readonly entries: ReadonlyArray<AuditEntry>
+}
+
+/** The event types an audit reads (the rest of a session's log — text deltas above all — is skipped). */
+const AUDITED = new Set([
+  "session.created",
+  "tool.invoked",
+  "tool.finished",
+  "tool.failed",
+  "tool.timeout",
+  "file.changed",
+  "permission.asked",
+  "permission.replied",
+  "model.retry",
+  "model.error",
+  "turn.interrupted"
+])
+
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+const num = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
+const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+
+/** A command's end, from its `tool.finished` / `tool.failed` and what the bash tool recorded (`BashMetadata`). */
+const commandEnd = (
+  env: Envelope & { readonly type: "tool.finished" | "tool.failed" }
+): Omit<CommandEntry, keyof EntryBase | "kind" | "callId" | "command" | "cwd"> => {
+  const meta = record(env.payload.metadata)
+  const ran = num(meta.exitCode) !== undefined
+  const status: CommandStatus =
+    env.type === "tool.finished"
+      ? "finished"
+      : env.payload.timedOut === true
+        ? "timed out"
+        : env.payload.interrupted === true
+          ? "interrupted"
+          : ran
+            ? "failed"
+            : "not run"
+  return {
+    status,
+    exitCode: num(meta.exitCode),
+    signal: str(meta.signal),
+    durationMs: num(meta.durationMs),
+    bytes: num(meta.bytes),
+    outputBlob: str(meta.outputBlob),
+    stoppedBackground: meta.stoppedBackground === true ? true : undefined,
+    error: env.type === "tool.failed" ? env.payload.error : undefined
+  }
+}
+
+const keep = (entry: AuditEntry, filter: AuditFilter): boolean => {
+  if (filter.since !== undefined && entry.at < filter.since) return false
+  const kinds = filter.kinds ?? (filter.path !== undefined ? ["file"] : undefined)
+  if (kinds !== undefined && !kinds.includes(entry.kind)) return false
+  if (entry.kind === "file" && filter.path !== undefined && !filter.path(entry.path)) return false
+  return true
+}
+
+/** Drops the fields that are undefined (so the JSON form has only what is known). */
+const defined = <A extends object>(value: A): A =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as A
+
+/**
+ * The audit entries of a sequence of one session's envelopes, in seq order (a command at its
+ * `tool.invoked`, with how it ended; a question with its answer).
+ */
+export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter = {}): Array<AuditEntry> => {
+  const entries: Array<AuditEntry> = []
+  let cwd: string | null = null
+  const tools = new Map<string, string>()
+  /** the index in `entries` of a command's entry, by call id */
+  const commands = new Map<string, number>()
+  const questions = new Map<string, number>()
+  for (const env of envelopes) {
+    if (!AUDITED.has(env.type)) continue
+    const base = { sessionId: env.sessionId, seq: env.seq, at: env.at }
+    switch (env.type) {
+      case "session.created":
+        cwd = env.payload.cwd ?? null
+        break
+      case "tool.invoked": {
+        const p = env.payload
+        tools.set(p.callId, p.tool)
+        if (p.tool === "bash") {
+          const command = str(record(p.input).command) ?? JSON.stringify(p.input)
+          commands.set(p.callId, entries.length)
+          entries.push({ kind: "command", ...base, callId: p.callId, command, cwd, status: "not run" })
+        }
+        break
+      }
+      case "tool.finished":
+      case "tool.failed": {
+        const at = commands.get(env.payload.callId)
+        if (at === undefined) break
+        entries[at] = { ...(entries[at] as CommandEntry), ...commandEnd(env) }
+        break
+      }
+      case "tool.timeout":
+        entries.push({
+          kind: "timeout",
+          ...base,
+          callId: env.payload.callId,
+          tool: tools.get(env.payload.callId),
+          timeoutMs: env.payload.timeoutMs
+        })
+        break
+      case "file.changed": {
+        const p = env.payload
+        entries.push({
+          kind: "file",
+          ...base,
+          path: p.path,
+          op: p.op,
+          beforeHash: p.beforeHash,
+          afterHash: p.afterHash,
+          callId: p.callId,
+          tool: p.callId === undefined ? undefined : tools.get(p.callId)
+        })
+        break
+      }
+      case "permission.asked": {
+        const p = env.payload
+        questions.set(p.permissionId, entries.length)
+        entries.push({
+          kind: "permission",
+          ...base,
+          permissionId: p.permissionId,
+          tool: p.tool,
+          pattern: p.pattern,
+          outside: p.outside === true,
+          callId: p.callId
+        })
+        break
+      }
+      case "permission.replied": {
+        const at = questions.get(env.payload.permissionId)
+        if (at === undefined) break
+        const p = env.payload
+        entries[at] = {
+          ...(entries[at] as PermissionEntry),
+          reply: p.interrupted === true ? undefined : p.reply,
+          message: p.message,
+          interrupted: p.interrupted
+        }
+        break
+      }
+      case "model.retry":
+        entries.push({
+          kind: "retry",
+          ...base,
+          attempt: env.payload.attempt,
+          delayMs: env.payload.delayMs,
+          message: env.payload.message,
+          status: env.payload.status
+        })
+        break
+      case "model.error":
+        entries.push({
+          kind: "model-error",
+          ...base,
+          message: env.payload.message,
+          status: env.payload.status,
+          retryable: env.payload.retryable
+        })
+        break
+      case "turn.interrupted":
+        entries.push({ kind: "interrupt", ...base, reason: env.payload.reason })
+        break
+    }
+  }
+  return entries.filter((entry) => keep(entry, filter)).map(defined)
+}
+
+/** The audit of one session. */
+export const auditSession = Effect.fn("Audit.session")(function* (session: SessionSummary, filter: AuditFilter = {}) {
+  const store = yield* EventStore
+  const envelopes: Array<Envelope> = []
+  yield* store.read(session.id).pipe(
+    Stream.filter((env) => AUDITED.has(env.type)),
+    Stream.runForEach((env) => Effect.sync(() => envelopes.push(env)))
+  )
+  return { session, entries: auditEntries(envelopes, filter) } satisfies SessionAudit
+})
+
+export interface AuditLogOptions extends AuditFilter {
+  /** the sessions of this directory only */
+  readonly cwd?: string | undefined
+  /** deleted sessions too (default false) */
+  readonly includeDeleted?: boolean | undefined
+}
+
+/**
+ * The audits of several sessions (a directory's, those updated since `since`), oldest first;
+ * sessions with no entry left by the filter are left out.
+ */
+export const auditLog = Effect.fn("Audit.log")(function* (options: AuditLogOptions = {}) {
+  const store = yield* EventStore
+  const sessions = yield* store.sessions({ cwd: options.cwd, includeDeleted: options.includeDeleted })
+  const chosen = sessions
+    .filter((s) => options.since === undefined || s.updatedAt >= options.since)
+    .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+  const audits: Array<SessionAudit> = []
+  for (const session of chosen) {
+    const audit = yield* auditSession(session, options)
+    if (audit.entries.length > 0) audits.push(audit)
+  }
+  return audits
+})
+
+/** The most bytes of one blob a diff is computed from (larger: the diff says so). */
+export const MAX_DIFF_BYTES = 1024 * 1024
+
+/** The content of a blob as text: absent (no hash), missing (not in the store), too large, or binary. */
+export type BlobText =
+  | { readonly _tag: "text"; readonly text: string }
+  | { readonly _tag: "none" }
+  | { readonly _tag: "missing" | "binary" | "too-large"; readonly hash: string; readonly bytes?: number }
+
+export const blobText = Effect.fn("Audit.blobText")(function* (hash: string | undefined, maxBytes = MAX_DIFF_BYTES) {
+  if (hash === undefined) return { _tag: "none" } satisfies BlobText as BlobText
+  const store = yield* EventStore
+  const blob = yield* store.getBlob(hash)
+  if (Option.isNone(blob)) return { _tag: "missing", hash } satisfies BlobText as BlobText
+  const bytes = blob.value
+  if (bytes.byteLength > maxBytes)
+    return { _tag: "too-large", hash, bytes: bytes.byteLength } satisfies BlobText as BlobText
+  if (bytes.includes(0)) return { _tag: "binary", hash, bytes: bytes.byteLength } satisfies BlobText as BlobText
+  return { _tag: "text", text: Buffer.from(bytes).toString("utf8") } satisfies BlobText as BlobText
+})
+
+/** A line saying why a side of a change cannot be shown as text. */
+const unshown = (side: "before" | "after", blob: BlobText): string | undefined => {
+  switch (blob._tag) {
+    case "text":
+    case "none":
+      return undefined
+    case "missing":
+      return `the content ${side} (blob ${blob.hash}) is not in this database`
+    case "binary":
+      return `binary content ${side} (${blob.bytes} bytes, blob ${blob.hash})`
+    case "too-large":
+      return `the content ${side} is too large to diff (${blob.bytes} bytes, blob ${blob.hash})`
+  }
+}
+
+/**
+ * A file change as a unified diff (`--- a/path`, `+++ b/path`, hunks with 3 lines of context), or
+ * the sentences saying why it cannot be one (a binary, too large or missing blob).
+ */
+export const auditDiff = Effect.fn("Audit.diff")(function* (entry: FileEntry) {
+  const before = yield* blobText(entry.beforeHash)
+  const after = yield* blobText(entry.afterHash)
+  const notes = [unshown("before", before), unshown("after", after)].filter((n): n is string => n !== undefined)
+  if (notes.length > 0) return { diff: undefined, notes }
+  const oldText = before._tag === "text" ? before.text : ""
+  const newText = after._tag === "text" ? after.text : ""
+  const patch = structuredPatch(
+    entry.op === "create" ? "/dev/null" : `a/${entry.path}`,
+    entry.op === "delete" ? "/dev/null" : `b/${entry.path}`,
+    oldText,
+    newText,
+    "",
+    "",
+    { context: 3 }
+  )
+  const lines = [`--- ${patch.oldFileName}`, `+++ ${patch.newFileName}`]
+  // an empty side starts at the line before (as diff -u writes it: @@ -0,0 +1,2 @@)
+  const start = (line: number, count: number) => (count === 0 ? Math.max(0, line - 1) : line)
+  for (const hunk of patch.hunks) {
+    lines.push(
+      `@@ -${start(hunk.oldStart, hunk.oldLines)},${hunk.oldLines} +${start(hunk.newStart, hunk.newLines)},${hunk.newLines} @@`
+    )
+    lines.push(...hunk.lines)
+  }
+  return { diff: patch.hunks.length === 0 ? undefined : lines.join("\n"), notes }
+})
+
+/** The whole output of a command, from its blob (`undefined` when there is none to read). */
+export const auditOutput = Effect.fn("Audit.output")(function* (entry: CommandEntry) {
+  if (entry.outputBlob === undefined) return undefined
+  const store = yield* EventStore
+  const blob = yield* store.getBlob(entry.outputBlob)
+  return Option.match(blob, {
+    onNone: () => undefined,
+    onSome: (bytes) => Buffer.from(bytes).toString("utf8")
+  })
+})
