@@ -69,6 +69,7 @@ export {
 } from "./session/Instructions.js"
 export { Processor, type StepInput, type StepResult } from "./session/Processor.js"
 export { canonicalJson, type PromptVersion, promptDocument, promptVersionOf } from "./session/PromptVersion.js"
+export * as Replay from "./session/Replay.js"
 export {
   type CreateOptions,
   type SendOptions,

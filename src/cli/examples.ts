@@ -46,6 +46,11 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook audit --cwd . --since 7d", "every session here this week"],
     ["logbook audit latest --format json", "all of it, for programs"]
   ],
+  replay: [
+    ["logbook replay latest", "the last request the model got"],
+    ["logbook replay latest --step 1", "the first one"],
+    ["logbook replay latest --format json", "as JSON, with its proof"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

@@ -16,6 +16,7 @@ import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { withTerminalAwareConsole } from "./render.js"
+import { replay } from "./replay.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { version } from "./version.js"
@@ -55,6 +56,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook audit <id>              every file change, command and question, from the log",
+      "  logbook replay <id> --at <seq>  the exact request the model got then, proved from the log",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
@@ -67,7 +69,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, audit, blob, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, audit, replay, blob, compact, config, help])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -125,6 +127,7 @@ const commandNames = new Set(
     Command.getNames(sessions),
     Command.getNames(events),
     Command.getNames(audit),
+    Command.getNames(replay),
     Command.getNames(blob),
     Command.getNames(compact),
     Command.getNames(config)

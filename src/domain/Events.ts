@@ -102,7 +102,12 @@ export const StepFinished = event("step.finished", {
    * the prompt version of the request the step sent (system prompt and tool schemas, see
    * `prompt.recorded`); absent in logs of older versions and in a step the crash sweep ended
    */
-  promptVersion: Schema.optional(Schema.String)
+  promptVersion: Schema.optional(Schema.String),
+  /**
+   * the digest of the request the step sent (its prompt and its messages, `requestDigestOf`), so a
+   * replay can prove it rebuilt that request; absent in older logs and when no request was sent
+   */
+  requestDigest: Schema.optional(Schema.String)
 })
 export const AssistantCompleted = event("assistant.completed", {
   messageId: MessageId,

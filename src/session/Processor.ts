@@ -34,7 +34,7 @@ import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
-import { type PromptVersion, promptVersionOf } from "./PromptVersion.js"
+import { type PromptVersion, promptVersionOf, requestDigestOf } from "./PromptVersion.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -123,17 +123,23 @@ export const toUsage = (usage: ModelUsage, price: Price | undefined): Usage => {
   return { ...counted, cost, ...(known ? {} : { costKnown: false }) }
 }
 
+/** What an attempt knows of the request it sent: its prompt version and digest (once it was sent). */
+export interface SentRequest {
+  promptVersion?: string
+  requestDigest?: string
+}
+
 /**
  * Ends what an attempt left open in `messageId`: every pending part as `error {interrupted}`, and
- * the open step (if any) as `aborted` (with the prompt version of its request, when it was sent).
- * Idempotent: computed from the projection.
+ * the open step (if any) as `aborted` (with the prompt version and digest of its request, when it
+ * was sent). Idempotent: computed from the projection.
  */
 export const endOpenStep = (
   journal: SessionJournal,
   messageId: MessageId,
   reason: string,
   error: string,
-  promptVersion?: string
+  sent: SentRequest = {}
 ) =>
   Effect.gen(function* () {
     const state = yield* journal.state
@@ -153,7 +159,8 @@ export const endOpenStep = (
             finishReason: reason,
             usage: emptyUsage,
             aborted: true,
-            ...(promptVersion === undefined ? {} : { promptVersion })
+            ...(sent.promptVersion === undefined ? {} : { promptVersion: sent.promptVersion }),
+            ...(sent.requestDigest === undefined ? {} : { requestDigest: sent.requestDigest })
           })
         )
       }
@@ -297,12 +304,12 @@ const makeProcessor = (
         const blob = yield* store.putBlob(prompt.json)
         yield* journal.append([make("prompt.recorded", { promptVersion: prompt.version, blob })])
       }
-      return prompt.version
+      return prompt
     })
 
   const attempt = (input: StepInput, step: number) => {
     /** the prompt version of this attempt's request, once it is sent (for the cleanup's step.finished) */
-    const sent: { promptVersion?: string } = {}
+    const sent: SentRequest = {}
     return Effect.gen(function* () {
       const { journal, messageId } = input
       yield* journal.appendWith((before) => {
@@ -438,8 +445,10 @@ const makeProcessor = (
 
       const steer = input.steer
       const request = input.request(yield* journal.state)
-      const promptVersion = yield* recordPrompt(journal, request)
+      const prompt = yield* recordPrompt(journal, request)
+      const promptVersion = prompt.version
       sent.promptVersion = promptVersion
+      sent.requestDigest = requestDigestOf(prompt.hash, request.messages)
       const stream = model.stream(request)
       // each batch is handled whole; a steered message stops the stream between batches. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
@@ -484,7 +493,16 @@ const makeProcessor = (
         st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
         input.price
       )
-      closing.push(make("step.finished", { messageId, step, finishReason, usage, promptVersion }))
+      closing.push(
+        make("step.finished", {
+          messageId,
+          step,
+          finishReason,
+          usage,
+          promptVersion,
+          requestDigest: sent.requestDigest
+        })
+      )
       yield* journal.append(closing)
       return { step, finishReason, usage, calls: st.calls, steered, text: st.text } satisfies StepResult
     }).pipe(
@@ -502,7 +520,7 @@ const makeProcessor = (
             why === STREAM_FAILED
               ? "The model's response broke off before this call's input fully arrived; the call did not run."
               : `The turn was interrupted (${why}) before this call ran.`,
-            sent.promptVersion
+            sent
           )
         ).pipe(
           Effect.catchAll((error) =>

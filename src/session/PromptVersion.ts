@@ -12,7 +12,7 @@
  * version is a prefix of its blob's hash.
  */
 import { createHash } from "node:crypto"
-import type { ModelRequest } from "../model/Model.js"
+import type { ModelMessage, ModelRequest } from "../model/Model.js"
 
 /** Hex digits of the SHA-256 a prompt version keeps (64 bits). */
 export const PROMPT_VERSION_LENGTH = 16
@@ -67,3 +67,16 @@ export const promptVersionOf = (request: PromptRequest): PromptVersion => {
   const hash = createHash("sha256").update(json, "utf8").digest("hex")
   return { version: hash.slice(0, PROMPT_VERSION_LENGTH), hash, json }
 }
+
+/**
+ * The digest of a request's content (docs/prompt.md, "Request digests"): the SHA-256 (hex) of its
+ * prompt document's hash, a newline, and its messages as JSON (`JSON.stringify`, in the order
+ * they were built). Recorded on each step (`step.finished` `requestDigest`), so `logbook replay`
+ * can prove it rebuilt the messages the model got, byte for byte.
+ */
+export const requestDigestOf = (promptHash: string, messages: ReadonlyArray<ModelMessage>): string =>
+  createHash("sha256")
+    .update(promptHash, "utf8")
+    .update("\n", "utf8")
+    .update(JSON.stringify(messages), "utf8")
+    .digest("hex")

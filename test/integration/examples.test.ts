@@ -16,7 +16,7 @@ import { contentText, makeJanitor, makeWorkspace, messagesOf, notices } from "./
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
-const commands = ["run", "compact", "events", "audit", "config", "help"] as const
+const commands = ["run", "compact", "events", "audit", "replay", "config", "help"] as const
 
 /** Runs `command` with sh in `cwd`; with `until`, interrupts it (SIGINT) once its stdout matches. */
 const sh = (
