@@ -12,6 +12,7 @@ import { audit, blob } from "./audit.js"
 import { chat } from "./chat.js"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
+import { diff } from "./diff.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
@@ -57,6 +58,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook audit <id>              every file change, command and question, from the log",
       "  logbook replay <id> --at <seq>  the exact request the model got then, proved from the log",
+      "  logbook diff <a> <b>            two sessions side by side: where they diverge, what differs",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
@@ -69,7 +71,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, audit, replay, blob, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, audit, replay, diff, blob, compact, config, help])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -128,6 +130,7 @@ const commandNames = new Set(
     Command.getNames(events),
     Command.getNames(audit),
     Command.getNames(replay),
+    Command.getNames(diff),
     Command.getNames(blob),
     Command.getNames(compact),
     Command.getNames(config)
