@@ -270,6 +270,22 @@ const jsonOf = (audits: ReadonlyArray<ReadonlyArray<Shown>>, sessions: ReadonlyA
     2
   )
 
+/** The audits as `format` (the diffs and the whole outputs read from their blobs). */
+export const auditReport = (
+  sessions: ReadonlyArray<SessionAudit>,
+  format: "text" | "markdown" | "json",
+  style: Style
+): Effect.Effect<string, never, EventStore> =>
+  Effect.map(
+    Effect.forEach(sessions, (s) => Effect.forEach(s.entries, withBlobs)),
+    (shown) =>
+      format === "json"
+        ? jsonOf(shown, sessions)
+        : format === "markdown"
+          ? markdownOf(shown, sessions)
+          : textOf(shown, sessions, style)
+  )
+
 // ---------------------------------------------------------------------------------------------
 // the command
 
@@ -332,11 +348,8 @@ export const audit = Command.make(
           "name a session (an id, a prefix or latest), or --cwd <dir> / --since <when> for the sessions there or then"
         )
       }
-      const shown = yield* Effect.forEach(sessions, (s) => Effect.forEach(s.entries, withBlobs))
-      if (args.format === "json") return yield* Console.log(jsonOf(shown, sessions))
-      if (args.format === "markdown") return yield* Console.log(markdownOf(shown, sessions))
-      if (sessions.length === 0) return
-      return yield* Console.log(textOf(shown, sessions, yield* stdoutStyle))
+      if (sessions.length === 0 && args.format === "text") return
+      return yield* Console.log(yield* auditReport(sessions, args.format, yield* stdoutStyle))
     },
     (effect, { db }) => Effect.provide(effect, existingStore(db))
   )

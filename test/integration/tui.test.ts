@@ -442,6 +442,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
       }
     })
     server.enqueue(
+      Reply.stream({ toolCalls: [bash("call_a", "echo audited")] }),
       Reply.text("First answer."),
       Reply.text("A summary of the conversation."),
       Reply.text("Answer from the other model.")
@@ -462,16 +463,22 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     await run.waitFor(/user\.message +.*"hello"/)
     run.keys("Escape")
     await poll("the events to close", () => !run.visible().includes(`events of ${firstId}`))
+    await type(run, "/audit")
+    await run.waitFor(`audit of ${firstId}`)
+    await run.waitFor(/\$ echo audited {2}\[exit 0 · /)
+    expect(run.screen()).toContain("│ audited")
+    run.keys("Escape")
+    await poll("the audit to close", () => !run.visible().includes(`audit of ${firstId}`))
 
     await type(run, "/compact")
     await run.waitFor(/compacted \d+ messages into a summary/)
-    expect(contentText(messagesOf(server.requests[1]!).at(-1))).toBeTruthy()
+    expect(contentText(messagesOf(server.requests[2]!).at(-1))).toBeTruthy()
 
     await type(run, "/model local/other")
     await run.waitFor("idle │ local/other │")
     await type(run, "and now?")
     await run.waitFor("Answer from the other model.")
-    expect(server.requests[2]!.body.model).toBe("other")
+    expect(server.requests[3]!.body.model).toBe("other")
 
     await type(run, "/new")
     await run.waitFor("a new session")

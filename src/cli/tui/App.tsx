@@ -79,6 +79,7 @@ export const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["/model [provider/model]", "show the model, or switch to another one"],
   ["/compact", "summarise the conversation now (keeps the context small)"],
   ["/events", "this session's raw event log"],
+  ["/audit", "every file change, command and question of this session"],
   ["/help", "keys and commands"],
   ["/quit", "leave (also Ctrl-D on an empty prompt, or Ctrl-C twice)"]
 ]

@@ -18,10 +18,12 @@ import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
 import type { ReasoningSetting } from "../../model/Reasoning.js"
 import { Sessions } from "../../session/Sessions.js"
+import { auditSession } from "../../store/Audit.js"
 import { EventBus } from "../../store/EventBus.js"
 import { EventStore } from "../../store/EventStore.js"
 import { type ApprovalAnswer, type ApprovalRequest, Approver } from "../../tools/Approver.js"
 import { setupAgent } from "../agentSetup.js"
+import { auditReport } from "../audit.js"
 import { CliError, ExitCode } from "../errors.js"
 import { eventLine } from "../eventText.js"
 import { makeStyle } from "../render.js"
@@ -395,6 +397,19 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
             "info",
             `compacted ${result.messages} messages into a summary (${result.tokensBefore.toLocaleString("en-US")} → ${result.tokensAfter.toLocaleString("en-US")} tokens)`
           )
+        }
+        case "/audit": {
+          const id = sessionId()
+          if (id === undefined) return flash("info", "nothing to audit yet: the session starts with its first message")
+          const store = yield* EventStore
+          const summary = yield* store.session(id)
+          if (Option.isNone(summary)) return
+          const audit = yield* auditSession(summary.value)
+          const text = yield* auditReport([audit], "text", makeStyle(false))
+          return ui.set((s) => ({
+            ...s,
+            overlay: { kind: "events", title: `audit of ${id}`, lines: text.split("\n").slice(-MAX_EVENT_LINES) }
+          }))
         }
         case "/events": {
           const id = sessionId()
