@@ -259,6 +259,17 @@ export interface WalkedFile {
  * be read.
  */
 export const walkFiles = (root: string, start: string): Effect.Effect<Array<WalkedFile>, unknown> =>
+  Effect.map(walkFilesUpTo(root, start, Number.POSITIVE_INFINITY), (walk) => walk.files)
+
+/**
+ * `walkFiles` that stops after `limit` files: `truncated` says files were left unvisited (the
+ * workspace snapshot's file bound).
+ */
+export const walkFilesUpTo = (
+  root: string,
+  start: string,
+  limit: number
+): Effect.Effect<{ readonly files: Array<WalkedFile>; readonly truncated: boolean }, unknown> =>
   Effect.gen(function* () {
     const startRelative = nodePath.relative(root, start).split(nodePath.sep).join("/")
     // the .gitignore files from the root down to `start`
@@ -271,6 +282,7 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
       }
     }
     const files: Array<WalkedFile> = []
+    let truncated = false
     const join = (a: string, b: string) => (a === "" ? b : `${a}/${b}`)
 
     const visit = (
@@ -289,6 +301,7 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
         const here = isStart ? rules : [...rules, ...(yield* readIgnoreFile(directory, fromRoot))]
         const dirents = read.right.sort((a, b) => compareNames(a.name, b.name))
         for (const dirent of dirents) {
+          if (truncated) return
           const absolute = nodePath.join(directory, dirent.name)
           const entryFromRoot = join(fromRoot, dirent.name)
           const entryRelative = join(relative, dirent.name)
@@ -298,11 +311,15 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
             yield* visit(absolute, entryRelative, here, false)
           } else if (dirent.isFile() || dirent.isSymbolicLink()) {
             if (isIgnoredEntry(here, entryFromRoot, false)) continue
+            if (files.length >= limit) {
+              truncated = true
+              return
+            }
             files.push({ absolute, relative: entryRelative, symlink: dirent.isSymbolicLink() })
           }
         }
       })
 
     yield* visit(start, "", ignores, true)
-    return files
+    return { files, truncated }
   })
