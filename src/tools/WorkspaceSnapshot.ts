@@ -171,7 +171,7 @@ export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, S
           ctimeMs: stat.ctimeMs,
           ino: stat.ino
         }
-        const racy = stat.mtimeMs >= started - RACY_MS || stat.ctimeMs >= started - RACY_MS
+        const racy = stat.mtimeMs >= started - RACY_MS
         const known = previous?.get(file.relative)
         if (
           known !== undefined &&
@@ -345,7 +345,10 @@ const safeRelative = (path: string): boolean =>
 /**
  * Writes the files of the manifest blob `manifestHash` into `directory` (created when missing;
  * existing files of the same paths are replaced), with their permission bits; symlinks are made as
- * links. Files whose content the snapshot did not store (over a bound) are listed in `missing`.
+ * links, after every file (nothing is written through a link). Files whose content the snapshot did
+ * not store (over a bound), whose blob is missing, whose path would lead outside `directory` or
+ * that cannot be written are listed in `missing`; the restore fails only when the manifest itself
+ * cannot be read.
  * The contents are the log's: API keys in them are masked.
  */
 export const restoreManifest = (
@@ -390,11 +393,11 @@ export const restoreManifest = (
         continue
       }
       const target = nodePath.join(directory, ...file.path.split("/"))
-      yield* tryFs(async () => {
+      const written = yield* tryFs(async () => {
         await fsp.mkdir(nodePath.dirname(target), { recursive: true })
         const parent = await fsp.realpath(nodePath.dirname(target))
         if (parent !== root && !parent.startsWith(`${root}${nodePath.sep}`)) {
-          throw new Error(`${file.path} leads outside ${directory} through a symbolic link`)
+          throw new Error("it leads outside the directory through a symbolic link")
         }
         await fsp.rm(target, { force: true })
         if (file.kind === "symlink") await fsp.symlink(new TextDecoder().decode(content.value), target)
@@ -402,7 +405,12 @@ export const restoreManifest = (
           await fsp.writeFile(target, content.value, { mode: file.mode })
           await fsp.chmod(target, file.mode)
         }
-      }).pipe(Effect.mapError(fail(`cannot write ${target}`)))
+      }).pipe(Effect.either)
+      if (written._tag === "Left") {
+        const error = written.left
+        missing.push({ path: file.path, reason: error instanceof Error ? error.message : String(error) })
+        continue
+      }
       restored++
     }
     return { restored, missing }
