@@ -28,7 +28,7 @@ import * as nodePath from "node:path"
 import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { ContentOmitted, type SnapshotLimitHit } from "../domain/Events.js"
 import { walkFilesUpTo } from "./ignore.js"
-import { errnoCode, tryFs } from "./shared.js"
+import { tryFs } from "./shared.js"
 
 export interface SnapshotLimits {
   /** a file larger than this is hashed but its content not stored (bytes) */
@@ -105,8 +105,8 @@ export class SnapshotError extends Schema.TaggedError<SnapshotError>()("Snapshot
 
 /** A modification this close (ms) to the scan does not prove a later equal stat means an equal file. */
 const RACY_MS = 5
-/** stat calls in flight at once */
-const STAT_BATCH = 64
+/** files stat'ed between two yields */
+const STAT_BATCH = 256
 
 const sameStat = (a: SnapshotEntry, b: Omit<SnapshotEntry, "stored">): boolean =>
   a.kind === b.kind &&
@@ -125,11 +125,13 @@ const hashFile = (path: string): Promise<string> =>
       .on("end", () => resolve(hash.digest("hex")))
   })
 
-const lstatOrUndefined = (path: string): Promise<fs.Stats | undefined> =>
-  fsp.lstat(path).catch((error: unknown) => {
-    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return undefined
-    throw error
-  })
+const lstatOrUndefined = (path: string): fs.Stats | undefined => {
+  try {
+    return fs.lstatSync(path)
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * A manifest of the workspace, reusing `previous` for files whose stat did not change. Fails only
@@ -140,7 +142,7 @@ export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, S
     const limits = options.limits ?? defaultSnapshotLimits
     const previous = options.previous
     const started = yield* Clock.currentTimeMillis
-    const walk = yield* walkFilesUpTo(options.root, options.root, limits.maxFiles).pipe(
+    const walk = yield* walkFilesUpTo(options.root, options.root, limits.maxFiles, { blocking: true }).pipe(
       Effect.mapError(
         (cause) => new SnapshotError({ message: `cannot read the workspace ${options.root}: ${String(cause)}`, cause })
       )
@@ -154,11 +156,12 @@ export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, S
     let timeUp = false
 
     for (let from = 0; from < files.length; from += STAT_BATCH) {
+      // the blocking calls: on a busy machine several times faster than the thread pool's
+      // (docs/workspace.md); a batch at a time, with a yield between, so other fibers go on
+      if (from > 0) yield* Effect.yieldNow()
       const batch = files.slice(from, from + STAT_BATCH)
       // a file that cannot be stat'ed now (gone, unreadable directory) is simply not there
-      const stats = yield* tryFs(() =>
-        Promise.all(batch.map((f) => lstatOrUndefined(f.absolute).catch(() => undefined)))
-      ).pipe(Effect.orElseSucceed(() => batch.map(() => undefined)))
+      const stats = batch.map((f) => lstatOrUndefined(f.absolute))
       for (let i = 0; i < batch.length; i++) {
         const file = batch[i]!
         const stat = stats[i]
@@ -210,10 +213,8 @@ export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, S
           else omit("unreadable")
           continue
         }
-        const content = yield* tryFs(() =>
-          base.kind === "symlink"
-            ? fsp.readlink(file.absolute).then((target) => Buffer.from(target, "utf8"))
-            : fsp.readFile(file.absolute)
+        const content = yield* Effect.try(() =>
+          base.kind === "symlink" ? Buffer.from(fs.readlinkSync(file.absolute), "utf8") : fs.readFileSync(file.absolute)
         ).pipe(Effect.option)
         if (Option.isNone(content)) {
           omit("unreadable")
