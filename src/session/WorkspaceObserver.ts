@@ -56,7 +56,7 @@ interface WorkspaceState {
   manifest: Manifest | undefined
   /** observed calls running (between `begin` and `end`) */
   running: number
-  /** path -> the blob a file tool wrote there while observed calls ran (`noteChange`): not theirs */
+  /** path -> the blob a file tool wrote there since the last snapshot before a call (`noteChange`): not the call's */
   noted: Map<string, string | undefined>
   readonly lock: Effect.Semaphore
 }
@@ -108,6 +108,9 @@ const changeEvent = (change: ObservedChange, callId: CallId): NewEvent => {
   })
 }
 
+/** Sessions whose manifests are kept in memory at most. */
+const MAX_WORKSPACES = 16
+
 export const makeWorkspaceObserver = (
   store: EventStore["Type"],
   secrets: SecretsService,
@@ -135,6 +138,12 @@ export const makeWorkspaceObserver = (
     const key = `${sessionId}\0${root}`
     let state = states.get(key)
     if (state === undefined) {
+      // bounded: a process that serves many sessions keeps the manifests of the latest ones (a
+      // session whose manifest was dropped takes a new baseline at its next command)
+      for (const [other, kept] of states) {
+        if (states.size < MAX_WORKSPACES) break
+        if (kept.running === 0) states.delete(other)
+      }
       state = { manifest: undefined, running: 0, noted: new Map(), lock: Effect.unsafeMakeSemaphore(1) }
       states.set(key, state)
     }
@@ -185,6 +194,8 @@ export const makeWorkspaceObserver = (
       yield* state.lock.withPermits(1)(
         Effect.gen(function* () {
           if (state.running === 0 || state.manifest === undefined) {
+            // what file tools wrote before this snapshot is in it; what they write from now on is noted
+            state.noted = new Map()
             const first = state.manifest === undefined
             const scanned = yield* scan(root, state.manifest)
             if (scanned._tag === "Right") {
@@ -258,8 +269,7 @@ export const makeWorkspaceObserver = (
     Effect.gen(function* () {
       const root = yield* realRoot(cwd)
       const state = states.get(`${sessionId}\0${root}`)
-      // with no observed call running, the next `begin` takes the change into its manifest
-      if (state === undefined || state.running === 0) return
+      if (state === undefined) return
       const relative = relativeSlash(root, path)
       if (relative !== undefined) state.noted.set(relative, after?.hash)
     })

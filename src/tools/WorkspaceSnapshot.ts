@@ -43,9 +43,9 @@ export interface SnapshotLimits {
 
 export const defaultSnapshotLimits: SnapshotLimits = {
   maxFileBytes: 4 * 1024 * 1024,
-  maxTotalBytes: 256 * 1024 * 1024,
+  maxTotalBytes: 64 * 1024 * 1024,
   maxFiles: 50_000,
-  maxScanMs: 10_000
+  maxScanMs: 5_000
 }
 
 /** Why an entry's content is not in the blob store. */
