@@ -14,8 +14,10 @@
  *   `workspace.snapshot {phase: "after", changed}`, and the new manifest replaces the old one.
  *
  * Snapshots of one session run one at a time (a semaphore); calls may overlap, each change is then
- * recorded once, by the first `end` that sees it. A file tool's own change (`noteChange`) updates
- * the manifest as it happens, so an overlapping command does not record it a second time.
+ * recorded once, by the first `end` that sees it. A file tool's own change is noted (`noteChange`:
+ * path → the blob it wrote) from the snapshot before a call on, and an `end` leaves out a
+ * difference whose new content is the noted one: a command running beside `write` or `edit` does
+ * not record their change a second time.
  */
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -230,8 +232,6 @@ export const makeWorkspaceObserver = (
     Effect.gen(function* () {
       state.running--
       const before = state.manifest
-      const noted = state.noted
-      if (state.running === 0) state.noted = new Map()
       const scanned = yield* scan(root, before)
       if (scanned._tag === "Left" || before === undefined) {
         if (scanned._tag === "Right") state.manifest = scanned.right.manifest
@@ -249,7 +249,8 @@ export const makeWorkspaceObserver = (
       }
       const after = scanned.right.manifest
       state.manifest = after
-      // what a file tool wrote meanwhile is recorded by the tool itself
+      // what a file tool wrote meanwhile (also during this scan) is recorded by the tool itself
+      const noted = state.noted
       const changes = diffManifests(before, after).filter(
         (change) => !(noted.has(change.path) && noted.get(change.path) === storedHash(change.after))
       )
