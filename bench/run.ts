@@ -4,7 +4,7 @@
  * result (e.g. restore and the full fold disagree).
  *
  *   npm run bench                               all of them
- *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep, render
+ *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep, render, snapshot
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
  *                                               time its start-up in the same rounds (before / after)
@@ -22,9 +22,10 @@ import { benchGrep, type GrepResult, RIPGREP_MIN_FILES } from "./grep.js"
 import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
 import { benchRender, type RenderResult, type RenderRun } from "./render.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
+import { benchSnapshot, type SnapshotResult } from "./snapshot.js"
 import { benchStartup, type StartupResult } from "./startup.js"
 
-const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep", "render"] as const
+const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep", "render", "snapshot"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -38,7 +39,7 @@ interface Args {
 }
 
 const usage =
-  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [render] [--quick] [--write FILE] [--baseline GIT-REF]"
+  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -477,6 +478,49 @@ const grepMarkdown = (g: GrepResult): string => {
   ].join("\n")
 }
 
+const snapshotRows = (r: SnapshotResult): Array<Row> => {
+  if (r._tag === "Skipped") return [{ figure: "snapshot", value: "-", goal: "(skipped)", result: r.reason }]
+  const row = (
+    what: string,
+    t: { readonly oursMs: number; readonly gitMs: number },
+    goal: number | undefined
+  ): Row => ({
+    figure: `snapshot: ${int(r.files)} files, ${what}: ours (${ms(t.oursMs)} ms) / shadow git (${ms(t.gitMs)} ms)`,
+    value: ratio(t.oursMs / t.gitMs),
+    goal: goal === undefined ? "(reported)" : `< ${goal}`,
+    result: goal === undefined ? "(reported)" : verdict(t.oursMs / t.gitMs < goal)
+  })
+  return [
+    row("unchanged", r.unchanged, 1),
+    row("10 changed", r.changed, 1),
+    row("first command (baseline)", r.baseline, undefined)
+  ]
+}
+
+const snapshotMarkdown = (r: SnapshotResult): string => {
+  if (r._tag === "Skipped") return `### snapshot: workspace snapshots vs a shadow git\n\nSkipped: ${r.reason}.`
+  const line = (what: string, t: { readonly oursMs: number; readonly gitMs: number }) => [
+    what,
+    ms(t.oursMs),
+    ms(t.gitMs),
+    ratio(t.oursMs / t.gitMs)
+  ]
+  return [
+    `### snapshot: the workspace snapshot around a command vs a shadow git (${int(r.files)} files, ${bytes(r.bytes)}; medians of ${r.rounds} rounds)`,
+    "",
+    table(
+      ["command", "ours ms", "shadow git ms", "ours / git"],
+      [
+        line("changed nothing", r.unchanged),
+        line("changed 10 files", r.changed),
+        line("first of the session (baseline)", r.baseline)
+      ]
+    ),
+    "",
+    `The baseline grew the log by ${bytes(r.oursBaselineBytes)}; the shadow repository took ${bytes(r.gitBaselineBytes)}.`
+  ].join("\n")
+}
+
 const renderRows = (r: RenderResult): Array<Row> => {
   const rows: Array<Row> = [
     {
@@ -635,6 +679,12 @@ const main = async () => {
         const r = await benchGrep(sub, { quick: args.quick, log: console.log })
         rows.push(...grepRows(r))
         sections.push(grepMarkdown(r))
+      } else if (name === "snapshot") {
+        console.log("\nsnapshot: workspace snapshots and a shadow git alternated on a generated tree …")
+        const sub = fs.mkdtempSync(path.join(dir, "snapshot-"))
+        const r = await benchSnapshot(sub, { quick: args.quick, log: console.log })
+        rows.push(...snapshotRows(r))
+        sections.push(snapshotMarkdown(r))
       } else if (name === "startup") {
         const runs = args.quick ? 4 : 20
         console.log(

@@ -82,6 +82,7 @@ export {
   WithdrawRefused
 } from "./session/Sessions.js"
 export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
+export type { WorkspaceSnapshotOptions } from "./session/WorkspaceObserver.js"
 export * as Audit from "./store/Audit.js"
 export * from "./store/Errors.js"
 export * as Bus from "./store/EventBus.js"
@@ -134,3 +135,13 @@ export {
   type ToolsOptions
 } from "./tools/Tools.js"
 export * as Workspace from "./tools/Workspace.js"
+export * as WorkspaceSnapshot from "./tools/WorkspaceSnapshot.js"
+export {
+  defaultSnapshotLimits,
+  diffManifests,
+  type Manifest,
+  type RestoreResult,
+  restoreManifest,
+  type SnapshotLimits,
+  scanWorkspace
+} from "./tools/WorkspaceSnapshot.js"

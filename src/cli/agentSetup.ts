@@ -78,6 +78,8 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
         Console.error("logbook: stopping commands the session's last run left running when it died…")
     },
     tools: { tools: builtinTools({ bash: settings.tools.bash }) },
+    // a log kept inside the workspace is not part of what its commands change
+    actions: { snapshot: { exclude: [filename] } },
     retry: settings.retry,
     permissions: settings.permission,
     permissionLimit: config.trustedPermission,

@@ -128,8 +128,33 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
       return pairs(p, ["tool", "pattern", "permissionId", "callId"])
     case "permission.replied":
       return pairs(p, ["reply", "interrupted", "permissionId"])
-    case "file.changed":
-      return `${str(p.op) ?? "?"} ${str(p.path) ?? "?"}${p.callId === undefined ? "" : ` call=${str(p.callId)}`}`
+    case "file.changed": {
+      const omitted = [str(p.beforeOmitted), str(p.afterOmitted)].filter((s) => s !== undefined)
+      return [
+        `${str(p.op) ?? "?"} ${str(p.path) ?? "?"}`,
+        p.callId === undefined ? "" : `call=${str(p.callId)}`,
+        p.observed === true ? style.dim("observed") : "",
+        omitted.length === 0 ? "" : style.yellow(`content not stored (${omitted.join(", ")})`)
+      ]
+        .filter((s) => s !== "")
+        .join(" ")
+    }
+    case "workspace.snapshot": {
+      const limits = Array.isArray(p.limits)
+        ? (p.limits as ReadonlyArray<Fields>).map((l) => `${str(l.limit) ?? "?"}:${num(l.files) ?? "?"}`)
+        : []
+      return [
+        str(p.phase) ?? "?",
+        p.callId === undefined ? "" : `call=${str(p.callId)}`,
+        `files=${num(p.files) ?? "?"}`,
+        p.changed === undefined ? "" : `changed=${num(p.changed) ?? "?"}`,
+        p.manifest === undefined ? "" : `manifest=${str(p.manifest)}`,
+        limits.length === 0 ? "" : style.yellow(`limits=${limits.join(",")}`),
+        p.error === undefined ? "" : style.red(`error=${quoted(oneLine(str(p.error) ?? ""), 80)}`)
+      ]
+        .filter((s) => s !== "")
+        .join(" ")
+    }
     case "todo.updated": {
       const items = Array.isArray(p.items) ? (p.items as ReadonlyArray<Fields>) : []
       const done = items.filter((item) => item.status === "completed").length

@@ -222,12 +222,53 @@ export const PermissionReplied = event("permission.replied", {
   /** the ask ended unanswered: the turn was interrupted (or the process crashed) while it waited */
   interrupted: Schema.optional(Schema.Boolean)
 })
+/** Why a content of a change observed by a workspace snapshot is not in the blob store (docs/workspace.md). */
+export const ContentOmitted = Schema.Literal("too-large", "budget", "time", "unreadable")
+export type ContentOmitted = typeof ContentOmitted.Type
+/**
+ * A file a call changed: recorded by the file tool that changed it (`write`, `edit`), or — with
+ * `observed: true` — found by the workspace snapshots taken around a call that may change files
+ * without saying which (a command, docs/workspace.md). `beforeHash` / `afterHash` name blobs,
+ * except on a side marked `beforeOmitted` / `afterOmitted`: its content is not stored, and its hash
+ * (when present) is the SHA-256 of the file's bytes.
+ */
 export const FileChanged = event("file.changed", {
   path: Schema.String,
   op: Schema.Literal("create", "update", "delete"),
   beforeHash: Schema.optional(Schema.String),
   afterHash: Schema.optional(Schema.String),
-  callId: Schema.optional(CallId)
+  callId: Schema.optional(CallId),
+  /** found by the workspace snapshot after the call, not recorded by a file tool */
+  observed: Schema.optional(Schema.Boolean),
+  beforeSize: Schema.optional(Schema.NonNegativeInt),
+  afterSize: Schema.optional(Schema.NonNegativeInt),
+  beforeOmitted: Schema.optional(ContentOmitted),
+  afterOmitted: Schema.optional(ContentOmitted)
+})
+/** A bound a workspace snapshot hit, and how many files it affected. */
+export const SnapshotLimitHit = Schema.Struct({
+  limit: Schema.Literal("fileBytes", "totalBytes", "time", "files"),
+  files: Schema.NonNegativeInt
+})
+/**
+ * A workspace snapshot around a call that may change files without recording them (docs/workspace.md).
+ * `baseline`: the first snapshot of the session in this process (before the call ran); `manifest`
+ * is the blob of its manifest document (path → blob, mode), from which the workspace can be
+ * restored. `after`: the snapshot after the call ended (finished, failed, timed out or
+ * interrupted); `changed` files were recorded as `file.changed {observed: true}` just before it.
+ */
+export const WorkspaceSnapshotTaken = event("workspace.snapshot", {
+  callId: Schema.optional(CallId),
+  phase: Schema.Literal("baseline", "after"),
+  manifest: Schema.optional(Schema.String),
+  /** files the snapshot tracks */
+  files: Schema.NonNegativeInt,
+  /** files the call created, changed or deleted (`after`) */
+  changed: Schema.optional(Schema.NonNegativeInt),
+  /** the bounds it hit: what it could not store or see */
+  limits: Schema.optional(Schema.Array(SnapshotLimitHit)),
+  /** the snapshot could not be taken (the workspace unreadable): changes of this call are unknown */
+  error: Schema.optional(Schema.String)
 })
 export const TodoStatus = Schema.Literal("pending", "in_progress", "completed", "cancelled")
 export type TodoStatus = typeof TodoStatus.Type
@@ -302,6 +343,7 @@ export const Event = Schema.Union(
   PermissionAsked,
   PermissionReplied,
   FileChanged,
+  WorkspaceSnapshotTaken,
   TodoUpdated,
   CompactionDone,
   ContextPruned

@@ -45,6 +45,7 @@ import {
 } from "../tools/Tools.js"
 import { resolveInWorkspace } from "../tools/Workspace.js"
 import type { StepCall } from "./Processor.js"
+import { makeWorkspaceObserver, type WorkspaceSnapshotOptions } from "./WorkspaceObserver.js"
 
 /*
  * Permissions (DESIGN §6, issue 4 §2). A tool's `permission(input)` gives its subject: a command,
@@ -96,6 +97,11 @@ export interface ActionsOptions {
    * `permissions` but not loosen them.
    */
   readonly permissionLimit?: PermissionRules | undefined
+  /**
+   * The workspace snapshots around calls of tools that may change files without recording them
+   * (`ToolDefinition.snapshotWorkspace`: `bash`); on by default (docs/workspace.md)
+   */
+  readonly snapshot?: WorkspaceSnapshotOptions | undefined
 }
 
 /** The loop guard: a call the same as this many calls just before it (same tool, same input) is asked about. */
@@ -163,6 +169,8 @@ const makeActions = (
   const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
   const rules = options.permissions ?? {}
   const limit = options.permissionLimit
+  const observer =
+    options.snapshot?.enabled === false ? undefined : makeWorkspaceObserver(store, secrets, options.snapshot)
 
   /**
    * The built-in rules, plus `allow` for every registered tool they do not name: a program that
@@ -333,6 +341,15 @@ const makeActions = (
       const relative = nodePath.relative(input.cwd, change.path)
       const path =
         relative !== "" && !relative.startsWith("..") && !nodePath.isAbsolute(relative) ? relative : change.path
+      // a command running meanwhile must not record this change as its own
+      if (observer !== undefined) {
+        yield* observer.noteChange(
+          input.journal.sessionId,
+          input.cwd,
+          change.path,
+          afterHash === undefined ? undefined : { hash: afterHash }
+        )
+      }
       yield* input.journal.append([
         make("file.changed", {
           path,
@@ -372,6 +389,10 @@ const makeActions = (
      * interrupted call's `tool.failed` waits for this: the log never says "stopped" too early.
      */
     let stopped: Deferred.Deferred<void> | undefined
+
+    /** the snapshot after a call of a `snapshotWorkspace` tool, set once the snapshot before it was taken */
+    let observed: Effect.Effect<void> | undefined
+    const endObserved = Effect.suspend(() => observed ?? Effect.void)
 
     const interrupted = Effect.gen(function* () {
       // bounded: a tool whose stop never ends must not hang the interrupt
@@ -427,6 +448,12 @@ const makeActions = (
         make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: prepared.input })
       ])
 
+      if (observer !== undefined && prepared.tool.snapshotWorkspace === true) {
+        yield* observer.begin({ journal, cwd: input.cwd, callId }, (end) => {
+          observed = end
+        })
+      }
+
       let lastProgressAt = Number.NEGATIVE_INFINITY
       const context: ToolContext = {
         sessionId: journal.sessionId,
@@ -476,7 +503,11 @@ const makeActions = (
       const execution = Effect.suspend(() => {
         stopped = done
         return prepared.tool.execute(prepared.input, context)
-      }).pipe(Effect.ensuring(Deferred.succeed(done, undefined)))
+      }).pipe(
+        // what the call changed is recorded once it stopped (its process group gone), before it counts as stopped
+        Effect.ensuring(endObserved),
+        Effect.ensuring(Deferred.succeed(done, undefined))
+      )
       const executed = yield* execution.pipe(
         Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
         Effect.catchAllCause((cause) =>
@@ -526,7 +557,10 @@ const makeActions = (
         })
       ])
       return { callId, ok: true }
-    }).pipe(Effect.onInterrupt(() => interrupted))
+    }).pipe(
+      Effect.ensuring(endObserved),
+      Effect.onInterrupt(() => interrupted)
+    )
   }
 
   const run = (input: BatchInput): Effect.Effect<BatchResult, RestoreError> =>

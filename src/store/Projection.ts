@@ -39,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 10
+export const PROJECTION_VERSION = 11
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -118,10 +118,22 @@ export const FileChange = Schema.Struct({
   beforeHash: Schema.optional(Schema.String),
   afterHash: Schema.optional(Schema.String),
   callId: Schema.optional(CallId),
+  /** found by a workspace snapshot around a command, not recorded by a file tool */
+  observed: Schema.optional(Schema.Boolean),
   seq: Schema.Int,
   at: Schema.Finite
 })
 export type FileChange = typeof FileChange.Type
+
+/** The session's first workspace snapshot with a manifest (`workspace.snapshot {phase: "baseline"}`). */
+export const WorkspaceBaseline = Schema.Struct({
+  /** the blob of the manifest document (`WorkspaceSnapshot.restoreManifest` puts it back) */
+  manifest: Schema.String,
+  callId: Schema.optional(CallId),
+  seq: Schema.Int,
+  at: Schema.Finite
+})
+export type WorkspaceBaseline = typeof WorkspaceBaseline.Type
 
 export const Compaction = Schema.Struct({
   upToMessageId: Schema.optional(MessageId),
@@ -161,6 +173,11 @@ export const SessionState = Schema.Struct({
   lastError: Schema.NullOr(ModelErrorInfo),
   permissions: Schema.Record({ key: Schema.String, value: PermissionInfo }),
   files: Schema.Record({ key: Schema.String, value: FileChange }),
+  /**
+   * the first workspace baseline of the session: the workspace before its first command, as a
+   * manifest (the changes of file tools before it are in `file.changed`)
+   */
+  workspaceBaseline: Schema.NullOr(WorkspaceBaseline),
   /** the agent's task list (the latest `todo.updated`) */
   todos: Schema.Array(TodoItem),
   /**
@@ -206,6 +223,7 @@ export const empty = (sessionId: SessionId): SessionState => ({
   lastError: null,
   permissions: {},
   files: {},
+  workspaceBaseline: null,
   todos: [],
   reads: {},
   compaction: null,
@@ -696,10 +714,21 @@ const handlers: Handlers = {
       ...(p.beforeHash !== undefined ? { beforeHash: p.beforeHash } : {}),
       ...(p.afterHash !== undefined ? { afterHash: p.afterHash } : {}),
       ...(p.callId !== undefined ? { callId: p.callId } : {}),
+      ...(p.observed === true ? { observed: true } : {}),
       seq: env.seq,
       at: env.at
     }
     s.files = files
+  },
+  "workspace.snapshot": (_ctx, s, env) => {
+    const p = env.payload
+    if (s.workspaceBaseline !== null || p.phase !== "baseline" || p.manifest === undefined) return
+    s.workspaceBaseline = {
+      manifest: p.manifest,
+      ...(p.callId !== undefined ? { callId: p.callId } : {}),
+      seq: env.seq,
+      at: env.at
+    }
   },
   "todo.updated": (_ctx, s, env) => {
     s.todos = env.payload.items

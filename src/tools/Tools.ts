@@ -121,6 +121,14 @@ export interface ToolDefinition<I = unknown> {
   /** what a call with this input asks permission for (see `Permissions`); no subject when absent */
   readonly permission?: ((input: I) => PermissionSubject) | undefined
   /**
+   * The tool may change files in the workspace without recording them (`recordFileChange`) — it
+   * runs a command. Each call is then surrounded by workspace snapshots, and every file it created,
+   * changed or deleted is recorded as `file.changed {observed: true}` (docs/workspace.md), also when
+   * it failed, timed out or was interrupted. Leave it off for a tool that cannot write, or that
+   * records its own changes: the snapshot walks the workspace.
+   */
+  readonly snapshotWorkspace?: boolean | undefined
+  /**
    * Runs the tool. Interruption (timeout, user interrupt) must stop everything it started:
    * acquire with `Effect.acquireRelease` and let the scope release it.
    */

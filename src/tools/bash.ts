@@ -336,6 +336,8 @@ export const makeBash = (settings: BashSettings) =>
     ].join("\n"),
     input: BashInput,
     permission: (input) => ({ subject: input.command }),
+    // a command can change any file: the workspace is snapshotted around it
+    snapshotWorkspace: true,
     timeoutMs: (input) => Math.min(input.timeoutMs ?? settings.timeoutMs, settings.maxTimeoutMs),
     execute: run
   })

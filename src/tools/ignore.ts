@@ -15,6 +15,7 @@
  * The last matching rule wins, rules of a deeper `.gitignore` after those of its parents; a file in
  * an ignored directory is ignored whatever the rules say about it (git does not look inside).
  */
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
@@ -231,8 +232,27 @@ export const isIgnored = (files: ReadonlyArray<IgnoreFile>, relative: string, is
   return isIgnoredEntry(files, relative, isDirectory)
 }
 
-const readIgnoreFile = (directory: string, base: string): Effect.Effect<ReadonlyArray<IgnoreFile>> =>
-  tryFs(() => fsp.readFile(nodePath.join(directory, ".gitignore"), "utf8")).pipe(
+/** How a walk reads the file system: with promises, or with the blocking calls (see `walkFilesUpTo`). */
+interface WalkFs {
+  readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, unknown>
+  readonly readText: (file: string) => Effect.Effect<string, unknown>
+}
+const asyncFs: WalkFs = {
+  readdir: (directory) => tryFs(() => fsp.readdir(directory, { withFileTypes: true })),
+  readText: (file) => tryFs(() => fsp.readFile(file, "utf8"))
+}
+const syncFs: WalkFs = {
+  readdir: (directory) =>
+    Effect.try({ try: () => fs.readdirSync(directory, { withFileTypes: true }), catch: (e) => e }),
+  readText: (file) => Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => e })
+}
+
+const readIgnoreFile = (
+  directory: string,
+  base: string,
+  io: WalkFs = asyncFs
+): Effect.Effect<ReadonlyArray<IgnoreFile>> =>
+  io.readText(nodePath.join(directory, ".gitignore")).pipe(
     Effect.map((text) => [{ base, rules: parseGitignore(text) }]),
     // no .gitignore (or an unreadable one): no rules
     Effect.orElseSucceed(() => [])
@@ -259,18 +279,34 @@ export interface WalkedFile {
  * be read.
  */
 export const walkFiles = (root: string, start: string): Effect.Effect<Array<WalkedFile>, unknown> =>
+  Effect.map(walkFilesUpTo(root, start, Number.POSITIVE_INFINITY), (walk) => walk.files)
+
+/**
+ * `walkFiles` that stops after `limit` files: `truncated` says files were left unvisited (the
+ * workspace snapshot's file bound). `blocking`: read directories with the blocking calls, which on
+ * a busy machine are several times faster than the thread pool's (the snapshot around a command);
+ * each directory is still its own step, so the walk yields between them.
+ */
+export const walkFilesUpTo = (
+  root: string,
+  start: string,
+  limit: number,
+  options: { readonly blocking?: boolean } = {}
+): Effect.Effect<{ readonly files: Array<WalkedFile>; readonly truncated: boolean }, unknown> =>
   Effect.gen(function* () {
+    const io = options.blocking === true ? syncFs : asyncFs
     const startRelative = nodePath.relative(root, start).split(nodePath.sep).join("/")
     // the .gitignore files from the root down to `start`
-    let ignores: ReadonlyArray<IgnoreFile> = yield* readIgnoreFile(root, "")
+    let ignores: ReadonlyArray<IgnoreFile> = yield* readIgnoreFile(root, "", io)
     if (startRelative !== "") {
       const segments = startRelative.split("/")
       for (let i = 1; i <= segments.length; i++) {
         const base = segments.slice(0, i).join("/")
-        ignores = [...ignores, ...(yield* readIgnoreFile(nodePath.join(root, base), base))]
+        ignores = [...ignores, ...(yield* readIgnoreFile(nodePath.join(root, base), base, io))]
       }
     }
     const files: Array<WalkedFile> = []
+    let truncated = false
     const join = (a: string, b: string) => (a === "" ? b : `${a}/${b}`)
 
     const visit = (
@@ -280,15 +316,16 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
       isStart: boolean
     ): Effect.Effect<void, unknown> =>
       Effect.gen(function* () {
-        const read = yield* tryFs(() => fsp.readdir(directory, { withFileTypes: true })).pipe(Effect.either)
+        const read = yield* io.readdir(directory).pipe(Effect.either)
         if (read._tag === "Left") {
           if (isStart) return yield* Effect.fail(read.left)
           return
         }
         const fromRoot = nodePath.relative(root, directory).split(nodePath.sep).join("/")
-        const here = isStart ? rules : [...rules, ...(yield* readIgnoreFile(directory, fromRoot))]
+        const here = isStart ? rules : [...rules, ...(yield* readIgnoreFile(directory, fromRoot, io))]
         const dirents = read.right.sort((a, b) => compareNames(a.name, b.name))
         for (const dirent of dirents) {
+          if (truncated) return
           const absolute = nodePath.join(directory, dirent.name)
           const entryFromRoot = join(fromRoot, dirent.name)
           const entryRelative = join(relative, dirent.name)
@@ -298,11 +335,15 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
             yield* visit(absolute, entryRelative, here, false)
           } else if (dirent.isFile() || dirent.isSymbolicLink()) {
             if (isIgnoredEntry(here, entryFromRoot, false)) continue
+            if (files.length >= limit) {
+              truncated = true
+              return
+            }
             files.push({ absolute, relative: entryRelative, symlink: dirent.isSymbolicLink() })
           }
         }
       })
 
     yield* visit(start, "", ignores, true)
-    return files
+    return { files, truncated }
   })

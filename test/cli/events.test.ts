@@ -232,4 +232,32 @@ describe("summarize: the one-line text of an event", () => {
     expect(step({ ...tokens, cost: 0.0123, costKnown: false })).toBe("step=0 finish=stop in=10 out=2 cost=≥$0.0123")
     expect(step({ ...tokens, cost: 0.0123 })).toBe("step=0 finish=stop in=10 out=2 cost=$0.0123")
   })
+
+  it("file.changed says a change a snapshot observed and a content not stored; workspace.snapshot its counts and bounds", () => {
+    expect(summarize("file.changed", { path: "a.ts", op: "update", callId: "c1" }, plain)).toBe("update a.ts call=c1")
+    expect(
+      summarize(
+        "file.changed",
+        {
+          path: "big.bin",
+          op: "update",
+          callId: "c1",
+          observed: true,
+          beforeOmitted: "too-large",
+          afterOmitted: "too-large"
+        },
+        plain
+      )
+    ).toBe("update big.bin call=c1 observed content not stored (too-large, too-large)")
+    expect(
+      summarize(
+        "workspace.snapshot",
+        { callId: "c1", phase: "baseline", manifest: "ab12", files: 812, limits: [{ limit: "fileBytes", files: 1 }] },
+        plain
+      )
+    ).toBe("baseline call=c1 files=812 manifest=ab12 limits=fileBytes:1")
+    expect(summarize("workspace.snapshot", { callId: "c1", phase: "after", files: 813, changed: 2 }, plain)).toBe(
+      "after call=c1 files=813 changed=2"
+    )
+  })
 })

@@ -1,0 +1,279 @@
+/**
+ * Records the files a call changed without saying so (a command: `ToolDefinition.snapshotWorkspace`),
+ * from workspace snapshots taken around it (docs/workspace.md).
+ *
+ * Per session and workspace root, the observer keeps the manifest of the last snapshot in memory
+ * (`WorkspaceSnapshot.scanWorkspace`): the stat cache that makes a snapshot of an unchanged
+ * workspace cheap, and the baseline whose blobs hold the "before" of every file a command changes.
+ * - `begin` (before the call runs): when no other observed call of the session is running, the
+ *   manifest is brought up to date (what changed since — the user's editor, a file tool — is not
+ *   the call's doing, and is not recorded). The first snapshot of the session in this process also
+ *   stores the manifest document as a blob and commits `workspace.snapshot {phase: "baseline"}`.
+ * - `end` (after the call ended, however it ended): a snapshot is taken and compared with the
+ *   manifest; each difference is committed as `file.changed {observed: true, callId}`, then
+ *   `workspace.snapshot {phase: "after", changed}`, and the new manifest replaces the old one.
+ *
+ * Snapshots of one session run one at a time (a semaphore); calls may overlap, each change is then
+ * recorded once, by the first `end` that sees it. A file tool's own change is noted (`noteChange`:
+ * path → the blob it wrote) from the snapshot before a call on, and an `end` leaves out a
+ * difference whose new content is the noted one: a command running beside `write` or `edit` does
+ * not record their change a second time.
+ */
+import * as fsp from "node:fs/promises"
+import * as nodePath from "node:path"
+import { Effect } from "effect"
+import { type ContentOmitted, make, type NewEvent } from "../domain/Events.js"
+import type { CallId, SessionId } from "../domain/Ids.js"
+import type { EventStore } from "../store/EventStore.js"
+import type { SessionJournal } from "../store/Snapshots.js"
+import type { SecretsService } from "../tools/Secrets.js"
+import {
+  defaultSnapshotLimits,
+  diffManifests,
+  type Manifest,
+  manifestDocument,
+  type ObservedChange,
+  type ScanResult,
+  type SnapshotEntry,
+  type SnapshotLimits,
+  scanWorkspace
+} from "../tools/WorkspaceSnapshot.js"
+
+export interface WorkspaceSnapshotOptions {
+  /** snapshot around calls of tools with `snapshotWorkspace` (default true) */
+  readonly enabled?: boolean | undefined
+  /** the bounds of one snapshot (default `defaultSnapshotLimits`) */
+  readonly limits?: Partial<SnapshotLimits> | undefined
+  /** absolute paths never snapshotted: the log's own database files (with `-wal`, `-shm`, `-journal`) */
+  readonly exclude?: ReadonlyArray<string> | undefined
+}
+
+export interface ObservedCall {
+  readonly journal: SessionJournal
+  readonly cwd: string
+  readonly callId: CallId
+}
+
+interface WorkspaceState {
+  manifest: Manifest | undefined
+  /** observed calls running (between `begin` and `end`) */
+  running: number
+  /** path -> the blob a file tool wrote there since the last snapshot before a call (`noteChange`): not the call's */
+  noted: Map<string, string | undefined>
+  readonly lock: Effect.Semaphore
+}
+
+export interface WorkspaceObserver {
+  /**
+   * The snapshot before a call. Hands `register` the `end` to run once the call stopped (idempotent,
+   * uninterruptible), together with counting the call as running: an interrupt during `begin`
+   * leaves neither.
+   */
+  readonly begin: (call: ObservedCall, register: (end: Effect.Effect<void>) => void) => Effect.Effect<void>
+  /** A change a file tool recorded itself (real absolute path): the manifest follows it. */
+  readonly noteChange: (
+    sessionId: SessionId,
+    cwd: string,
+    path: string,
+    after: { readonly hash: string } | undefined
+  ) => Effect.Effect<void>
+}
+
+const relativeSlash = (root: string, path: string): string | undefined => {
+  const relative = nodePath.relative(root, path)
+  if (relative === "" || relative.startsWith("..") || nodePath.isAbsolute(relative)) return undefined
+  return relative.split(nodePath.sep).join("/")
+}
+
+const storedHash = (entry: SnapshotEntry | undefined): string | undefined =>
+  entry?.stored === true ? entry.hash : undefined
+
+const omittedOf = (entry: SnapshotEntry): ContentOmitted | undefined =>
+  entry.stored ? undefined : (entry.omitted ?? "unreadable")
+
+/** `file.changed {observed: true}`; a side whose content is not stored says why (`beforeOmitted` …). */
+const changeEvent = (change: ObservedChange, callId: CallId): NewEvent => {
+  const { before, after } = change
+  const beforeOmitted = before === undefined ? undefined : omittedOf(before)
+  const afterOmitted = after === undefined ? undefined : omittedOf(after)
+  return make("file.changed", {
+    path: change.path,
+    op: change.op,
+    ...(before?.hash !== undefined ? { beforeHash: before.hash } : {}),
+    ...(after?.hash !== undefined ? { afterHash: after.hash } : {}),
+    callId,
+    observed: true,
+    ...(before !== undefined ? { beforeSize: before.size } : {}),
+    ...(after !== undefined ? { afterSize: after.size } : {}),
+    ...(beforeOmitted !== undefined ? { beforeOmitted } : {}),
+    ...(afterOmitted !== undefined ? { afterOmitted } : {})
+  })
+}
+
+/** Sessions whose manifests are kept in memory at most. */
+const MAX_WORKSPACES = 16
+
+export const makeWorkspaceObserver = (
+  store: EventStore["Type"],
+  secrets: SecretsService,
+  options: WorkspaceSnapshotOptions = {}
+): WorkspaceObserver => {
+  const limits: SnapshotLimits = { ...defaultSnapshotLimits, ...options.limits }
+  const excluded = (options.exclude ?? []).flatMap((file) => [
+    nodePath.resolve(file),
+    ...["-wal", "-shm", "-journal"].map((suffix) => nodePath.resolve(`${file}${suffix}`))
+  ])
+  /** key: session id + the workspace's real path */
+  const states = new Map<string, WorkspaceState>()
+  const realRoots = new Map<string, string>()
+
+  const realRoot = (cwd: string): Effect.Effect<string> =>
+    Effect.promise(async () => {
+      const known = realRoots.get(cwd)
+      if (known !== undefined) return known
+      const real = await fsp.realpath(cwd).catch(() => nodePath.resolve(cwd))
+      realRoots.set(cwd, real)
+      return real
+    })
+
+  const stateOf = (sessionId: SessionId, root: string): WorkspaceState => {
+    const key = `${sessionId}\0${root}`
+    let state = states.get(key)
+    if (state === undefined) {
+      // bounded: a process that serves many sessions keeps the manifests of the latest ones (a
+      // session whose manifest was dropped takes a new baseline at its next command)
+      for (const [other, kept] of states) {
+        if (states.size < MAX_WORKSPACES) break
+        if (kept.running === 0) states.delete(other)
+      }
+      state = { manifest: undefined, running: 0, noted: new Map(), lock: Effect.unsafeMakeSemaphore(1) }
+      states.set(key, state)
+    }
+    return state
+  }
+
+  const storeContent = (content: Uint8Array) =>
+    // masked like everything else the log keeps (Secrets)
+    store
+      .putBlob(secrets.redactBytes(content))
+      .pipe(Effect.orDieWith((error) => new Error(`could not store a file's content: ${error.message}`)))
+
+  let excludeSet: ReadonlySet<string> | undefined
+  const exclude = Effect.suspend(() =>
+    excludeSet !== undefined
+      ? Effect.succeed(excludeSet)
+      : Effect.promise(async () => {
+          const real = await Promise.all(excluded.map((file) => fsp.realpath(file).catch(() => file)))
+          excludeSet = new Set([...excluded, ...real])
+          return excludeSet
+        })
+  )
+
+  const scan = (root: string, previous: Manifest | undefined) =>
+    Effect.flatMap(exclude, (exclude) =>
+      scanWorkspace({ root, previous, limits, exclude, store: storeContent }).pipe(Effect.either)
+    )
+
+  const limitFields = (result: ScanResult) => (result.limits.length > 0 ? { limits: result.limits } : {})
+
+  const append = (call: ObservedCall, events: ReadonlyArray<NewEvent>) =>
+    call.journal
+      .append(events)
+      .pipe(Effect.orDieWith((error) => new Error(`could not record the workspace snapshot: ${error.message}`)))
+
+  const begin: WorkspaceObserver["begin"] = (call, register) =>
+    Effect.gen(function* () {
+      const root = yield* realRoot(call.cwd)
+      const state = stateOf(call.journal.sessionId, root)
+      let ended = false
+      const end = Effect.uninterruptible(
+        Effect.suspend(() => {
+          if (ended) return Effect.void
+          ended = true
+          return state.lock.withPermits(1)(endScan(call, root, state))
+        })
+      )
+      yield* state.lock.withPermits(1)(
+        Effect.gen(function* () {
+          if (state.running === 0 || state.manifest === undefined) {
+            // what file tools wrote before this snapshot is in it; what they write from now on is noted
+            state.noted = new Map()
+            const first = state.manifest === undefined
+            const scanned = yield* scan(root, state.manifest)
+            if (scanned._tag === "Right") {
+              state.manifest = scanned.right.manifest
+              if (first) {
+                const manifest = yield* storeContent(
+                  new TextEncoder().encode(JSON.stringify(manifestDocument(scanned.right.manifest)))
+                )
+                yield* append(call, [
+                  make("workspace.snapshot", {
+                    callId: call.callId,
+                    phase: "baseline",
+                    manifest,
+                    files: scanned.right.manifest.size,
+                    ...limitFields(scanned.right)
+                  })
+                ])
+              }
+            }
+            // a failed scan leaves nothing to compare with: `end` says the call's changes are unknown
+          }
+          // counted and handed over at once: an interrupt cannot leave one without the other
+          yield* Effect.sync(() => {
+            state.running++
+            register(end)
+          })
+        })
+      )
+    })
+
+  const endScan = (call: ObservedCall, root: string, state: WorkspaceState) =>
+    Effect.gen(function* () {
+      state.running--
+      const before = state.manifest
+      const scanned = yield* scan(root, before)
+      if (scanned._tag === "Left" || before === undefined) {
+        if (scanned._tag === "Right") state.manifest = scanned.right.manifest
+        return yield* append(call, [
+          make("workspace.snapshot", {
+            callId: call.callId,
+            phase: "after",
+            files: scanned._tag === "Right" ? scanned.right.manifest.size : 0,
+            error:
+              scanned._tag === "Left"
+                ? scanned.left.message
+                : "there was no snapshot from before the call (the workspace could not be read): its changes are unknown"
+          })
+        ])
+      }
+      const after = scanned.right.manifest
+      state.manifest = after
+      // what a file tool wrote meanwhile (also during this scan) is recorded by the tool itself
+      const noted = state.noted
+      const changes = diffManifests(before, after).filter(
+        (change) => !(noted.has(change.path) && noted.get(change.path) === storedHash(change.after))
+      )
+      yield* append(call, [
+        ...changes.map((change) => changeEvent(change, call.callId)),
+        make("workspace.snapshot", {
+          callId: call.callId,
+          phase: "after",
+          files: after.size,
+          changed: changes.length,
+          ...limitFields(scanned.right)
+        })
+      ])
+    })
+
+  const noteChange: WorkspaceObserver["noteChange"] = (sessionId, cwd, path, after) =>
+    Effect.gen(function* () {
+      const root = yield* realRoot(cwd)
+      const state = states.get(`${sessionId}\0${root}`)
+      if (state === undefined) return
+      const relative = relativeSlash(root, path)
+      if (relative !== undefined) state.noted.set(relative, after?.hash)
+    })
+
+  return { begin, noteChange }
+}
