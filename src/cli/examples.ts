@@ -38,6 +38,15 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook events latest --from 5 --format json", "from seq 5, as JSON lines"],
     ["logbook events latest --follow", "watch a session as it runs"]
   ],
+  export: [
+    ["logbook export latest -o session.jsonl", "the latest session as a session file"],
+    ["logbook export latest --format html -o s.html", "as one page to read in a browser"],
+    ["logbook export latest | gzip > session.jsonl.gz", "to stdout, compressed"]
+  ],
+  import: [
+    ["logbook import session.jsonl --db other.db", "into another database (checked first)"],
+    ["gunzip -c session.jsonl.gz | logbook import -", "from stdin"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

@@ -14,6 +14,8 @@ import { config } from "./config.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
+import { exportCommand } from "./export.js"
+import { importCommand } from "./import.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
@@ -54,6 +56,8 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook compact [<id>]          summarise a session's conversation now",
+      "  logbook export <id> [-o file]   one session as a file (--format html: a page)",
+      "  logbook import <file>           a session file into this database",
       "  logbook config                  the resolved config, secrets masked",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
@@ -64,7 +68,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, compact, exportCommand, importCommand, config, help])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -122,6 +126,8 @@ const commandNames = new Set(
     Command.getNames(sessions),
     Command.getNames(events),
     Command.getNames(compact),
+    Command.getNames(exportCommand),
+    Command.getNames(importCommand),
     Command.getNames(config)
   ]
     .flatMap((names) => Array.from(names))
