@@ -45,7 +45,7 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
   ],
   import: [
     ["logbook import session.jsonl --db other.db", "into another database (checked first)"],
-    ["gunzip -c session.jsonl.gz | logbook import -", "from stdin"]
+    ["gunzip -c session.jsonl.gz | logbook import --db copy.db -", "from stdin"]
   ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
