@@ -162,7 +162,9 @@ const toolHtml = (screen: Screen, callId: string, blobs: ReadonlyMap<string, Blo
   const name = toolStateName(part)
   const input = state._tag === "pending" ? state.inputText : "input" in state ? json(state.input) : ""
   const body: Array<string> = []
-  body.push(`<details class="tool-input"><summary>input</summary>${pre("code", cut(input, MAX_TOOL_TEXT))}</details>`)
+  body.push(
+    `<details class="tool-input" open><summary>input</summary>${pre("code", cut(input, MAX_TOOL_TEXT))}</details>`
+  )
   if (state._tag === "completed")
     body.push(`<div class="label">output</div>${pre("tool-output", cut(state.output, MAX_TOOL_TEXT))}`)
   if (state._tag === "error")
@@ -211,7 +213,7 @@ const timelineEntry = (env: Envelope, tools: ReadonlyMap<string, string>): reado
       const p = env.payload
       return [
         "retry",
-        `retry ${p.attempt} in ${formatDuration(p.delayMs)}${p.status === undefined ? "" : ` (HTTP ${p.status})`}: ${p.message}`
+        `attempt ${p.attempt} in ${formatDuration(p.delayMs)}${p.status === undefined ? "" : ` (HTTP ${p.status})`}: ${p.message}`
       ]
     }
     case "model.error":
