@@ -248,7 +248,7 @@ describe("logbook import refuses, naming what and where, and writes nothing", ()
     }
   })
 
-  it("a line over the size limit is refused before it is held whole", async () => {
+  it("a line over the size limit is refused with a sentence", async () => {
     const bad = path.join(scratchDir(), "big.jsonl")
     // one line of 20 MiB: over the 16 MiB limit of an event line (the header line is limited the same)
     fs.writeFileSync(bad, `{"format":"logbook-session","pad":"${"x".repeat(20 * 1024 * 1024)}"}\n`)
