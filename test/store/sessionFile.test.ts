@@ -314,4 +314,33 @@ describe("session files", () => {
       expect(Either.isLeft(result) && result.left.message).toBe(`session ${ID} already exists in this database`)
     }
   })
+
+  it("EventStore.importSession refuses an event id the database holds (ids are unique across it), and writes nothing", async () => {
+    for (const layer of [EventStore.layerMemory, sqlite(tempDb())]) {
+      const [result, other, blob] = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const hash = yield* store.putBlob("a prompt")
+          yield* store.append(ID, [
+            { type: "session.created", payload: { title: "there" } },
+            { type: "prompt.recorded", payload: { promptVersion: "p", blob: hash } }
+          ])
+          // the same events under another session id
+          const text = (yield* exportText(ID)).replaceAll(ID, "session-copy")
+          const file = yield* readSessionFile(bytesOf(text))
+          const copy = SessionId.make("session-copy")
+          const newBlob = new TextEncoder().encode("a blob only the copy has")
+          const result = yield* Effect.either(
+            store.importSession(copy, { events: file.events, blobs: [...file.blobs, newBlob] })
+          )
+          return [result, yield* store.session(copy), yield* store.getBlob(hashContent(newBlob))] as const
+        }).pipe(Effect.provide(layer))
+      )
+      expect(Either.isLeft(result) && result.left.message).toMatch(
+        new RegExp(`^event 1 has the id \\S+, which this database already holds \\(in session ${ID}\\)$`)
+      )
+      expect(Option.isNone(other)).toBe(true)
+      expect(Option.isNone(blob)).toBe(true)
+    }
+  })
 })
