@@ -4,7 +4,8 @@
  * session the database already holds, is refused with a sentence naming what and where (line),
  * and nothing is written. `-` reads the file from stdin.
  *
- * The database is created when missing, as `logbook run` creates it.
+ * The database is created when missing, as `logbook run` creates it — once the file has been
+ * checked whole, so a damaged file creates nothing.
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -12,9 +13,9 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Console, Effect, Layer, Option, type Stream } from "effect"
-import { EventStore } from "../store/EventStore.js"
-import { importSession } from "../store/SessionFile.js"
+import { Console, Effect, Option, type Stream } from "effect"
+import { EventStore, type EventStoreError } from "../store/EventStore.js"
+import { readSessionFile } from "../store/SessionFile.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
 import { formatCount } from "./render.js"
@@ -40,17 +41,25 @@ export const importCommand = Command.make(
       bytes = fs.stream(name)
     }
     const nothing = "nothing was imported"
-    const summary = yield* importSession(bytes).pipe(
+    // the whole file is checked before the database is opened: a damaged file creates nothing
+    const checked = yield* readSessionFile(bytes).pipe(
       Effect.catchTags({
         SessionFileError: (error) => Effect.fail(CliError.usage(`cannot import ${name}: ${error.message}; ${nothing}`)),
-        EventStoreError: (error) =>
-          error.refused === true
-            ? Effect.fail(CliError.usage(`cannot import ${name} into ${dbFile}: ${error.message}; ${nothing}`))
-            : Effect.fail(error),
         BadArgument: (error) => Effect.fail(CliError.failed(`cannot read ${name}: ${error.message}; ${nothing}`)),
         SystemError: (error) => Effect.fail(CliError.failed(`cannot read ${name}: ${error.message}; ${nothing}`))
-      }),
-      Effect.provide(Layer.unwrapEffect(Effect.succeed(EventStore.layerSqlite({ filename: dbFile }))))
+      })
+    )
+    const summary = yield* Effect.flatMap(EventStore, (store) =>
+      store.importSession(checked.header.sessionId, { events: checked.events, blobs: checked.blobs })
+    ).pipe(
+      Effect.catchTag(
+        "EventStoreError",
+        (error): Effect.Effect<never, CliError | EventStoreError> =>
+          error.refused === true
+            ? Effect.fail(CliError.usage(`cannot import ${name} into ${dbFile}: ${error.message}; ${nothing}`))
+            : Effect.fail(error)
+      ),
+      Effect.provide(EventStore.layerSqlite({ filename: dbFile }))
     )
     yield* Console.log(
       `Imported session ${summary.id}${summary.title === null ? "" : ` "${summary.title}"`} into ${dbFile}: ` +
