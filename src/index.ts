@@ -38,6 +38,7 @@
  * ```
  */
 
+export { escapeHtml, exportSessionHtml, renderMarkdown, renderSessionHtml } from "./cli/exportHtml.js"
 export * as Config from "./config/Config.js"
 export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"
@@ -91,6 +92,8 @@ export {
   type EventQuery,
   EventStore,
   type EventStoreService,
+  type ImportedEvent,
+  type ImportedSession,
   type Lease,
   type ListSessionsOptions,
   type SeqRange,
@@ -100,6 +103,7 @@ export {
 export type { StoreOptions } from "./store/internal/core.js"
 export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
+export * as SessionFile from "./store/SessionFile.js"
 export * as Snapshots from "./store/Snapshots.js"
 export type { SqliteOptions } from "./store/Sqlite.js"
 export {

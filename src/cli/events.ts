@@ -7,6 +7,7 @@ import * as Options from "@effect/cli/Options"
 import { Chunk, Console, Effect, Option, Stream } from "effect"
 import * as Events from "../domain/Events.js"
 import { EventStore } from "../store/EventStore.js"
+import { envelopeJson } from "../store/SessionFile.js"
 import { dbOption, existingStore } from "./db.js"
 import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
@@ -84,18 +85,8 @@ const checkRange = (from: Option.Option<number>, to: Option.Option<number>): Eff
   return Effect.void
 }
 
-/** The stored envelope as JSON, fields in the documented order. */
-export const envelopeJson = (e: Events.RawEnvelope | Events.Envelope): string =>
-  JSON.stringify({
-    id: e.id,
-    sessionId: e.sessionId,
-    seq: e.seq,
-    type: e.type,
-    at: e.at,
-    parentId: e.parentId,
-    v: e.v,
-    payload: e.payload
-  })
+/** The stored envelope as JSON, fields in the documented order (the lines of a session file, too). */
+export { envelopeJson } from "../store/SessionFile.js"
 
 export const events = Command.make(
   "events",

@@ -51,6 +51,15 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook replay latest --step 1", "the first one"],
     ["logbook replay latest --format json", "as JSON, with its proof"]
   ],
+  export: [
+    ["logbook export latest -o session.jsonl", "the latest session as a session file"],
+    ["logbook export latest --format html -o s.html", "as one page to read in a browser"],
+    ["logbook export latest | gzip > session.jsonl.gz", "to stdout, compressed"]
+  ],
+  import: [
+    ["logbook import session.jsonl --db other.db", "into another database (checked first)"],
+    ["gunzip -c session.jsonl.gz | logbook import --db copy.db -", "from stdin"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

@@ -16,6 +16,8 @@ import { diff } from "./diff.js"
 import { CliError, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
+import { exportCommand } from "./export.js"
+import { importCommand } from "./import.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
 import { run } from "./run.js"
@@ -61,6 +63,8 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook diff <a> <b>            two sessions side by side: where they diverge, what differs",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
       "  logbook compact [<id>]          summarise a session's conversation now",
+      "  logbook export <id> [-o file]   one session as a file (--format html: a page)",
+      "  logbook import <file>           a session file into this database",
       "  logbook config                  the resolved config, secrets masked",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
@@ -71,7 +75,21 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, audit, replay, diff, blob, compact, config, help])
+  Command.withSubcommands([
+    chat,
+    run,
+    sessions,
+    events,
+    audit,
+    replay,
+    diff,
+    blob,
+    compact,
+    exportCommand,
+    importCommand,
+    config,
+    help
+  ])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -133,6 +151,8 @@ const commandNames = new Set(
     Command.getNames(diff),
     Command.getNames(blob),
     Command.getNames(compact),
+    Command.getNames(exportCommand),
+    Command.getNames(importCommand),
     Command.getNames(config)
   ]
     .flatMap((names) => Array.from(names))

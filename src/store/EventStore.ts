@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer, type Option, type Stream } from "effect"
 import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope } from "../domain/Events.js"
-import type { SessionId } from "../domain/Ids.js"
+import type { EventId, SessionId } from "../domain/Ids.js"
 import type { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import { EventBus } from "./EventBus.js"
 import { makeService, type StoreOptions } from "./internal/core.js"
@@ -103,6 +103,23 @@ export interface AppendOptions {
   readonly owner?: string | undefined
 }
 
+/** An event as stored, without its session and seq (see `EventStore.importSession`). */
+export interface ImportedEvent {
+  readonly id: EventId
+  readonly type: string
+  readonly at: number
+  readonly parentId: EventId | null
+  readonly v: number
+  /** the payload as a JSON value, stored as its `JSON.stringify` */
+  readonly payload: unknown
+}
+
+/** What `EventStore.importSession` writes: the events in seq order and the blobs (by content). */
+export interface ImportedSession {
+  readonly events: ReadonlyArray<ImportedEvent>
+  readonly blobs: ReadonlyArray<Uint8Array>
+}
+
 export interface Lease {
   readonly sessionId: SessionId
   readonly owner: string
@@ -173,6 +190,18 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     /** Stores content by its SHA-256 (hex) and returns the hash. Idempotent. */
     readonly putBlob: (content: Uint8Array | string) => Effect.Effect<string, EventStoreError>
     readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>
+    /**
+     * Writes a whole session this database does not hold yet, exactly as given — its events (ids,
+     * times, causes, versions and payloads as they were stored elsewhere; seqs 1, 2, 3 … in order)
+     * and the blobs they reference — in ONE transaction, and returns its index row. A session id
+     * that already exists, an event that does not decode, or an event id the database already
+     * holds is refused (`refused`) and nothing is written. Nothing is published on the bus.
+     * `logbook import` (`SessionFile.importSession`) checks a file and then calls this.
+     */
+    readonly importSession: (
+      sessionId: SessionId,
+      session: ImportedSession
+    ) => Effect.Effect<SessionSummary, EventStoreError>
     /**
      * Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is
      * live. With `renewOnly`, only renews: fails with `LeaseHeld` unless `owner` holds the lease

@@ -6,7 +6,16 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
-import { type Backend, fencedError, RELEASED_LEASE, type StoredRow, storeError, summarize } from "./internal/core.js"
+import {
+  type Backend,
+  eventExistsError,
+  fencedError,
+  RELEASED_LEASE,
+  type StoredRow,
+  sessionExistsError,
+  storeError,
+  summarize
+} from "./internal/core.js"
 
 interface SnapshotRow {
   readonly seq: number
@@ -37,6 +46,24 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
   }
 
   const backend: Backend = {
+    importSession: (sessionId, imported, importedBlobs) =>
+      Effect.suspend(() => {
+        if (index.has(sessionId) || (events.get(sessionId)?.length ?? 0) > 0) {
+          return Effect.fail(sessionExistsError(sessionId))
+        }
+        // the event ids are checked (all or nothing) by `commit` before anything is written
+        for (let i = 0; i < imported.length; i++) {
+          const id = imported[i]!.id
+          const other = ids.has(id) ? all.find((row) => row.id === id) : undefined
+          if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
+        }
+        return Effect.zipRight(
+          backend.commit([{ sessionId, events: imported }]),
+          Effect.sync(() => {
+            for (const { hash, content } of importedBlobs) if (!blobs.has(hash)) blobs.set(hash, content.slice())
+          })
+        )
+      }),
     commit: (requests) =>
       Effect.suspend(() => {
         // all or nothing, like a transaction: check before writing anything

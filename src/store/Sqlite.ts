@@ -26,10 +26,13 @@ import {
   type Backend,
   type CommitRequest,
   emptySummary,
+  eventExistsError,
   fencedError,
+  type PreparedEvent,
   RELEASED_LEASE,
   type StoredRow,
   type StoredSnapshot,
+  sessionExistsError,
   storeError,
   summarize,
   summarizeEvent
@@ -520,6 +523,32 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         return out
       })
 
+      const putBlob = db.prepare("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
+      const selectEventSession = db.prepare<[string], { session_id: string }>(
+        "SELECT session_id FROM events WHERE id = ?"
+      )
+      const sessionExists = db.prepare<[string, string], { one: number }>(
+        "SELECT 1 AS one FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM events WHERE session_id = ? LIMIT 1"
+      )
+      // one transaction: the check, the blobs, the events and the index row (`commit` nests as a savepoint)
+      const importSession = db.transaction(
+        (
+          sessionId: SessionId,
+          events: ReadonlyArray<PreparedEvent>,
+          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
+        ): void => {
+          if (sessionExists.get(sessionId, sessionId) !== undefined) throw new Fenced(sessionExistsError(sessionId))
+          for (let i = 0; i < events.length; i++) {
+            const other = selectEventSession.get(events[i]!.id)
+            if (other !== undefined) throw new Fenced(eventExistsError(events[i]!.id, i + 1, other.session_id))
+          }
+          for (const { hash, content } of blobs) {
+            putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
+          }
+          commit([{ sessionId, events }])
+        }
+      )
+
       const insertSnapshot = db.prepare(
         "INSERT OR REPLACE INTO snapshots (session_id, version, seq, at, state, hash) VALUES (?, ?, ?, ?, ?, ?)"
       )
@@ -529,7 +558,6 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         insertSnapshot.run(s.sessionId, s.version, s.seq, s.at, stored.json, stored.hash)
         pruneSnapshots.run(s.sessionId, s.version, s.sessionId, s.version, keep)
       })
-      const putBlob = db.prepare("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
       const upsertLease = db.prepare(`INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)
         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`)
       const deleteLease = db.prepare("DELETE FROM leases WHERE session_id = ? AND owner = ?")
@@ -557,6 +585,11 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         saveSnapshot: (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
           saveSnapshot.immediate(s, stored, keep),
         putBlob,
+        importSession: (
+          sessionId: SessionId,
+          events: ReadonlyArray<PreparedEvent>,
+          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
+        ) => importSession.immediate(sessionId, events, blobs),
         acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
           acquireLease.immediate(sessionId, owner, now, ttlMs, renewOnly),
         deleteLease
@@ -608,6 +641,8 @@ export const makeSqliteBackend = (
         write("putBlob", (w) => {
           w.putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
         }),
+      importSession: (sessionId, events, blobs) =>
+        write("importSession", (w) => w.importSession(sessionId, events, blobs)),
       acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         Effect.flatMap(
           write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),

@@ -144,18 +144,21 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     }
   )
 
-  it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]]])(
-    "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
-    async (args) => {
-      const db = scratchDb()
-      await seed(db, [{ id: "s1", events: sampleSession() }])
-      const { result, loaded } = await runRecorded([...args, "--db", db])
-      expect(result.stderr).toBe("")
-      expect(result.code).toBe(0)
-      expect(result.stdout).toContain("Fix the failing test")
-      expectLean(loaded, { sqlite: true })
-    }
-  )
+  it.each([
+    [["sessions", "list"]],
+    [["sessions", "show", "s1"]],
+    [["events", "s1"]],
+    [["export", "s1"]],
+    [["export", "s1", "--format", "html"]]
+  ])("%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen", async (args) => {
+    const db = scratchDb()
+    await seed(db, [{ id: "s1", events: sampleSession() }])
+    const { result, loaded } = await runRecorded([...args, "--db", db])
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("Fix the failing test")
+    expectLean(loaded, { sqlite: true })
+  })
 
   it("config of a model the catalog knows loads the catalog, not the SDK", async () => {
     const dir = scratchDir()

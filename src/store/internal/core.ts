@@ -110,6 +110,16 @@ export interface Backend {
   ) => Effect.Effect<Option.Option<Omit<Snapshot, "state"> & StoredSnapshot>, EventStoreError>
   readonly putBlob: (hash: string, content: Uint8Array) => Effect.Effect<void, EventStoreError>
   readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, EventStoreError>
+  /**
+   * Writes a whole session that this database does not hold yet — its blobs and its events (seqs
+   * from 1) — in ONE transaction, updating the session index; refuses (`refused`, nothing written)
+   * a session id that already has events or an index row.
+   */
+  readonly importSession: (
+    sessionId: SessionId,
+    events: ReadonlyArray<PreparedEvent>,
+    blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
+  ) => Effect.Effect<void, EventStoreError>
   readonly acquireLease: (
     sessionId: SessionId,
     owner: string,
@@ -155,6 +165,22 @@ export const storeError = (
     message: message ?? (cause instanceof Error ? cause.message : String(cause)),
     ...(refused ? { refused: true } : {}),
     cause
+  })
+
+/** The refusal of an import whose session id the database already holds. */
+export const sessionExistsError = (sessionId: SessionId): EventStoreError =>
+  new EventStoreError({
+    method: "importSession",
+    message: `session ${sessionId} already exists in this database`,
+    refused: true
+  })
+
+/** The refusal of an import one of whose event ids the database holds already (ids are unique across it). */
+export const eventExistsError = (id: string, seq: number, otherSession: string): EventStoreError =>
+  new EventStoreError({
+    method: "importSession",
+    message: `event ${seq} has the id ${id}, which this database already holds (in session ${otherSession})`,
+    refused: true
   })
 
 /** SHA-256 of the content, lowercase hex. */
@@ -661,6 +687,43 @@ export const makeService = (
           return Effect.as(backend.putBlob(hash, bytes), hash)
         }),
       getBlob: backend.getBlob,
+      importSession: (sessionId, imported) =>
+        Effect.suspend(() => {
+          const events: Array<PreparedEvent> = new Array(imported.events.length)
+          const ids = new Set<string>()
+          for (let i = 0; i < imported.events.length; i++) {
+            const e = imported.events[i]!
+            const refuse = (reason: string) =>
+              Effect.fail(
+                storeError("importSession", undefined, `importSession: event ${i + 1} (${e.type}): ${reason}`, true)
+              )
+            const decoded = decodeEnvelope({ ...e, sessionId, seq: i + 1 })
+            if (Either.isLeft(decoded)) return refuse(decoded.left.message)
+            if (!Number.isSafeInteger(e.at)) return refuse(`time ${e.at} is not an integer of milliseconds`)
+            if (ids.has(e.id)) return refuse(`event id ${e.id} is used twice`)
+            ids.add(e.id)
+            events[i] = {
+              id: e.id,
+              type: e.type,
+              at: e.at,
+              parentId: e.parentId,
+              v: e.v,
+              json: JSON.stringify(e.payload)
+            }
+          }
+          const blobs = imported.blobs.map((content) => ({ hash: hashContent(content), content }))
+          return backend.importSession(sessionId, events, blobs)
+        }).pipe(
+          Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
+          Effect.zipRight(backend.session(sessionId)),
+          Effect.flatMap(
+            Option.match({
+              onNone: () =>
+                Effect.fail(storeError("importSession", undefined, `importSession: ${sessionId} has no index row`)),
+              onSome: Effect.succeed
+            })
+          )
+        ),
       acquireLease: (sessionId, owner, ttlMs, options) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)

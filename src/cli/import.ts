@@ -1,0 +1,74 @@
+/**
+ * `logbook import <file> [--db <file>]`: reads a session file (`logbook export`) into a database,
+ * after checking all of it (`store/SessionFile.ts`), in one transaction: a damaged file, or a
+ * session the database already holds, is refused with a sentence naming what and where (line),
+ * and nothing is written. `-` reads the file from stdin.
+ *
+ * The database is created when missing, as `logbook run` creates it — once the file has been
+ * checked whole, so a damaged file creates nothing.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Console, Effect, Option, type Stream } from "effect"
+import { EventStore, type EventStoreError } from "../store/EventStore.js"
+import { readSessionFile } from "../store/SessionFile.js"
+import { dbOption, resolveDbPath } from "./db.js"
+import { CliError } from "./errors.js"
+import { formatCount } from "./render.js"
+
+const fileArg = Args.text({ name: "file" }).pipe(
+  Args.withDescription("The session file to import (written by logbook export); - reads it from stdin.")
+)
+
+export const importCommand = Command.make(
+  "import",
+  { file: fileArg, db: dbOption },
+  Effect.fn("cli.import")(function* ({ db, file }) {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dbFile = yield* resolveDbPath(db)
+    const name = file === "-" ? "stdin" : path.resolve(file)
+    let bytes: Stream.Stream<Uint8Array, PlatformError>
+    if (file === "-") bytes = NodeStream.stdin
+    else {
+      const info = yield* fs.stat(name).pipe(Effect.option)
+      if (Option.isNone(info)) return yield* CliError.usage(`cannot import ${name}: no such file`)
+      if (info.value.type !== "File") return yield* CliError.usage(`cannot import ${name}: it is not a file`)
+      bytes = fs.stream(name)
+    }
+    const nothing = "nothing was imported"
+    // the whole file is checked before the database is opened: a damaged file creates nothing
+    const checked = yield* readSessionFile(bytes).pipe(
+      Effect.catchTags({
+        SessionFileError: (error) => Effect.fail(CliError.usage(`cannot import ${name}: ${error.message}; ${nothing}`)),
+        BadArgument: (error) => Effect.fail(CliError.failed(`cannot read ${name}: ${error.message}; ${nothing}`)),
+        SystemError: (error) => Effect.fail(CliError.failed(`cannot read ${name}: ${error.message}; ${nothing}`))
+      })
+    )
+    const summary = yield* Effect.flatMap(EventStore, (store) =>
+      store.importSession(checked.header.sessionId, { events: checked.events, blobs: checked.blobs })
+    ).pipe(
+      Effect.catchTag(
+        "EventStoreError",
+        (error): Effect.Effect<never, CliError | EventStoreError> =>
+          error.refused === true
+            ? Effect.fail(CliError.usage(`cannot import ${name} into ${dbFile}: ${error.message}; ${nothing}`))
+            : Effect.fail(error)
+      ),
+      Effect.provide(EventStore.layerSqlite({ filename: dbFile }))
+    )
+    yield* Console.log(
+      `Imported session ${summary.id}${summary.title === null ? "" : ` "${summary.title}"`} into ${dbFile}: ` +
+        `${formatCount(summary.lastSeq)} events. logbook sessions show ${summary.id} --db ${dbFile} reads it.`
+    )
+  })
+).pipe(
+  Command.withDescription(
+    "Read a session file (written by logbook export) into a database, after checking all of it; " +
+      "a damaged file, or a session the database already holds, is refused and nothing is written."
+  )
+)

@@ -1,0 +1,474 @@
+/**
+ * One session as a file (`logbook export` / `logbook import`, docs/event-log.md "Session files"):
+ * JSON Lines, deterministic, written and checked here.
+ *
+ * ```
+ * {"format":"logbook-session","version":1,"sessionId":"…","events":N,"blobs":M}
+ * {"id":"…","sessionId":"…","seq":1,"type":"session.created","at":…,"parentId":null,"v":1,"payload":{…}}
+ * …                                              (N envelopes, seq 1..N, as `logbook events --format json`)
+ * {"blob":"<sha-256>","size":123,"base64":"…"}   (M blobs, in the order the events first reference them)
+ * ```
+ *
+ * `exportSession` streams the lines of a session (up to its last seq when the export starts);
+ * `readSessionFile` checks a file line by line — the header, every envelope against its event
+ * Schema and the projection, seqs gapless from 1, one session, each blob's hash and size, every
+ * referenced blob present, nothing else — failing with a `SessionFileError` that names the line;
+ * `importSession` then writes it in one transaction (`EventStore.importSession`). Every line and
+ * blob is bounded (`SessionFileLimits`), on both sides, so what one logbook exports another imports.
+ */
+import { Chunk, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
+import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
+import { SessionId } from "../domain/Ids.js"
+import type { EventStoreError } from "./Errors.js"
+import { EventStore, type ImportedEvent, type SessionSummary } from "./EventStore.js"
+import { hashContent } from "./internal/core.js"
+import * as Projection from "./Projection.js"
+
+/** The `format` of a session file's header. */
+export const FORMAT = "logbook-session"
+/** The version of the session file format this logbook writes and reads. */
+export const FORMAT_VERSION = 1
+
+export interface SessionFileLimits {
+  /** the most bytes of one envelope's line (its JSON, without the newline) */
+  readonly maxEventBytes: number
+  /** the most bytes of one blob (decoded); its line holds them as base64 */
+  readonly maxBlobBytes: number
+  /** the most bytes of a whole file `readSessionFile` reads (it holds the session in memory to write it at once) */
+  readonly maxFileBytes: number
+}
+
+export const DEFAULT_LIMITS: SessionFileLimits = {
+  maxEventBytes: 16 * 1024 * 1024,
+  // a command's whole output is kept up to 16 MiB (tools/bash.ts FULL_OUTPUT_BYTES); files may be larger
+  maxBlobBytes: 64 * 1024 * 1024,
+  maxFileBytes: 1024 * 1024 * 1024
+}
+
+const mib = (bytes: number): string =>
+  bytes >= 1024 * 1024 ? `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB` : `${bytes} bytes`
+
+/** The longest line a blob of `maxBlobBytes` can take: base64 plus the JSON around it. */
+const blobLineBytes = (maxBlobBytes: number): number => 4 * Math.ceil(maxBlobBytes / 3) + 256
+
+/** Something wrong with a session file (or a session that cannot be written as one): where, and what. */
+export class SessionFileError extends Schema.TaggedError<SessionFileError>()("SessionFileError", {
+  /** the 1-based line of the file; 0 when the error is not about one line */
+  line: Schema.Number,
+  message: Schema.String
+}) {}
+
+const lineError = (line: number, message: string) => new SessionFileError({ line, message: `line ${line}: ${message}` })
+
+// ---------------------------------------------------------------------------------------------
+// the lines
+
+export const FileHeader = Schema.Struct({
+  format: Schema.String,
+  version: Schema.Int,
+  sessionId: SessionId,
+  events: Schema.NonNegativeInt,
+  blobs: Schema.NonNegativeInt
+})
+export type FileHeader = typeof FileHeader.Type
+
+const BlobLine = Schema.Struct({ blob: Schema.String, size: Schema.NonNegativeInt, base64: Schema.String })
+
+/** The header line (without its newline). */
+export const headerJson = (header: Omit<FileHeader, "format" | "version">): string =>
+  JSON.stringify({
+    format: FORMAT,
+    version: FORMAT_VERSION,
+    sessionId: header.sessionId,
+    events: header.events,
+    blobs: header.blobs
+  })
+
+/** A stored envelope as one JSON line, fields in the documented order (also `logbook events --format json`). */
+export const envelopeJson = (e: RawEnvelope): string =>
+  JSON.stringify({
+    id: e.id,
+    sessionId: e.sessionId,
+    seq: e.seq,
+    type: e.type,
+    at: e.at,
+    parentId: e.parentId,
+    v: e.v,
+    payload: e.payload
+  })
+
+/** A blob's line (without its newline). */
+export const blobJson = (hash: string, content: Uint8Array): string =>
+  JSON.stringify({ blob: hash, size: content.byteLength, base64: Buffer.from(content).toString("base64") })
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The blobs an event references, in payload order: `file.changed` `beforeHash` / `afterHash`,
+ * `prompt.recorded` `blob`, and a tool record's `outputBlob` (`tool.finished` / `tool.failed`
+ * `metadata`: a command's whole output). A file stamp's `hash` (`reads`) names content that was
+ * read, not a blob, and is not one.
+ */
+export const blobReferences = (e: { readonly type: string; readonly payload: unknown }): ReadonlyArray<string> => {
+  const p = e.payload
+  if (!isRecord(p)) return []
+  const strings = (...values: ReadonlyArray<unknown>) => values.filter((v): v is string => typeof v === "string")
+  switch (e.type) {
+    case "file.changed":
+      return strings(p.beforeHash, p.afterHash)
+    case "prompt.recorded":
+      return strings(p.blob)
+    case "tool.finished":
+    case "tool.failed":
+      return isRecord(p.metadata) ? strings(p.metadata.outputBlob) : []
+    default:
+      return []
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// export
+
+export interface ExportOptions {
+  readonly limits?: Partial<SessionFileLimits> | undefined
+}
+
+/**
+ * The lines of a session file (each ending in a newline) for the session's events up to its last
+ * seq when the export starts: the header, the envelopes exactly as stored, then the blobs they
+ * reference. Two reads of the log (the counts and references first), one blob in memory at a time.
+ * Fails with `SessionFileError` for a referenced blob the database does not hold, or a line over
+ * the limits (which `readSessionFile` would refuse).
+ */
+export const exportSession = (
+  sessionId: SessionId,
+  options: ExportOptions = {}
+): Stream.Stream<string, SessionFileError | EventStoreError, EventStore> =>
+  Stream.unwrap(
+    Effect.gen(function* () {
+      const limits = { ...DEFAULT_LIMITS, ...options.limits }
+      const store = yield* EventStore
+      const lastSeq = yield* store.lastSeq(sessionId)
+      // the references, in first-reference order, and the seq that first names each
+      const blobs = new Map<string, number>()
+      yield* store.readRaw(sessionId, { to: lastSeq }).pipe(
+        Stream.runForEach((e) =>
+          Effect.sync(() => {
+            for (const hash of blobReferences(e)) if (!blobs.has(hash)) blobs.set(hash, e.seq)
+          })
+        )
+      )
+      const header = Stream.succeed(`${headerJson({ sessionId, events: lastSeq, blobs: blobs.size })}\n`)
+      const events = store.readRaw(sessionId, { to: lastSeq }).pipe(
+        Stream.mapChunksEffect((chunk) =>
+          Effect.suspend(() => {
+            const lines: Array<string> = []
+            for (const e of chunk) {
+              const line = envelopeJson(e)
+              if (Buffer.byteLength(line) > limits.maxEventBytes) {
+                return Effect.fail(
+                  new SessionFileError({
+                    line: 0,
+                    message: `event ${e.seq} (${e.type}) takes ${mib(Buffer.byteLength(line))} as JSON, more than a session file's limit of ${mib(limits.maxEventBytes)} per event`
+                  })
+                )
+              }
+              lines.push(`${line}\n`)
+            }
+            return Effect.succeed(Chunk.unsafeFromArray(lines))
+          })
+        )
+      )
+      const blobLines = Stream.fromIterable(blobs).pipe(
+        Stream.mapEffect(([hash, seq]) =>
+          Effect.flatMap(store.getBlob(hash), (found) => {
+            if (Option.isNone(found)) {
+              return Effect.fail(
+                new SessionFileError({
+                  line: 0,
+                  message: `the blob ${hash} that event ${seq} references is missing from the database, so the session cannot be exported whole`
+                })
+              )
+            }
+            if (found.value.byteLength > limits.maxBlobBytes) {
+              return Effect.fail(
+                new SessionFileError({
+                  line: 0,
+                  message: `the blob ${hash} that event ${seq} references holds ${mib(found.value.byteLength)}, more than a session file's limit of ${mib(limits.maxBlobBytes)} per blob`
+                })
+              )
+            }
+            return Effect.succeed(`${blobJson(hash, found.value)}\n`)
+          })
+        )
+      )
+      return Stream.concat(header, Stream.concat(events, blobLines))
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------
+// reading and checking
+
+/** A checked session file: what `EventStore.importSession` writes. */
+export interface SessionFile {
+  readonly header: FileHeader
+  readonly events: ReadonlyArray<ImportedEvent>
+  readonly blobs: ReadonlyArray<Uint8Array>
+}
+
+const formatIssue = (error: ParseResult.ParseError): string =>
+  ParseResult.TreeFormatter.formatErrorSync(error).replace(/\s*\n\s*/g, " ")
+
+const ENVELOPE_KEYS = ["id", "sessionId", "seq", "type", "at", "parentId", "v", "payload"]
+
+/**
+ * Checks the lines of a session file one by one (a state machine: header, N envelopes, M blobs),
+ * keeping what import writes. `push` fails at the first wrong line; `end` checks what only the end
+ * can tell (counts, missing blobs).
+ */
+const makeChecker = (limits: SessionFileLimits) => {
+  let header: FileHeader | undefined
+  const events: Array<ImportedEvent> = []
+  const ids = new Set<string>()
+  /** blob -> the line of the event that first references it */
+  const referenced = new Map<string, number>()
+  const blobs: Array<Uint8Array> = []
+  const seen = new Set<string>()
+  let folder: Projection.Folder | undefined
+  let n = 0
+
+  const parse = (line: number, text: string): Either.Either<unknown, SessionFileError> => {
+    try {
+      return Either.right(JSON.parse(text) as unknown)
+    } catch (e) {
+      return Either.left(lineError(line, `not JSON (${(e as Error).message})`))
+    }
+  }
+
+  const pushHeader = (line: number, value: unknown): SessionFileError | undefined => {
+    if (!isRecord(value) || value.format !== FORMAT) {
+      return lineError(
+        line,
+        `not the header of a logbook session file (it must say "format":"${FORMAT}"; make one with logbook export)`
+      )
+    }
+    if (typeof value.version === "number" && value.version > FORMAT_VERSION) {
+      return lineError(
+        line,
+        `the file is of session file version ${value.version}, written by a newer logbook; this one reads version ${FORMAT_VERSION}`
+      )
+    }
+    const decoded = Schema.decodeUnknownEither(FileHeader)(value)
+    if (Either.isLeft(decoded)) return lineError(line, `the header is malformed: ${formatIssue(decoded.left)}`)
+    if (decoded.right.version !== FORMAT_VERSION) {
+      return lineError(
+        line,
+        `unknown session file version ${decoded.right.version} (this logbook reads ${FORMAT_VERSION})`
+      )
+    }
+    header = decoded.right
+    folder = Projection.folder(Projection.empty(header.sessionId))
+    return undefined
+  }
+
+  const pushEvent = (line: number, value: unknown, h: FileHeader): SessionFileError | undefined => {
+    const seq = events.length + 1
+    if (!isRecord(value)) return lineError(line, `event ${seq} is not a JSON object`)
+    const extra = Object.keys(value).filter((k) => !ENVELOPE_KEYS.includes(k))
+    if (extra.length > 0)
+      return lineError(line, `event ${seq} has fields an envelope does not have: ${extra.join(", ")}`)
+    if (!("payload" in value)) return lineError(line, `event ${seq} has no payload`)
+    const decoded = Schema.decodeUnknownEither(EnvelopeHeader)(value)
+    if (Either.isLeft(decoded)) return lineError(line, `event ${seq} is not an envelope: ${formatIssue(decoded.left)}`)
+    const e = decoded.right
+    if (e.sessionId !== h.sessionId) {
+      return lineError(
+        line,
+        `event ${seq} belongs to session ${e.sessionId}, not ${h.sessionId}: a file holds one session`
+      )
+    }
+    if (e.seq !== seq)
+      return lineError(line, `expected event seq ${seq}, found seq ${e.seq} (seqs run 1, 2, 3 … without a gap)`)
+    if (ids.has(e.id)) return lineError(line, `event ${seq} has the id ${e.id}, which an earlier event has`)
+    const raw: RawEnvelope = { ...e, payload: value.payload }
+    const typed = decodeEnvelope(raw)
+    if (Either.isLeft(typed)) return lineError(line, `event ${seq} (${e.type}): ${typed.left.message}`)
+    const folded = folder!.push(typed.right)
+    if (Either.isLeft(folded)) {
+      return lineError(
+        line,
+        `event ${seq} (${e.type}) does not follow from the events before it: ${folded.left.message}`
+      )
+    }
+    ids.add(e.id)
+    events.push({ id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload })
+    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, line)
+    return undefined
+  }
+
+  const pushBlob = (line: number, value: unknown): SessionFileError | undefined => {
+    const decoded = Schema.decodeUnknownEither(BlobLine)(value)
+    if (Either.isLeft(decoded)) return lineError(line, `not a blob line: ${formatIssue(decoded.left)}`)
+    const { base64, blob, size } = decoded.right
+    if (size > limits.maxBlobBytes) {
+      return lineError(
+        line,
+        `the blob ${blob} holds ${mib(size)}, more than the limit of ${mib(limits.maxBlobBytes)} per blob`
+      )
+    }
+    if (!referenced.has(blob)) return lineError(line, `the blob ${blob} is not referenced by any event of the file`)
+    if (seen.has(blob)) return lineError(line, `the blob ${blob} appears twice`)
+    const bytes = Buffer.from(base64, "base64")
+    // Node's decoder skips what is not base64: a strict check is that it encodes back the same
+    if (bytes.toString("base64") !== base64) return lineError(line, `the blob ${blob} is not valid base64`)
+    if (bytes.byteLength !== size) {
+      return lineError(line, `the blob ${blob} holds ${bytes.byteLength} bytes, but its line says ${size}`)
+    }
+    if (hashContent(bytes) !== blob) {
+      return lineError(line, `the blob ${blob} does not match its bytes (their SHA-256 is ${hashContent(bytes)})`)
+    }
+    seen.add(blob)
+    blobs.push(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    return undefined
+  }
+
+  return {
+    push: (text: string): SessionFileError | undefined => {
+      const line = ++n
+      if (text === "") return lineError(line, "an empty line (a session file has none)")
+      if (header !== undefined && line > 1 + header.events + header.blobs) {
+        return lineError(
+          line,
+          `the header announces ${header.events} events and ${header.blobs} blobs (${1 + header.events + header.blobs} lines), but the file goes on`
+        )
+      }
+      const isEvent = header !== undefined && line <= 1 + header.events
+      const limit = header === undefined || isEvent ? limits.maxEventBytes : blobLineBytes(limits.maxBlobBytes)
+      const bytes = Buffer.byteLength(text)
+      if (bytes > limit) return lineError(line, `the line holds ${mib(bytes)}, more than the limit of ${mib(limit)}`)
+      const value = parse(line, text)
+      if (Either.isLeft(value)) return value.left
+      if (header === undefined) return pushHeader(line, value.right)
+      return isEvent ? pushEvent(line, value.right, header) : pushBlob(line, value.right)
+    },
+    end: (): Either.Either<SessionFile, SessionFileError> => {
+      if (header === undefined) return Either.left(new SessionFileError({ line: 0, message: "the file is empty" }))
+      if (events.length < header.events) {
+        return Either.left(
+          lineError(n + 1, `the file ends after ${events.length} of the ${header.events} events its header announces`)
+        )
+      }
+      for (const [hash, line] of referenced) {
+        if (!seen.has(hash)) {
+          return Either.left(lineError(line, `the event references the blob ${hash}, which the file does not hold`))
+        }
+      }
+      if (blobs.length !== header.blobs) {
+        return Either.left(
+          lineError(n + 1, `the file ends after ${blobs.length} of the ${header.blobs} blobs its header announces`)
+        )
+      }
+      return Either.right({ header, events, blobs })
+    }
+  }
+}
+
+/**
+ * Splits bytes into lines (UTF-8, a final newline optional), refusing a line longer than
+ * `maxLine` bytes before it is held whole, and a file longer than `maxFile`.
+ */
+const splitLines = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  maxLine: number,
+  maxFile: number,
+  onLine: (line: string) => SessionFileError | undefined
+): Effect.Effect<void, E | SessionFileError, R> =>
+  Effect.suspend(() => {
+    const decoder = new TextDecoder("utf-8", { fatal: true })
+    let parts: Array<Buffer> = []
+    let partial = 0
+    let total = 0
+    let lineNo = 0
+    const emit = (line: Buffer): SessionFileError | undefined => {
+      lineNo++
+      let text: string
+      try {
+        text = decoder.decode(line)
+      } catch {
+        return lineError(lineNo, "not UTF-8 text")
+      }
+      return onLine(text.endsWith("\r") ? text.slice(0, -1) : text)
+    }
+    const tooLong = () => lineError(lineNo + 1, `the line is longer than the limit of ${mib(maxLine)}`)
+    return Stream.runForEach(bytes, (chunk) =>
+      Effect.suspend(() => {
+        total += chunk.byteLength
+        if (total > maxFile) {
+          return Effect.fail(
+            new SessionFileError({
+              line: 0,
+              message: `the file is larger than the limit of ${mib(maxFile)} for one import`
+            })
+          )
+        }
+        let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        while (true) {
+          const nl = buffer.indexOf(10)
+          if (nl < 0) break
+          if (partial + nl > maxLine) return Effect.fail(tooLong())
+          const line = parts.length === 0 ? buffer.subarray(0, nl) : Buffer.concat([...parts, buffer.subarray(0, nl)])
+          parts = []
+          partial = 0
+          const error = emit(line)
+          if (error !== undefined) return Effect.fail(error)
+          buffer = buffer.subarray(nl + 1)
+        }
+        if (buffer.byteLength > 0) {
+          partial += buffer.byteLength
+          if (partial > maxLine) return Effect.fail(tooLong())
+          // copied: the stream may reuse its chunk's memory
+          parts.push(Buffer.from(buffer))
+        }
+        return Effect.void
+      })
+    ).pipe(
+      Effect.flatMap(() => {
+        if (parts.length === 0) return Effect.void
+        const error = emit(Buffer.concat(parts))
+        return error === undefined ? Effect.void : Effect.fail(error)
+      })
+    )
+  })
+
+/**
+ * Reads and checks a session file from its bytes; fails with a `SessionFileError` naming the
+ * first wrong line. Nothing is written.
+ */
+export const readSessionFile = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
+): Effect.Effect<SessionFile, E | SessionFileError, R> =>
+  Effect.suspend(() => {
+    const limits = { ...DEFAULT_LIMITS, ...options.limits }
+    const checker = makeChecker(limits)
+    const maxLine = Math.max(limits.maxEventBytes, blobLineBytes(limits.maxBlobBytes))
+    return splitLines(bytes, maxLine, limits.maxFileBytes, checker.push).pipe(
+      Effect.zipRight(Effect.suspend(checker.end))
+    )
+  })
+
+/**
+ * Checks a session file and writes its session into the store in one transaction (nothing when
+ * anything is wrong): a `SessionFileError` for the file, an `EventStoreError` (refused) for a
+ * session id, or an event id, that the database holds already.
+ */
+export const importSession = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
+): Effect.Effect<SessionSummary, E | SessionFileError | EventStoreError, R | EventStore> =>
+  Effect.gen(function* () {
+    const file = yield* readSessionFile(bytes, options)
+    const store = yield* EventStore
+    return yield* store.importSession(file.header.sessionId, { events: file.events, blobs: file.blobs })
+  })
