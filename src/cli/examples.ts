@@ -38,6 +38,13 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook events latest --from 5 --format json", "from seq 5, as JSON lines"],
     ["logbook events latest --follow", "watch a session as it runs"]
   ],
+  stats: [
+    ["logbook stats", "retries, tool failures, tokens, cost: all"],
+    ["logbook stats --cwd . --since 7d", "this workspace, the last seven days"],
+    ["logbook stats --by model", "the figures of each model side by side"],
+    ["logbook stats --by tool", "each tool's failures and frequent errors"],
+    ["logbook stats --by day --format json", "per UTC day, for scripts"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

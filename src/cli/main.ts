@@ -17,6 +17,7 @@ import { examplesFooter } from "./examples.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
+import { statsCommand } from "./stats.js"
 import { version } from "./version.js"
 
 /** `logbook help [command…]`: the help of the command (`logbook help sessions show`), or of logbook. */
@@ -53,6 +54,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook sessions show <id>      one session as a conversation",
       "  logbook sessions delete <id>    hide a session (its events are kept)",
       "  logbook events <id> [--follow]  one session's event log",
+      "  logbook stats [--by model|day]  retries, tool failures, tokens, cost across sessions",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook config                  the resolved config, secrets masked",
       "",
@@ -64,7 +66,7 @@ export const root = Command.make("logbook", {}, () =>
     "A terminal AI coding agent whose every step is written to an append-only event log: " +
       "resumable, replayable, auditable."
   ),
-  Command.withSubcommands([chat, run, sessions, events, compact, config, help])
+  Command.withSubcommands([chat, run, sessions, events, statsCommand, compact, config, help])
 )
 
 export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
@@ -121,6 +123,7 @@ const commandNames = new Set(
     Command.getNames(run),
     Command.getNames(sessions),
     Command.getNames(events),
+    Command.getNames(statsCommand),
     Command.getNames(compact),
     Command.getNames(config)
   ]
