@@ -97,7 +97,8 @@ export type { StoreOptions } from "./store/internal/core.js"
 export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as Snapshots from "./store/Snapshots.js"
-export type { SqliteOptions } from "./store/Sqlite.js"
+export { layerClient as layerSqliteClient, type SqliteOptions } from "./store/Sqlite.js"
+export * as Stats from "./store/Stats.js"
 export {
   type ApprovalAnswer,
   type ApprovalReply,

@@ -144,7 +144,7 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     }
   )
 
-  it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]]])(
+  it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]], [["stats"]], [["stats", "--by", "model"]]])(
     "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
     async (args) => {
       const db = scratchDb()
