@@ -144,7 +144,7 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     }
   )
 
-  it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]], [["stats"]], [["stats", "--by", "model"]]])(
+  it.each([[["sessions", "list"]], [["sessions", "show", "s1"]], [["events", "s1"]]])(
     "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
     async (args) => {
       const db = scratchDb()
@@ -153,6 +153,19 @@ describe("what a command loads (the built binary, with the load recorder)", () =
       expect(result.stderr).toBe("")
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("Fix the failing test")
+      expectLean(loaded, { sqlite: true })
+    }
+  )
+
+  it.each([[["stats"]], [["stats", "--by", "model"]], [["stats", "--format", "json"]]])(
+    "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
+    async (args) => {
+      const db = scratchDb()
+      await seed(db, [{ id: "s1", events: sampleSession() }])
+      const { result, loaded } = await runRecorded([...args, "--db", db])
+      expect(result.stderr).toBe("")
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain(db)
       expectLean(loaded, { sqlite: true })
     }
   )
