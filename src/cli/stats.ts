@@ -79,7 +79,7 @@ const percent = (rate: number | null): string => (rate === null ? "-" : `${(rate
 
 const ms = (value: number | null): string => (value === null ? "-" : formatDuration(value))
 
-const plural = (n: number, word: string) => `${formatCount(n)} ${word}${n === 1 ? "" : "s"}`
+const plural = (n: number, word: string, many = `${word}s`) => `${formatCount(n)} ${n === 1 ? word : many}`
 
 /** Right-aligns the cells of the numeric columns (all but those in `left`) to their widest. */
 const alignRight = (
@@ -92,15 +92,16 @@ const alignRight = (
   return [header.map(pad), rows.map((r) => r.map(pad))]
 }
 
-/** A table whose last column is text cut to what is left of `width`. */
+/** A table whose last column is text cut to what is left of `width`; `text` columns are left-aligned. */
 const fitTable = (
   header: ReadonlyArray<string>,
   rows: ReadonlyArray<ReadonlyArray<string>>,
   style: Style,
-  width: number
+  width: number,
+  text: ReadonlyArray<number> = []
 ): Array<string> => {
   const last = header.length - 1
-  const [h, r] = alignRight(header, rows, new Set([last]))
+  const [h, r] = alignRight(header, rows, new Set([...text, last]))
   const fixed = h.slice(0, last).reduce((sum, cell) => sum + Array.from(cell).length + 2, 0)
   const room = Math.max(Array.from(header[last]!).length, width - fixed)
   return table(
@@ -123,7 +124,11 @@ const summaryLines = (f: Figures): Array<string> => {
     `  ${name.padEnd(12)}${value.padStart(9)}  ${detail}`.trimEnd()
   return [
     row("sessions", formatCount(f.sessions)),
-    row("turns", formatCount(f.turns), `${plural(f.interrupts, "interrupt")}, ${plural(f.crashes, "crash")} recovered`),
+    row(
+      "turns",
+      formatCount(f.turns),
+      `${plural(f.interrupts, "interrupt")}, ${plural(f.crashes, "crash", "crashes")} recovered`
+    ),
     row("steps", formatCount(f.steps), `${formatCount(f.abortedSteps)} aborted`),
     row("retries", formatCount(f.retries), `${percent(f.retryRate)} of steps`),
     row(
@@ -155,12 +160,12 @@ const GROUP_TITLE: Readonly<Record<Exclude<StatsGrouping, "tool">, string>> = {
 
 /** The report as text within `width` columns. */
 export const renderStats = (report: StatsReport, file: string, style: Style, width = 80): Array<string> => {
-  const out: Array<string> = [style.dim(cut(describeFilter(report, file), width)), ""]
+  const out: Array<string> = [style.dim(cut(describeFilter(report, file), width))]
   const section = (title: string, lines: ReadonlyArray<string>) => {
     out.push("", style.bold(title), ...lines)
   }
   if (report.by === null) {
-    out.push(...summaryLines(report.summary))
+    out.push("", ...summaryLines(report.summary))
     if (report.retryReasons.length > 0) {
       section(
         "RETRIES",
@@ -216,17 +221,19 @@ export const renderStats = (report: StatsReport, file: string, style: Style, wid
           ["COUNT", "TOOL", "ERROR"],
           report.errors.map((e) => [formatCount(e.count), e.tool, oneLine(e.error)]),
           style,
-          width
+          width,
+          [1]
         )
       )
     }
-    if (report.by === "tool" && report.tools.length === 0) out.push("No tool calls.")
+    if (report.by === "tool" && report.tools.length === 0) out.push("", "No tool calls.")
   }
   if (report.by !== null && report.by !== "tool") {
     if (report.groups.length === 0) {
-      out.push("No steps or turns.")
+      out.push("", "No steps or turns.")
     } else {
       out.push(
+        "",
         ...fitTable(
           ["TURNS", "STEPS", "RETRY", "TOOLS", "FAIL", "INTR", "TOKENS", "COST", "TTFT", GROUP_TITLE[report.by]],
           report.groups.map(({ figures: f, key }) => [
