@@ -39,10 +39,10 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook events latest --follow", "watch a session as it runs"]
   ],
   stats: [
-    ["logbook stats", "retries, tool failures, tokens, cost: all"],
+    ["logbook stats", "retries, tool failures, tokens, cost"],
     ["logbook stats --cwd . --since 7d", "this workspace, the last seven days"],
     ["logbook stats --by model", "the figures of each model side by side"],
-    ["logbook stats --by tool", "each tool's failures and frequent errors"],
+    ["logbook stats --by tool", "each tool's failures and top errors"],
     ["logbook stats --by day --format json", "per UTC day, for scripts"]
   ],
   config: [
