@@ -128,7 +128,9 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
     for (const statement of STATS_SCHEMA) yield* sql.unsafe(statement)
     const ids = yield* sql<{ id: string }>`SELECT id FROM sessions`
     for (const { id } of ids) {
-      const rows = yield* sql<{ seq: number; type: string; at: number; payload: string }>`SELECT seq, type, at, payload
+      // deltas only mark a step's first token: their (many, large) payloads are not read
+      const rows = yield* sql<{ seq: number; type: string; at: number; payload: string }>`SELECT seq, type, at,
+        CASE WHEN type IN ('text.delta', 'reasoning.delta', 'tool.pending') THEN '{}' ELSE payload END AS payload
         FROM events WHERE session_id = ${id} AND ${sql.in("type", STATS_TYPES)} ORDER BY seq`
       const writes: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
       const sink = sqlSink((statement, params) => writes.push([statement, params]))
