@@ -226,7 +226,11 @@ export const deriveStats = (
   }
 }
 
-/** The stats index tables (migration `3_stats`); each row is one step, tool call, turn or retry. */
+/**
+ * The stats index tables (migration `3_stats`); each row is one step, tool call, turn or retry.
+ * `WITHOUT ROWID`: the primary key is the table, so a row the append path writes is one B-tree
+ * insert plus the `at` index (the `--since` filter), not three.
+ */
 export const STATS_SCHEMA: ReadonlyArray<string> = [
   `CREATE TABLE stat_steps (
     session_id TEXT NOT NULL,
@@ -244,7 +248,7 @@ export const STATS_SCHEMA: ReadonlyArray<string> = [
     cost_known INTEGER NOT NULL,
     ttft_ms INTEGER,
     PRIMARY KEY (session_id, seq)
-  )`,
+  ) WITHOUT ROWID`,
   "CREATE INDEX stat_steps_at ON stat_steps (at)",
   `CREATE TABLE stat_tools (
     session_id TEXT NOT NULL,
@@ -258,7 +262,7 @@ export const STATS_SCHEMA: ReadonlyArray<string> = [
     reason TEXT,
     ended_at INTEGER,
     PRIMARY KEY (session_id, call_id)
-  )`,
+  ) WITHOUT ROWID`,
   "CREATE INDEX stat_tools_at ON stat_tools (at)",
   `CREATE TABLE stat_turns (
     session_id TEXT NOT NULL,
@@ -269,7 +273,7 @@ export const STATS_SCHEMA: ReadonlyArray<string> = [
     reason TEXT,
     ended_at INTEGER,
     PRIMARY KEY (session_id, seq)
-  )`,
+  ) WITHOUT ROWID`,
   "CREATE INDEX stat_turns_at ON stat_turns (at)",
   `CREATE TABLE stat_retries (
     session_id TEXT NOT NULL,
@@ -279,7 +283,7 @@ export const STATS_SCHEMA: ReadonlyArray<string> = [
     status INTEGER,
     reason TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
-  )`,
+  ) WITHOUT ROWID`,
   "CREATE INDEX stat_retries_at ON stat_retries (at)",
   "ALTER TABLE sessions ADD COLUMN stat_step_at INTEGER",
   "ALTER TABLE sessions ADD COLUMN stat_step_first_ms INTEGER",
