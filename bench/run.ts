@@ -4,7 +4,7 @@
  * result (e.g. restore and the full fold disagree).
  *
  *   npm run bench                               all of them
- *   npm run bench -- restore                    one (or several): append, restore, coldstart, startup, kernel, grep, render, snapshot
+ *   npm run bench -- restore                    one (or several): append, restore, stats, coldstart, startup, kernel, grep, render, snapshot
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
  *                                               time its start-up in the same rounds (before / after)
@@ -24,8 +24,9 @@ import { benchRender, type RenderResult, type RenderRun } from "./render.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 import { benchSnapshot, type SnapshotResult } from "./snapshot.js"
 import { benchStartup, type StartupResult } from "./startup.js"
+import { benchStats, type StatsResult } from "./stats.js"
 
-const NAMES = ["append", "restore", "coldstart", "startup", "kernel", "grep", "render", "snapshot"] as const
+const NAMES = ["append", "restore", "stats", "coldstart", "startup", "kernel", "grep", "render", "snapshot"] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -39,7 +40,7 @@ interface Args {
 }
 
 const usage =
-  "usage: npm run bench -- [append] [restore] [coldstart] [startup] [kernel] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
+  "usage: npm run bench -- [append] [restore] [stats] [coldstart] [startup] [kernel] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -88,6 +89,44 @@ const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<
 const APPEND_GOAL = 0.5
 const APPEND_ROUNDS = 5
 const RESTORE_GOAL = 0.05
+const STATS_GOAL = 0.05
+const STATS_ROUNDS = 3
+
+const statsRows = (r: StatsResult): Array<Row> => [
+  {
+    figure: `stats / fold of every payload, ${int(r.events)} events in ${int(r.sessions)} sessions`,
+    value: ratio(r.summaryMs / r.foldMs),
+    goal: `≤ ${STATS_GOAL}`,
+    result: verdict(r.summaryMs / r.foldMs <= STATS_GOAL)
+  },
+  {
+    figure: "stats --by model / fold of every payload",
+    value: ratio(r.byModelMs / r.foldMs),
+    goal: `≤ ${STATS_GOAL}`,
+    result: verdict(r.byModelMs / r.foldMs <= STATS_GOAL)
+  }
+]
+
+const statsMarkdown = (r: StatsResult): string =>
+  [
+    `### Stats (${int(r.events)} events in ${int(r.sessions)} sessions, median of ${r.rounds} rounds)`,
+    "",
+    `A store of simulated sessions (${bytes(r.bytes)} with its WAL, written in ${ms(r.buildMs)} ms through ` +
+      `\`EventStore.append\`, which keeps the stats index): ${int(r.summary.turns)} turns, ` +
+      `${int(r.summary.steps)} steps, ${int(r.summary.toolCalls)} tool calls, ${int(r.summary.retries)} retries. ` +
+      "The fold reads every row with raw better-sqlite3, parses every payload and folds it " +
+      "(`foldIndex` + `foldFigures`); it gives the same figures, or the benchmark fails.",
+    "",
+    table(
+      ["", "ms"],
+      [
+        ["`Stats.stats` (summary)", ms(r.summaryMs)],
+        ["`Stats.stats` --by model", ms(r.byModelMs)],
+        ["`Stats.stats` --by day", ms(r.byDayMs)],
+        ["fold of every payload", ms(r.foldMs)]
+      ]
+    )
+  ].join("\n")
 
 const appendRows = (r: AppendResult): Array<Row> =>
   r.cases.flatMap((c, i) => {
@@ -665,6 +704,13 @@ const main = async () => {
         )
         rows.push(...restoreRows(r))
         sections.push(restoreMarkdown(r))
+      } else if (name === "stats") {
+        const events = args.quick ? 50_000 : 1_000_000
+        console.log(`\nstats: a store of ${int(events)} events, stats and the fold alternated …`)
+        const sub = fs.mkdtempSync(path.join(dir, "stats-"))
+        const r = await benchStats(path.join(sub, "stats.db"), events, args.quick ? 1 : STATS_ROUNDS)
+        rows.push(...statsRows(r))
+        sections.push(statsMarkdown(r))
       } else if (name === "kernel") {
         const rounds = args.quick ? 3 : 7
         const shape = args.quick ? QUICK_SHAPE : DEFAULT_SHAPE

@@ -105,7 +105,8 @@ export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as SessionFile from "./store/SessionFile.js"
 export * as Snapshots from "./store/Snapshots.js"
-export type { SqliteOptions } from "./store/Sqlite.js"
+export { layerClient as layerSqliteClient, type SqliteOptions } from "./store/Sqlite.js"
+export * as Stats from "./store/Stats.js"
 export {
   type ApprovalAnswer,
   type ApprovalReply,

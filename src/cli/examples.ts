@@ -60,6 +60,13 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook import session.jsonl --db other.db", "into another database (checked first)"],
     ["gunzip -c session.jsonl.gz | logbook import --db copy.db -", "from stdin"]
   ],
+  stats: [
+    ["logbook stats", "retries, tool failures, tokens, cost"],
+    ["logbook stats --cwd . --since 7d", "this workspace, the last seven days"],
+    ["logbook stats --by model", "the figures of each model side by side"],
+    ["logbook stats --by tool", "each tool's failures and top errors"],
+    ["logbook stats --by day --format json", "per UTC day, for scripts"]
+  ],
   config: [
     ["logbook config", "the resolved config, as JSON"],
     ["logbook config --format text", "the same, for people"],

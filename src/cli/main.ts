@@ -22,6 +22,7 @@ import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
+import { statsCommand } from "./stats.js"
 import { version } from "./version.js"
 
 /** `logbook help [command…]`: the help of the command (`logbook help sessions show`), or of logbook. */
@@ -62,6 +63,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook replay <id> --at <seq>  the exact request the model got then, proved from the log",
       "  logbook diff <a> <b>            two sessions side by side: where they diverge, what differs",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
+      "  logbook stats [--by model|day]  retries, tool failures, tokens, cost across sessions",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook export <id> [-o file]   one session as a file (--format html: a page)",
       "  logbook import <file>           a session file into this database",
@@ -80,6 +82,7 @@ export const root = Command.make("logbook", {}, () =>
     run,
     sessions,
     events,
+    statsCommand,
     audit,
     replay,
     diff,
@@ -150,6 +153,7 @@ const commandNames = new Set(
     Command.getNames(replay),
     Command.getNames(diff),
     Command.getNames(blob),
+    Command.getNames(statsCommand),
     Command.getNames(compact),
     Command.getNames(exportCommand),
     Command.getNames(importCommand),

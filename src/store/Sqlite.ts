@@ -38,6 +38,15 @@ import {
   summarizeEvent
 } from "./internal/core.js"
 import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
+import {
+  deriveStats,
+  emptyCursor,
+  STATS_SCHEMA,
+  STATS_SQL,
+  STATS_TYPES,
+  type StatsCursor,
+  sqlSink
+} from "./internal/statsIndex.js"
 
 /** Thrown inside the commit transaction (which rolls it back) when a request is fenced off. */
 class Fenced extends Error {
@@ -112,6 +121,29 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
       yield* sql`UPDATE sessions SET model = ${s.model}, turn_open = ${s.turnOpen ? 1 : 0},
         last_turn_reason = ${s.lastTurn?.reason ?? null}, last_turn_interrupted = ${s.lastTurn?.interrupted ? 1 : 0},
         cost = ${s.cost}, cost_known = ${s.costKnown ? 1 : 0} WHERE id = ${id}`
+    }
+  }),
+  // the stats index (`internal/statsIndex.ts`, read by `Stats.ts`): a row per step, tool call, turn
+  // and retry, kept by the append path; older sessions are filled in from their events by the same
+  // fold (`deriveStats`), reading only the event types it needs, one session at a time
+  "3_stats": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of STATS_SCHEMA) yield* sql.unsafe(statement)
+    const ids = yield* sql<{ id: string }>`SELECT id FROM sessions`
+    for (const { id } of ids) {
+      // deltas only mark a step's first token: their (many, large) payloads are not read
+      const rows = yield* sql<{ seq: number; type: string; at: number; payload: string }>`SELECT seq, type, at,
+        CASE WHEN type IN ('text.delta', 'reasoning.delta', 'tool.pending') THEN '{}' ELSE payload END AS payload
+        FROM events WHERE session_id = ${id} AND ${sql.in("type", STATS_TYPES)} ORDER BY seq`
+      const writes: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
+      const sink = sqlSink((statement, params) => writes.push([statement, params]))
+      const cursor = emptyCursor()
+      for (const row of rows) deriveStats(cursor, sink, id, row.seq, row.type, row.at, row.payload)
+      for (const [statement, params] of writes) {
+        yield* sql.unsafe(STATS_SQL[statement], params as Array<unknown>)
+      }
+      yield* sql`UPDATE sessions SET stat_step_at = ${cursor.stepAt}, stat_step_first_ms = ${cursor.stepFirstMs},
+        stat_turn_seq = ${cursor.turnSeq} WHERE id = ${id}`
     }
   })
 }
@@ -387,7 +419,15 @@ interface SessionRow {
   readonly last_turn_interrupted: number
   readonly cost: number
   readonly cost_known: number
+  readonly stat_step_at: number | null
+  readonly stat_step_first_ms: number | null
+  readonly stat_turn_seq: number | null
 }
+
+const toCursor = (r: SessionRow | undefined): StatsCursor =>
+  r === undefined
+    ? emptyCursor()
+    : { model: r.model, stepAt: r.stat_step_at, stepFirstMs: r.stat_step_first_ms, turnSeq: r.stat_turn_seq }
 
 const toSummary = (r: SessionRow): SessionSummary => ({
   id: r.id as SessionId,
@@ -435,12 +475,15 @@ const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => "
 const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
 const SELECT_LAST_SEQ = "SELECT max(seq) AS last FROM events WHERE session_id = ?"
 const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
-    model, turn_open, last_turn_reason, last_turn_interrupted, cost, cost_known)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    model, turn_open, last_turn_reason, last_turn_interrupted, cost, cost_known, stat_step_at, stat_step_first_ms,
+    stat_turn_seq)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET title = excluded.title, cwd = excluded.cwd, updated_at = excluded.updated_at,
     last_seq = excluded.last_seq, status = excluded.status, deleted = excluded.deleted, model = excluded.model,
     turn_open = excluded.turn_open, last_turn_reason = excluded.last_turn_reason,
-    last_turn_interrupted = excluded.last_turn_interrupted, cost = excluded.cost, cost_known = excluded.cost_known`
+    last_turn_interrupted = excluded.last_turn_interrupted, cost = excluded.cost, cost_known = excluded.cost_known,
+    stat_step_at = excluded.stat_step_at, stat_step_first_ms = excluded.stat_step_first_ms,
+    stat_turn_seq = excluded.stat_turn_seq`
 
 /**
  * The writer connection: every write of this process goes through it, each write one synchronous
@@ -458,6 +501,18 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
       const selectSession = db.prepare<[string], SessionRow>(SELECT_SESSION)
       const selectLastSeq = db.prepare<[string], { last: number | null }>(SELECT_LAST_SEQ)
       const upsertSession = db.prepare(UPSERT_SESSION)
+      const statements = {
+        step: db.prepare(STATS_SQL.step),
+        toolInvoked: db.prepare(STATS_SQL.toolInvoked),
+        toolEnded: db.prepare(STATS_SQL.toolEnded),
+        turnStarted: db.prepare(STATS_SQL.turnStarted),
+        turnEnded: db.prepare(STATS_SQL.turnEnded),
+        turnOrphan: db.prepare(STATS_SQL.turnOrphan),
+        retry: db.prepare(STATS_SQL.retry)
+      }
+      const statsSink = sqlSink((statement, params) => {
+        statements[statement].run(params)
+      })
 
       const selectLease = db.prepare<[string], { owner: string; expires_at: number }>(
         "SELECT owner, expires_at FROM leases WHERE session_id = ?"
@@ -484,6 +539,7 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
           const current = selectSession.get(sessionId)
           let seq = selectLastSeq.get(sessionId)?.last ?? 0
           let summary = current ? toSummary(current) : undefined
+          const cursor = toCursor(current)
           const params: Array<unknown> = []
           for (const i of indexes) {
             const events = requests[i]!.events
@@ -492,6 +548,7 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             for (const e of events) {
               seq++
               params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json)
+              deriveStats(cursor, statsSink, sessionId, seq, e.type, e.at, e.json)
             }
           }
           const rows = params.length / EVENT_COLUMNS
@@ -517,7 +574,10 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             s.lastTurn?.reason ?? null,
             s.lastTurn?.interrupted ? 1 : 0,
             s.cost,
-            s.costKnown ? 1 : 0
+            s.costKnown ? 1 : 0,
+            cursor.stepAt,
+            cursor.stepFirstMs,
+            cursor.turnSeq
           ])
         }
         return out

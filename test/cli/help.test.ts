@@ -1,5 +1,5 @@
 /**
- * The EXAMPLES block of `sessions`, `sessions list`, `sessions show` and `sessions delete`
+ * The EXAMPLES block of `sessions`, `sessions list`, `sessions show`, `sessions delete` and `stats`
  * (`src/cli/examples.ts`), through the built binary: at the end of the command's help, the same
  * through `logbook help …`, within 80 columns, and every example works as written.
  */
@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { exampleLines, examples } from "../../src/cli/examples.js"
 import { runCli, sampleSession, scratchDir, seed } from "../support/cli.js"
 
-const commands = ["sessions", "sessions list", "sessions show", "sessions delete"]
+const commands = ["sessions", "sessions list", "sessions show", "sessions delete", "stats"]
 
 /** The EXAMPLES block of a help text: the lines after the header, up to the first blank one. */
 const examplesBlock = (help: string): Array<string> => {
@@ -23,7 +23,7 @@ const examplesBlock = (help: string): Array<string> => {
   )
 }
 
-describe("EXAMPLES in the help of the sessions commands", () => {
+describe("EXAMPLES in the help of the sessions commands and stats", () => {
   it.each(commands)("%s --help ends with its examples, within 80 columns, also through logbook help", async (name) => {
     const words = name.split(" ")
     const help = await runCli([...words, "--help"])

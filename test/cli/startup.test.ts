@@ -160,6 +160,19 @@ describe("what a command loads (the built binary, with the load recorder)", () =
     expectLean(loaded, { sqlite: true })
   })
 
+  it.each([[["stats"]], [["stats", "--by", "model"]], [["stats", "--format", "json"]]])(
+    "%j on a database loads better-sqlite3, and neither the SDK, the catalog nor the screen",
+    async (args) => {
+      const db = scratchDb()
+      await seed(db, [{ id: "s1", events: sampleSession() }])
+      const { result, loaded } = await runRecorded([...args, "--db", db])
+      expect(result.stderr).toBe("")
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain(db)
+      expectLean(loaded, { sqlite: true })
+    }
+  )
+
   it("config of a model the catalog knows loads the catalog, not the SDK", async () => {
     const dir = scratchDir()
     fs.writeFileSync(path.join(dir, "logbook.json"), JSON.stringify({ model: "anthropic/claude-sonnet-4-5" }))

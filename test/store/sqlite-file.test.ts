@@ -291,7 +291,7 @@ describe("EventStore SQLite file", () => {
         return yield* store.sessions({ includeDeleted: true })
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
       expect(upgraded).toEqual(expected)
-      expect(schemaOf(file)).toBe(2)
+      expect(schemaOf(file)).toBe(3)
       expect(sessionColumns(file)).toEqual([
         ...SCHEMA_1_SESSION_COLUMNS,
         "model",
@@ -299,7 +299,10 @@ describe("EventStore SQLite file", () => {
         "last_turn_reason",
         "last_turn_interrupted",
         "cost",
-        "cost_known"
+        "cost_known",
+        "stat_step_at",
+        "stat_step_first_ms",
+        "stat_turn_seq"
       ])
     })
   )

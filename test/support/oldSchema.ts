@@ -1,7 +1,9 @@
 /**
  * Databases of an older schema, for the upgrade tests: `downgradeToSchema1` turns a database this
  * version wrote into exactly what logbook wrote before migration 2 (`2_session_outcome`): the
- * columns that migration adds are dropped and its row in `logbook_migrations` is removed.
+ * columns that migration (and the later ones) add are dropped and their rows in
+ * `logbook_migrations` are removed. `downgradeToSchema2` does the same for migration 3 (`3_stats`):
+ * the stats index tables and the cursor columns are dropped.
  */
 import Database from "better-sqlite3"
 
@@ -37,12 +39,31 @@ export const schemaOf = (file: string): number => {
 
 /** Rewrites `file` (closed by every writer) as a schema-1 database, checkpointed into the main file. */
 export const downgradeToSchema1 = (file: string): void => {
+  downgradeToSchema2(file)
   const db = new Database(file)
   try {
     for (const column of ["model", "turn_open", "last_turn_reason", "last_turn_interrupted", "cost", "cost_known"]) {
       db.exec(`ALTER TABLE sessions DROP COLUMN ${column}`)
     }
     db.exec("DELETE FROM logbook_migrations WHERE migration_id > 1")
+    db.pragma("wal_checkpoint(TRUNCATE)")
+  } finally {
+    db.close()
+  }
+}
+
+/** The tables migration 3 (`3_stats`) creates. */
+export const STATS_TABLES = ["stat_steps", "stat_tools", "stat_turns", "stat_retries"]
+
+/** Rewrites `file` (closed by every writer) as a schema-2 database: no stats index. */
+export const downgradeToSchema2 = (file: string): void => {
+  const db = new Database(file)
+  try {
+    for (const table of STATS_TABLES) db.exec(`DROP TABLE IF EXISTS ${table}`)
+    for (const column of ["stat_step_at", "stat_step_first_ms", "stat_turn_seq"]) {
+      db.exec(`ALTER TABLE sessions DROP COLUMN ${column}`)
+    }
+    db.exec("DELETE FROM logbook_migrations WHERE migration_id > 2")
     db.pragma("wal_checkpoint(TRUNCATE)")
   } finally {
     db.close()
