@@ -71,7 +71,9 @@ describe("logbook help", () => {
     const unknown = await runCli(["help", "nosuch"])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('unknown command "nosuch"')
-    expect(unknown.stderr).toContain("run, sessions, events, compact, config")
+    expect(unknown.stderr).toContain(
+      "the commands are chat, run, sessions, events, audit, replay, diff, blob, stats, compact, export, import, config\n"
+    )
   })
 })
 
