@@ -8,7 +8,7 @@ import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../
 import { effectivePrice, modelInfo } from "../config/ModelInfo.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
-import { makeAgentLayer } from "../session/Agent.js"
+import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
 import { makeInstructions } from "../session/Instructions.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
@@ -66,7 +66,7 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     )
   }
 
-  const layer = makeAgentLayer({
+  const agentOptions = {
     sessions: {
       maxSteps: settings.maxSteps,
       snapshotEvery: settings.snapshotEvery,
@@ -83,11 +83,14 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     retry: settings.retry,
     permissions: settings.permission,
     permissionLimit: config.trustedPermission,
-    approver: options.approver,
     secrets,
     // the workspace's AGENTS.md files and the user's own, read at the start of the turn
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
-  }).pipe(Layer.provide(layerAiSdk(modelOptions)), Layer.provideMerge(EventStore.layerSqlite({ filename })))
+  } satisfies Omit<AgentOptions, "approver">
+  const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(layerAiSdk(modelOptions)),
+    Layer.provideMerge(EventStore.layerSqlite({ filename }))
+  )
 
-  return { config, settings, resolved, info, secrets, layer }
+  return { config, settings, resolved, info, secrets, layer, agentOptions, modelOptions, filename }
 })

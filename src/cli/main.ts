@@ -20,6 +20,7 @@ import { exportCommand } from "./export.js"
 import { importCommand } from "./import.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
+import { rerunCommand } from "./rerun.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { statsCommand } from "./stats.js"
@@ -61,6 +62,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook events <id> [--follow]  one session's event log",
       "  logbook audit <id>              every file change, command and question, from the log",
       "  logbook replay <id> --at <seq>  the exact request the model got then, proved from the log",
+      "  logbook rerun <id>              run a session again from its log, check it writes the same",
       "  logbook diff <a> <b>            two sessions side by side: where they diverge, what differs",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
       "  logbook stats [--by model|day]  retries, tool failures, tokens, cost across sessions",
@@ -85,6 +87,7 @@ export const root = Command.make("logbook", {}, () =>
     statsCommand,
     audit,
     replay,
+    rerunCommand,
     diff,
     blob,
     compact,
@@ -151,6 +154,7 @@ const commandNames = new Set(
     Command.getNames(events),
     Command.getNames(audit),
     Command.getNames(replay),
+    Command.getNames(rerunCommand),
     Command.getNames(diff),
     Command.getNames(blob),
     Command.getNames(statsCommand),

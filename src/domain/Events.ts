@@ -19,7 +19,14 @@ export const SessionCreated = event("session.created", {
   title: Schema.optional(Schema.String),
   /** the workspace directory the session works in */
   cwd: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String)
+  model: Schema.optional(Schema.String),
+  /**
+   * the session is a re-run of another (`logbook rerun`): its id, and — for a fork — the request
+   * (1-based, as `logbook replay --step` counts) from which it went on live
+   */
+  rerunOf: Schema.optional(
+    Schema.Struct({ sessionId: Schema.String, fromRequest: Schema.optional(Schema.Int.pipe(Schema.positive())) })
+  )
 })
 export const SessionTitled = event("session.titled", { title: Schema.String })
 export const SessionDeleted = event("session.deleted", {})

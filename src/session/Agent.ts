@@ -25,7 +25,8 @@ import { Sessions, type SessionsOptions } from "./Sessions.js"
 export interface AgentOptions {
   readonly sessions: SessionsOptions
   readonly tools: ToolsOptions
-  readonly retry?: RetryOptions | undefined
+  /** the retry policy's options (default `defaultRetryOptions`), or the `Retry` service itself (a re-run replays the recorded decisions) */
+  readonly retry?: RetryOptions | Retry["Type"] | undefined
   readonly actions?: ActionsOptions | undefined
   /** the user's permission rules (the config's `permission`); the built-in defaults apply below them */
   readonly permissions?: PermissionRules | undefined
@@ -49,7 +50,11 @@ export interface AgentOptions {
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
 
 export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices, never, EventStore | Model> => {
-  const base = Layer.mergeAll(Tools.layer(options.tools), Retry.layer(options.retry ?? defaultRetryOptions))
+  const retry = options.retry ?? defaultRetryOptions
+  const base = Layer.mergeAll(
+    Tools.layer(options.tools),
+    "withRetry" in retry ? Layer.succeed(Retry, retry) : Retry.layer(retry)
+  )
   const actions = Actions.layer({
     ...options.actions,
     ...(options.permissions !== undefined ? { permissions: options.permissions } : {}),

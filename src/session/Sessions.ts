@@ -118,6 +118,12 @@ export interface SessionsOptions {
    * instructions (`Instructions`, read at the start of each turn) follow it
    */
   readonly system?: ((cwd: string) => string) | undefined
+  /**
+   * Asked before each model request (a step's, a summary's): a string replaces the turn's system
+   * prompt for that request (`logbook rerun` sends the prompt the log recorded, or the one it forks
+   * with); undefined keeps it
+   */
+  readonly systemOverride?: (() => string | undefined) | undefined
   /** the session lease's time to live (ms, default 30000; renewed every third of it) */
   readonly leaseTtlMs?: number | undefined
   /** the lease owner id of this process (default: host, pid and a random id) */
@@ -134,6 +140,8 @@ export interface CreateOptions {
   /** the workspace directory (absolute) */
   readonly cwd: string
   readonly title?: string | undefined
+  /** the session re-runs another (`session.created` `rerunOf`) */
+  readonly rerunOf?: { readonly sessionId: string; readonly fromRequest?: number | undefined } | undefined
 }
 
 export interface SendOptions {
@@ -414,6 +422,7 @@ export const makeSessions = (options: SessionsOptions) =>
           make("session.created", {
             cwd: createOptions.cwd,
             model: model.name,
+            ...(createOptions.rerunOf !== undefined ? { rerunOf: createOptions.rerunOf } : {}),
             // not through the journal: masked here (a title cut from a message should be masked before the cut)
             ...(createOptions.title !== undefined ? { title: secrets.redactText(createOptions.title) } : {})
           })
@@ -439,7 +448,7 @@ export const makeSessions = (options: SessionsOptions) =>
     const buildRequest =
       (driver: Driver, system: string) =>
       (state: SessionState): ModelRequest => ({
-        system,
+        system: options.systemOverride?.() ?? system,
         // reasoning goes back to the provider that produced it (never another's: a session may switch models)
         messages: toModelMessages(state, { includeReasoning: providerOf(model.name) }),
         tools: tools.definitions,

@@ -1,0 +1,852 @@
+/**
+ * Re-run (issue 11 §6, DESIGN §8, docs/rerun.md): drive the kernel again over a recorded session and
+ * check that it writes the same log.
+ *
+ * - The model is the log: a `Model` that serves the recorded responses in order (`RerunPlan`), each
+ *   step's deltas as they were recorded, its tool calls, and how it ended (finished, failed — with a
+ *   `Retry` that replays the decision the policy took then, without waiting —, or stopped from
+ *   outside). No request leaves the process.
+ * - The tools run live, in a scratch copy of the workspace as the session started: the first
+ *   `workspace.snapshot` baseline restored (`restoreManifest`), with the changes file tools made
+ *   before it undone.
+ * - What acted from outside is done again at its place: user messages (prompt, steer, queue),
+ *   withdrawals, interrupts, manual compactions; permission questions get the recorded answers.
+ * - Each event the re-run writes is compared with the original's, in order: ids are matched one to
+ *   one (a new id stands for one old id throughout), times, durations, process ids and costs are
+ *   left out, the scratch directory stands for the original one, blobs are compared by content, and
+ *   consecutive deltas of one part by their joined text (how many deltas a stream becomes depends on
+ *   how fast they were read). The first event that differs stops the re-run and is reported, with
+ *   what the tool returned then and now when it concerns a call.
+ *
+ * A fork (`fork`) re-runs up to a request and lets a live model (another, or with another system
+ * prompt) answer from there, as a new session that records where it forked (`session.created`
+ * `rerunOf`); the user's later prompts are sent to it at the end of each turn.
+ */
+import * as fsp from "node:fs/promises"
+import * as nodePath from "node:path"
+import { Context, Deferred, Effect, Either, Fiber, Layer, Option, Queue, Schema, Stream, SubscriptionRef } from "effect"
+import type { Envelope } from "../domain/Events.js"
+import type { SessionId } from "../domain/Ids.js"
+import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
+import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
+import { defaultRetryOptions, Retry, RetryGaveUp, type RetryOptions } from "../model/Retry.js"
+import { EventBus } from "../store/EventBus.js"
+import { EventStore } from "../store/EventStore.js"
+import { Approver } from "../tools/Approver.js"
+import { type RestoreResult, restoreManifest } from "../tools/WorkspaceSnapshot.js"
+import { type AgentOptions, makeAgentLayer } from "./Agent.js"
+import { canonicalJson } from "./PromptVersion.js"
+import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
+import { Sessions } from "./Sessions.js"
+
+export { planOf, type RerunPlan } from "./RerunPlan.js"
+
+/** The session cannot be re-run (no such session, no record of its workspace, a directory in the way). */
+export class RerunUnavailable extends Schema.TaggedError<RerunUnavailable>()("RerunUnavailable", {
+  sessionId: Schema.String,
+  message: Schema.String
+}) {}
+
+/** What a tool returned, for a divergence's then and now. */
+export interface ToolResultText {
+  readonly callId: string
+  readonly tool: string
+  readonly ok: boolean
+  readonly output: string
+}
+
+export interface RerunDivergence {
+  /** what differs, one sentence */
+  readonly message: string
+  /** the original's event the re-run did not match (absent: the original had ended) */
+  readonly expected: Envelope | undefined
+  /** the re-run's event there */
+  readonly actual: Envelope | undefined
+  /** when it concerns a call: what the tool returned in the original, and in the re-run */
+  readonly then?: ToolResultText | undefined
+  readonly now?: ToolResultText | undefined
+}
+
+export type RerunOutcome =
+  /** every event of the original was written again */
+  | { readonly _tag: "match"; readonly note?: string | undefined }
+  | { readonly _tag: "divergence"; readonly divergence: RerunDivergence }
+  /** the re-run could not go past this point of the original (its seq) */
+  | { readonly _tag: "stopped"; readonly seq: number; readonly why: string }
+  /** the fork went on live from `fromRequest` (at the original's `seq`) */
+  | { readonly _tag: "forked"; readonly fromRequest: number; readonly seq: number }
+
+export interface RerunReport {
+  readonly original: SessionId
+  /** the re-run's session (in the store the re-run wrote to) */
+  readonly rerun: SessionId | undefined
+  readonly workspace: string
+  readonly outcome: RerunOutcome
+  /** events of the original the re-run matched, of `compared` */
+  readonly matched: number
+  readonly compared: number
+  /** model requests answered from the log, and by the live model (a fork) */
+  readonly served: number
+  readonly live: number
+  /** files of the starting workspace the log could not restore */
+  readonly missing: RestoreResult["missing"]
+}
+
+export interface RerunFork {
+  /** the first request (1-based, as `logbook replay --step` counts) the live model answers */
+  readonly fromRequest: number
+  readonly model: Model["Type"]
+  /** the system prompt from the fork on (default: the recorded one) */
+  readonly system?: string | undefined
+  /** who answers permission questions from the fork on */
+  readonly approver: Approver["Type"]
+}
+
+export interface RerunOptions {
+  readonly sessionId: SessionId
+  /** the directory the re-run works in (missing or empty): the starting workspace is restored into it */
+  readonly workspace: string
+  /** the agent as a run gets it (tools, permissions, secrets, limits); model, retry and approver are the re-run's */
+  readonly agent: Omit<AgentOptions, "approver" | "retry" | "instructions"> & {
+    readonly retry?: RetryOptions | undefined
+  }
+  /** where the re-run's session is written (default: an in-memory log, gone afterwards) */
+  readonly target?: Layer.Layer<EventStore | EventBus, unknown> | undefined
+  readonly fork?: RerunFork | undefined
+}
+
+// ---------------------------------------------------------------------------------------------
+// the starting workspace
+
+const readEnvelopes = (sessionId: SessionId) =>
+  Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(sessionId))).pipe(
+    Effect.map((chunk) => Array.from(chunk))
+  )
+
+const isEmptyOrMissing = (directory: string) =>
+  Effect.promise(() =>
+    fsp.readdir(directory).then(
+      (names) => names.length === 0,
+      (error: NodeJS.ErrnoException) => error.code === "ENOENT"
+    )
+  )
+
+/**
+ * Writes the workspace the session started in into `directory`: its first baseline snapshot, with
+ * the changes file tools made before that snapshot undone. A session that called no tool needs no
+ * files; one that did but never took a snapshot (no command ran) cannot be restored.
+ */
+export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspace")(function* (
+  plan: RerunPlan,
+  sessionId: SessionId,
+  directory: string
+) {
+  const store = yield* EventStore
+  const fail = (message: string) => new RerunUnavailable({ sessionId, message })
+  if (!(yield* isEmptyOrMissing(directory)))
+    return yield* fail(`${directory} is not empty: a re-run restores the session's workspace into a new directory`)
+  const baselineAt = plan.envelopes.findIndex(
+    (env) => env.type === "workspace.snapshot" && env.payload.phase === "baseline" && env.payload.manifest !== undefined
+  )
+  yield* Effect.promise(() => fsp.mkdir(directory, { recursive: true }))
+  if (baselineAt < 0) {
+    if (plan.envelopes.some((env) => env.type === "tool.invoked"))
+      return yield* fail(
+        `session ${sessionId} recorded no snapshot of its workspace (it ran no command, or was written by a logbook ` +
+          "before 0.x), so the files it started with are unknown"
+      )
+    return { restored: 0, missing: [] } satisfies RestoreResult
+  }
+  const baseline = plan.envelopes[baselineAt]! as Envelope & { readonly type: "workspace.snapshot" }
+  const restored = yield* restoreManifest(store, baseline.payload.manifest!, directory).pipe(
+    Effect.mapError((error) => fail(`cannot restore the workspace of session ${sessionId}: ${error.message}`))
+  )
+  const missing = [...restored.missing]
+  // what file tools changed before the first command, undone (newest first)
+  for (let i = baselineAt - 1; i >= 0; i--) {
+    const env = plan.envelopes[i]!
+    if (env.type !== "file.changed") continue
+    const { path, op, beforeHash } = env.payload
+    if (nodePath.isAbsolute(path) || path.split(/[\\/]/).includes("..")) continue
+    const target = nodePath.join(directory, path)
+    if (op === "create") {
+      yield* Effect.promise(() => fsp.rm(target, { force: true }))
+      continue
+    }
+    const content =
+      beforeHash === undefined ? Option.none() : yield* Effect.orElseSucceed(store.getBlob(beforeHash), Option.none)
+    if (Option.isNone(content)) {
+      missing.push({ path, reason: "its content before the session changed it is not in the log" })
+      continue
+    }
+    yield* Effect.promise(async () => {
+      await fsp.mkdir(nodePath.dirname(target), { recursive: true })
+      await fsp.writeFile(target, content.value)
+    })
+  }
+  return { restored: restored.restored, missing } satisfies RestoreResult
+})
+
+// ---------------------------------------------------------------------------------------------
+// comparing
+
+/** Fields that differ between two runs of the same thing: times, durations, processes, prices, the re-run mark. */
+const IGNORED = new Set([
+  "at",
+  "nextAt",
+  "startedAt",
+  "durationMs",
+  "mtimeMs",
+  "pgid",
+  "token",
+  "cost",
+  "costKnown",
+  "rerunOf"
+])
+
+/** Fields holding ids: a new id must stand for the same old one throughout. */
+const ID_KIND: Record<string, string> = {
+  messageId: "message",
+  upToMessageId: "message",
+  messageIds: "message",
+  deliveredMessageIds: "message",
+  callId: "call",
+  callIds: "call",
+  turnId: "turn",
+  partId: "part",
+  actionId: "action",
+  permissionId: "permission",
+  promptVersion: "prompt",
+  requestDigest: "digest"
+}
+
+/** Fields naming a blob: equal, or blobs of the same content (the scratch directory standing for the original). */
+const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest", "blob"])
+
+/**
+ * Events not compared: a command's output so far, recorded at most every so often while it runs
+ * (how many there are depends on timing); its whole output is in its `tool.finished`.
+ */
+const UNCOMPARED = new Set(["tool.progress"])
+
+/** One thing of the original to match: an event, or a run of deltas of one part (their joined text). */
+type Unit =
+  | { readonly kind: "event"; readonly start: number; readonly env: Envelope }
+  | {
+      readonly kind: "run"
+      readonly start: number
+      readonly env: Envelope
+      readonly type: "text.delta" | "reasoning.delta"
+      readonly partId: string
+      readonly text: string
+      readonly metadata: ProviderMetadata | undefined
+    }
+
+const deltaOf = (env: Envelope) =>
+  env.type === "text.delta" || env.type === "reasoning.delta"
+    ? {
+        type: env.type,
+        partId: env.payload.partId as string,
+        delta: env.payload.delta,
+        metadata: env.type === "reasoning.delta" ? env.payload.metadata : undefined
+      }
+    : undefined
+
+const unitsOf = (envelopes: ReadonlyArray<Envelope>): Array<Unit> => {
+  const units: Array<Unit> = []
+  for (let i = 0; i < envelopes.length; i++) {
+    const env = envelopes[i]!
+    if (UNCOMPARED.has(env.type)) continue
+    const delta = deltaOf(env)
+    const last = units[units.length - 1]
+    if (delta === undefined) units.push({ kind: "event", start: i, env })
+    else if (last?.kind === "run" && last.type === delta.type && last.partId === delta.partId)
+      // a run goes on only with the event right after it (the previous unit is the run)
+      units[units.length - 1] = {
+        ...last,
+        text: last.text + delta.delta,
+        metadata: mergeProviderMetadata(last.metadata, delta.metadata)
+      }
+    else
+      units.push({
+        kind: "run",
+        start: i,
+        env,
+        type: delta.type,
+        partId: delta.partId,
+        text: delta.delta,
+        metadata: delta.metadata
+      })
+  }
+  return units
+}
+
+const toolResultOf = (env: Envelope, tools: ReadonlyMap<string, string>): ToolResultText | undefined =>
+  env.type === "tool.finished"
+    ? { callId: env.payload.callId, tool: tools.get(env.payload.callId) ?? "?", ok: true, output: env.payload.output }
+    : env.type === "tool.failed"
+      ? { callId: env.payload.callId, tool: tools.get(env.payload.callId) ?? "?", ok: false, output: env.payload.error }
+      : undefined
+
+/** The call an event concerns, if any. */
+const callOf = (env: Envelope | undefined): string | undefined => {
+  const payload = env?.payload as { readonly callId?: unknown } | undefined
+  return typeof payload?.callId === "string" ? payload.callId : undefined
+}
+
+const describe = (env: Envelope | undefined): string => {
+  if (env === undefined) return "nothing"
+  const payload = env.payload as Record<string, unknown>
+  const call = typeof payload.callId === "string" ? ` of ${payload.callId}` : ""
+  return `${env.type}${call}`
+}
+
+// ---------------------------------------------------------------------------------------------
+// the re-run
+
+interface Coordinator {
+  /** the index in the original of the first event not matched yet */
+  readonly position: SubscriptionRef.SubscriptionRef<number>
+  /** input points performed */
+  readonly performed: SubscriptionRef.SubscriptionRef<number>
+  readonly outcome: Deferred.Deferred<RerunOutcome>
+  /** new id -> old id, per kind, and back */
+  readonly ids: Map<string, Map<string, string>>
+  readonly back: Map<string, Map<string, string>>
+}
+
+const awaitRef = <A>(ref: SubscriptionRef.SubscriptionRef<A>, ok: (a: A) => boolean) =>
+  ref.changes.pipe(Stream.filter(ok), Stream.runHead, Effect.asVoid)
+
+/** Re-runs a session; see the module doc. Reads the original from `EventStore`. */
+export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
+  const originalStore = yield* EventStore
+  const envelopes = yield* readEnvelopes(options.sessionId)
+  if (envelopes.length === 0)
+    return yield* new RerunUnavailable({ sessionId: options.sessionId, message: `no session ${options.sessionId}` })
+  const plan = planOf(envelopes)
+  const fork = options.fork
+  if (fork !== undefined && fork.fromRequest > plan.requests.length + 1)
+    return yield* new RerunUnavailable({
+      sessionId: options.sessionId,
+      message: `session ${options.sessionId} made ${plan.requests.length} model requests: --from-step ${fork.fromRequest} is past them`
+    })
+  const forkRequest = fork === undefined ? undefined : plan.requests[fork.fromRequest - 1]
+  /** the original's events compared: all, or those before the fork's request */
+  const cut = fork === undefined ? envelopes.length : forkRequest === undefined ? envelopes.length : forkRequest.index
+  const units = unitsOf(envelopes.slice(0, cut))
+  const origCwd = plan.cwd ?? options.workspace
+
+  const restored = yield* restoreStartingWorkspace(plan, options.sessionId, options.workspace)
+  const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
+  /** the scratch directory's paths written as the original's */
+  const toOriginal = (text: string): string =>
+    text.split(workspace).join(origCwd).split(nodePath.resolve(options.workspace)).join(origCwd)
+  /** and the other way: what the model wrote about the original directory, about the scratch one */
+  const toScratch = (text: string): string => (origCwd === workspace ? text : text.split(origCwd).join(workspace))
+
+  // the recorded system prompts, by prompt version
+  const systems = new Map<string, string | null>()
+  for (const env of envelopes) {
+    if (env.type !== "prompt.recorded") continue
+    const blob = yield* Effect.orElseSucceed(originalStore.getBlob(env.payload.blob), Option.none)
+    if (Option.isNone(blob)) continue
+    const parsed = Either.try(
+      () => JSON.parse(new TextDecoder().decode(blob.value)) as { readonly system?: string | null }
+    )
+    if (Either.isRight(parsed)) systems.set(env.payload.promptVersion, parsed.right.system ?? null)
+  }
+
+  const coord: Coordinator = {
+    position: yield* SubscriptionRef.make(0),
+    performed: yield* SubscriptionRef.make(0),
+    outcome: yield* Deferred.make<RerunOutcome>(),
+    ids: new Map(),
+    back: new Map()
+  }
+  const finish = (outcome: RerunOutcome) => Deferred.succeed(coord.outcome, outcome).pipe(Effect.asVoid)
+  const position = () => Effect.runSync(SubscriptionRef.get(coord.position))
+
+  let served = 0
+  let live = 0
+  const isLive = () => fork !== undefined && served + 1 >= fork.fromRequest
+
+  // -------------------------------------------------------------------------------------------
+  // the model, the retry policy and the approver of the re-run
+
+  const modelName = (): string => {
+    if (fork !== undefined) return fork.model.name
+    const from = Math.min(position(), envelopes.length - 1)
+    for (let i = from; i < envelopes.length; i++) {
+      const env = envelopes[i]!
+      if ((env.type === "assistant.started" || env.type === "session.created") && env.payload.model !== undefined)
+        return env.payload.model
+    }
+    return plan.model ?? "rerun/model"
+  }
+  const decisions = new WeakMap<ModelError, RecordedDecision>()
+  const cassette: Model["Type"] = {
+    get name() {
+      return modelName()
+    },
+    stream: (request: ModelRequest) =>
+      Stream.unwrap(
+        Effect.gen(function* () {
+          if (isLive()) {
+            served += 1
+            live += 1
+            return fork!.model.stream(request)
+          }
+          const recorded = plan.requests[served]
+          served += 1
+          if (recorded === undefined) {
+            yield* finish({
+              _tag: "divergence",
+              divergence: {
+                message: `the re-run made model request ${served}, which the original did not make (it made ${plan.requests.length})`,
+                expected: undefined,
+                actual: undefined
+              }
+            })
+            return Stream.never
+          }
+          const events = Stream.fromIterable(recorded.events).pipe(
+            Stream.mapEffect((item) =>
+              awaitRef(coord.performed, (n) => n >= item.inputsBefore).pipe(Effect.as(item.event))
+            ),
+            // what the model wrote about the original directory is about the scratch one here
+            Stream.map((event) =>
+              event._tag === "TextDelta"
+                ? { ...event, delta: toScratch(event.delta) }
+                : event._tag === "ToolCall"
+                  ? {
+                      ...event,
+                      input: JSON.parse(toScratch(JSON.stringify(event.input ?? null))) as unknown,
+                      inputText: toScratch(event.inputText)
+                    }
+                  : event
+            )
+          )
+          switch (recorded.end._tag) {
+            case "finish":
+              return events
+            case "fail":
+              decisions.set(recorded.end.error, recorded.end.decision)
+              return Stream.concat(events, Stream.fail(recorded.end.error))
+            case "hang":
+              return Stream.concat(events, Stream.never)
+          }
+        })
+      )
+  }
+
+  const policy = Retry.make(options.agent.retry ?? defaultRetryOptions)
+  const replayedRetry: Retry["Type"] = {
+    options: policy.options,
+    schedule: policy.schedule,
+    withRetry: (effect, hooks) =>
+      Effect.gen(function* () {
+        let attempt = 1
+        while (true) {
+          const result = yield* Effect.either(effect)
+          if (Either.isRight(result)) return result.right
+          const error = result.left
+          const decision = decisions.get(error)
+          // a live model's failure (a fork): the policy decides, from here
+          if (decision === undefined) return yield* policy.withRetry(effect, hooks)
+          if (decision._tag === "gaveUp") {
+            return yield* new RetryGaveUp({
+              attempts: attempt,
+              reason: decision.retryable ? "max-attempts" : "not-retryable",
+              message: decision.message,
+              error
+            })
+          }
+          if (hooks?.onRetry !== undefined) {
+            yield* hooks.onRetry({
+              attempt: decision.attempt,
+              maxAttempts: policy.options.maxAttempts,
+              delayMs: decision.delayMs,
+              nextAt: Date.now() + decision.delayMs,
+              error,
+              message: decision.message
+            })
+          }
+          attempt = decision.attempt
+        }
+      })
+  }
+
+  const replies = new Map<string, Envelope & { readonly type: "permission.replied" }>()
+  for (const env of envelopes) if (env.type === "permission.replied") replies.set(env.payload.permissionId, env)
+  const approver: Approver["Type"] = {
+    ask: (request) =>
+      Effect.gen(function* () {
+        // the comparator matched the question to the original's when its permission.asked came
+        yield* awaitRef(
+          coord.position,
+          (at) => coord.ids.get("permission")?.has(request.permissionId) === true || at >= cut
+        )
+        const original = coord.ids.get("permission")?.get(request.permissionId)
+        if (original === undefined) return fork === undefined ? yield* Effect.never : yield* fork.approver.ask(request)
+        const reply = replies.get(original)
+        // the original was interrupted while it asked: the interrupt comes from the re-run's driver
+        if (reply === undefined || reply.payload.interrupted === true) return yield* Effect.never
+        return reply.payload.message !== undefined
+          ? { reply: "reject" as const, message: reply.payload.message }
+          : reply.payload.reply
+      }),
+    rejectedBy: "the user (the original session's answer)"
+  }
+
+  const systemOverride = (): string | undefined => {
+    if (isLive() && fork?.system !== undefined) return fork.system
+    for (let n = Math.min(served, plan.requests.length - 1); n >= 0; n--) {
+      const version = plan.requests[n]?.promptVersion
+      const system = version === undefined ? undefined : systems.get(version)
+      if (system !== undefined && system !== null) return toScratch(system)
+      if (n === served) {
+        // the next step's, looking forward first (a summary request has none of its own)
+        for (let m = served + 1; m < plan.requests.length; m++) {
+          const next = plan.requests[m]?.promptVersion
+          const found = next === undefined ? undefined : systems.get(next)
+          if (found !== undefined && found !== null) return toScratch(found)
+        }
+      }
+    }
+    return undefined
+  }
+
+  const agent = makeAgentLayer({
+    ...options.agent,
+    sessions: { ...options.agent.sessions, systemOverride },
+    retry: replayedRetry,
+    approver: Layer.succeed(Approver, approver)
+  }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provideMerge(options.target ?? EventStore.layerMemory))
+
+  return yield* Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(agent).pipe(
+        Effect.mapError(
+          (error) =>
+            new RerunUnavailable({
+              sessionId: options.sessionId,
+              message: `cannot open the re-run's log: ${String(error)}`
+            })
+        )
+      )
+      const sessions = Context.get(context, Sessions)
+      const bus = Context.get(context, EventBus)
+      const targetStore = Context.get(context, EventStore)
+      const queue = yield* bus.subscribe
+
+      // ---------------------------------------------------------------------------------------
+      // the comparator
+
+      const seen: Array<Envelope> = []
+      const newTools = new Map<string, string>()
+      const oldTools = new Map<string, string>()
+      for (const env of envelopes) if (env.type === "tool.pending") oldTools.set(env.payload.callId, env.payload.tool)
+
+      const bind = (kind: string, oldId: string, newId: string): boolean => {
+        const forward = coord.ids.get(kind) ?? new Map<string, string>()
+        const backward = coord.back.get(kind) ?? new Map<string, string>()
+        coord.ids.set(kind, forward)
+        coord.back.set(kind, backward)
+        const known = forward.get(newId)
+        if (known !== undefined) return known === oldId
+        if (backward.has(oldId)) return false
+        forward.set(newId, oldId)
+        backward.set(oldId, newId)
+        return true
+      }
+      const sameBlob = (oldHash: string, newHash: string) =>
+        Effect.gen(function* () {
+          const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
+          if (Option.isNone(a) || Option.isNone(b)) return false
+          const decoder = new TextDecoder()
+          return decoder.decode(a.value) === toOriginal(decoder.decode(b.value))
+        }).pipe(Effect.orElseSucceed(() => false))
+
+      /** the first difference between two payload values, as a path, or undefined */
+      const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
+        Effect.gen(function* () {
+          if (IGNORED.has(key)) return undefined
+          if (fork !== undefined && key === "model") return undefined
+          const kind = ID_KIND[key]
+          if (kind !== undefined && (typeof a === "string" || Array.isArray(a))) {
+            const olds = Array.isArray(a) ? a : [a]
+            const news = Array.isArray(b) ? b : [b]
+            if (olds.length !== news.length) return path
+            for (let i = 0; i < olds.length; i++) {
+              if (typeof olds[i] !== "string" || typeof news[i] !== "string" || !bind(kind, olds[i], news[i]))
+                return path
+            }
+            return undefined
+          }
+          if (BLOB_FIELDS.has(key) && typeof a === "string" && typeof b === "string") {
+            return a === b || (yield* sameBlob(a, b)) ? undefined : path
+          }
+          if (typeof a === "string" && typeof b === "string") return a === toOriginal(b) ? undefined : path
+          if (a === null || b === null || typeof a !== "object" || typeof b !== "object")
+            return a === b ? undefined : path
+          if (Array.isArray(a) !== Array.isArray(b)) return path
+          if (Array.isArray(a) && Array.isArray(b)) {
+            if (a.length !== b.length) return `${path} (${a.length} items, now ${b.length})`
+            for (let i = 0; i < a.length; i++) {
+              const found = yield* differ(a[i], b[i], key, `${path}[${i}]`)
+              if (found !== undefined) return found
+            }
+            return undefined
+          }
+          const ra = a as Record<string, unknown>
+          const rb = b as Record<string, unknown>
+          const keys = new Set([...Object.keys(ra), ...Object.keys(rb)])
+          for (const k of keys) {
+            if (IGNORED.has(k)) continue
+            if (ra[k] === undefined && rb[k] === undefined) continue
+            if (ra[k] === undefined || rb[k] === undefined) return `${path}.${k}`
+            const found = yield* differ(ra[k], rb[k], k, `${path}.${k}`)
+            if (found !== undefined) return found
+          }
+          return undefined
+        })
+
+      const diverge = (message: string, expected: Envelope | undefined, actual: Envelope | undefined) => {
+        const oldCall =
+          callOf(expected) ?? (callOf(actual) === undefined ? undefined : coord.ids.get("call")?.get(callOf(actual)!))
+        const newCall = callOf(actual) ?? (oldCall === undefined ? undefined : coord.back.get("call")?.get(oldCall))
+        const thenEnv =
+          oldCall === undefined
+            ? undefined
+            : envelopes.find(
+                (e) => (e.type === "tool.finished" || e.type === "tool.failed") && e.payload.callId === oldCall
+              )
+        const nowEnv =
+          newCall === undefined
+            ? undefined
+            : [...seen]
+                .reverse()
+                .find((e) => (e.type === "tool.finished" || e.type === "tool.failed") && e.payload.callId === newCall)
+        const then = thenEnv === undefined ? undefined : toolResultOf(thenEnv, oldTools)
+        const nowRaw = nowEnv === undefined ? undefined : toolResultOf(nowEnv, newTools)
+        const now = nowRaw === undefined ? undefined : { ...nowRaw, output: toOriginal(nowRaw.output) }
+        return finish({ _tag: "divergence", divergence: { message, expected, actual, then, now } })
+      }
+
+      let unit = 0
+      let runText = ""
+      let runMetadata: ProviderMetadata | undefined
+      const advance = () => {
+        unit += 1
+        runText = ""
+        runMetadata = undefined
+        return SubscriptionRef.set(coord.position, units[unit]?.start ?? cut)
+      }
+      const compareOne = (env: Envelope) =>
+        Effect.gen(function* () {
+          seen.push(env)
+          if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
+          if (UNCOMPARED.has(env.type)) return
+          if (unit >= units.length) {
+            if (fork !== undefined) return
+            return yield* diverge(
+              `the re-run went on after the original's last event: ${describe(env)}`,
+              undefined,
+              env
+            )
+          }
+          const expected = units[unit]!
+          const delta = deltaOf(env)
+          if (expected.kind === "run") {
+            if (delta === undefined || delta.type !== expected.type || !bind("part", expected.partId, delta.partId)) {
+              return yield* diverge(
+                `expected the model's ${expected.type === "text.delta" ? "text" : "reasoning"} "${expected.text.slice(0, 80)}", the re-run wrote ${describe(env)}`,
+                expected.env,
+                env
+              )
+            }
+            runText += toOriginal(delta.delta)
+            runMetadata = mergeProviderMetadata(runMetadata, delta.metadata)
+            if (!expected.text.startsWith(runText)) {
+              return yield* diverge(
+                `the model's ${expected.type === "text.delta" ? "text" : "reasoning"} differs: "${expected.text.slice(0, 80)}", now "${runText.slice(0, 80)}"`,
+                expected.env,
+                env
+              )
+            }
+            if (
+              runText === expected.text &&
+              canonicalJson(runMetadata ?? null) === canonicalJson(expected.metadata ?? null)
+            )
+              yield* advance()
+            return
+          }
+          const original = expected.env
+          if (original.type !== env.type) {
+            return yield* diverge(
+              `expected ${describe(original)} (seq ${original.seq}), the re-run wrote ${describe(env)}`,
+              original,
+              env
+            )
+          }
+          const where = yield* differ(original.payload, env.payload, "", "payload")
+          const parentSame =
+            (original.parentId === null && env.parentId === null) ||
+            (original.parentId !== null && env.parentId !== null && bind("event", original.parentId, env.parentId))
+          if (where !== undefined || !parentSame || !bind("event", original.id, env.id)) {
+            return yield* diverge(
+              `${describe(original)} (seq ${original.seq}) differs at ${where ?? "parentId"}`,
+              original,
+              env
+            )
+          }
+          yield* advance()
+        })
+
+      const comparator = yield* Effect.fork(
+        Effect.forever(
+          Effect.flatMap(Queue.take(queue), (env) =>
+            Effect.flatMap(Deferred.isDone(coord.outcome), (done) => (done ? Effect.void : compareOne(env)))
+          )
+        )
+      )
+
+      // ---------------------------------------------------------------------------------------
+      // the driver: what acted from outside, at its place
+
+      const fail = (why: string, index: number) => finish({ _tag: "stopped", seq: envelopes[index]?.seq ?? 0, why })
+      const newSession = yield* sessions
+        .create({
+          cwd: workspace,
+          title: plan.title,
+          rerunOf: { sessionId: options.sessionId, ...(fork !== undefined ? { fromRequest: fork.fromRequest } : {}) }
+        })
+        .pipe(
+          Effect.mapError(
+            (error) =>
+              new RerunUnavailable({
+                sessionId: options.sessionId,
+                message: `cannot start the re-run: ${error.message}`
+              })
+          )
+        )
+
+      const perform = (input: InputPoint) =>
+        Effect.gen(function* () {
+          switch (input._tag) {
+            case "send":
+              if (input.mode === "prompt") yield* sessions.wait(newSession)
+              yield* sessions.send(newSession, toScratch(input.text), { mode: input.mode })
+              return
+            case "withdraw": {
+              const id = coord.back.get("message")?.get(input.messageId)
+              if (id === undefined)
+                return yield* fail(`message ${input.messageId} was withdrawn before the re-run saw it`, input.index)
+              yield* sessions
+                .withdraw(newSession, id as never)
+                .pipe(
+                  Effect.catchTag("WithdrawRefused", (refused) =>
+                    diverge(
+                      `the withdrawal of message ${input.messageId} was refused: ${refused.message}`,
+                      envelopes[input.index],
+                      undefined
+                    )
+                  )
+                )
+              return
+            }
+            case "interrupt":
+              yield* sessions.interrupt(newSession, input.reason)
+              return
+            case "compact":
+              yield* sessions.wait(newSession)
+              yield* sessions
+                .compact(newSession)
+                .pipe(
+                  Effect.catchAll((error) =>
+                    diverge(`the manual compaction failed: ${error.message}`, envelopes[input.index], undefined)
+                  )
+                )
+              return
+            case "crash":
+              return yield* fail(
+                "the original's process died here (the events after it were written by the next process that opened the " +
+                  "session); a re-run does not go past a crash",
+                input.index
+              )
+            case "unsupported":
+              return yield* fail(input.why, input.index)
+          }
+        })
+
+      const origEndsIdle = (() => {
+        for (let i = envelopes.length - 1; i >= 0; i--) {
+          const env = envelopes[i]!
+          if (env.type === "session.status") return env.payload.status._tag === "idle"
+        }
+        return true
+      })()
+
+      const drive = Effect.gen(function* () {
+        for (const input of plan.inputs) {
+          if (input.index >= cut) break
+          yield* awaitRef(coord.position, (at) => at >= input.index)
+          yield* perform(input)
+          if (yield* Deferred.isDone(coord.outcome)) return
+          yield* SubscriptionRef.update(coord.performed, (n) => n + 1)
+        }
+        yield* awaitRef(coord.position, (at) => at >= cut)
+        if (fork !== undefined && forkRequest !== undefined) {
+          // the user's later prompts, each when the turn before it is over
+          for (const input of plan.inputs) {
+            if (input.index < cut || input._tag !== "send" || input.mode !== "prompt") continue
+            yield* sessions.wait(newSession)
+            yield* sessions.send(newSession, toScratch(input.text))
+          }
+          yield* sessions.wait(newSession)
+          return yield* finish({ _tag: "forked", fromRequest: fork.fromRequest, seq: forkRequest.seq })
+        }
+        if (!origEndsIdle) {
+          return yield* finish({
+            _tag: "match",
+            note: "the original's log ends in the middle of a turn (its process stopped and the session was not opened since); the re-run matched it to its end"
+          })
+        }
+        yield* sessions.wait(newSession)
+        // everything the re-run wrote has been compared
+        const last = (yield* sessions.state(newSession)).lastSeq
+        while (!(yield* Deferred.isDone(coord.outcome))) {
+          if (seen.length >= last) break
+          yield* Effect.yieldNow()
+        }
+        yield* finish({ _tag: "match" })
+      }).pipe(
+        Effect.catchAll((error) =>
+          finish({
+            _tag: "stopped",
+            seq: envelopes[Math.min(position(), envelopes.length - 1)]?.seq ?? 0,
+            why: `the re-run failed: ${error.message}`
+          })
+        )
+      )
+      const driver = yield* Effect.fork(drive)
+      const outcome = yield* Deferred.await(coord.outcome)
+      yield* Fiber.interrupt(driver)
+      yield* sessions.close(newSession)
+      yield* Fiber.interrupt(comparator)
+      const matched = Math.min(position(), cut)
+      return {
+        original: options.sessionId,
+        rerun: newSession,
+        workspace,
+        outcome,
+        matched: outcome._tag === "match" ? cut : matched,
+        compared: cut,
+        served: served - live,
+        live,
+        missing: restored.missing
+      } satisfies RerunReport
+    })
+  )
+})

@@ -1,0 +1,88 @@
+/**
+ * `logbook rerun` through the built binary, on sessions recorded by real runs against the scripted
+ * model server: the model's responses come from the log (the server is stopped before the re-run),
+ * the tools run live in a scratch copy of the workspace as the session started.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { runCli } from "../support/cli.js"
+import { Reply } from "../support/scriptedServer.js"
+import { latestSession, makeJanitor, makeWorkspace, readLog } from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const bash = (id: string, command: string) =>
+  Reply.stream({ toolCalls: [{ id, name: "bash", arguments: JSON.stringify({ command }) }] })
+
+describe("logbook rerun", () => {
+  it("reproduces a multi-step session with a command that changes files, with no model request; a changed tool result is a divergence", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "seed.txt"), "seed\n")
+    // something outside the workspace a command reads: changing it changes the tool's result
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-outside-"))
+    fs.writeFileSync(path.join(outside, "input.txt"), "first\n")
+    server.enqueue(
+      bash("call_1", `cat seed.txt > copy.txt && printf 'made\\n' > made.txt && rm seed.txt && echo done`),
+      Reply.stream({
+        text: "Reading it.",
+        toolCalls: [{ id: "call_2", name: "bash", arguments: JSON.stringify({ command: `cat ${outside}/input.txt` }) }]
+      }),
+      Reply.stream({
+        toolCalls: [
+          { id: "call_3", name: "write", arguments: JSON.stringify({ path: "notes.txt", content: "a note\n" }) }
+        ]
+      }),
+      Reply.text("All done: copy.txt, made.txt and notes.txt.")
+    )
+    const run = await runCli([...ws.runArgs, "copy the seed and read the input"])
+    expect(run.code, run.stderr).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    const requests = server.requests.length
+    expect(requests).toBe(4)
+    await server.close()
+
+    const scratch = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-ws-")), "ws")
+    const same = await runCli(["rerun", session, "--db", ws.db, "--workspace", scratch, "--format", "json"])
+    expect(same.code, same.stderr + same.stdout).toBe(0)
+    const report = JSON.parse(same.stdout)
+    const original = await readLog(ws.db, session)
+    expect(report.outcome).toEqual({ _tag: "match" })
+    expect(report).toMatchObject({ served: 4, live: 0, compared: original.length, matched: original.length })
+    // the commands ran again, in the scratch copy: it ends as the original workspace did
+    expect(fs.readFileSync(path.join(scratch, "copy.txt"), "utf8")).toBe("seed\n")
+    expect(fs.readFileSync(path.join(scratch, "made.txt"), "utf8")).toBe("made\n")
+    expect(fs.readFileSync(path.join(scratch, "notes.txt"), "utf8")).toBe("a note\n")
+    expect(fs.existsSync(path.join(scratch, "seed.txt"))).toBe(false)
+    // the re-run wrote nothing to the database (not saved) and sent nothing
+    expect((await readLog(ws.db, session)).length).toBe(original.length)
+    expect(server.requests.length).toBe(requests)
+
+    const text = await runCli(["rerun", session, "--db", ws.db])
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toContain("4 model responses from the log, no request sent to a model")
+    expect(text.stdout).toContain(`✓ the same: all ${original.length} events`)
+
+    // the command's input changed: the re-run stops at its result and says what it was then and now
+    fs.writeFileSync(path.join(outside, "input.txt"), "second\n")
+    const differs = await runCli(["rerun", session, "--db", ws.db, "--format", "json"])
+    expect(differs.code, differs.stdout).toBe(1)
+    const d = JSON.parse(differs.stdout)
+    expect(d.outcome._tag).toBe("divergence")
+    const divergence = d.outcome.divergence
+    expect(divergence.expected.type).toBe("tool.finished")
+    expect(divergence.expected.payload.callId).toBe("call_2")
+    expect(divergence.then).toMatchObject({ callId: "call_2", tool: "bash", ok: true })
+    expect(divergence.then.output).toContain("first")
+    expect(divergence.now.output).toContain("second")
+    expect(d.matched).toBeLessThan(d.compared)
+    const shown = await runCli(["rerun", session, "--db", ws.db])
+    expect(shown.code).toBe(1)
+    expect(shown.stdout).toContain("✗ diverged at seq")
+    expect(shown.stdout).toMatch(/then: bash call_2 returned:\n {2}first/)
+    expect(shown.stdout).toMatch(/now: bash call_2 returned:\n {2}second/)
+  })
+})
