@@ -71,6 +71,7 @@ export {
 export { Processor, type StepInput, type StepResult } from "./session/Processor.js"
 export { canonicalJson, type PromptVersion, promptDocument, promptVersionOf } from "./session/PromptVersion.js"
 export * as Replay from "./session/Replay.js"
+export * as Rerun from "./session/Rerun.js"
 export * as SessionDiff from "./session/SessionDiff.js"
 export {
   type CreateOptions,

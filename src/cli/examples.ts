@@ -51,6 +51,11 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook replay latest --step 1", "the first one"],
     ["logbook replay latest --format json", "as JSON, with its proof"]
   ],
+  rerun: [
+    ["logbook rerun latest", "run the latest session again from its log: the same events?"],
+    ["logbook rerun latest --workspace /tmp/again", "and keep the files it left there"],
+    ["logbook rerun latest --from-step 3 --model openai/gpt-4o", "fork it live from request 3 with another model"]
+  ],
   export: [
     ["logbook export latest -o session.jsonl", "the latest session as a session file"],
     ["logbook export latest --format html -o s.html", "as one page to read in a browser"],

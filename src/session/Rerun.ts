@@ -326,7 +326,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     return yield* new RerunUnavailable({ sessionId: options.sessionId, message: `no session ${options.sessionId}` })
   const plan = planOf(envelopes)
   const fork = options.fork
-  if (fork !== undefined && fork.fromRequest > plan.requests.length + 1)
+  if (fork !== undefined && fork.fromRequest > plan.requests.length)
     return yield* new RerunUnavailable({
       sessionId: options.sessionId,
       message: `session ${options.sessionId} made ${plan.requests.length} model requests: --from-step ${fork.fromRequest} is past them`

@@ -86,3 +86,79 @@ describe("logbook rerun", () => {
     expect(shown.stdout).toMatch(/now: bash call_2 returned:\n {2}second/)
   })
 })
+
+describe("logbook rerun --from-step (a fork)", () => {
+  it("re-runs up to the request, then goes on live with another model and system prompt, as a new session that says where it forked", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, {
+      config: {
+        provider: {
+          local: {
+            type: "openai-compatible",
+            baseURL: `${server.url}/v1`,
+            models: { scripted: {}, other: {} }
+          }
+        }
+      }
+    })
+    server.enqueue(
+      bash("call_1", "printf 'one\\n' > one.txt && echo first"),
+      bash("call_2", "echo second"),
+      Reply.text("Done twice.")
+    )
+    expect((await runCli([...ws.runArgs, "do it twice"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    expect(server.requests.length).toBe(3)
+
+    const prompt = path.join(ws.dir, "..", `prompt-${path.basename(ws.dir)}.txt`)
+    fs.writeFileSync(prompt, "You are a terse agent.")
+    server.enqueue(Reply.text("Forked: I would stop here."))
+    const forked = await runCli([
+      "rerun",
+      session,
+      "--db",
+      ws.db,
+      "--from-step",
+      "2",
+      "--model",
+      "local/other",
+      "--system-prompt",
+      prompt,
+      "--format",
+      "json"
+    ])
+    expect(forked.code, forked.stderr + forked.stdout).toBe(0)
+    const report = JSON.parse(forked.stdout)
+    expect(report.outcome).toMatchObject({ _tag: "forked", fromRequest: 2 })
+    expect(report).toMatchObject({ served: 1, live: 1 })
+    // the live request: the other model, the given prompt, the history re-run up to it (the first command's result)
+    expect(server.requests.length).toBe(4)
+    const body = server.requests[3]!.body as {
+      model: string
+      messages: ReadonlyArray<{ role: string; content: unknown }>
+    }
+    expect(body.model).toBe("other")
+    expect(body.messages[0]).toEqual({ role: "system", content: "You are a terse agent." })
+    expect(JSON.stringify(body.messages)).toContain("first")
+    expect(JSON.stringify(body.messages)).not.toContain("second")
+    // a new session in the database, marked as a fork of the original at request 2
+    const log = await readLog(ws.db, report.rerun)
+    expect(log[0]).toMatchObject({
+      type: "session.created",
+      payload: { rerunOf: { sessionId: session, fromRequest: 2 }, model: "local/other" }
+    })
+    const text = log
+      .filter((e) => e.type === "text.delta")
+      .map((e) => (e.payload as { delta: string }).delta)
+      .join("")
+    expect(text).toBe("Forked: I would stop here.")
+    expect(log.at(-1)).toMatchObject({ type: "session.status", payload: { status: { _tag: "idle" } } })
+    // the fork worked in its own copy of the workspace: the original's is untouched
+    expect(fs.existsSync(path.join(report.workspace, "one.txt"))).toBe(true)
+
+    // past the session's requests: a usage error
+    const past = await runCli(["rerun", session, "--db", ws.db, "--from-step", "9"])
+    expect(past.code).toBe(2)
+    expect(past.stderr).toContain("made 3 model requests: --from-step 9 is past them")
+  })
+})
