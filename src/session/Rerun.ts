@@ -26,18 +26,23 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Context, Deferred, Effect, Either, Fiber, Layer, Option, Queue, Schema, Stream, SubscriptionRef } from "effect"
 import type { Envelope } from "../domain/Events.js"
-import type { SessionId } from "../domain/Ids.js"
+import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
 import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
 import { defaultRetryOptions, Retry, RetryGaveUp, type RetryOptions } from "../model/Retry.js"
 import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
-import { type RestoreResult, restoreManifest } from "../tools/WorkspaceSnapshot.js"
+import {
+  decodeManifestDocument,
+  type ManifestFile,
+  type RestoreResult,
+  restoreManifest
+} from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
-import { Sessions } from "./Sessions.js"
+import { ownerId, Sessions } from "./Sessions.js"
 
 export { planOf, type RerunPlan } from "./RerunPlan.js"
 
@@ -517,27 +522,29 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     return undefined
   }
 
-  const agent = makeAgentLayer({
-    ...options.agent,
-    sessions: { ...options.agent.sessions, systemOverride },
-    retry: replayedRetry,
-    approver: Layer.succeed(Approver, approver)
-  }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provideMerge(options.target ?? EventStore.layerMemory))
+  /** the agent of one process of the re-run (a crash of the original starts another, with another lease owner) */
+  const agentOf = (owner: string, store: Context.Context<EventStore | EventBus>) =>
+    makeAgentLayer({
+      ...options.agent,
+      sessions: { ...options.agent.sessions, systemOverride, owner, onLeftoverCommands: undefined },
+      retry: replayedRetry,
+      approver: Layer.succeed(Approver, approver)
+    }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provide(Layer.succeedContext(store)))
+  const cannotOpen = (error: unknown) =>
+    new RerunUnavailable({
+      sessionId: options.sessionId,
+      message: `cannot open the re-run's log: ${error instanceof Error ? error.message : String(error)}`
+    })
 
   return yield* Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(agent).pipe(
-        Effect.mapError(
-          (error) =>
-            new RerunUnavailable({
-              sessionId: options.sessionId,
-              message: `cannot open the re-run's log: ${String(error)}`
-            })
-        )
+      const storeContext = yield* Layer.build(options.target ?? EventStore.layerMemory).pipe(
+        Effect.mapError(cannotOpen)
       )
-      const sessions = Context.get(context, Sessions)
-      const bus = Context.get(context, EventBus)
-      const targetStore = Context.get(context, EventStore)
+      const owners = [ownerId(`rerun-${yield* uuidV7}`)]
+      let sessions = Context.get(yield* Layer.build(agentOf(owners[0]!, storeContext)), Sessions)
+      const bus = Context.get(storeContext, EventBus)
+      const targetStore = Context.get(storeContext, EventStore)
       const queue = yield* bus.subscribe
 
       // ---------------------------------------------------------------------------------------
@@ -568,6 +575,23 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           return decoder.decode(a.value) === toOriginal(decoder.decode(b.value))
         }).pipe(Effect.orElseSucceed(() => false))
 
+      /** which files two workspace manifests disagree on, for the divergence's sentence */
+      const manifestDifference = (oldHash: string, newHash: string) =>
+        Effect.gen(function* () {
+          const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
+          if (Option.isNone(a) || Option.isNone(b)) return "a manifest is not in the log"
+          const [before, after] = [decodeManifestDocument(a.value), decodeManifestDocument(b.value)]
+          if (Either.isLeft(before) || Either.isLeft(after)) return "a manifest cannot be read"
+          const key = (f: ManifestFile) => canonicalJson({ ...f, path: undefined })
+          const olds = new Map(before.right.files.map((f) => [f.path, key(f)]))
+          const news = new Map(after.right.files.map((f) => [f.path, key(f)]))
+          const paths = [...new Set([...olds.keys(), ...news.keys()])].filter((p) => olds.get(p) !== news.get(p)).sort()
+          const shown = paths
+            .slice(0, 5)
+            .map((p) => (!olds.has(p) ? `${p} is new` : !news.has(p) ? `${p} is gone` : `${p} differs`))
+          return `the workspace differs: ${shown.join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
+        }).pipe(Effect.orElseSucceed(() => "the manifests cannot be read"))
+
       /** the first difference between two payload values, as a path, or undefined */
       const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
         Effect.gen(function* () {
@@ -585,7 +609,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
             return undefined
           }
           if (BLOB_FIELDS.has(key) && typeof a === "string" && typeof b === "string") {
-            return a === b || (yield* sameBlob(a, b)) ? undefined : path
+            if (a === b || (yield* sameBlob(a, b))) return undefined
+            return key === "manifest" ? `${path} (${yield* manifestDifference(a, b)})` : path
           }
           if (typeof a === "string" && typeof b === "string") return a === toOriginal(b) ? undefined : path
           if (a === null || b === null || typeof a !== "object" || typeof b !== "object")
@@ -769,12 +794,17 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
                   )
                 )
               return
-            case "crash":
-              return yield* fail(
-                "the original's process died here (the events after it were written by the next process that opened the " +
-                  "session); a re-run does not go past a crash",
-                input.index
-              )
+            case "crash": {
+              // the original's process died here and the next one that opened the session repaired it:
+              // this process of the re-run loses the session (its lease goes, so it writes nothing more,
+              // as a dead process does), and another one opens it — the same crash sweep
+              yield* targetStore.releaseLease(newSession, owners[owners.length - 1]!)
+              const owner = ownerId(`rerun-${yield* uuidV7}`)
+              owners.push(owner)
+              sessions = Context.get(yield* Layer.build(agentOf(owner, storeContext)), Sessions)
+              yield* sessions.open(newSession)
+              return
+            }
             case "unsupported":
               return yield* fail(input.why, input.index)
           }

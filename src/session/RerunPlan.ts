@@ -95,7 +95,6 @@ const interruptionStart = (envelopes: ReadonlyArray<Envelope>, at: number, reaso
       (env.type === "action.state" && p.state === "failed") ||
       (env.type === "permission.replied" && p.interrupted === true) ||
       (env.type === "assistant.completed" && p.finishReason === reason) ||
-      (env.type === "chat.state" && p.state === "interrupted") ||
       ((env.type === "file.changed" || env.type === "workspace.snapshot") &&
         typeof p.callId === "string" &&
         failedCalls.has(p.callId))

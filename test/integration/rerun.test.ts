@@ -7,9 +7,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { runCli } from "../support/cli.js"
+import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { latestSession, makeJanitor, makeWorkspace, readLog } from "./support.js"
+import { fileLines, latestSession, makeJanitor, makeWorkspace, readLog, until } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -160,5 +160,58 @@ describe("logbook rerun --from-step (a fork)", () => {
     const past = await runCli(["rerun", session, "--db", ws.db, "--from-step", "9"])
     expect(past.code).toBe(2)
     expect(past.stderr).toContain("made 3 model requests: --from-step 9 is past them")
+  })
+})
+
+describe("logbook rerun of a crashed and an interrupted session", () => {
+  it("goes past a crash as the next process did (the crash sweep), and re-does an interrupt where the log has it", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const args = (...words: ReadonlyArray<string>) => [...ws.runArgs, ...words]
+    const call = (id: string, command: string) =>
+      Reply.stream({ toolCalls: [{ id, name: "bash", arguments: JSON.stringify({ command }) }] })
+
+    // killed (-9) while a command runs; the next run repairs the session and goes on
+    // (the shells' pids go outside the workspace: a pid is another one in the re-run)
+    const pids = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-pids-"))
+    const crashFile = path.join(pids, "crash.pid")
+    janitor.killGroupIn(crashFile)
+    server.enqueue(call("call_crash", `printf 'x\\n' > before.txt; echo $$ > ${crashFile}; sleep 300`))
+    const crashed = spawnCli(args("wait"))
+    janitor.defer(() => crashed.child.kill("SIGKILL"))
+    await fileLines(crashFile, 1)
+    const session = await latestSession(ws.db, ws.dir)
+    await until("the command's group recorded", async () =>
+      (await readLog(ws.db, session)).some((e) => e.type === "tool.process") ? true : undefined
+    )
+    crashed.child.kill("SIGKILL")
+    await crashed.exited
+    // interrupted (Ctrl-C) while a command runs, in the same session
+    const pidFile = path.join(pids, "shell.pid")
+    janitor.killGroupIn(pidFile)
+    server.enqueue(Reply.text("It was cut short."), call("call_wait", `echo $$ > ${pidFile}; sleep 300`))
+    expect((await runCli(args("-s", session, "what happened?"))).code).toBe(0)
+    const interrupted = spawnCli(args("-s", session, "wait again"))
+    janitor.defer(() => interrupted.child.kill("SIGKILL"))
+    await fileLines(pidFile, 1)
+    await until("the second command's group recorded", async () =>
+      (await readLog(ws.db, session)).filter((e) => e.type === "tool.process").length === 2 ? true : undefined
+    )
+    interrupted.child.kill("SIGINT")
+    expect((await interrupted.exited).code).toBe(130)
+    server.enqueue(Reply.text("Stopped, as you asked."))
+    expect((await runCli(args("-s", session, "ok"))).code).toBe(0)
+    await server.close()
+    const original = await readLog(ws.db, session)
+    expect(original.filter((e) => e.type === "turn.interrupted").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ reason: "crash" }),
+      expect.objectContaining({ reason: "user" })
+    ])
+
+    const rerun = await runCli(["rerun", session, "--db", ws.db, "--format", "json"])
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    const report = JSON.parse(rerun.stdout)
+    expect(report.outcome).toEqual({ _tag: "match" })
+    expect(report).toMatchObject({ served: 4, live: 0, matched: original.length })
   })
 })
