@@ -24,7 +24,23 @@
  */
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Context, Deferred, Effect, Either, Fiber, Layer, Option, Queue, Schema, Stream, SubscriptionRef } from "effect"
+import {
+  Context,
+  Deferred,
+  Effect,
+  Either,
+  Fiber,
+  FiberRef,
+  HashMap,
+  HashSet,
+  Layer,
+  Logger,
+  Option,
+  Queue,
+  Schema,
+  Stream,
+  SubscriptionRef
+} from "effect"
 import type { Envelope } from "../domain/Events.js"
 import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
@@ -194,6 +210,9 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
 
 // ---------------------------------------------------------------------------------------------
 // comparing
+
+/** The log annotation telling the kernels of a re-run apart (1, then 2 after a crash …). */
+const PROCESS_ANNOTATION = "logbook.rerun.process"
 
 /** Fields that differ between two runs of the same thing: times, durations, processes, prices, the re-run mark. */
 const IGNORED = new Set([
@@ -758,6 +777,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         )
 
       const perform = (input: InputPoint) =>
+        Effect.suspend(() => performIn(input).pipe(Effect.annotateLogs(PROCESS_ANNOTATION, owners.length)))
+      const performIn = (input: InputPoint) =>
         Effect.gen(function* () {
           switch (input._tag) {
             case "send":
@@ -860,7 +881,15 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           })
         )
       )
-      const driver = yield* Effect.fork(drive)
+      // a kernel that lost the session at a crash still ends its fibers, which complain about it
+      // (their writes are fenced off): what a dead process would not say is not said
+      const quiet = Logger.make<unknown, void>((entry) => {
+        const from = HashMap.get(entry.annotations, PROCESS_ANNOTATION)
+        if (Option.isSome(from) && from.value !== owners.length) return
+        for (const logger of loggers) logger.log(entry)
+      })
+      const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
+      const driver = yield* Effect.fork(drive.pipe(Effect.locally(FiberRef.currentLoggers, HashSet.make(quiet))))
       const outcome = yield* Deferred.await(coord.outcome)
       yield* Fiber.interrupt(driver)
       yield* sessions.close(newSession)
