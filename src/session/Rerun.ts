@@ -211,6 +211,19 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
 // ---------------------------------------------------------------------------------------------
 // comparing
 
+/**
+ * Replaces the directories `from` by `to` in a text, where they are whole paths: `/w/a` in `/w/a`,
+ * `/w/a/x`, `"/w/a"` or `in /w/a.`, not in `/w/ab` or `/w/a.txt`.
+ */
+export const replacePath = (from: ReadonlyArray<string>, to: string): ((text: string) => string) => {
+  const names = [...new Set(from)].filter((dir) => dir !== "" && dir !== to).sort((a, b) => b.length - a.length)
+  if (names.length === 0) return (text) => text
+  const escaped = names.map((dir) => dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+  // not followed by more of a name: a letter, a digit, `_`, `-`, or a dot that another one follows
+  const pattern = new RegExp(`(?:${escaped.join("|")})(?![\\w-]|\\.[\\w-])`, "g")
+  return (text) => text.replace(pattern, to)
+}
+
 /** The log annotation telling the kernels of a re-run apart (1, then 2 after a crash …). */
 const PROCESS_ANNOTATION = "logbook.rerun.process"
 
@@ -364,10 +377,9 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const restored = yield* restoreStartingWorkspace(plan, options.sessionId, options.workspace)
   const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   /** the scratch directory's paths written as the original's */
-  const toOriginal = (text: string): string =>
-    text.split(workspace).join(origCwd).split(nodePath.resolve(options.workspace)).join(origCwd)
+  const toOriginal = replacePath([workspace, nodePath.resolve(options.workspace)], origCwd)
   /** and the other way: what the model wrote about the original directory, about the scratch one */
-  const toScratch = (text: string): string => (origCwd === workspace ? text : text.split(origCwd).join(workspace))
+  const toScratch = replacePath([origCwd], workspace)
 
   // the recorded system prompts, by prompt version
   const systems = new Map<string, string | null>()

@@ -205,7 +205,18 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
         inputs.push({ _tag: "withdraw", index: i, messageId: env.payload.messageId })
         break
       case "compaction.done":
-        if (env.payload.trigger === "manual") inputs.push({ _tag: "compact", index: i })
+        // a manual compaction's events begin with the session busy (its failed attempts' retries between)
+        if (env.payload.trigger === "manual") {
+          let start = i
+          for (let j = i - 1; j >= 0; j--) {
+            const before = envelopes[j]!
+            if (before.type === "model.retry") continue
+            if (before.type === "session.status" && before.payload.status._tag === "retry") continue
+            if (before.type === "session.status" && before.payload.status._tag === "busy") start = j
+            break
+          }
+          inputs.push({ _tag: "compact", index: start })
+        }
         break
       case "tool.failed": {
         if (failedAfterStep.get(env.payload.callId) === i && !invoked.has(env.payload.callId)) {
