@@ -27,6 +27,7 @@ import * as nodePath from "node:path"
 import {
   Context,
   Deferred,
+  Duration,
   Effect,
   Either,
   Fiber,
@@ -48,6 +49,7 @@ import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
 import { defaultRetryOptions, Retry, RetryGaveUp, type RetryOptions } from "../model/Retry.js"
 import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
+import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
 import {
   decodeManifestDocument,
@@ -223,6 +225,9 @@ export const replacePath = (from: ReadonlyArray<string>, to: string): ((text: st
   const pattern = new RegExp(`(?:${escaped.join("|")})(?![\\w-]|\\.[\\w-])`, "g")
   return (text) => text.replace(pattern, to)
 }
+
+/** Seconds with nothing happening (no event, no input, no command running) after which a re-run gives up. */
+const STUCK_SECONDS = 20
 
 /** The log annotation telling the kernels of a re-run apart (1, then 2 after a crash …). */
 const PROCESS_ANNOTATION = "logbook.rerun.process"
@@ -902,7 +907,39 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       })
       const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
       const driver = yield* Effect.fork(drive.pipe(Effect.locally(FiberRef.currentLoggers, HashSet.make(quiet))))
+      // a safety net, not a clock the re-run depends on: when nothing at all happened for a while and
+      // no command runs, the re-run waits for something that will not come (a bug): it says so
+      const progress = () => seen.length + position() + Effect.runSync(SubscriptionRef.get(coord.performed))
+      const watchdog = yield* Effect.fork(
+        Effect.gen(function* () {
+          let last = -1
+          let still = 0
+          while (true) {
+            yield* Effect.sleep(Duration.seconds(1))
+            const now = progress()
+            const state = yield* Effect.either(sessions.state(newSession))
+            const running =
+              Either.isRight(state) &&
+              Projection.openToolParts(state.right).some((part) => part.state._tag === "running")
+            // after a fork's point, a live model may take its time
+            const pastFork = fork !== undefined && position() >= cut
+            still = now === last && !running && !pastFork ? still + 1 : 0
+            last = now
+            if (still >= STUCK_SECONDS) {
+              const expected = units[unit]?.env
+              return yield* finish({
+                _tag: "stopped",
+                seq: expected?.seq ?? envelopes.at(-1)?.seq ?? 0,
+                why:
+                  `the re-run waited ${STUCK_SECONDS} s for ${describe(expected)} and nothing came: a re-run that cannot ` +
+                  "go on here (please report it, with the session exported: logbook export)"
+              })
+            }
+          }
+        })
+      )
       const outcome = yield* Deferred.await(coord.outcome)
+      yield* Fiber.interrupt(watchdog)
       yield* Fiber.interrupt(driver)
       yield* sessions.close(newSession)
       yield* Fiber.interrupt(comparator)
