@@ -76,6 +76,13 @@ const textOf = (report: RerunReport, style: Style, saved: boolean): string => {
       ? `${report.served} model responses from the log, ${report.live} from the live model`
       : `${report.served} model responses from the log, no request sent to a model`
   out.push(`re-ran session ${report.original} in ${report.workspace} (${requests})`)
+  if (report.source === "directory")
+    out.push(
+      style.yellow(
+        "  the session took no snapshot of its workspace (it ran no command): the re-run started from its directory " +
+          "as it is now, with the session's own changes undone"
+      )
+    )
   for (const file of report.missing) out.push(style.yellow(`  not restored: ${file.path}: ${file.reason}`))
   const outcome = report.outcome
   switch (outcome._tag) {

@@ -22,9 +22,11 @@
  * prompt) answer from there, as a new session that records where it forked (`session.created`
  * `rerunOf`); the user's later prompts are sent to it at the end of each turn.
  */
+import { createHash } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import {
+  Cause,
   Context,
   Deferred,
   Duration,
@@ -54,8 +56,10 @@ import { Approver } from "../tools/Approver.js"
 import {
   decodeManifestDocument,
   type ManifestFile,
+  manifestDocument,
   type RestoreResult,
-  restoreManifest
+  restoreManifest,
+  scanWorkspace
 } from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
 import { canonicalJson } from "./PromptVersion.js"
@@ -113,6 +117,8 @@ export interface RerunReport {
   readonly live: number
   /** files of the starting workspace the log could not restore */
   readonly missing: RestoreResult["missing"]
+  /** where the starting workspace came from (`StartingWorkspace.source`) */
+  readonly source: StartingWorkspace["source"]
 }
 
 export interface RerunFork {
@@ -162,7 +168,9 @@ const isEmptyOrMissing = (directory: string) =>
 export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspace")(function* (
   plan: RerunPlan,
   sessionId: SessionId,
-  directory: string
+  directory: string,
+  /** files of the session's directory never copied (the log's own database) */
+  exclude: ReadonlyArray<string> = []
 ) {
   const store = yield* EventStore
   const fail = (message: string) => new RerunUnavailable({ sessionId, message })
@@ -172,21 +180,36 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
     (env) => env.type === "workspace.snapshot" && env.payload.phase === "baseline" && env.payload.manifest !== undefined
   )
   yield* Effect.promise(() => fsp.mkdir(directory, { recursive: true }))
-  if (baselineAt < 0) {
-    if (plan.envelopes.some((env) => env.type === "tool.invoked"))
-      return yield* fail(
-        `session ${sessionId} recorded no snapshot of its workspace (it ran no command, or was written by a logbook ` +
-          "before 0.x), so the files it started with are unknown"
-      )
-    return { restored: 0, missing: [] } satisfies RestoreResult
+  let restored: RestoreResult
+  /** the file changes to undo: those before the baseline, or all of them */
+  let undoBefore: number
+  let source: StartingWorkspace["source"]
+  if (baselineAt >= 0) {
+    const baseline = plan.envelopes[baselineAt]! as Envelope & { readonly type: "workspace.snapshot" }
+    restored = yield* restoreManifest(store, baseline.payload.manifest!, directory).pipe(
+      Effect.mapError((error) => fail(`cannot restore the workspace of session ${sessionId}: ${error.message}`))
+    )
+    undoBefore = baselineAt
+    source = "snapshot"
+  } else if (!plan.envelopes.some((env) => env.type === "tool.invoked")) {
+    return { restored: 0, missing: [], source: "empty" } satisfies StartingWorkspace
+  } else if (plan.cwd !== undefined && (yield* isDirectory(plan.cwd))) {
+    // no command ran, so no snapshot was taken: the directory as it is now, with every change the
+    // session's file tools made undone, is the best account of how it started (and said to be so)
+    restored = yield* copyDirectory(plan.cwd, directory, exclude).pipe(
+      Effect.mapError((error) => fail(`cannot copy ${plan.cwd}: ${error.message}`))
+    )
+    undoBefore = plan.envelopes.length
+    source = "directory"
+  } else {
+    return yield* fail(
+      `session ${sessionId} recorded no snapshot of its workspace (it ran no command) and its directory ` +
+        `${plan.cwd ?? "(none recorded)"} is gone, so the files it started with are unknown`
+    )
   }
-  const baseline = plan.envelopes[baselineAt]! as Envelope & { readonly type: "workspace.snapshot" }
-  const restored = yield* restoreManifest(store, baseline.payload.manifest!, directory).pipe(
-    Effect.mapError((error) => fail(`cannot restore the workspace of session ${sessionId}: ${error.message}`))
-  )
   const missing = [...restored.missing]
-  // what file tools changed before the first command, undone (newest first)
-  for (let i = baselineAt - 1; i >= 0; i--) {
+  // what file tools changed before the first snapshot (or at all), undone (newest first)
+  for (let i = undoBefore - 1; i >= 0; i--) {
     const env = plan.envelopes[i]!
     if (env.type !== "file.changed") continue
     const { path, op, beforeHash } = env.payload
@@ -207,8 +230,49 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
       await fsp.writeFile(target, content.value)
     })
   }
-  return { restored: restored.restored, missing } satisfies RestoreResult
+  return { restored: restored.restored, missing, source } satisfies StartingWorkspace
 })
+
+/** The workspace a re-run starts in, and where it came from. */
+export interface StartingWorkspace extends RestoreResult {
+  /**
+   * `snapshot`: the session's first workspace snapshot; `directory`: the session's directory as it
+   * is now (no snapshot was taken), the session's own changes undone; `empty`: it used no tool
+   */
+  readonly source: "snapshot" | "directory" | "empty"
+}
+
+const isDirectory = (path: string) =>
+  Effect.promise(() =>
+    fsp.stat(path).then(
+      (s) => s.isDirectory(),
+      () => false
+    )
+  )
+
+/** Copies what a workspace snapshot would see of `from` (its ignore rules and bounds) into `to`. */
+const copyDirectory = (from: string, to: string, exclude: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const blobs = new Map<string, Uint8Array>()
+    const put = (content: Uint8Array) =>
+      Effect.sync(() => {
+        const hash = createHash("sha256").update(content).digest("hex")
+        blobs.set(hash, content)
+        return hash
+      })
+    const root = yield* Effect.promise(() => fsp.realpath(from))
+    const scanned = yield* scanWorkspace({
+      root,
+      exclude: new Set(exclude.map((f) => nodePath.resolve(f))),
+      store: put
+    })
+    const manifest = yield* put(new TextEncoder().encode(JSON.stringify(manifestDocument(scanned.manifest))))
+    return yield* restoreManifest(
+      { getBlob: (hash) => Effect.succeed(Option.fromNullable(blobs.get(hash))) },
+      manifest,
+      to
+    )
+  })
 
 // ---------------------------------------------------------------------------------------------
 // comparing
@@ -234,6 +298,9 @@ const PROCESS_ANNOTATION = "logbook.rerun.process"
 
 /** Fields that differ between two runs of the same thing: times, durations, processes, prices, the re-run mark. */
 const IGNORED = new Set([
+  // estimates of a request's tokens: the scratch directory's path is not as long as the original's
+  "tokensBefore",
+  "tokensAfter",
   "at",
   "nextAt",
   "startedAt",
@@ -271,6 +338,15 @@ const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest"
  */
 const UNCOMPARED = new Set(["tool.progress"])
 
+/**
+ * A baseline snapshot after the session's first: the next process that opened the session took it
+ * (each process takes one before its first command); a re-run is one process, so it is not compared.
+ */
+const laterBaseline = (env: Envelope, envelopes: ReadonlyArray<Envelope>, index: number): boolean =>
+  env.type === "workspace.snapshot" &&
+  env.payload.phase === "baseline" &&
+  envelopes.slice(0, index).some((e) => e.type === "workspace.snapshot" && e.payload.phase === "baseline")
+
 /** One thing of the original to match: an event, or a run of deltas of one part (their joined text). */
 type Unit =
   | { readonly kind: "event"; readonly start: number; readonly env: Envelope }
@@ -298,7 +374,7 @@ const unitsOf = (envelopes: ReadonlyArray<Envelope>): Array<Unit> => {
   const units: Array<Unit> = []
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
-    if (UNCOMPARED.has(env.type)) continue
+    if (UNCOMPARED.has(env.type) || laterBaseline(env, envelopes, i)) continue
     const delta = deltaOf(env)
     const last = units[units.length - 1]
     if (delta === undefined) units.push({ kind: "event", start: i, env })
@@ -379,7 +455,12 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const units = unitsOf(envelopes.slice(0, cut))
   const origCwd = plan.cwd ?? options.workspace
 
-  const restored = yield* restoreStartingWorkspace(plan, options.sessionId, options.workspace)
+  const restored = yield* restoreStartingWorkspace(
+    plan,
+    options.sessionId,
+    options.workspace,
+    options.agent.actions?.snapshot?.exclude
+  )
   const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   /** the scratch directory's paths written as the original's */
   const toOriginal = replacePath([workspace, nodePath.resolve(options.workspace)], origCwd)
@@ -492,7 +573,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           const result = yield* Effect.either(effect)
           if (Either.isRight(result)) return result.right
           const error = result.left
-          const decision = decisions.get(error)
+          // (a failure is proxied with its span on the way: the original is the one the cassette failed with)
+          const decision = decisions.get(Cause.originalError(error))
           // a live model's failure (a fork): the policy decides, from here
           if (decision === undefined) return yield* policy.withRetry(effect, hooks)
           if (decision._tag === "gaveUp") {
@@ -695,6 +777,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         return finish({ _tag: "divergence", divergence: { message, expected, actual, then, now } })
       }
 
+      let sawBaseline = false
       let unit = 0
       let runText = ""
       let runMetadata: ProviderMetadata | undefined
@@ -709,6 +792,10 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           seen.push(env)
           if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
           if (UNCOMPARED.has(env.type)) return
+          if (env.type === "workspace.snapshot" && env.payload.phase === "baseline") {
+            if (sawBaseline) return
+            sawBaseline = true
+          }
           if (unit >= units.length) {
             if (fork !== undefined) return
             return yield* diverge(
@@ -953,7 +1040,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         compared: cut,
         served: served - live,
         live,
-        missing: restored.missing
+        missing: restored.missing,
+        source: restored.source
       } satisfies RerunReport
     })
   )

@@ -143,6 +143,8 @@ const decisionAfter = (
 /** The plan of a re-run of these envelopes (one session's, in seq order). */
 export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
   const inputs: Array<InputPoint> = []
+  /** a manual compaction's input point -> the index of its compaction.done */
+  const compactAt = new Map<number, number>()
   // the interruptions first: their start is an input point, and their events are not the model's
   const interruptionAt = new Map<number, { readonly reason: string }>()
   for (let i = 0; i < envelopes.length; i++) {
@@ -216,6 +218,7 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
             break
           }
           inputs.push({ _tag: "compact", index: start })
+          compactAt.set(start, i)
         }
         break
       case "tool.failed": {
@@ -371,6 +374,11 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
       case "compaction.done": {
         const p = env.payload
         if (p.usage === undefined && p.model === undefined) break
+        // a manual compaction is itself an input point: its summary does not wait for it to be done
+        const own = inputs.find(
+          (input) => input._tag === "compact" && input.index <= i && compactAt.get(input.index) === i
+        )
+        const gate = own === undefined ? inputsBefore(i) : inputsBefore(own.index)
         const usage = p.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
         requests.push({
           kind: "summary",
@@ -378,7 +386,7 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
           index: i,
           seq: env.seq,
           events: [
-            { event: ModelEvent.TextDelta({ id: "summary", delta: p.summary }), inputsBefore: inputsBefore(i) },
+            { event: ModelEvent.TextDelta({ id: "summary", delta: p.summary }), inputsBefore: gate },
             {
               event: ModelEvent.Finish({
                 finishReason: "stop",
@@ -390,7 +398,7 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
                   cacheWrite: usage.cacheWrite
                 }
               }),
-              inputsBefore: inputsBefore(i)
+              inputsBefore: gate
             }
           ],
           end: { _tag: "finish" }

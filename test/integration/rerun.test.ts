@@ -51,7 +51,13 @@ describe("logbook rerun", () => {
     const report = JSON.parse(same.stdout)
     const original = await readLog(ws.db, session)
     expect(report.outcome).toEqual({ _tag: "match" })
-    expect(report).toMatchObject({ served: 4, live: 0, compared: original.length, matched: original.length })
+    expect(report).toMatchObject({
+      served: 4,
+      live: 0,
+      compared: original.length,
+      matched: original.length,
+      source: "snapshot"
+    })
     // the commands ran again, in the scratch copy: it ends as the original workspace did
     expect(fs.readFileSync(path.join(scratch, "copy.txt"), "utf8")).toBe("seed\n")
     expect(fs.readFileSync(path.join(scratch, "made.txt"), "utf8")).toBe("made\n")
@@ -215,5 +221,58 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     const report = JSON.parse(rerun.stdout)
     expect(report.outcome).toEqual({ _tag: "match" })
     expect(report).toMatchObject({ served: 4, live: 0, matched: original.length })
+  })
+})
+
+describe("logbook rerun --save", () => {
+  it("a session with reasoning and streamed text is the same again; saved, the re-run is a session diff calls the same", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "a.txt"), "alpha\n")
+    const usage = { prompt_tokens: 120, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 12 } }
+    server.enqueue(
+      Reply.stream({
+        reasoning: ["The user wants ", "the file. ", "I will read it."],
+        text: ["Reading ", "a.txt."],
+        toolCalls: [{ id: "call_r", name: "read", arguments: ['{"pa', 'th":"a.txt"}'] }],
+        usage
+      }),
+      Reply.stream({ reasoning: "It says alpha.", text: ["It ", "says ", "alpha", "."], usage })
+    )
+    expect((await runCli([...ws.runArgs, "what is in a.txt?"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const original = await readLog(ws.db, session)
+    expect(original.filter((e) => e.type === "reasoning.delta").length).toBeGreaterThan(0)
+
+    const saved = await runCli(["rerun", session, "--db", ws.db, "--save", "--format", "json"])
+    expect(saved.code, saved.stdout + saved.stderr).toBe(0)
+    const report = JSON.parse(saved.stdout)
+    expect(report.outcome).toEqual({ _tag: "match" })
+    // no command ran, so no snapshot: the directory as it is now (unchanged since) is where it started
+    expect(report.source).toBe("directory")
+    const again = await readLog(ws.db, report.rerun)
+    expect(again[0]).toMatchObject({ type: "session.created", payload: { rerunOf: { sessionId: session } } })
+    expect((again[0]!.payload as { rerunOf: object }).rerunOf).not.toHaveProperty("fromRequest")
+    // the same reasoning, text, tokens, and the same read (of the scratch copy)
+    const joined = (log: typeof original, type: string) =>
+      log
+        .filter((e) => e.type === type)
+        .map((e) => (e.payload as { delta: string }).delta)
+        .join("")
+    expect(joined(again, "reasoning.delta")).toBe(joined(original, "reasoning.delta"))
+    expect(joined(again, "text.delta")).toBe("Reading a.txt.It says alpha.")
+    const tokens = (log: typeof original) =>
+      log.filter((e) => e.type === "step.finished").map((e) => (e.payload as { usage: { input: number } }).usage.input)
+    expect(tokens(again)).toEqual(tokens(original))
+    const diff = await runCli(["diff", session, report.rerun, "--db", ws.db])
+    expect(diff.code, diff.stderr).toBe(0)
+    expect(diff.stdout).toContain("the same: every message, call, result and file change")
+    // its workspace is kept with it
+    expect(fs.readFileSync(path.join(report.workspace, "a.txt"), "utf8")).toBe("alpha\n")
+    const text = await runCli(["rerun", session, "--db", ws.db])
+    expect(text.stdout).toContain("the session took no snapshot of its workspace (it ran no command)")
+    const sessions = await runCli(["sessions", "list", "--db", ws.db, "--all", "--format", "json"])
+    expect(JSON.parse(sessions.stdout).map((s: { id: string }) => s.id)).toContain(report.rerun)
   })
 })

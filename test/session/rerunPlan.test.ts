@@ -135,8 +135,9 @@ describe("planOf", () => {
       ["summary", 2, "finish"]
     ])
     expect(plan.requests[1]!.events[0]!.event).toEqual(ModelEvent.TextDelta({ id: "summary", delta: "We did things." }))
-    // where the compaction's own events begin: the session busy
+    // where the compaction's own events begin: the session busy; its summary does not wait for it
     expect(plan.inputs).toEqual([{ _tag: "compact", index: 1 }])
+    expect(plan.requests[1]!.events.map((item) => item.inputsBefore)).toEqual([0, 0])
   })
 })
 
