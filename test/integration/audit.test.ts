@@ -9,16 +9,21 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { contentText, fileLines, latestSession, makeJanitor, makeWorkspace, toolResult, until } from "./support.js"
+import {
+  contentText,
+  fileLines,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  toolCall,
+  toolResult,
+  until
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args)
-})
+const call = toolCall
 
 interface JsonAudit {
   readonly sessions: ReadonlyArray<{

@@ -9,13 +9,12 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { fileLines, latestSession, makeJanitor, makeWorkspace, readLog, until } from "./support.js"
+import { bashReply, fileLines, latestSession, makeJanitor, makeWorkspace, readLog, until } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
-const bash = (id: string, command: string) =>
-  Reply.stream({ toolCalls: [{ id, name: "bash", arguments: JSON.stringify({ command }) }] })
+const bash = bashReply
 
 describe("logbook rerun", () => {
   it("reproduces a multi-step session with a command that changes files, with no model request; a changed tool result is a divergence", async () => {
@@ -174,8 +173,7 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     const args = (...words: ReadonlyArray<string>) => [...ws.runArgs, ...words]
-    const call = (id: string, command: string) =>
-      Reply.stream({ toolCalls: [{ id, name: "bash", arguments: JSON.stringify({ command }) }] })
+    const call = bashReply
 
     // killed (-9) while a command runs; the next run repairs the session and goes on
     // (the shells' pids go outside the workspace: a pid is another one in the re-run)

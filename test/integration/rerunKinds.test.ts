@@ -18,17 +18,12 @@ import type { SessionState } from "../../src/store/Projection.js"
 import { Approver } from "../../src/tools/Approver.js"
 import { type RunResult, runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
-import { fileLines, latestSession, makeJanitor, makeWorkspace, ofType, readLog, until } from "./support.js"
+import { bashReply, fileLines, latestSession, makeJanitor, makeWorkspace, ofType, readLog, until } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args)
-})
-const bash = (id: string, command: string) => Reply.stream({ toolCalls: [call(id, "bash", { command })] })
+const bash = bashReply
 
 interface RerunJson {
   readonly outcome: { readonly _tag: string } & Record<string, unknown>
@@ -49,6 +44,18 @@ const rerunJson = async (db: string, session: string) => {
     throw new Error(`rerun printed no report (exit ${result.code}):\n${result.stdout}\n${result.stderr}`)
   }
   return { result, report, workspace }
+}
+
+/**
+ * The re-run of `session` matched the whole original (`original`, `served` model responses from the
+ * log, none live); returns the scratch workspace it ran in.
+ */
+const expectMatch = async (db: string, session: string, original: ReadonlyArray<unknown>, served: number) => {
+  const { result, report, workspace } = await rerunJson(db, session)
+  expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+  expect(result.code).toBe(0)
+  expect(report).toMatchObject({ served, live: 0, compared: original.length, matched: original.length })
+  return workspace
 }
 
 /** The outcome in full when it is not the one expected: the assertion's message. */
@@ -75,10 +82,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(3)
     await server.close()
 
-    const { result, report, workspace } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    const workspace = await expectMatch(ws.db, session, original, requests)
     expect(fs.readFileSync(path.join(workspace, "made.txt"), "utf8")).toBe("made\n")
   })
 
@@ -103,10 +107,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(4)
     await server.close()
 
-    const { result, report, workspace } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    const workspace = await expectMatch(ws.db, session, original, requests)
     expect(fs.readFileSync(path.join(workspace, "one.txt"), "utf8")).toBe("one\n")
   })
 
@@ -130,10 +131,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(4)
     await server.close()
 
-    const { result, report, workspace } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    const workspace = await expectMatch(ws.db, session, original, requests)
     expect(fs.readFileSync(path.join(workspace, "two.txt"), "utf8")).toBe("one\n")
   })
 
@@ -164,10 +162,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(2)
     await server.close()
 
-    const { result, report } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    await expectMatch(ws.db, session, original, requests)
   })
 
   it("crashed: the re-run goes past the crash as the next run did (the crash sweep), then on", async () => {
@@ -193,10 +188,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(crash.map((e) => e.payload.reason)).toEqual(["crash"])
     await server.close()
 
-    const { result, report } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: 2, live: 0, compared: original.length, matched: original.length })
+    await expectMatch(ws.db, session, original, 2)
     // the crash sweep, written by the re-run's second kernel: the command it found running was stopped
     const stopped = ofType(original, "tool.failed").find((e) => e.payload.callId === "call_crash")
     expect(stopped?.payload.error).toContain("Its command was still running and was stopped.")
@@ -304,10 +296,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(2)
     await server.close()
 
-    const { result, report } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    await expectMatch(ws.db, session, original, requests)
   })
 
   it("queued: a message queued while the turn works starts the next turn, as it did", async () => {
@@ -346,10 +335,7 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(3)
     await server.close()
 
-    const { result, report, workspace } = await rerunJson(ws.db, session)
-    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
-    expect(result.code).toBe(0)
-    expect(report).toMatchObject({ served: requests, live: 0, compared: original.length, matched: original.length })
+    const workspace = await expectMatch(ws.db, session, original, requests)
     expect(fs.readFileSync(path.join(workspace, "one.txt"), "utf8")).toBe("one\n")
   })
 })

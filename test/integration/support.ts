@@ -12,9 +12,26 @@ import { EventStore } from "../../src/store/EventStore.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import { restore } from "../../src/store/Snapshots.js"
 import { scratchDb, scratchDir } from "../support/cli.js"
-import { type RecordedRequest, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
+import {
+  type RecordedRequest,
+  Reply,
+  type ScriptedServer,
+  type ScriptedToolCall,
+  startScriptedServer
+} from "../support/scriptedServer.js"
 
 /** Retry settings that keep backoff waits at a few milliseconds. */
+/** A tool call of a scripted reply, its arguments as JSON. */
+export const toolCall = (id: string, name: string, args: Record<string, unknown>): ScriptedToolCall => ({
+  id,
+  name,
+  arguments: JSON.stringify(args)
+})
+
+/** A scripted reply that calls `bash` with `command`. */
+export const bashReply = (id: string, command: string) =>
+  Reply.stream({ toolCalls: [toolCall(id, "bash", { command })] })
+
 export const fastRetry = { initialDelayMs: 1, maxDelayMs: 5 }
 
 /** The event every run ends with: `session.status idle` (match with `toMatchObject`). */
