@@ -330,7 +330,7 @@ const ID_KIND: Record<string, string> = {
 }
 
 /** Fields naming a blob: equal, or blobs of the same content (the scratch directory standing for the original). */
-const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest", "blob"])
+const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest", "blob", "hash"])
 
 /**
  * Events not compared: a command's output so far, recorded at most every so often while it runs
@@ -710,6 +710,20 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           return `the workspace differs: ${shown.join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
         }).pipe(Effect.orElseSucceed(() => "the manifests cannot be read"))
 
+      /**
+       * A size beside the blob of what it measures (a command's `bytes` beside its `outputBlob`, a
+       * read file's `size` beside its `hash`) counts the scratch directory's path where the content
+       * names it: it is the size of the re-run's content written as the original.
+       */
+      const sameSize = (ra: Record<string, unknown>, rb: Record<string, unknown>, key: "bytes" | "size") =>
+        Effect.gen(function* () {
+          const hash = key === "bytes" ? rb.outputBlob : rb.hash
+          if (typeof ra[key] !== "number" || typeof rb[key] !== "number" || typeof hash !== "string") return false
+          const blob = yield* targetStore.getBlob(hash)
+          if (Option.isNone(blob)) return false
+          return Buffer.byteLength(toOriginal(new TextDecoder().decode(blob.value))) === ra[key]
+        }).pipe(Effect.orElseSucceed(() => false))
+
       /** the first difference between two payload values, as a path, or undefined */
       const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
         Effect.gen(function* () {
@@ -747,6 +761,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           const keys = new Set([...Object.keys(ra), ...Object.keys(rb)])
           for (const k of keys) {
             if (IGNORED.has(k)) continue
+            if ((k === "bytes" || k === "size") && (yield* sameSize(ra, rb, k))) continue
             if (ra[k] === undefined && rb[k] === undefined) continue
             if (ra[k] === undefined || rb[k] === undefined) return `${path}.${k}`
             const found = yield* differ(ra[k], rb[k], k, `${path}.${k}`)
