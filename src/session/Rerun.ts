@@ -62,6 +62,7 @@ import {
   scanWorkspace
 } from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
+import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
 import { ownerId, Sessions } from "./Sessions.js"
@@ -640,11 +641,42 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     return undefined
   }
 
+  // a turn the original cut at its step limit (`max-steps`: that run's limit, which the log does not
+  // keep otherwise) is cut where it was; the others end by themselves, as they did
+  const stepLimits: Array<{ readonly start: number; readonly end: number; readonly steps: number }> = []
+  let turnStart = 0
+  let turnSteps = 0
+  envelopes.forEach((env, i) => {
+    if (env.type === "turn.started") {
+      turnStart = i
+      turnSteps = 0
+    }
+    if (env.type === "step.finished" && !(env.payload.aborted === true && env.payload.finishReason === STREAM_FAILED))
+      turnSteps += 1
+    if (env.type === "turn.finished" && env.payload.reason === "max-steps")
+      stepLimits.push({ start: turnStart, end: i, steps: turnSteps })
+  })
+  /** the step limit of the turn the latest request (served or live) belongs to */
+  const maxSteps = (): number => {
+    if (fork !== undefined && served >= fork.fromRequest) return options.agent.sessions.maxSteps
+    const at = plan.requests[served - 1]?.index
+    if (at === undefined) return options.agent.sessions.maxSteps
+    return stepLimits.find((turn) => turn.start <= at && at <= turn.end)?.steps ?? Number.MAX_SAFE_INTEGER
+  }
+
   /** the agent of one process of the re-run (a crash of the original starts another, with another lease owner) */
   const agentOf = (owner: string, store: Context.Context<EventStore | EventBus>) =>
     makeAgentLayer({
       ...options.agent,
-      sessions: { ...options.agent.sessions, systemOverride, owner, onLeftoverCommands: undefined },
+      sessions: {
+        ...options.agent.sessions,
+        get maxSteps() {
+          return maxSteps()
+        },
+        systemOverride,
+        owner,
+        onLeftoverCommands: undefined
+      },
       retry: replayedRetry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provide(Layer.succeedContext(store)))
