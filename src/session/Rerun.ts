@@ -53,6 +53,7 @@ import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
+import { makeSecrets, type SecretsService } from "../tools/Secrets.js"
 import {
   decodeManifestDocument,
   type ManifestFile,
@@ -171,7 +172,9 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
   sessionId: SessionId,
   directory: string,
   /** files of the session's directory never copied (the log's own database) */
-  exclude: ReadonlyArray<string> = []
+  exclude: ReadonlyArray<string> = [],
+  /** the re-run's secrets: a snapshot stored a file's keys masked, the file had them */
+  secrets?: SecretsService | undefined
 ) {
   const store = yield* EventStore
   const fail = (message: string) => new RerunUnavailable({ sessionId, message })
@@ -187,7 +190,11 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
   let source: StartingWorkspace["source"]
   if (baselineAt >= 0) {
     const baseline = plan.envelopes[baselineAt]! as Envelope & { readonly type: "workspace.snapshot" }
-    restored = yield* restoreManifest(store, baseline.payload.manifest!, directory).pipe(
+    const blobs = {
+      getBlob: (hash: string) =>
+        secrets === undefined ? store.getBlob(hash) : Effect.map(store.getBlob(hash), Option.map(secrets.revealBytes))
+    }
+    restored = yield* restoreManifest(blobs, baseline.payload.manifest!, directory).pipe(
       Effect.mapError((error) => fail(`cannot restore the workspace of session ${sessionId}: ${error.message}`))
     )
     undoBefore = baselineAt
@@ -455,12 +462,14 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const cut = fork === undefined ? envelopes.length : forkRequest === undefined ? envelopes.length : forkRequest.index
   const units = unitsOf(envelopes.slice(0, cut))
   const origCwd = plan.cwd ?? options.workspace
+  const secrets = options.agent.secrets
 
   const restored = yield* restoreStartingWorkspace(
     plan,
     options.sessionId,
     options.workspace,
-    options.agent.actions?.snapshot?.exclude
+    options.agent.actions?.snapshot?.exclude,
+    secrets === undefined ? undefined : "redact" in secrets ? secrets : makeSecrets(secrets)
   )
   const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   /** the scratch directory's paths written as the original's */

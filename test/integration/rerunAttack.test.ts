@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type RunResult, runCli, scratchDir } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { latestSession, makeJanitor, makeWorkspace, readLog } from "./support.js"
+import { latestSession, makeJanitor, makeWorkspace, readLog, userConfigEnv } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -136,6 +136,58 @@ describe("logbook rerun: paths", () => {
     expect(fs.readFileSync(path.join(report.workspace, "a.txt"), "utf8")).toBe(
       `root is ${ws.dir}\ngamma in ${report.workspace}\n`
     )
+  })
+})
+
+describe("logbook rerun: secrets and outputs", () => {
+  it("a command printing the API key matches, and the report never shows the key", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const key = `sk-test-${Date.now().toString(16)}abcdef0123`
+    const env = {
+      ...userConfigEnv({
+        provider: {
+          local: { type: "openai-compatible", baseURL: `${server.url}/v1`, apiKeyEnv: "LOGBOOK_TEST_KEY" }
+        },
+        tools: { bash: { passEnv: ["LOGBOOK_TEST_KEY"] } }
+      }),
+      LOGBOOK_TEST_KEY: key,
+      ANTHROPIC_API_KEY: undefined,
+      OPENAI_API_KEY: undefined
+    }
+    fs.writeFileSync(path.join(ws.dir, "key.txt"), `key=${key}\n`)
+    server.enqueue(bash("c1", `printf 'k=[%s]\\n' "$LOGBOOK_TEST_KEY"; cat key.txt`), Reply.text("Looked."))
+    expect((await runCli([...ws.runArgs, "look"], { env })).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(JSON.stringify(log)).not.toContain(key)
+    expect(JSON.stringify(log)).toContain("k=[[logbook redacted $LOGBOOK_TEST_KEY]]")
+    const { result, report } = await rerunJson(ws.db, session, [], env)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+    expect(shown(result)).not.toContain(key)
+    const text = await runCli(["rerun", session, "--db", ws.db], { env })
+    expect(text.code, shown(text)).toBe(0)
+    expect(shown(text)).not.toContain(key)
+  })
+
+  it("a large output, a timed-out command and a failing one match", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      bash("c1", 'for i in $(seq 1 4000); do echo "line $i of the output"; done'),
+      bash("c2", "echo start; sleep 30", { timeoutMs: 500 }),
+      bash("c3", "echo oops >&2; exit 3"),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "go"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    const finished = log.filter((e) => e.type === "tool.finished" || e.type === "tool.failed")
+    expect(JSON.stringify(finished[0]!.payload)).toContain('"truncated":true')
+    const { result, report } = await rerunJson(ws.db, session)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
   })
 })
 
