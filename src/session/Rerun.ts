@@ -53,6 +53,7 @@ import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
+import { makeSecrets, type SecretsService } from "../tools/Secrets.js"
 import {
   decodeManifestDocument,
   type ManifestFile,
@@ -62,6 +63,7 @@ import {
   scanWorkspace
 } from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
+import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
 import { ownerId, Sessions } from "./Sessions.js"
@@ -170,7 +172,9 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
   sessionId: SessionId,
   directory: string,
   /** files of the session's directory never copied (the log's own database) */
-  exclude: ReadonlyArray<string> = []
+  exclude: ReadonlyArray<string> = [],
+  /** the re-run's secrets: a snapshot stored a file's keys masked, the file had them */
+  secrets?: SecretsService | undefined
 ) {
   const store = yield* EventStore
   const fail = (message: string) => new RerunUnavailable({ sessionId, message })
@@ -186,7 +190,11 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
   let source: StartingWorkspace["source"]
   if (baselineAt >= 0) {
     const baseline = plan.envelopes[baselineAt]! as Envelope & { readonly type: "workspace.snapshot" }
-    restored = yield* restoreManifest(store, baseline.payload.manifest!, directory).pipe(
+    const blobs = {
+      getBlob: (hash: string) =>
+        secrets === undefined ? store.getBlob(hash) : Effect.map(store.getBlob(hash), Option.map(secrets.revealBytes))
+    }
+    restored = yield* restoreManifest(blobs, baseline.payload.manifest!, directory).pipe(
       Effect.mapError((error) => fail(`cannot restore the workspace of session ${sessionId}: ${error.message}`))
     )
     undoBefore = baselineAt
@@ -330,7 +338,7 @@ const ID_KIND: Record<string, string> = {
 }
 
 /** Fields naming a blob: equal, or blobs of the same content (the scratch directory standing for the original). */
-const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest", "blob"])
+const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest", "blob", "hash"])
 
 /**
  * Events not compared: a command's output so far, recorded at most every so often while it runs
@@ -454,12 +462,14 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const cut = fork === undefined ? envelopes.length : forkRequest === undefined ? envelopes.length : forkRequest.index
   const units = unitsOf(envelopes.slice(0, cut))
   const origCwd = plan.cwd ?? options.workspace
+  const secrets = options.agent.secrets
 
   const restored = yield* restoreStartingWorkspace(
     plan,
     options.sessionId,
     options.workspace,
-    options.agent.actions?.snapshot?.exclude
+    options.agent.actions?.snapshot?.exclude,
+    secrets === undefined ? undefined : "redact" in secrets ? secrets : makeSecrets(secrets)
   )
   const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   /** the scratch directory's paths written as the original's */
@@ -640,11 +650,42 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     return undefined
   }
 
+  // a turn the original cut at its step limit (`max-steps`: that run's limit, which the log does not
+  // keep otherwise) is cut where it was; the others end by themselves, as they did
+  const stepLimits: Array<{ readonly start: number; readonly end: number; readonly steps: number }> = []
+  let turnStart = 0
+  let turnSteps = 0
+  envelopes.forEach((env, i) => {
+    if (env.type === "turn.started") {
+      turnStart = i
+      turnSteps = 0
+    }
+    if (env.type === "step.finished" && !(env.payload.aborted === true && env.payload.finishReason === STREAM_FAILED))
+      turnSteps += 1
+    if (env.type === "turn.finished" && env.payload.reason === "max-steps")
+      stepLimits.push({ start: turnStart, end: i, steps: turnSteps })
+  })
+  /** the step limit of the turn the latest request (served or live) belongs to */
+  const maxSteps = (): number => {
+    if (fork !== undefined && served >= fork.fromRequest) return options.agent.sessions.maxSteps
+    const at = plan.requests[served - 1]?.index
+    if (at === undefined) return options.agent.sessions.maxSteps
+    return stepLimits.find((turn) => turn.start <= at && at <= turn.end)?.steps ?? Number.MAX_SAFE_INTEGER
+  }
+
   /** the agent of one process of the re-run (a crash of the original starts another, with another lease owner) */
   const agentOf = (owner: string, store: Context.Context<EventStore | EventBus>) =>
     makeAgentLayer({
       ...options.agent,
-      sessions: { ...options.agent.sessions, systemOverride, owner, onLeftoverCommands: undefined },
+      sessions: {
+        ...options.agent.sessions,
+        get maxSteps() {
+          return maxSteps()
+        },
+        systemOverride,
+        owner,
+        onLeftoverCommands: undefined
+      },
       retry: replayedRetry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provide(Layer.succeedContext(store)))
@@ -710,6 +751,20 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           return `the workspace differs: ${shown.join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
         }).pipe(Effect.orElseSucceed(() => "the manifests cannot be read"))
 
+      /**
+       * A size beside the blob of what it measures (a command's `bytes` beside its `outputBlob`, a
+       * read file's `size` beside its `hash`) counts the scratch directory's path where the content
+       * names it: it is the size of the re-run's content written as the original.
+       */
+      const sameSize = (ra: Record<string, unknown>, rb: Record<string, unknown>, key: "bytes" | "size") =>
+        Effect.gen(function* () {
+          const hash = key === "bytes" ? rb.outputBlob : rb.hash
+          if (typeof ra[key] !== "number" || typeof rb[key] !== "number" || typeof hash !== "string") return false
+          const blob = yield* targetStore.getBlob(hash)
+          if (Option.isNone(blob)) return false
+          return Buffer.byteLength(toOriginal(new TextDecoder().decode(blob.value))) === ra[key]
+        }).pipe(Effect.orElseSucceed(() => false))
+
       /** the first difference between two payload values, as a path, or undefined */
       const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
         Effect.gen(function* () {
@@ -747,6 +802,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           const keys = new Set([...Object.keys(ra), ...Object.keys(rb)])
           for (const k of keys) {
             if (IGNORED.has(k)) continue
+            if ((k === "bytes" || k === "size") && (yield* sameSize(ra, rb, k))) continue
             if (ra[k] === undefined && rb[k] === undefined) continue
             if (ra[k] === undefined || rb[k] === undefined) return `${path}.${k}`
             const found = yield* differ(ra[k], rb[k], k, `${path}.${k}`)

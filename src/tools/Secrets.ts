@@ -66,6 +66,11 @@ export interface SecretsService {
    * case allocates nothing.
    */
   readonly redact: <A>(value: A) => A
+  /**
+   * The other way, for what the log kept masked that must be real again (a re-run restoring a
+   * workspace file that held a key): each marker of a value this service holds becomes the value
+   */
+  readonly revealBytes: (bytes: Uint8Array) => Uint8Array
 }
 
 export interface StreamRedactor {
@@ -136,6 +141,15 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       result = Buffer.concat(pieces)
     }
     return result
+  }
+
+  const revealBytes = (bytes: Uint8Array): Uint8Array => {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    if (!values.some(({ marker }) => text.includes(marker))) return bytes
+    let result = text.toString("latin1")
+    // latin1 keeps every byte as it is; a value is written back as its UTF-8 bytes
+    for (const { value, marker } of values) result = result.split(marker).join(Buffer.from(value).toString("latin1"))
+    return Buffer.from(result, "latin1")
   }
 
   const needles = values.map((v) => Buffer.from(v.value))
@@ -294,7 +308,8 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
     redactStream: values.length === 0 ? () => passThrough : redactStream,
     redactTextStream: values.length === 0 ? () => textPassThrough : redactTextStream,
-    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value, new WeakSet()) as A
+    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value, new WeakSet()) as A,
+    revealBytes: values.length === 0 ? (bytes) => bytes : revealBytes
   }
 }
 

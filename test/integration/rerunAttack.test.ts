@@ -1,0 +1,226 @@
+/**
+ * `logbook rerun` attacked through the built binary: bad input, secrets, paths (the original
+ * workspace is never read or written by the re-run), large and timed-out outputs, file tools, a
+ * model error that gave up, a turn cut at `--max-steps`, a re-run of a saved re-run, an imported
+ * session. The server is closed before every re-run: whatever the model answers comes from the log.
+ */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { type RunResult, runCli, scratchDir } from "../support/cli.js"
+import { Reply } from "../support/scriptedServer.js"
+import { latestSession, makeJanitor, makeWorkspace, readLog, userConfigEnv } from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const call = (id: string, name: string, args: Record<string, unknown>) => ({
+  id,
+  name,
+  arguments: JSON.stringify(args)
+})
+const tool = (id: string, name: string, args: Record<string, unknown>) =>
+  Reply.stream({ toolCalls: [call(id, name, args)] })
+const bash = (id: string, command: string, extra: Record<string, unknown> = {}) =>
+  tool(id, "bash", { command, ...extra })
+
+interface RerunJson {
+  readonly outcome: { readonly _tag: string } & Record<string, unknown>
+  readonly rerun: string
+  readonly workspace: string
+  readonly matched: number
+  readonly compared: number
+  readonly served: number
+  readonly live: number
+  readonly source: string
+}
+
+const rerunJson = async (db: string, session: string, extra: ReadonlyArray<string> = [], env = {}) => {
+  const result = await runCli(["rerun", session, "--db", db, "--format", "json", ...extra], { env })
+  let report: RerunJson | undefined
+  try {
+    report = JSON.parse(result.stdout) as RerunJson
+  } catch {
+    throw new Error(`rerun printed no report (exit ${result.code}):\n${result.stdout}\n${result.stderr}`)
+  }
+  return { result, report }
+}
+
+const shown = (result: RunResult) => `${result.stdout}\n${result.stderr}`
+
+/** Every file of a directory (relative path -> sha256 of its content, and its mode). */
+const treeOf = (dir: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  const walk = (at: string) => {
+    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
+      const full = path.join(at, entry.name)
+      const rel = path.relative(dir, full)
+      if (entry.isDirectory()) {
+        out[`${rel}/`] = "dir"
+        walk(full)
+      } else {
+        const stat = fs.statSync(full)
+        out[rel] = `${createHash("sha256").update(fs.readFileSync(full)).digest("hex")} ${stat.mode} ${stat.mtimeMs}`
+      }
+    }
+  }
+  walk(dir)
+  return out
+}
+
+describe("logbook rerun: bad input", () => {
+  it("refuses, with a usage error, what it cannot re-run", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.text("Hello."))
+    expect((await runCli([...ws.runArgs, "hi"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const rerun = (...args: ReadonlyArray<string>) => runCli(["rerun", ...args])
+
+    const unknown = await rerun("nosuchsession", "--db", ws.db)
+    expect(unknown.code, shown(unknown)).toBe(2)
+    const noDb = await rerun(session, "--db", path.join(scratchDir(), "none.db"))
+    expect(noDb.code, shown(noDb)).toBe(2)
+    expect(noDb.stderr).toContain("no database at")
+    for (const step of ["0", "-1"]) {
+      const bad = await rerun(session, "--db", ws.db, "--from-step", step)
+      expect(bad.code, shown(bad)).toBe(2)
+    }
+    const notNumber = await rerun(session, "--db", ws.db, "--from-step", "two")
+    expect(notNumber.code, shown(notNumber)).toBe(2)
+    const noPrompt = await rerun(session, "--db", ws.db, "--system-prompt", path.join(scratchDir(), "none.txt"))
+    expect(noPrompt.code, shown(noPrompt)).toBe(2)
+    expect(noPrompt.stderr).toContain("cannot read --system-prompt")
+    const full = scratchDir()
+    fs.writeFileSync(path.join(full, "x.txt"), "x")
+    const nonEmpty = await rerun(session, "--db", ws.db, "--workspace", full)
+    expect(nonEmpty.code, shown(nonEmpty)).toBe(2)
+    const file = path.join(scratchDir(), "a-file")
+    fs.writeFileSync(file, "x")
+    const isFile = await rerun(session, "--db", ws.db, "--workspace", file)
+    expect(isFile.code, shown(isFile)).toBe(2)
+    expect(fs.readFileSync(file, "utf8")).toBe("x")
+    // a session with no tool call matches without a workspace
+    const ok = await rerunJson(ws.db, session)
+    expect(ok.report.outcome, shown(ok.result)).toEqual({ _tag: "match" })
+  })
+})
+
+describe("logbook rerun: paths", () => {
+  it("pwd, a file holding the workspace path, absolute paths, edit and todo match; the original is untouched", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "a.txt"), `root is ${ws.dir}\nalpha\n`)
+    server.enqueue(
+      bash("c1", "pwd && cat a.txt && ls"),
+      tool("c2", "read", { path: path.join(ws.dir, "a.txt") }),
+      tool("c3", "edit", { path: path.join(ws.dir, "a.txt"), oldString: "alpha", newString: "beta" }),
+      tool("c4", "edit", { path: "a.txt", oldString: "beta", newString: `gamma in ${ws.dir}` }),
+      tool("c5", "write", { path: path.join(ws.dir, "b.txt"), content: "made here\n" }),
+      tool("c6", "todo", { todos: [{ content: "check", status: "in_progress" }] }),
+      bash("c7", `cat ${ws.dir}/b.txt; echo "$PWD"`),
+      Reply.text(`Done in ${ws.dir}.`)
+    )
+    const run = await runCli([...ws.runArgs, "work"])
+    expect(run.code, shown(run)).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(log.filter((e) => e.type === "tool.failed")).toEqual([])
+    const before = treeOf(ws.dir)
+    const { result, report } = await rerunJson(ws.db, session, ["--save"])
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+    expect(treeOf(ws.dir)).toEqual(before)
+    expect(fs.readFileSync(path.join(report.workspace, "a.txt"), "utf8")).toBe(
+      `root is ${ws.dir}\ngamma in ${report.workspace}\n`
+    )
+  })
+})
+
+describe("logbook rerun: secrets and outputs", () => {
+  it("a command printing the API key matches, and the report never shows the key", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const key = `sk-test-${Date.now().toString(16)}abcdef0123`
+    const env = {
+      ...userConfigEnv({
+        provider: {
+          local: { type: "openai-compatible", baseURL: `${server.url}/v1`, apiKeyEnv: "LOGBOOK_TEST_KEY" }
+        },
+        tools: { bash: { passEnv: ["LOGBOOK_TEST_KEY"] } }
+      }),
+      LOGBOOK_TEST_KEY: key,
+      ANTHROPIC_API_KEY: undefined,
+      OPENAI_API_KEY: undefined
+    }
+    fs.writeFileSync(path.join(ws.dir, "key.txt"), `key=${key}\n`)
+    server.enqueue(bash("c1", `printf 'k=[%s]\\n' "$LOGBOOK_TEST_KEY"; cat key.txt`), Reply.text("Looked."))
+    expect((await runCli([...ws.runArgs, "look"], { env })).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(JSON.stringify(log)).not.toContain(key)
+    expect(JSON.stringify(log)).toContain("k=[[logbook redacted $LOGBOOK_TEST_KEY]]")
+    const { result, report } = await rerunJson(ws.db, session, [], env)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+    expect(shown(result)).not.toContain(key)
+    const text = await runCli(["rerun", session, "--db", ws.db], { env })
+    expect(text.code, shown(text)).toBe(0)
+    expect(shown(text)).not.toContain(key)
+  })
+
+  it("a large output, a timed-out command and a failing one match", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      bash("c1", 'for i in $(seq 1 4000); do echo "line $i of the output"; done'),
+      bash("c2", "echo start; sleep 30", { timeoutMs: 500 }),
+      bash("c3", "echo oops >&2; exit 3"),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "go"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    const finished = log.filter((e) => e.type === "tool.finished" || e.type === "tool.failed")
+    expect(JSON.stringify(finished[0]!.payload)).toContain('"truncated":true')
+    const { result, report } = await rerunJson(ws.db, session)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+  })
+})
+
+describe("logbook rerun: model errors and limits", () => {
+  it("a model error that gave up (400), then another turn, matches", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.error(400))
+    const first = await runCli([...ws.runArgs, "first"])
+    expect(first.code).not.toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    server.enqueue(bash("c1", "echo again"), Reply.text("Fine now."))
+    expect((await runCli([...ws.runArgs, "-s", session, "again"])).code).toBe(0)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(log.some((e) => e.type === "model.error")).toBe(true)
+    const { result, report } = await rerunJson(ws.db, session)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+  })
+
+  it("a turn cut at --max-steps, then another turn, matches", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(bash("c1", "echo one"), bash("c2", "echo two"))
+    const cut = await runCli([...ws.runArgs, "--max-steps", "2", "loop"])
+    expect(cut.code, shown(cut)).not.toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    server.enqueue(Reply.text("Stopped."))
+    expect((await runCli([...ws.runArgs, "-s", session, "why?"])).code).toBe(0)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(log.some((e) => e.type === "turn.finished" && e.payload.reason === "max-steps")).toBe(true)
+    const { result, report } = await rerunJson(ws.db, session)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+  })
+})
