@@ -16,7 +16,14 @@ import { Console, Context, Effect, Layer, Option } from "effect"
 import type { Envelope } from "../domain/Events.js"
 import { layerAiSdk } from "../model/AiSdk.js"
 import { Model } from "../model/Model.js"
-import { type RerunFork, type RerunReport, RerunUnavailable, rerun, type ToolResultText } from "../session/Rerun.js"
+import {
+  type RerunFork,
+  type RerunReport,
+  RerunUnavailable,
+  rerun,
+  scratchDirectoryFor,
+  type ToolResultText
+} from "../session/Rerun.js"
 import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import { setupAgent } from "./agentSetup.js"
@@ -164,10 +171,17 @@ export const rerunCommand = Command.make(
         approver: Approver.autoDeny
       })
       const given = Option.getOrUndefined(args.workspace)
+      // by default a new directory as long as the original's path, so what names it keeps its size
       const workspace =
-        given === undefined
-          ? nodePath.join(fs.mkdtempSync(nodePath.join(os.tmpdir(), "logbook-rerun-")), "workspace")
-          : nodePath.resolve(given)
+        given === undefined ? scratchDirectoryFor(summary.cwd ?? cwd, os.tmpdir()) : nodePath.resolve(given)
+      /** the directory made for this re-run: removed unless the re-run is kept in the database */
+      const made = given === undefined ? nodePath.dirname(workspace) : undefined
+      let kept = false
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (made !== undefined && !kept) fs.rmSync(made, { recursive: true, force: true })
+        })
+      )
       const fork: RerunFork | undefined = forked
         ? {
             fromRequest: Option.getOrElse(args.fromStep, () => 1),
@@ -188,8 +202,7 @@ export const rerunCommand = Command.make(
           (error) => CliError.usage(error.message)
         )
       )
-      // a scratch directory of a re-run that is not kept goes with it
-      if (given === undefined && !save) fs.rmSync(nodePath.dirname(workspace), { recursive: true, force: true })
+      kept = save
       const style = yield* stdoutStyle
       yield* Console.log(args.format === "json" ? JSON.stringify(report, null, 2) : textOf(report, style, save))
       if (report.outcome._tag === "divergence")

@@ -23,6 +23,7 @@
  * `rerunOf`); the user's later prompts are sent to it at the end of each turn.
  */
 import { createHash } from "node:crypto"
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import {
@@ -178,6 +179,16 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
 ) {
   const store = yield* EventStore
   const fail = (message: string) => new RerunUnavailable({ sessionId, message })
+  const kind = yield* Effect.promise(() =>
+    fsp.stat(directory).then(
+      (stat) => (stat.isDirectory() ? "directory" : "other"),
+      () => "missing"
+    )
+  )
+  if (kind === "other")
+    return yield* fail(
+      `${directory} is not a directory: a re-run restores the session's workspace into a new directory`
+    )
   if (!(yield* isEmptyOrMissing(directory)))
     return yield* fail(`${directory} is not empty: a re-run restores the session's workspace into a new directory`)
   const baselineAt = plan.envelopes.findIndex(
@@ -284,6 +295,57 @@ const copyDirectory = (from: string, to: string, exclude: ReadonlyArray<string>)
 
 // ---------------------------------------------------------------------------------------------
 // comparing
+
+/** How the note that stands for the middle of a cut output ends: what follows is its tail. */
+const CUT_END = "] …\n\n"
+
+/**
+ * Whether two texts of the same length differ only inside paths at the same places: the original's
+ * directory `pa` in `a`, the scratch one `pb` (as long) in `b` — whole, or the part of one that a
+ * cut left (an output shown by its head and tail is cut where its byte count says, maybe inside a
+ * path: the head then ends with the start of one, the tail begins with the end of one).
+ */
+export const differOnlyInPath = (a: string, b: string, pa: string, pb: string): boolean => {
+  if (a.length !== b.length || pa.length !== pb.length || pa === pb) return false
+  /** `a[i]` is `pa[o]`, and what comes before it leads back to the path's start, or to a cut */
+  const anchored = (i: number, o: number): boolean => {
+    for (let t = 1; t <= o; t++) {
+      const at = i - t
+      if (at < 0 || a.startsWith(CUT_END, at + 1 - CUT_END.length)) return true
+      if (a[at] !== pa[o - t]) return false
+    }
+    return true
+  }
+  let i = 0
+  while (i < a.length) {
+    if (a[i] === b[i]) {
+      i++
+      continue
+    }
+    let end = i
+    for (let o = 0; o < pa.length && end === i; o++) {
+      if (a[i] !== pa[o] || b[i] !== pb[o] || !anchored(i, o)) continue
+      let k = 0
+      while (o + k < pa.length && i + k < a.length && a[i + k] === pa[o + k] && b[i + k] === pb[o + k]) k++
+      end = i + k
+    }
+    if (end === i) return false
+    i = end
+  }
+  return true
+}
+
+/**
+ * A new scratch directory under `parent` (created) whose real path is as long as `original` where
+ * that can be: a path the tools print, or a file holds, then takes as many bytes as it did (an
+ * output's size, where a long one is cut, a token estimate). Returns its path.
+ */
+export const scratchDirectoryFor = (original: string, parent: string): string => {
+  const root = fs.realpathSync(fs.mkdtempSync(nodePath.join(parent, "lr-")))
+  const room = Buffer.byteLength(original) - Buffer.byteLength(root) - 1
+  const name = room >= 1 ? `${"workspace".slice(0, room)}${"_".repeat(Math.max(0, room - 9))}` : "workspace"
+  return nodePath.join(root, name)
+}
 
 /**
  * Replaces the directories `from` by `to` in a text, where they are whole paths: `/w/a` in `/w/a`,
@@ -731,7 +793,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
           if (Option.isNone(a) || Option.isNone(b)) return false
           const decoder = new TextDecoder()
-          return decoder.decode(a.value) === toOriginal(decoder.decode(b.value))
+          const [before, now] = [decoder.decode(a.value), decoder.decode(b.value)]
+          return before === toOriginal(now) || differOnlyInPath(before, now, origCwd, workspace)
         }).pipe(Effect.orElseSucceed(() => false))
 
       /** which files two workspace manifests disagree on, for the divergence's sentence */
@@ -785,7 +848,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
             if (a === b || (yield* sameBlob(a, b))) return undefined
             return key === "manifest" ? `${path} (${yield* manifestDifference(a, b)})` : path
           }
-          if (typeof a === "string" && typeof b === "string") return a === toOriginal(b) ? undefined : path
+          if (typeof a === "string" && typeof b === "string")
+            return a === toOriginal(b) || differOnlyInPath(a, b, origCwd, workspace) ? undefined : path
           if (a === null || b === null || typeof a !== "object" || typeof b !== "object")
             return a === b ? undefined : path
           if (Array.isArray(a) !== Array.isArray(b)) return path

@@ -191,6 +191,32 @@ describe("logbook rerun: secrets and outputs", () => {
   })
 })
 
+describe("logbook rerun in its default scratch directory", () => {
+  it("is as long as the original's path: a cut output and a write's sizes that name it match", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      // a long output of the path: where it is cut for the model depends on the path's length
+      bash("c1", 'for i in $(seq 1 3000); do echo "$PWD/file-$i"; done'),
+      Reply.stream({
+        toolCalls: [
+          { id: "c2", name: "write", arguments: JSON.stringify({ path: "where.txt", content: `I am in ${ws.dir}\n` }) }
+        ]
+      }),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "go"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const result = await runCli(["rerun", session, "--db", ws.db, "--format", "json"])
+    const report = JSON.parse(result.stdout)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+    expect(Buffer.byteLength(report.workspace)).toBe(Buffer.byteLength(fs.realpathSync(ws.dir)))
+    // the scratch directory went with the re-run
+    expect(fs.existsSync(report.workspace)).toBe(false)
+  })
+})
+
 describe("logbook rerun: model errors and limits", () => {
   it("a model error that gave up (400), then another turn, matches", async () => {
     const server = await janitor.server()

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import type { Envelope, Event } from "../../src/domain/Events.js"
 import { EventId, SessionId } from "../../src/domain/Ids.js"
 import { ModelEvent } from "../../src/model/Model.js"
-import { replacePath } from "../../src/session/Rerun.js"
+import { differOnlyInPath, replacePath } from "../../src/session/Rerun.js"
 import { planOf } from "../../src/session/RerunPlan.js"
 import { A1, C1, e, prelude, T1, U1, usage } from "../support/fixtures.js"
 
@@ -150,5 +150,24 @@ describe("replacePath", () => {
     // the longer of two first, and regex characters are plain
     expect(replacePath(["/w", "/w/a+b"], "/s")("/w/a+b/x /w/y")).toBe("/s/x /s/y")
     expect(replacePath(["/w"], "/w")("/w/x")).toBe("/w/x")
+  })
+})
+
+describe("differOnlyInPath", () => {
+  const pa = "/home/ann/proj"
+  const pb = "/tmp/lr-x/work"
+  it("texts that differ only where the paths are, whole or cut at a head or a tail", () => {
+    expect(differOnlyInPath(`in ${pa}/a.ts: ok`, `in ${pb}/a.ts: ok`, pa, pb)).toBe(true)
+    // a head cut inside a path, then a tail that begins inside one
+    const cut = (p: string) =>
+      `${p}/a\n${p.slice(0, 7)}\n\n… [9 bytes (9 B) of output left out; x] …\n\n${p.slice(9)}/b`
+    expect(differOnlyInPath(cut(pa), cut(pb), pa, pb)).toBe(true)
+  })
+  it("any other difference is one, even of letters the paths hold", () => {
+    expect(differOnlyInPath("exit 1", "exit 2", pa, pb)).toBe(false)
+    // 'h' and 't' are the paths' first letters after the slash, but not at a path's start
+    expect(differOnlyInPath("the end", "tte end", pa, pb)).toBe(false)
+    expect(differOnlyInPath(`${pa}/a`, `${pb}/b`, pa, pb)).toBe(false)
+    expect(differOnlyInPath("same", "same!", pa, pb)).toBe(false)
   })
 })
