@@ -168,7 +168,14 @@ export const ToolFailed = event("tool.failed", {
   /** what the tool recorded of a call stopped before it returned (a command's exit code, output blob …) */
   metadata: Schema.optional(Schema.Unknown),
   /** the files the call read or wrote before it failed (an edit that wrote, then timed out) */
-  reads: Schema.optional(Schema.Array(FileRead))
+  reads: Schema.optional(Schema.Array(FileRead)),
+  /**
+   * a call refused before it ran (denied, rejected, an unknown tool, invalid arguments): its input as
+   * the model sent it, which no `tool.invoked` holds; absent in older logs
+   */
+  input: Schema.optional(Schema.Unknown),
+  /** a refused call whose input was not JSON: the text the model sent (cut at `MAX_INPUT_TEXT`) */
+  inputText: Schema.optional(Schema.String)
 })
 export const ToolTimeout = event("tool.timeout", { callId: CallId, timeoutMs: Schema.NonNegativeInt })
 
@@ -227,7 +234,9 @@ export const PermissionReplied = event("permission.replied", {
   /** a rejection's message from the user to the model: what to do instead */
   message: Schema.optional(Schema.String),
   /** the ask ended unanswered: the turn was interrupted (or the process crashed) while it waited */
-  interrupted: Schema.optional(Schema.Boolean)
+  interrupted: Schema.optional(Schema.Boolean),
+  /** who rejected it when it was not the user: a policy (`logbook run` without a terminal) */
+  by: Schema.optional(Schema.String)
 })
 /** Why a content of a change observed by a workspace snapshot is not in the blob store (docs/workspace.md). */
 export const ContentOmitted = Schema.Literal("too-large", "budget", "time", "unreadable")

@@ -158,6 +158,20 @@ const describeDefect = (cause: Cause.Cause<unknown>): string => {
   return squashed instanceof Error ? squashed.message : String(squashed)
 }
 
+/** The most characters of a call's input text kept when it is not JSON (`tool.failed` `inputText`). */
+export const MAX_INPUT_TEXT = 256 * 1024
+
+/** What `tool.failed` keeps of the input of a call that never ran: the JSON, or the text when it is none. */
+export const sentInput = (call: StepCall): { readonly input?: unknown; readonly inputText?: string } =>
+  call.input !== undefined
+    ? { input: call.input }
+    : {
+        inputText:
+          call.inputText.length > MAX_INPUT_TEXT
+            ? `${call.inputText.slice(0, MAX_INPUT_TEXT)}… (${call.inputText.length} characters)`
+            : call.inputText
+      }
+
 const makeActions = (
   tools: Tools["Type"],
   store: EventStore["Type"],
@@ -294,11 +308,18 @@ const makeActions = (
               )
             )
           const { reply, message } = answerParts(answer)
+          // who rejected, when it was not the user (a policy): the log says so too
+          const by = reply === "reject" ? approver.rejectedBy : undefined
           yield* journal.append([
-            make("permission.replied", { permissionId, reply, ...(message !== undefined ? { message } : {}) })
+            make("permission.replied", {
+              permissionId,
+              reply,
+              ...(message !== undefined ? { message } : {}),
+              ...(by !== undefined ? { by } : {})
+            })
           ])
           if (reply === "reject") {
-            const who = approver.rejectedBy ?? "the user"
+            const who = by ?? "the user"
             return {
               _tag: "Denied",
               error:
@@ -371,6 +392,11 @@ const makeActions = (
       journal
         .append([make("tool.failed", { callId, error, ...extra, ...readsMade() })])
         .pipe(Effect.as({ callId, ok: false }))
+    /** a call refused before it ran: its input is kept as the model sent it (no tool.invoked holds it) */
+    const refuse = (error: string) =>
+      journal
+        .append([make("tool.failed", { callId, error, ...sentInput(call) })])
+        .pipe(Effect.as({ callId, ok: false }))
 
     /** what the tool recorded when it was stopped (`ToolContext.recordStopped`), for its `tool.failed` */
     let stoppedRecord: { readonly metadata: unknown } | undefined
@@ -425,16 +451,16 @@ const makeActions = (
     return Effect.gen(function* () {
       if (call.input === undefined) {
         const shown = call.inputText.length > 400 ? `${call.inputText.slice(0, 399)}…` : call.inputText
-        return yield* fail(
+        return yield* refuse(
           `The input of this call is not valid JSON, so the tool did not run. The input was: ${shown}\n` +
             "Call the tool again with a JSON object as input."
         )
       }
       const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
       const decoded = tools.decode(hookCall)
-      if (decoded._tag === "Refused") return yield* fail(decoded.error)
+      if (decoded._tag === "Refused") return yield* refuse(decoded.error)
       const permission: Permission = yield* checkPermission(input, call, decoded.tool, decoded.input)
-      if (permission._tag === "Denied") return yield* fail(permission.error)
+      if (permission._tag === "Denied") return yield* refuse(permission.error)
       const prepared = yield* tools.before(hookCall, decoded).pipe(
         Effect.catchAllDefect((defect) =>
           Effect.succeed({
@@ -443,7 +469,7 @@ const makeActions = (
           })
         )
       )
-      if (prepared._tag === "Refused") return yield* fail(prepared.error)
+      if (prepared._tag === "Refused") return yield* refuse(prepared.error)
       yield* journal.append([
         make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: prepared.input })
       ])

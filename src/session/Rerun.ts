@@ -674,6 +674,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
 
   const replies = new Map<string, Envelope & { readonly type: "permission.replied" }>()
   for (const env of envelopes) if (env.type === "permission.replied") replies.set(env.payload.permissionId, env)
+  let rejectedBy: string | undefined
   const approver: Approver["Type"] = {
     ask: (request) =>
       Effect.gen(function* () {
@@ -683,15 +684,24 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           (at) => coord.ids.get("permission")?.has(request.permissionId) === true || at >= cut
         )
         const original = coord.ids.get("permission")?.get(request.permissionId)
-        if (original === undefined) return fork === undefined ? yield* Effect.never : yield* fork.approver.ask(request)
+        if (original === undefined) {
+          if (fork === undefined) return yield* Effect.never
+          const answer = yield* fork.approver.ask(request)
+          rejectedBy = fork.approver.rejectedBy
+          return answer
+        }
         const reply = replies.get(original)
         // the original was interrupted while it asked: the interrupt comes from the re-run's driver
         if (reply === undefined || reply.payload.interrupted === true) return yield* Effect.never
+        rejectedBy = reply.payload.by
         return reply.payload.message !== undefined
           ? { reply: "reject" as const, message: reply.payload.message }
           : reply.payload.reply
       }),
-    rejectedBy: "the user (the original session's answer)"
+    // who rejected the question just answered, as the original's log says (the user, or a policy)
+    get rejectedBy() {
+      return rejectedBy
+    }
   }
 
   const systemOverride = (): string | undefined => {

@@ -156,9 +156,15 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
   // a call's input, from its tool.invoked; calls whose step ended normally but that never ran have none in the log
   const invoked = new Map<string, unknown>()
   const failedAfterStep = new Map<string, number>()
+  /** a refused call's input as the model sent it (`tool.failed` `input` / `inputText`), when the log has it */
+  const refused = new Map<string, { readonly input: unknown; readonly inputText: string }>()
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
     if (env.type === "tool.invoked") invoked.set(env.payload.callId, env.payload.input)
+    if (env.type === "tool.failed" && (env.payload.input !== undefined || env.payload.inputText !== undefined)) {
+      const { input, inputText } = env.payload
+      refused.set(env.payload.callId, { input, inputText: inputText ?? JSON.stringify(input) })
+    }
   }
 
   /** call id -> the index of its tool.pending, and of the step.finished that ended its step */
@@ -222,15 +228,19 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
         }
         break
       case "tool.failed": {
-        if (failedAfterStep.get(env.payload.callId) === i && !invoked.has(env.payload.callId)) {
+        if (
+          failedAfterStep.get(env.payload.callId) === i &&
+          !invoked.has(env.payload.callId) &&
+          !refused.has(env.payload.callId)
+        ) {
           // the step that asked for it is where the model's input is needed
           const owner = ownerOf.get(env.payload.callId) ?? i
           inputs.push({
             _tag: "unsupported",
             index: owner,
             why:
-              `the log does not keep the input of call ${env.payload.callId} (it never ran: ${env.payload.error.split("\n")[0]}), ` +
-              "so it cannot be sent again"
+              `the log does not keep the input of call ${env.payload.callId} (it never ran: ${env.payload.error.split("\n")[0]}; ` +
+              "a log written before logbook kept the input of refused calls), so it cannot be sent again"
           })
         }
         break
@@ -312,10 +322,12 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
             inputsBefore: inputsBefore(i)
           })
           // the whole call arrived when it ran (or was refused after its step): it is sent with its start
-          if (invoked.has(callId)) {
-            const input = invoked.get(callId)
+          const sent = refused.get(callId)
+          if (invoked.has(callId) || sent !== undefined) {
+            const input = sent !== undefined ? sent.input : invoked.get(callId)
+            const inputText = sent !== undefined ? sent.inputText : JSON.stringify(input)
             current.events.push({
-              event: ModelEvent.ToolCall({ callId, tool, input, inputText: JSON.stringify(input) }),
+              event: ModelEvent.ToolCall({ callId, tool, input, inputText }),
               inputsBefore: inputsBefore(i)
             })
           }

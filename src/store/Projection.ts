@@ -636,8 +636,9 @@ const handlers: Handlers = {
     }
     setToolState(ctx, s, part, {
       _tag: "error",
-      // a pending call's input never fully arrived: it is sent back to the model as `{}`
-      input: state._tag === "running" ? state.input : {},
+      // a call refused before it ran keeps the input the model sent; one whose input never fully
+      // arrived (or an older log's) is sent back to the model as `{}`
+      input: state._tag === "running" ? state.input : p.input !== undefined ? p.input : {},
       error: p.error,
       interrupted: p.interrupted ?? false,
       timedOut: p.timedOut ?? (state._tag === "running" && state.timedOut),

@@ -114,7 +114,7 @@ describe("planOf", () => {
     const unsupported = plan.inputs[1]!
     expect(unsupported).toMatchObject({ index: 5 })
     expect(unsupported._tag === "unsupported" && unsupported.why).toContain(
-      "the log does not keep the input of call c1 (it never ran: The user rejected this call.)"
+      "the log does not keep the input of call c1 (it never ran: The user rejected this call.; a log written before"
     )
     expect(plan.inputs[2]).toEqual({ _tag: "crash", index: 9 })
   })
@@ -138,6 +138,34 @@ describe("planOf", () => {
     // where the compaction's own events begin: the session busy; its summary does not wait for it
     expect(plan.inputs).toEqual([{ _tag: "compact", index: 1 }])
     expect(plan.requests[1]!.events.map((item) => item.inputsBefore)).toEqual([0, 0])
+  })
+})
+
+describe("planOf, refused calls", () => {
+  it("a refused call's input from its tool.failed is sent again (JSON, or the text that was none)", () => {
+    const C2 = "c2" as never
+    const plan = planOf(
+      envelopes([
+        ...prelude,
+        e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }),
+        e("tool.pending", { messageId: A1, callId: C2, tool: "write" }),
+        e("step.finished", { messageId: A1, step: 0, finishReason: "tool-calls", usage }),
+        e("tool.failed", { callId: C1, error: "rejected", input: { command: "rm -rf x" } }),
+        e("tool.failed", { callId: C2, error: "not JSON", inputText: '{"path": ' })
+      ])
+    )
+    expect(plan.inputs.map((input) => input._tag)).toEqual(["send"])
+    expect(plan.requests[0]!.events.map((item) => item.event)).toContainEqual(
+      ModelEvent.ToolCall({
+        callId: C1,
+        tool: "bash",
+        input: { command: "rm -rf x" },
+        inputText: '{"command":"rm -rf x"}'
+      })
+    )
+    expect(plan.requests[0]!.events.map((item) => item.event)).toContainEqual(
+      ModelEvent.ToolCall({ callId: C2, tool: "write", input: undefined, inputText: '{"path": ' })
+    )
   })
 })
 
