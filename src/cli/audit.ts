@@ -115,7 +115,10 @@ export const headline = (entry: AuditEntry): string => {
       const asked = `${entry.tool} asked for ${JSON.stringify(entry.pattern)}${entry.outside ? " (outside the workspace)" : ""}`
       if (entry.interrupted === true) return `${asked}: unanswered (interrupted)`
       if (entry.reply === undefined) return `${asked}: no answer in the log`
-      const answer = entry.reply === "reject" ? "rejected" : `allowed ${entry.reply}`
+      const answer =
+        entry.reply === "reject"
+          ? `rejected${entry.by === undefined ? "" : ` by ${entry.by}`}`
+          : `allowed ${entry.reply}`
       return `${asked}: ${answer}${entry.message === undefined ? "" : ` — ${JSON.stringify(entry.message)}`}`
     }
     case "retry":
@@ -128,6 +131,11 @@ export const headline = (entry: AuditEntry): string => {
         : `interrupted (${entry.reason})`
     case "timeout":
       return `${entry.tool ?? "a tool"} call ${entry.callId} timed out after ${seconds(entry.timeoutMs)}`
+    case "refused": {
+      const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
+      const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
+      return `${entry.tool} ${shown}: not run — ${entry.error.split("\n")[0]}`
+    }
   }
 }
 
@@ -138,7 +146,8 @@ const mark: Readonly<Record<AuditKind, string>> = {
   retry: "↻",
   "model-error": "✗",
   interrupt: "⊘",
-  timeout: "⏱"
+  timeout: "⏱",
+  refused: "⊗"
 }
 
 const sessionTitle = (audit: SessionAudit): string => {

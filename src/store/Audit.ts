@@ -71,6 +71,8 @@ export interface PermissionEntry extends EntryBase {
   readonly message?: string | undefined
   /** the question ended unanswered: an interrupt or a crash */
   readonly interrupted?: boolean | undefined
+  /** who rejected it when it was not the user (a policy) */
+  readonly by?: string | undefined
 }
 
 export interface RetryEntry extends EntryBase {
@@ -101,7 +103,21 @@ export interface TimeoutEntry extends EntryBase {
   readonly timeoutMs: number
 }
 
+/** A call refused before it ran (denied, rejected, an unknown tool, invalid arguments): what the model tried. */
+export interface RefusedEntry extends EntryBase {
+  readonly kind: "refused"
+  readonly callId: string
+  readonly tool: string
+  /** its input as the model sent it (absent in older logs, and when it was not JSON) */
+  readonly input?: unknown
+  /** its input when it was not JSON */
+  readonly inputText?: string | undefined
+  /** why it did not run: the error the model read */
+  readonly error: string
+}
+
 export type AuditEntry =
+  | RefusedEntry
   | FileEntry
   | CommandEntry
   | PermissionEntry
@@ -139,6 +155,7 @@ export interface SessionAudit {
 /** The event types an audit reads (the rest of a session's log — text deltas above all — is skipped). */
 const AUDITED = new Set([
   "session.created",
+  "tool.pending",
   "tool.invoked",
   "tool.finished",
   "tool.failed",
@@ -224,9 +241,26 @@ export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter 
         }
         break
       }
+      case "tool.pending":
+        tools.set(env.payload.callId, env.payload.tool)
+        break
       case "tool.finished":
       case "tool.failed": {
         const at = commands.get(env.payload.callId)
+        if (env.type === "tool.failed" && at === undefined && !env.payload.interrupted) {
+          const p = env.payload
+          if (p.input !== undefined || p.inputText !== undefined)
+            entries.push({
+              kind: "refused",
+              ...base,
+              callId: p.callId,
+              tool: tools.get(p.callId) ?? "?",
+              ...(p.input !== undefined ? { input: p.input } : {}),
+              inputText: p.inputText,
+              error: p.error
+            })
+          break
+        }
         if (at === undefined) break
         entries[at] = { ...(entries[at] as CommandEntry), ...commandEnd(env) }
         break
@@ -276,7 +310,8 @@ export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter 
           ...(entries[at] as PermissionEntry),
           reply: p.interrupted === true ? undefined : p.reply,
           message: p.message,
-          interrupted: p.interrupted
+          interrupted: p.interrupted,
+          by: p.by
         }
         break
       }

@@ -175,10 +175,17 @@ describe("logbook audit", () => {
     const audit = await auditJson(["--cwd", ws.dir, "--db", ws.db])
     expect(audit.sessions).toHaveLength(4)
     const [retried, timedOut, stopped, repaired] = audit.sessions.map((s) => s.entries)
-    // (a call that never ran has no tool.invoked, so no command entry: the question names the command)
-    expect(retried!.map((e) => e.kind)).toEqual(["retry", "permission"])
+    // a call that never ran is no command: the question, who rejected it, and what the model tried
+    expect(retried!.map((e) => e.kind)).toEqual(["retry", "permission", "refused"])
     expect(retried![0]).toMatchObject({ attempt: 2, status: 500 })
-    expect(retried![1]).toMatchObject({ tool: "bash", pattern: "touch made", reply: "reject", callId: "call_touch" })
+    expect(retried![1]).toMatchObject({
+      tool: "bash",
+      pattern: "touch made",
+      reply: "reject",
+      callId: "call_touch",
+      by: "the non-interactive policy (logbook run denies what needs approval unless --yes)"
+    })
+    expect(retried![2]).toMatchObject({ tool: "bash", callId: "call_touch", input: { command: "touch made" } })
     expect(fs.existsSync(path.join(ws.dir, "made"))).toBe(false)
     expect(timedOut!.map((e) => e.kind)).toEqual(["command", "timeout"])
     expect(timedOut![0]).toMatchObject({ command: "sleep 30", status: "timed out" })
@@ -198,7 +205,8 @@ describe("logbook audit", () => {
     ])
     const text = await runCli(["audit", "--cwd", ws.dir, "--db", ws.db])
     expect(text.stdout).toContain("↻ retry: attempt 2 in ")
-    expect(text.stdout).toContain('? bash asked for "touch made": rejected')
+    expect(text.stdout).toContain('? bash asked for "touch made": rejected by the non-interactive policy')
+    expect(text.stdout).toContain('⊗ bash {"command":"touch made"}: not run — Denied: bash `touch made` needs approval')
     expect(text.stdout).toContain("⏱ bash call call_slow timed out after 300ms")
     expect(text.stdout).toContain("⊘ interrupted (user)")
     expect(text.stdout).toContain("⊘ crash recovered")
