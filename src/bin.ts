@@ -5,7 +5,7 @@
  * only provides the platform.
  *
  * The exit code comes from the program (0 done, 1 failed, 2 usage or config error); an interrupt
- * (SIGINT, SIGTERM) gives 130 and a defect 1. Errors are printed by the program as one sentence,
+ * (SIGINT, SIGTERM, SIGHUP: `cli/signals.ts`) gives 130 and a defect 1. Errors are printed by the program as one sentence,
  * so the runtime's own error reporting is off.
  *
  * The shebang above is the bundle's (scripts/build.mjs keeps it first in dist/bin.js only). What this
@@ -20,6 +20,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit } from "effect"
 import { ExitCode } from "./cli/errors.js"
 import { main } from "./cli/main.js"
+import { installSignals } from "./cli/signals.js"
 
 // the ai package prints provider warnings to the console; logbook reports what matters itself
 ;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
@@ -29,6 +30,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0)
   throw error
 })
+
+// SIGINT, SIGTERM, SIGHUP: the reason each gives, a second one that does not cut the cleanup short
+installSignals()
 
 const teardown: Teardown = (exit, onExit) => {
   const code = Exit.isSuccess(exit)

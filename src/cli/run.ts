@@ -31,6 +31,7 @@ import { resolveSession } from "./resolveSession.js"
 import { readMessage } from "./runInput.js"
 import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
 import { makeRunWriter } from "./runWriter.js"
+import { interruptReason } from "./signals.js"
 
 /** (moved to runInput.ts; still exported here for the commands that take it from run) */
 export { unknownOption } from "./runInput.js"
@@ -271,7 +272,8 @@ export const run = Command.make(
           Effect.gen(function* () {
             // stopping a command's process group can take a moment (TERM, then KILL after a grace)
             yield* writer.line("logbook: interrupting: stopping the model and any running commands…")
-            yield* sessions.interrupt(sessionId, "user").pipe(Effect.ignore)
+            // the signal's reason: Ctrl-C `user`, SIGTERM `shutdown`, SIGHUP `hangup`
+            yield* sessions.interrupt(sessionId, interruptReason()).pipe(Effect.ignore)
             yield* finishOutput.pipe(Effect.ignore)
             const last = yield* sessions.wait(sessionId).pipe(
               Effect.map(Option.getOrUndefined),

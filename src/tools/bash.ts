@@ -33,7 +33,9 @@ import {
   newProcessToken,
   PROCESS_TOKEN_ENV,
   type ProcessGroup,
-  stopGroup
+  stopGroup,
+  trackGroup,
+  untrackGroup
 } from "./processGroup.js"
 import type { SecretsService } from "./Secrets.js"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
@@ -170,6 +172,7 @@ const spawnShell = (
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
+      trackGroup(child.pid!)
       resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: { pgid: child.pid!, token } })))
     })
   })
@@ -178,6 +181,7 @@ const spawnShell = (
 const release = (running: Running): Effect.Effect<void> =>
   Effect.gen(function* () {
     yield* stopGroup(running.pid)
+    untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
     running.child.removeAllListeners()

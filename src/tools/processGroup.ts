@@ -46,6 +46,25 @@ const liveMembers = (pgid: number): ReadonlyArray<string> | undefined => {
   })
 }
 
+/** The process groups this process's commands run in, while they run (`trackGroup`). */
+const tracked = new Set<number>()
+
+/** Notes a command's process group while it runs (`untrackGroup` when it is released). */
+export const trackGroup = (pgid: number): void => {
+  tracked.add(pgid)
+}
+export const untrackGroup = (pgid: number): void => {
+  tracked.delete(pgid)
+}
+
+/**
+ * SIGKILLs every tracked process group at once: the last resort of an exit that cannot wait for
+ * the cleanup (a third signal); the next open of the session repairs its log.
+ */
+export const killTrackedGroups = (): void => {
+  for (const pgid of tracked) signalGroup(pgid, "SIGKILL")
+}
+
 /** Whether the process group `pgid` has a live member. */
 export const groupAlive = (pgid: number): boolean => {
   try {

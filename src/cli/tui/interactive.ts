@@ -30,6 +30,7 @@ import { makeStyle } from "../render.js"
 import { resolveSession } from "../resolveSession.js"
 import { titleOf } from "../run.js"
 import { costText, listSessions, updatedText } from "../sessionsList.js"
+import { interruptReason } from "../signals.js"
 import { type Actions, App, COMMANDS, type UiState, type UiStore } from "./App.js"
 import { MAX_HISTORY } from "./editor.js"
 import { makeScreenFolder, pendingMessages, type ScreenFolder } from "./screen.js"
@@ -50,8 +51,8 @@ export interface InteractiveOptions {
   readonly stdout: NodeJS.WriteStream
 }
 
-/** The signals the runtime (`NodeRuntime.runMain`) turns into an interrupt. */
-const handledSignals = ["SIGINT", "SIGTERM"] as const
+/** The signals logbook handles (`cli/signals.ts`): the runtime turns them into an interrupt. */
+const handledSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 
 /** Clears the screen and its scrollback, cursor home: what was printed is drawn again after it. */
 const CLEAR = "\u001b[2J\u001b[3J\u001b[H"
@@ -292,7 +293,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     const { id, feeder } = current
     current = undefined
     const sessions = yield* Sessions
-    yield* sessions.interrupt(id, "user").pipe(Effect.ignore)
+    // leaving because of a signal: its reason (SIGTERM `shutdown`, SIGHUP `hangup`)
+    yield* sessions.interrupt(id, interruptReason()).pipe(Effect.ignore)
     yield* sessions.close(id)
     yield* Fiber.interrupt(feeder)
   })
