@@ -514,10 +514,35 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     expect(await run.exited()).toBe(130)
     await poll("the command to be gone", () => !alive(command))
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
-    expect(ofType(log, "tool.failed").map((e) => e.payload.interrupted)).toEqual([true])
+    expect(ofType(log, "tool.failed").map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([
+      [true, "shutdown"]
+    ])
+    expect(ofType(log, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["shutdown"])
     expect(log.at(-1)).toMatchObject(idle)
     // the terminal is back in line mode: what is typed now is echoed by it
     run.keys("-l", "typed-after-exit")
     await run.waitFor("typed-after-exit")
+  })
+
+  it("the terminal closed (SIGHUP) while a command runs: the command is gone, the session idle, reason hangup", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid; sleep 600")] }))
+    const run = await start(chatArgs(ws))
+    await type(run, "go")
+    const file = path.join(ws.dir, "pid")
+    await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
+    const command = Number(fs.readFileSync(file, "utf8").trim())
+    const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
+    const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
+    expect(pids).toHaveLength(1)
+    // the terminal goes away: tmux hangs up on the processes of its panes
+    run.close()
+    await poll("logbook to be gone", () => !alive(pids[0]!))
+    await poll("the command to be gone", () => !alive(command))
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "tool.failed").map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([[true, "hangup"]])
+    expect(ofType(log, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["hangup"])
+    expect(log.at(-1)).toMatchObject(idle)
   })
 })
