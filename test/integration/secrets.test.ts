@@ -58,7 +58,7 @@ interface KeyedSetup {
  * A workspace whose model (`local/scripted`) is served by a scripted server and keyed by `KEY_ENV`:
  * the user's config defines the key variable (a project's logbook.json may not route a key), and
  * `env` sets it — and `OPENAI_API_KEY`, a built-in provider's key that is hidden although its
- * provider is not in use — to fresh fake keys. `LOGBOOK_TEST_VISIBLE` is an ordinary variable, which
+ * provider is not in use — to fresh fake keys. `APP_TEST_VISIBLE` is an ordinary variable, which
  * commands do see.
  */
 const keyedWorkspace = async (setup: KeyedSetup = {}) => {
@@ -76,7 +76,7 @@ const keyedWorkspace = async (setup: KeyedSetup = {}) => {
     OPENAI_API_KEY: openaiKey,
     // a developer's own key stays out of the run
     ANTHROPIC_API_KEY: undefined,
-    LOGBOOK_TEST_VISIBLE: "plain-value"
+    APP_TEST_VISIBLE: "plain-value"
   }
   return { server, ws, key, openaiKey, env }
 }
@@ -115,7 +115,7 @@ describe.each(["text", "json"] as const)("logbook run --format %s: a command the
     const command = [
       `printf 'k=[%s]\\n' "$${KEY_ENV}"`,
       `printf 'o=[%s]\\n' "$OPENAI_API_KEY"`,
-      `printf 'v=[%s]\\n' "$LOGBOOK_TEST_VISIBLE"`,
+      `printf 'v=[%s]\\n' "$APP_TEST_VISIBLE"`,
       `printf 'n=%s\\n' "$(env | grep -c sk-test)"`,
       "cat secret.txt"
     ].join("; ")
