@@ -186,8 +186,11 @@ class Parser {
     numberPattern.lastIndex = this.pos
     const match = numberPattern.exec(this.text)
     if (match === null) return this.fail(`expected a number, got ${describeChar(this.text, this.pos)}`)
+    const value = Number(match[0])
+    // 1e309 is no number JavaScript can hold (it would be Infinity, then null in JSON)
+    if (!Number.isFinite(value)) return this.fail(`the number ${match[0]} is out of range (too large to hold)`)
     this.pos += match[0].length
-    return Number(match[0])
+    return value
   }
 }
 

@@ -6,6 +6,8 @@
  */
 export const showValue = (value: unknown): string => {
   if (value === undefined) return "nothing"
+  // JSON has no word for them (it would say null)
+  if (typeof value === "number" && !Number.isFinite(value)) return `${value} (a number out of range)`
   if (typeof value === "string" && looksLikeSecret(value)) return "a value that looks like a secret (not shown)"
   let text: string
   try {

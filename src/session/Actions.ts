@@ -34,6 +34,7 @@ import {
   stricter
 } from "../tools/Permissions.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
+import { capText } from "../tools/shared.js"
 import {
   type AnyTool,
   type FileChange,
@@ -390,12 +391,12 @@ const makeActions = (
     const readsMade = () => (recordedReads.length > 0 ? { reads: recordedReads } : {})
     const fail = (error: string, extra: { readonly timedOut?: boolean; readonly metadata?: unknown } = {}) =>
       journal
-        .append([make("tool.failed", { callId, error, ...extra, ...readsMade() })])
+        .append([make("tool.failed", { callId, error: capText(error), ...extra, ...readsMade() })])
         .pipe(Effect.as({ callId, ok: false }))
     /** a call refused before it ran: its input is kept as the model sent it (no tool.invoked holds it) */
     const refuse = (error: string) =>
       journal
-        .append([make("tool.failed", { callId, error, ...sentInput(call) })])
+        .append([make("tool.failed", { callId, error: capText(error), ...sentInput(call) })])
         .pipe(Effect.as({ callId, ok: false }))
 
     /** what the tool recorded when it was stopped (`ToolContext.recordStopped`), for its `tool.failed` */

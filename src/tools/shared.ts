@@ -460,6 +460,20 @@ export class HeadTailBuffer {
   }
 }
 
+/** A tool call's error is cut to its first and last bytes beyond this size (issue 12 §7). */
+export const MAX_ERROR_BYTES = 16 * 1024
+
+/**
+ * A text bounded like a command's output: beyond `headBytes + tailBytes` bytes, its head and its
+ * tail around a marker saying how much was left out (a tool error naming a 1 MB path is not 3 MB).
+ */
+export const capText = (text: string, headBytes = MAX_ERROR_BYTES / 2, tailBytes = MAX_ERROR_BYTES / 4): string => {
+  if (text.length <= headBytes + tailBytes && Buffer.byteLength(text) <= headBytes + tailBytes) return text
+  const buffer = new HeadTailBuffer(headBytes, tailBytes)
+  buffer.append(Buffer.from(text))
+  return buffer.text()
+}
+
 // ---------------------------------------------------------------------------------------------
 // changing files: what the agent read, and atomic writes (write, edit; read records the stamps)
 

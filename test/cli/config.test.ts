@@ -33,6 +33,21 @@ const setup = (files: { readonly global?: unknown; readonly project?: unknown } 
 }
 
 describe("logbook config", () => {
+  it("a number out of range says so (issue 12 §7): not `got null`, in a file or in a variable", async () => {
+    const s = setup({ project: '{\n  "maxSteps": 1e309\n}' })
+    const file = await runCli(["config"], { cwd: s.project, env: s.env })
+    expect(file.code).toBe(2)
+    expect(file.stderr).toContain("the number 1e309 is out of range (too large to hold) at line 2, column 15")
+    expect(file.stderr).not.toContain("got null")
+    const clean = setup()
+    const variable = await runCli(["config"], {
+      cwd: clean.project,
+      env: { ...clean.env, LOGBOOK_MAX_STEPS: "9".repeat(400) }
+    })
+    expect(variable.code).toBe(2)
+    expect(variable.stderr).toContain("at maxSteps: expected a positive integer, got Infinity (a number out of range)")
+  })
+
   it("prints the defaults as 2-space JSON when there is no config", async () => {
     const s = setup()
     const result = await runCli(["config"], { cwd: s.project, env: s.env })

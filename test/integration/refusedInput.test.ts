@@ -62,3 +62,21 @@ describe("a call that never ran", () => {
     })
   })
 })
+
+describe("a tool error", () => {
+  it("is capped like an output: a 1 MB path gives an error of its head and tail, not megabytes", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const huge = `${"d/".repeat(300_000)}nothing-here.txt`
+    server.enqueue(Reply.stream({ toolCalls: [toolCall("c_read", "read", { path: huge })] }), Reply.text("No."))
+    const run = await runCli([...ws.runArgs, "read it"])
+    expect(run.code, run.stderr).toBe(0)
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    const error = ofType(log, "tool.failed")[0]!.payload.error
+    expect(Buffer.byteLength(error)).toBeLessThan(13 * 1024)
+    expect(error).toContain("left out; showing the first")
+    // the next request holds the call (the model's own 600 KB) and the capped error, nothing more
+    const body = JSON.stringify(server.requests[1]!.body)
+    expect(body.length).toBeLessThan(huge.length + 64 * 1024)
+  })
+})
