@@ -65,6 +65,14 @@ export const describeFailure = (error: unknown): { readonly message: string; rea
   }
   if (error instanceof DatabaseError) return { message: databaseSentence(error), exitCode: ExitCode.usage }
   if (error instanceof EventStoreError) {
+    // a bad page found deep in the file: the same sentence (and exit code) as a damaged file's
+    if (error.damagedFile !== undefined)
+      return {
+        message: databaseSentence(
+          new DatabaseError({ file: error.damagedFile, reason: "corrupt", message: error.message })
+        ),
+        exitCode: ExitCode.usage
+      }
     return { message: `the event store failed (${error.method}): ${error.message}`, exitCode: ExitCode.failed }
   }
   if (error instanceof EventDecodeError) {

@@ -17,6 +17,11 @@ export class EventStoreError extends Schema.TaggedError<EventStoreError>()("Even
    * session's lease (`AppendOptions.owner`). The writer must stop driving the session.
    */
   fenced: Schema.optional(Schema.Boolean),
+  /**
+   * set when the database file turned out damaged while it was used (a bad page deep in it, found
+   * by a query): the file, so the failure is told as a damaged file's is (`DatabaseError` `corrupt`)
+   */
+  damagedFile: Schema.optional(Schema.String),
   cause: Schema.optional(Schema.Defect)
 }) {}
 

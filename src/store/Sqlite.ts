@@ -20,7 +20,7 @@ import Database from "better-sqlite3"
 import { Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
-import { DatabaseError, type EventStoreError, LeaseHeld } from "./Errors.js"
+import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./EventStore.js"
 import {
   type Backend,
@@ -671,6 +671,18 @@ export const makeSqliteBackend = (
           path.resolve(options.filename),
           Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))
         )
+    /** A failure because the file is damaged names it (told as a damaged file's is). */
+    const withDamagedFile = (error: EventStoreError): EventStoreError => {
+      const code = (error.cause as { readonly code?: unknown } | undefined)?.code
+      if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") return error
+      return new EventStoreError({
+        method: error.method,
+        message: error.message,
+        ...(error.refused !== undefined ? { refused: error.refused } : {}),
+        cause: error.cause,
+        damagedFile: path.resolve(options.filename)
+      })
+    }
     /** Runs a synchronous write on the writer connection, mapping SQLite's exceptions to `EventStoreError`. */
     const write = <A>(method: string, f: (w: NonNullable<typeof writer>) => A): Effect.Effect<A, EventStoreError> =>
       writer === undefined
@@ -680,18 +692,20 @@ export const makeSqliteBackend = (
             catch: (e) =>
               e instanceof Fenced
                 ? e.error
-                : storeError(
-                    method,
-                    e,
-                    `${method}: ${describeSqliteError(e)}`,
-                    String((e as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT")
+                : withDamagedFile(
+                    storeError(
+                      method,
+                      e,
+                      `${method}: ${describeSqliteError(e)}`,
+                      String((e as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT")
+                    )
                   )
           })
     const fail =
       (method: string) =>
       <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
         Effect.mapError(effect, (e) =>
-          storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`)
+          withDamagedFile(storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`))
         )
 
     const backend: Backend = {

@@ -117,6 +117,37 @@ describe("logbook database selection and errors", () => {
     expect(fs.readFileSync(file).equals(damaged)).toBe(true)
   })
 
+  it("a damaged page deep in the database (found by a query, not at open) is told the same way: exit 2", async () => {
+    const dir = scratchDir()
+    const file = path.join(dir, "deep.db")
+    // a session of many events: the events table spans many b-tree pages (no overflow pages)
+    const big = "x".repeat(200)
+    await seed(file, [
+      {
+        id,
+        events: [
+          Events.make("session.created", { title: "big", cwd: "/w" }),
+          ...Array.from({ length: 3000 }, (_, i) =>
+            Events.make("user.message", { messageId: `m${i}` as never, text: big, mode: "prompt" })
+          )
+        ]
+      }
+    ])
+    // one page in the middle of the file overwritten: the header, the schema and the index still read
+    const bytes = fs.readFileSync(file)
+    const page = 4096
+    const middle = Math.floor(bytes.length / page / 2) * page
+    bytes.fill(0x5a, middle, middle + page)
+    fs.writeFileSync(file, bytes)
+    const opened = await runCli(["sessions", "list", "--db", file])
+    expect(opened.code, opened.stderr).toBe(0)
+    const result = await runCli(["events", id, "--db", file])
+    expect(result.code, result.stderr).toBe(2)
+    expectOneSentence(result.stderr)
+    expect(result.stderr).toContain(`${file} is a damaged SQLite database and cannot be read`)
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true)
+  })
+
   it("a database written by a newer logbook exits 2, asks for an upgrade, and is not modified", async () => {
     const file = scratchDb()
     await seed(file, [{ id, events: sampleSession() }])
