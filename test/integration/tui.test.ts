@@ -58,6 +58,25 @@ const poll = async (what: string, probe: () => boolean, timeoutMs = 20_000) => {
   }
 }
 
+/**
+ * The interactive session in tmux with a long command running: its shell's pid, and logbook's own
+ * process (the one whose arguments name this test's database).
+ */
+const commandRunning = async () => {
+  const server = await janitor.server()
+  const ws = makeWorkspace(server)
+  server.enqueue(Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid; sleep 600")] }))
+  const run = await start(chatArgs(ws))
+  await type(run, "go")
+  const file = path.join(ws.dir, "pid")
+  await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
+  const command = Number(fs.readFileSync(file, "utf8").trim())
+  const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
+  const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
+  expect(pids).toHaveLength(1)
+  return { ws, run, command, logbook: pids[0]! }
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0)
@@ -498,19 +517,8 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
   })
 
   it("SIGTERM while a command runs: the command is gone, the session released idle, the terminal restored", async () => {
-    const server = await janitor.server()
-    const ws = makeWorkspace(server)
-    server.enqueue(Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid; sleep 600")] }))
-    const run = await start(chatArgs(ws))
-    await type(run, "go")
-    const file = path.join(ws.dir, "pid")
-    await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
-    const command = Number(fs.readFileSync(file, "utf8").trim())
-    // logbook's own process: the one whose arguments name this test's database
-    const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
-    const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
-    expect(pids).toHaveLength(1)
-    process.kill(pids[0]!, "SIGTERM")
+    const { ws, run, command, logbook } = await commandRunning()
+    process.kill(logbook, "SIGTERM")
     expect(await run.exited()).toBe(130)
     await poll("the command to be gone", () => !alive(command))
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
@@ -525,20 +533,10 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
   })
 
   it("the terminal closed (SIGHUP) while a command runs: the command is gone, the session idle, reason hangup", async () => {
-    const server = await janitor.server()
-    const ws = makeWorkspace(server)
-    server.enqueue(Reply.stream({ toolCalls: [bash("call_1", "echo $$ > pid; sleep 600")] }))
-    const run = await start(chatArgs(ws))
-    await type(run, "go")
-    const file = path.join(ws.dir, "pid")
-    await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
-    const command = Number(fs.readFileSync(file, "utf8").trim())
-    const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
-    const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
-    expect(pids).toHaveLength(1)
+    const { ws, run, command, logbook } = await commandRunning()
     // the terminal goes away: tmux hangs up on the processes of its panes
     run.close()
-    await poll("logbook to be gone", () => !alive(pids[0]!))
+    await poll("logbook to be gone", () => !alive(logbook))
     await poll("the command to be gone", () => !alive(command))
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "tool.failed").map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([[true, "hangup"]])

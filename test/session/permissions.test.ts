@@ -83,7 +83,14 @@ describe("Actions: permissions", () => {
         { permissionId: asked[0]!.payload.permissionId, callId: "c1", tool: "bash", pattern: "touch made" }
       ])
       const replied = ofType(log, "permission.replied")
-      expect(replied.map((e) => e.payload)).toEqual([{ permissionId: asked[0]!.payload.permissionId, reply: "reject" }])
+      // the policy, not the user, rejected it: the log says so
+      expect(replied.map((e) => e.payload)).toEqual([
+        {
+          permissionId: asked[0]!.payload.permissionId,
+          reply: "reject",
+          by: "the non-interactive policy (logbook run denies what needs approval unless --yes)"
+        }
+      ])
       expect(ofType(log, "tool.invoked")).toEqual([])
       const error = ofType(log, "tool.failed")[0]!.payload.error
       expect(error).toContain('Denied: bash `touch made` needs approval by the rule "bash"')

@@ -120,9 +120,9 @@ describe("bash", () => {
   it.live("runs in the context's cwd with TERM=dumb, stdin closed and the rest of the environment", () =>
     Effect.gen(function* () {
       const dir = tempDir("logbook-bash-cwd-")
-      process.env.LOGBOOK_BASH_TEST = "kept"
-      const result = yield* run('pwd; echo "$TERM $LOGBOOK_BASH_TEST"; cat; echo end', { cwd: dir }).pipe(
-        Effect.ensuring(Effect.sync(() => delete process.env.LOGBOOK_BASH_TEST))
+      process.env.APP_BASH_TEST = "kept"
+      const result = yield* run('pwd; echo "$TERM $APP_BASH_TEST"; cat; echo end', { cwd: dir }).pipe(
+        Effect.ensuring(Effect.sync(() => delete process.env.APP_BASH_TEST))
       )
       expect(result.output).toBe(`${fs.realpathSync(dir)}\ndumb kept\nend\n\nExit code: 0`)
     })
