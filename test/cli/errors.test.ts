@@ -133,12 +133,23 @@ describe("logbook database selection and errors", () => {
         ]
       }
     ])
-    // one page in the middle of the file overwritten: the header, the schema and the index still read
+    // one leaf page of the events table, in the middle of it, overwritten (found with SQLite's dbstat):
+    // the header, the schema and the sessions index still read
+    const raw = new Database(file)
+    // everything in the file itself (no page of it left in the write-ahead log to shadow the damage)
+    raw.pragma("wal_checkpoint(TRUNCATE)")
+    raw.pragma("journal_mode = DELETE")
+    const pageSize = Number(raw.pragma("page_size", { simple: true }))
+    const leaves = raw
+      .prepare("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno")
+      .all() as ReadonlyArray<{ readonly pageno: number }>
+    raw.close()
+    expect(leaves.length).toBeGreaterThan(10)
+    const page = leaves[Math.floor(leaves.length / 2)]!.pageno
     const bytes = fs.readFileSync(file)
-    const page = 4096
-    const middle = Math.floor(bytes.length / page / 2) * page
-    bytes.fill(0x5a, middle, middle + page)
+    bytes.fill(0x5a, (page - 1) * pageSize, page * pageSize)
     fs.writeFileSync(file, bytes)
+    expect(fs.existsSync(`${file}-wal`)).toBe(false)
     const opened = await runCli(["sessions", "list", "--db", file])
     expect(opened.code, opened.stderr).toBe(0)
     const result = await runCli(["events", id, "--db", file])
