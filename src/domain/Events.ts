@@ -226,7 +226,12 @@ export const PermissionAsked = event("permission.asked", {
   tool: Schema.String,
   pattern: Schema.String,
   /** the path (`pattern`) is outside the workspace: `external_directory` was asked */
-  outside: Schema.optional(Schema.Boolean)
+  outside: Schema.optional(Schema.Boolean),
+  /**
+   * the call's input as the model sent it: kept while the question waits, so a crash before the
+   * answer (whose sweep ends the call) does not lose what the model tried; absent in older logs
+   */
+  input: Schema.optional(Schema.Unknown)
 })
 export const PermissionReplied = event("permission.replied", {
   permissionId: Schema.String,

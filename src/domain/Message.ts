@@ -48,7 +48,9 @@ export type UserMode = typeof UserMode.Type
 export const ToolPending = Schema.TaggedStruct("pending", {
   /** the raw input text streamed so far */
   inputText: Schema.String,
-  createdAt: Schema.Finite
+  createdAt: Schema.Finite,
+  /** the whole input, once a question about the call (`permission.asked`) recorded it */
+  input: Schema.optional(Schema.Unknown)
 })
 export const ToolRunning = Schema.TaggedStruct("running", {
   input: Schema.Unknown,

@@ -286,7 +286,8 @@ const makeActions = (
               callId: call.callId,
               tool: call.tool,
               pattern: subject,
-              ...(outside ? { outside: true } : {})
+              ...(outside ? { outside: true } : {}),
+              ...(call.input !== undefined ? { input: call.input } : {})
             })
           ])
           const answer = yield* approver

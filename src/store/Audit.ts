@@ -204,7 +204,9 @@ const commandEnd = (
 const keep = (entry: AuditEntry, filter: AuditFilter): boolean => {
   if (filter.since !== undefined && entry.at < filter.since) return false
   const kinds = filter.kinds ?? (filter.path !== undefined ? ["file"] : undefined)
-  if (kinds !== undefined && !kinds.includes(entry.kind)) return false
+  // a command the agent tried to run and was refused is one of the commands (what it tried)
+  const kind = entry.kind === "refused" && entry.tool === "bash" ? "command" : entry.kind
+  if (kinds !== undefined && !kinds.includes(kind)) return false
   if (entry.kind === "file" && filter.path !== undefined && !filter.path(entry.path)) return false
   return true
 }

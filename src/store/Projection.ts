@@ -638,7 +638,14 @@ const handlers: Handlers = {
       _tag: "error",
       // a call refused before it ran keeps the input the model sent; one whose input never fully
       // arrived (or an older log's) is sent back to the model as `{}`
-      input: state._tag === "running" ? state.input : p.input !== undefined ? p.input : {},
+      input:
+        state._tag === "running"
+          ? state.input
+          : p.input !== undefined
+            ? p.input
+            : state.input !== undefined
+              ? state.input
+              : {},
       error: p.error,
       interrupted: p.interrupted ?? false,
       timedOut: p.timedOut ?? (state._tag === "running" && state.timedOut),
@@ -697,6 +704,11 @@ const handlers: Handlers = {
       reply: null
     }
     s.permissions = permissions
+    // the question holds the call's whole input: the pending part keeps it (a crash before the
+    // answer ends the call with what the model sent, not `{}`)
+    const part = p.callId === undefined || p.input === undefined ? undefined : s.toolParts[p.callId]
+    if (part !== undefined && part.state._tag === "pending")
+      setToolState(ctx, s, part, { ...part.state, input: p.input })
   },
   "permission.replied": (ctx, s, env) => {
     const p = env.payload

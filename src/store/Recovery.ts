@@ -68,6 +68,8 @@ export const sweepEvents = (
           (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
         interrupted: true,
         ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
+        // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
+        ...(part.state._tag === "pending" && part.state.input !== undefined ? { input: part.state.input } : {}),
         reason
       })
     )

@@ -28,7 +28,7 @@ import * as nodePath from "node:path"
 import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { ContentOmitted, type SnapshotLimitHit } from "../domain/Events.js"
 import { walkFilesUpTo } from "./ignore.js"
-import { tryFs } from "./shared.js"
+import { isOwnTempFile, tryFs } from "./shared.js"
 
 export interface SnapshotLimits {
   /** a file larger than this is hashed but its content not stored (bytes) */
@@ -147,8 +147,10 @@ export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, S
         (cause) => new SnapshotError({ message: `cannot read the workspace ${options.root}: ${String(cause)}`, cause })
       )
     )
-    const files =
-      options.exclude === undefined ? walk.files : walk.files.filter((f) => !options.exclude!.has(f.absolute))
+    // a write's temporary file (renamed over its target a moment later) is logbook's own, not a change
+    const files = walk.files.filter(
+      (f) => !isOwnTempFile(f.absolute) && (options.exclude === undefined || !options.exclude.has(f.absolute))
+    )
     const manifest = new Map<string, SnapshotEntry>()
     const hits = { fileBytes: 0, totalBytes: 0, time: 0 }
     let bytesRead = 0

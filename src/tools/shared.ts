@@ -523,6 +523,12 @@ export const requireFreshRead = (
     }
   })
 
+/** The suffix of the temporary files `writeFileAtomic` writes (and renames over their target). */
+export const TEMP_SUFFIX = ".logbook-tmp"
+
+/** Whether `path` names a temporary file of `writeFileAtomic`: logbook's own, never a change of the workspace. */
+export const isOwnTempFile = (path: string): boolean => path.endsWith(TEMP_SUFFIX)
+
 /**
  * Writes `content` to `absolute` atomically: into a temporary file in the same directory (flushed
  * to disk), then renamed over the target, so a crash leaves the old file or the new one, never half
@@ -537,7 +543,7 @@ export const writeFileAtomic = (
 ): Effect.Effect<Stats, ToolFailure> =>
   Effect.gen(function* () {
     const suffix = (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
-    const temp = nodePath.join(nodePath.dirname(absolute), `.${nodePath.basename(absolute)}.${suffix}.logbook-tmp`)
+    const temp = nodePath.join(nodePath.dirname(absolute), `.${nodePath.basename(absolute)}.${suffix}${TEMP_SUFFIX}`)
     const write = Effect.acquireUseRelease(
       tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
       (handle) =>

@@ -5,12 +5,24 @@
  * never answers (issue 10 §2: it used to; typing `clear` answered "always"). Every answer is in the
  * log; nothing runs without one.
  */
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
+import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import { hasTmux, runInTmux } from "../support/tmux.js"
-import { contentText, idle, latestSession, makeJanitor, makeWorkspace, ofType, readLog, toolResult } from "./support.js"
+import {
+  contentText,
+  idle,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  messagesOf,
+  ofType,
+  readLog,
+  toolResult
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -190,6 +202,43 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
       ["call_rm", true, "user"]
     ])
     expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("killed (-9) while a question waits: the next run ends the call with the input the model sent, and sends it back", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { permission: { bash: { "rm *": "ask" } } } })
+    fs.writeFileSync(path.join(ws.dir, "keep.txt"), "keep")
+    server.enqueue(Reply.stream({ toolCalls: [bash("call_wait", "rm keep.txt")] }))
+    const run = runInTmux([...ws.runArgs, "clean up"])
+    janitor.defer(run.close)
+    await run.waitFor(/\? bash rm keep\.txt[\s\S]*› $/m)
+    // the question is committed before it is shown: kill -9, no cleanup
+    const session = await latestSession(ws.db, ws.dir)
+    expect(ofType(await readLog(ws.db, session), "permission.asked").map((e) => e.payload.input)).toEqual([
+      { command: "rm keep.txt" }
+    ])
+    const nodes = spawnSync("pgrep", ["-f", ws.db], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter((pid) => pid !== "" && fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node")
+    expect(nodes).toHaveLength(1)
+    process.kill(Number(nodes[0]), "SIGKILL")
+    expect(await run.exited()).toBe(137)
+
+    server.enqueue(Reply.text("Kept it."))
+    const next = await runCli([...ws.runArgs, "-s", session, "go on"])
+    expect(next.code, next.stderr + next.stdout).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "keep.txt"), "utf8")).toBe("keep")
+    const failed = ofType(await readLog(ws.db, session), "tool.failed")
+    expect(failed.map((e) => [e.payload.callId, e.payload.reason, e.payload.input])).toEqual([
+      ["call_wait", "crash", { command: "rm keep.txt" }]
+    ])
+    // the model sees the call it wrote, not `{}`
+    const assistant = messagesOf(server.requests[1]!).find((m) => m.role === "assistant") as unknown as {
+      readonly tool_calls: ReadonlyArray<{ readonly id: string; readonly function: { readonly arguments: string } }>
+    }
+    expect(assistant.tool_calls.map((c) => [c.id, JSON.parse(c.function.arguments)])).toEqual([
+      ["call_wait", { command: "rm keep.txt" }]
+    ])
   })
 
   it("--format json with stdout elsewhere: the prompt on the terminal (stderr), stdout only JSON lines", async () => {

@@ -203,6 +203,14 @@ describe("logbook audit", () => {
       ["command", "interrupted"],
       ["interrupt", "crash"]
     ])
+    // --commands: what the agent ran, and the commands it tried and was refused (not the question)
+    const commands = await auditJson(["--cwd", ws.dir, "--db", ws.db, "--commands"])
+    expect(commands.sessions.map((s) => s.entries.map((e) => [e.kind, e.callId]))).toEqual([
+      [["refused", "call_touch"]],
+      [["command", "call_slow"]],
+      [["command", "call_wait"]],
+      [["command", "call_crash"]]
+    ])
     const text = await runCli(["audit", "--cwd", ws.dir, "--db", ws.db])
     expect(text.stdout).toContain("↻ retry: attempt 2 in ")
     expect(text.stdout).toContain('? bash asked for "touch made": rejected by the non-interactive policy')

@@ -80,7 +80,13 @@ describe("Actions: permissions", () => {
       const log = yield* prompt(cwd)
       const asked = ofType(log, "permission.asked")
       expect(asked.map((e) => e.payload)).toEqual([
-        { permissionId: asked[0]!.payload.permissionId, callId: "c1", tool: "bash", pattern: "touch made" }
+        {
+          permissionId: asked[0]!.payload.permissionId,
+          callId: "c1",
+          tool: "bash",
+          pattern: "touch made",
+          input: { command: "touch made" }
+        }
       ])
       const replied = ofType(log, "permission.replied")
       // the policy, not the user, rejected it: the log says so

@@ -65,7 +65,9 @@ describe("scanWorkspace", () => {
         "debug.log": "x",
         ".git/HEAD": "ref",
         "node_modules/m/index.js": "m",
-        "log.db": "db"
+        "log.db": "db",
+        // a write's temporary file, caught before its rename (a parallel write): logbook's own
+        "src/.c.ts.k3j9x.logbook-tmp": "half"
       })
       const result = yield* scan(dir, undefined, {}, new Set([path.join(dir, "log.db")]))
       expect(paths(result)).toEqual([".gitignore", "a.ts", "src/b.ts"])
