@@ -73,7 +73,7 @@ import type { SessionState } from "../store/Projection.js"
 import type { RecoverOptions } from "../store/Recovery.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
-import { isRecordedGroup, stopRecordedGroup } from "../tools/processGroup.js"
+import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
@@ -198,7 +198,8 @@ export const ownerIsDead = (owner: string): boolean => {
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false
   try {
     process.kill(pid, 0)
-    return false
+    // a killed process whose parent died too stays a zombie where nothing reaps orphans: it is gone
+    return isZombie(pid)
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "ESRCH"
   }

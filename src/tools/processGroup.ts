@@ -29,6 +29,15 @@ const procStat = (pid: string): { readonly state: string; readonly pgrp: number 
 }
 
 /**
+ * Whether process `pid` has exited but was never reaped (a zombie: its parent died, and the
+ * container's init does not reap orphans). `false` where /proc cannot tell (not Linux, gone).
+ */
+export const isZombie = (pid: number): boolean => {
+  const state = procStat(String(pid))?.state
+  return state === "Z" || state === "X"
+}
+
+/**
  * The pids of the live (not zombie) processes of group `pgid`, from `/proc`; `undefined` where it
  * cannot be read.
  */

@@ -3,6 +3,7 @@
  * Every scenario ends with the session idle and checks the log tells what happened.
  */
 import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
@@ -901,6 +902,26 @@ describe("Sessions: opening a session a crashed process left", () => {
     expect(ownerIsDead(`another-host:${child.pid}:x`)).toBe(false)
     expect(ownerIsDead("not-an-owner")).toBe(false)
   })
+
+  it.live.skipIf(process.platform !== "linux")(
+    "a process of this machine that exited but was never reaped (a zombie) is gone too",
+    () =>
+      Effect.gen(function* () {
+        // `sleep 0` exits under a parent (`exec sleep 30`) that never waits for it: a zombie
+        const parent = spawn("sh", ["-c", "sleep 0 & exec sleep 30"], { stdio: "ignore" })
+        yield* Effect.addFinalizer(() => Effect.sync(() => parent.kill("SIGKILL")))
+        const zombie = yield* Effect.promise(async () => {
+          for (;;) {
+            const children = fs.readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, "utf8").trim()
+            const pid = Number(children.split(" ")[0])
+            if (pid > 0 && fs.readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")) return pid
+            await new Promise((resolve) => setTimeout(resolve, 10))
+          }
+        })
+        expect(ownerIsDead(`${hostname()}:${zombie}:x`)).toBe(true)
+        expect(ownerIsDead(`${hostname()}:${parent.pid}:x`)).toBe(false)
+      }).pipe(Effect.scoped)
+  )
 })
 
 describe("Tools: hooks and progress", () => {
