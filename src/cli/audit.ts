@@ -42,7 +42,11 @@ const auditFormat = formatOption(
     "the diffs and the commands' outputs included."
 )
 
-const filesOption = Options.boolean("files").pipe(Options.withDescription("File changes (with their diffs)."))
+const filesOption = Options.boolean("files").pipe(
+  Options.withDescription(
+    "File changes (with their diffs), and what crash recovery found of changes a crash cut short."
+  )
+)
 const commandsOption = Options.boolean("commands").pipe(Options.withDescription("Commands (with their whole output)."))
 const pathOption = Options.text("path").pipe(
   Options.repeated,
@@ -107,8 +111,24 @@ const opWord = { create: "created", update: "changed", delete: "deleted" } as co
 /** The headline of an entry (no time, no colour). */
 export const headline = (entry: AuditEntry): string => {
   switch (entry.kind) {
-    case "file":
-      return `${opWord[entry.op]} ${entry.path}${entry.tool === undefined ? "" : ` (${entry.tool})`}`
+    case "file": {
+      const how = [entry.tool, entry.recovered === true ? "recovered after a crash" : undefined].filter(
+        (part) => part !== undefined
+      )
+      return `${opWord[entry.op]} ${entry.path}${how.length === 0 ? "" : ` (${how.join(", ")})`}`
+    }
+    case "recovery": {
+      const call = `the ${entry.tool ?? "file tool"} call ${entry.callId}`
+      const found =
+        entry.outcome === "applied"
+          ? `${entry.op === "create" ? "had created" : "had replaced"} ${entry.path}: its change was recorded from its intent`
+          : entry.outcome === "not-applied"
+            ? `had not ${entry.op === "create" ? "created" : "changed"} ${entry.path}: it is as it was before`
+            : entry.outcome === "changed"
+              ? `had announced a change of ${entry.path}, which something else then ${entry.hash === undefined ? "removed" : "changed"}`
+              : `had announced a change of ${entry.path}, which could not be read: ${entry.error ?? "unknown error"}`
+      return `crash recovered: ${call} ${found}${entry.tempRemoved === true ? "; its temporary file was removed" : ""}`
+    }
     case "command":
       return `${entry.command.split("\n")[0]}${entry.command.includes("\n") ? " …" : ""}  [${commandEndText(entry)}]`
     case "permission": {
@@ -141,6 +161,7 @@ export const headline = (entry: AuditEntry): string => {
 
 const mark: Readonly<Record<AuditKind, string>> = {
   file: "~",
+  recovery: "↺",
   command: "$",
   permission: "?",
   retry: "↻",
@@ -329,7 +350,7 @@ export const audit = Command.make(
         globs.push(compiled)
       }
       const kinds: Array<AuditKind> = []
-      if (args.files) kinds.push("file")
+      if (args.files) kinds.push("file", "recovery")
       if (args.commands) kinds.push("command")
       const filter = {
         kinds: kinds.length > 0 ? kinds : undefined,

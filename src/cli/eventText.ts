@@ -134,11 +134,23 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
         `${str(p.op) ?? "?"} ${str(p.path) ?? "?"}`,
         p.callId === undefined ? "" : `call=${str(p.callId)}`,
         p.observed === true ? style.dim("observed") : "",
+        p.recovered === true ? style.yellow("recovered") : "",
         omitted.length === 0 ? "" : style.yellow(`content not stored (${omitted.join(", ")})`)
       ]
         .filter((s) => s !== "")
         .join(" ")
     }
+    case "file.intent":
+      return `${str(p.op) ?? "?"} ${str(p.path) ?? "?"} call=${str(p.callId) ?? "?"} ${style.dim(`temp=${str(p.temp) ?? "?"}`)}`
+    case "file.recovered":
+      return [
+        `${str(p.outcome) ?? "?"} ${str(p.path) ?? "?"}`,
+        `call=${str(p.callId) ?? "?"}`,
+        p.tempRemoved === true ? style.dim("temp removed") : "",
+        p.error === undefined ? "" : style.red(`error=${quoted(oneLine(str(p.error) ?? ""), 80)}`)
+      ]
+        .filter((s) => s !== "")
+        .join(" ")
     case "workspace.snapshot": {
       const limits = Array.isArray(p.limits)
         ? (p.limits as ReadonlyArray<Fields>).map((l) => `${str(l.limit) ?? "?"}:${num(l.files) ?? "?"}`)

@@ -264,7 +264,48 @@ export const FileChanged = event("file.changed", {
   beforeSize: Schema.optional(Schema.NonNegativeInt),
   afterSize: Schema.optional(Schema.NonNegativeInt),
   beforeOmitted: Schema.optional(ContentOmitted),
-  afterOmitted: Schema.optional(ContentOmitted)
+  afterOmitted: Schema.optional(ContentOmitted),
+  /**
+   * recorded by the crash sweep of a later run from the call's `file.intent`: the process died after
+   * it replaced the file and before it recorded the change, and the file held the intended content
+   */
+  recovered: Schema.optional(Schema.Boolean)
+})
+/**
+ * A change a file tool (`write`, `edit`) is about to make, committed before it writes anything
+ * (write-ahead, like `tool.invoked`): the path and op as `file.changed` will name them, the blobs of
+ * the content before (absent for a create) and of the content it will write, and the temporary file
+ * it will write first and rename over the path. Settled by the call's `file.changed`; by its end
+ * (`tool.finished` / `tool.failed`: the write failed, its temporary file removed); or, when the
+ * process died in between, by the crash sweep's `file.recovered`.
+ */
+export const FileIntent = event("file.intent", {
+  callId: CallId,
+  path: Schema.String,
+  op: Schema.Literal("create", "update"),
+  beforeHash: Schema.optional(Schema.String),
+  afterHash: Schema.String,
+  /** the temporary file, logged as `path` is (relative to the workspace when inside) */
+  temp: Schema.String
+})
+/**
+ * What the crash sweep found of a `file.intent` its call left unsettled (the process died between
+ * the intent and the change's record): `applied` — the file holds the intended content (a
+ * `file.changed {recovered: true}` comes just before); `not-applied` — it holds the content before
+ * (or, for a create, does not exist); `changed` — neither: something else changed it after the
+ * intent (`hash`: the SHA-256 of what it holds, absent when it is gone); `unreadable` — it could
+ * not be read (`error`). `tempRemoved`: the intent's temporary file was there and was removed.
+ */
+export const FileRecoveryOutcome = Schema.Literal("applied", "not-applied", "changed", "unreadable")
+export type FileRecoveryOutcome = typeof FileRecoveryOutcome.Type
+export const FileRecovered = event("file.recovered", {
+  callId: CallId,
+  path: Schema.String,
+  op: Schema.Literal("create", "update"),
+  outcome: FileRecoveryOutcome,
+  hash: Schema.optional(Schema.String),
+  error: Schema.optional(Schema.String),
+  tempRemoved: Schema.optional(Schema.Boolean)
 })
 /** A bound a workspace snapshot hit, and how many files it affected. */
 export const SnapshotLimitHit = Schema.Struct({
@@ -364,6 +405,8 @@ export const Event = Schema.Union(
   PermissionAsked,
   PermissionReplied,
   FileChanged,
+  FileIntent,
+  FileRecovered,
   WorkspaceSnapshotTaken,
   TodoUpdated,
   CompactionDone,

@@ -67,6 +67,22 @@ export const ToolRunning = Schema.TaggedStruct("running", {
         token: Schema.optional(Schema.String)
       })
     )
+  ),
+  /**
+   * the file changes it announced (`file.intent`) — `recorded` once their `file.changed` is written —
+   * and not settled by the crash sweep (`file.recovered`): what the sweep of a later run checks on disk
+   */
+  intents: Schema.optional(
+    Schema.Array(
+      Schema.Struct({
+        path: Schema.String,
+        op: Schema.Literal("create", "update"),
+        beforeHash: Schema.optional(Schema.String),
+        afterHash: Schema.String,
+        temp: Schema.String,
+        recorded: Schema.optional(Schema.Boolean)
+      })
+    )
   )
 })
 export const ToolCompleted = Schema.TaggedStruct("completed", {

@@ -38,6 +38,7 @@ import { capText } from "../tools/shared.js"
 import {
   type AnyTool,
   type FileChange,
+  type FileIntent,
   type FileReads,
   type FileStamp,
   type ToolContext,
@@ -172,6 +173,12 @@ export const sentInput = (call: StepCall): { readonly input?: unknown; readonly 
             ? `${call.inputText.slice(0, MAX_INPUT_TEXT)}… (${call.inputText.length} characters)`
             : call.inputText
       }
+
+/** A path as the log names it: relative to the workspace `cwd` when inside it, else absolute. */
+const loggedPath = (cwd: string, absolute: string): string => {
+  const relative = nodePath.relative(cwd, absolute)
+  return relative !== "" && !relative.startsWith("..") && !nodePath.isAbsolute(relative) ? relative : absolute
+}
 
 const makeActions = (
   tools: Tools["Type"],
@@ -355,15 +362,14 @@ const makeActions = (
    * The contents as blobs, then `file.changed` (awaited). A failure here is a broken store: the
    * call ends as crashed, saying the change could not be recorded.
    */
+  const blob = (content: string | Uint8Array | undefined) =>
+    content === undefined ? Effect.succeed(undefined) : store.putBlob(content)
+
   const recordFileChange = (input: BatchInput, callId: CallId, change: FileChange) =>
     Effect.gen(function* () {
-      const blob = (content: string | Uint8Array | undefined) =>
-        content === undefined ? Effect.succeed(undefined) : store.putBlob(content)
       const beforeHash = yield* blob(change.before)
       const afterHash = yield* blob(change.after)
-      const relative = nodePath.relative(input.cwd, change.path)
-      const path =
-        relative !== "" && !relative.startsWith("..") && !nodePath.isAbsolute(relative) ? relative : change.path
+      const path = loggedPath(input.cwd, change.path)
       // a command running meanwhile must not record this change as its own
       if (observer !== undefined) {
         yield* observer.noteChange(
@@ -383,6 +389,29 @@ const makeActions = (
         })
       ])
     }).pipe(Effect.orDieWith((error) => new Error(`could not record the change of ${change.path}: ${error.message}`)))
+
+  /**
+   * The contents as blobs, then `file.intent` (awaited), before the tool writes anything: a crash
+   * from here to the change's `file.changed` is settled by the next run's sweep. A failure here is
+   * a broken store: the call ends as crashed and nothing is written.
+   */
+  const recordFileIntent = (input: BatchInput, callId: CallId, intent: FileIntent) =>
+    Effect.gen(function* () {
+      const beforeHash = yield* blob(intent.before)
+      const afterHash = yield* store.putBlob(intent.after)
+      yield* input.journal.append([
+        make("file.intent", {
+          callId,
+          path: loggedPath(input.cwd, intent.path),
+          op: intent.op,
+          ...(beforeHash !== undefined ? { beforeHash } : {}),
+          afterHash,
+          temp: loggedPath(input.cwd, intent.temp)
+        })
+      ])
+    }).pipe(
+      Effect.orDieWith((error) => new Error(`could not record the intended change of ${intent.path}: ${error.message}`))
+    )
 
   const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
     const { journal } = input
@@ -489,6 +518,7 @@ const makeActions = (
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
         recordFileChange: (change) => recordFileChange(input, callId, change),
+        recordFileIntent: (intent) => recordFileIntent(input, callId, intent),
         updateTodos: (items) =>
           input.journal.append([make("todo.updated", { items, callId })]).pipe(
             Effect.asVoid,

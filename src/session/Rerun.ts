@@ -380,7 +380,9 @@ const IGNORED = new Set([
   "token",
   "cost",
   "costKnown",
-  "rerunOf"
+  "rerunOf",
+  // a `file.intent`'s temporary file: its name has a random part
+  "temp"
 ])
 
 /** Fields holding ids: a new id must stand for the same old one throughout. */
@@ -785,6 +787,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       const newTools = new Map<string, string>()
       const oldTools = new Map<string, string>()
       for (const env of envelopes) if (env.type === "tool.pending") oldTools.set(env.payload.callId, env.payload.tool)
+      // a log written before file tools recorded their intents (`file.intent`) is compared without them
+      const originalIntents = envelopes.some((env) => env.type === "file.intent")
 
       const bind = (kind: string, oldId: string, newId: string): boolean => {
         const forward = coord.ids.get(kind) ?? new Map<string, string>()
@@ -922,6 +926,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           seen.push(env)
           if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
           if (UNCOMPARED.has(env.type)) return
+          if (env.type === "file.intent" && !originalIntents) return
           if (env.type === "workspace.snapshot" && env.payload.phase === "baseline") {
             if (sawBaseline) return
             sawBaseline = true

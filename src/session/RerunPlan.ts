@@ -95,7 +95,7 @@ const interruptionStart = (envelopes: ReadonlyArray<Envelope>, at: number, reaso
       (env.type === "action.state" && p.state === "failed") ||
       (env.type === "permission.replied" && p.interrupted === true) ||
       (env.type === "assistant.completed" && p.finishReason === reason) ||
-      ((env.type === "file.changed" || env.type === "workspace.snapshot") &&
+      ((env.type === "file.changed" || env.type === "file.recovered" || env.type === "workspace.snapshot") &&
         typeof p.callId === "string" &&
         failedCalls.has(p.callId))
     if (!part) break

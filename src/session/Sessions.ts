@@ -73,6 +73,7 @@ import type { SessionState } from "../store/Projection.js"
 import type { RecoverOptions } from "../store/Recovery.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type RestoreError, type SessionJournal } from "../store/Snapshots.js"
+import { checkIntent } from "../tools/intentRecovery.js"
 import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
@@ -371,8 +372,13 @@ export const makeSessions = (options: SessionsOptions) =>
               // crash sweep could append to it
               const indexed = yield* store.session(sessionId)
               if (Option.isSome(indexed) && indexed.value.deleted) return yield* Effect.fail(deletedError(sessionId))
-              // a command the dead process started may still run: stop it before the sweep ends its call
-              const { state } = yield* Recovery.recover(sessionId, { stopGroup: stopLeftovers(sessionId), owner })
+              // a command the dead process started may still run: stop it before the sweep ends its call;
+              // a file change it announced and never recorded is checked on disk (issue 12 §2)
+              const { state } = yield* Recovery.recover(sessionId, {
+                stopGroup: stopLeftovers(sessionId),
+                checkIntent,
+                owner
+              })
               if (state.lastSeq === 0)
                 return yield* Effect.fail(
                   new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })

@@ -34,6 +34,27 @@ export interface FileEntry extends EntryBase {
   readonly callId?: string | undefined
   /** the tool of the call that changed it, when known */
   readonly tool?: string | undefined
+  /** recorded by the crash sweep from the call's `file.intent`: the process died before recording it */
+  readonly recovered?: boolean | undefined
+}
+
+/**
+ * A file change a call announced (`file.intent`) and a crash left unrecorded, as the next run's
+ * crash sweep found it (`file.recovered`): applied (its `file.changed {recovered}` is the entry
+ * before), not applied, changed by something else, or unreadable.
+ */
+export interface RecoveryEntry extends EntryBase {
+  readonly kind: "recovery"
+  readonly callId: string
+  readonly tool?: string | undefined
+  readonly path: string
+  readonly op: "create" | "update"
+  readonly outcome: "applied" | "not-applied" | "changed" | "unreadable"
+  /** what the file held when it was neither content (`changed`): its SHA-256; absent when it was gone */
+  readonly hash?: string | undefined
+  readonly error?: string | undefined
+  /** the intent's temporary file was left and was removed */
+  readonly tempRemoved?: boolean | undefined
 }
 
 /** How a command ended: it ran to its end (any exit code), or it was stopped, or it never ran. */
@@ -119,6 +140,7 @@ export interface RefusedEntry extends EntryBase {
 export type AuditEntry =
   | RefusedEntry
   | FileEntry
+  | RecoveryEntry
   | CommandEntry
   | PermissionEntry
   | RetryEntry
@@ -130,6 +152,7 @@ export type AuditKind = AuditEntry["kind"]
 
 export const auditKinds: ReadonlyArray<AuditKind> = [
   "file",
+  "recovery",
   "command",
   "permission",
   "retry",
@@ -161,6 +184,7 @@ const AUDITED = new Set([
   "tool.failed",
   "tool.timeout",
   "file.changed",
+  "file.recovered",
   "permission.asked",
   "permission.replied",
   "model.retry",
@@ -203,11 +227,12 @@ const commandEnd = (
 
 const keep = (entry: AuditEntry, filter: AuditFilter): boolean => {
   if (filter.since !== undefined && entry.at < filter.since) return false
-  const kinds = filter.kinds ?? (filter.path !== undefined ? ["file"] : undefined)
+  const kinds = filter.kinds ?? (filter.path !== undefined ? ["file", "recovery"] : undefined)
   // a command the agent tried to run and was refused is one of the commands (what it tried)
   const kind = entry.kind === "refused" && entry.tool === "bash" ? "command" : entry.kind
   if (kinds !== undefined && !kinds.includes(kind)) return false
-  if (entry.kind === "file" && filter.path !== undefined && !filter.path(entry.path)) return false
+  if ((entry.kind === "file" || entry.kind === "recovery") && filter.path !== undefined && !filter.path(entry.path))
+    return false
   return true
 }
 
@@ -286,7 +311,24 @@ export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter 
           beforeHash: p.beforeHash,
           afterHash: p.afterHash,
           callId: p.callId,
-          tool: p.callId === undefined ? undefined : tools.get(p.callId)
+          tool: p.callId === undefined ? undefined : tools.get(p.callId),
+          recovered: p.recovered === true ? true : undefined
+        })
+        break
+      }
+      case "file.recovered": {
+        const p = env.payload
+        entries.push({
+          kind: "recovery",
+          ...base,
+          callId: p.callId,
+          tool: tools.get(p.callId),
+          path: p.path,
+          op: p.op,
+          outcome: p.outcome,
+          hash: p.hash,
+          error: p.error,
+          tempRemoved: p.tempRemoved === true ? true : undefined
         })
         break
       }

@@ -39,7 +39,7 @@ import {
 } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 11
+export const PROJECTION_VERSION = 12
 
 // ---------------------------------------------------------------------------------------------
 // state
@@ -120,6 +120,8 @@ export const FileChange = Schema.Struct({
   callId: Schema.optional(CallId),
   /** found by a workspace snapshot around a command, not recorded by a file tool */
   observed: Schema.optional(Schema.Boolean),
+  /** recorded by the crash sweep from the call's `file.intent` (the process died before recording it) */
+  recovered: Schema.optional(Schema.Boolean),
   seq: Schema.Int,
   at: Schema.Finite
 })
@@ -728,10 +730,21 @@ const handlers: Handlers = {
       ...(p.afterHash !== undefined ? { afterHash: p.afterHash } : {}),
       ...(p.callId !== undefined ? { callId: p.callId } : {}),
       ...(p.observed === true ? { observed: true } : {}),
+      ...(p.recovered === true ? { recovered: true } : {}),
       seq: env.seq,
       at: env.at
     }
     s.files = files
+    if (p.callId !== undefined && p.observed !== true) settleIntent(ctx, s, p.callId, p.path, "recorded")
+  },
+  "file.intent": (ctx, s, env) => {
+    const { callId, ...intent } = env.payload
+    const part = runningPart(s, env, callId)
+    const running = part.state as RunningState
+    setToolState(ctx, s, part, { ...running, intents: [...(running.intents ?? []), intent] })
+  },
+  "file.recovered": (ctx, s, env) => {
+    settleIntent(ctx, s, env.payload.callId, env.payload.path, "settled")
   },
   "workspace.snapshot": (_ctx, s, env) => {
     const p = env.payload
@@ -777,6 +790,24 @@ const foldReads = (ctx: Ctx, s: MState, recorded: ReadonlyArray<FileRead> | unde
   const reads = own(ctx, s.reads)
   for (const { path, ...stamp } of recorded) reads[path] = stamp
   s.reads = reads
+}
+
+/**
+ * A running call's open intents for `path`: `recorded` when its `file.changed` is written (the sweep
+ * still gives the agent the file's stamp when the call never ended), dropped when the crash sweep
+ * `settled` it (`file.recovered`). An intent ends with its call in any case.
+ */
+const settleIntent = (ctx: Ctx, s: MState, callId: CallId, path: string, how: "recorded" | "settled"): void => {
+  const part = s.toolParts[callId]
+  if (part === undefined || part.state._tag !== "running") return
+  const intents = part.state.intents
+  if (intents === undefined || !intents.some((intent) => intent.path === path && intent.recorded !== true)) return
+  const left =
+    how === "settled"
+      ? intents.filter((intent) => intent.path !== path || intent.recorded === true)
+      : intents.map((intent) => (intent.path === path ? { ...intent, recorded: true } : intent))
+  const { intents: _, ...running } = part.state
+  setToolState(ctx, s, part, left.length === 0 ? running : { ...running, intents: left })
 }
 
 const runningPart = (s: SessionState, env: Envelope, callId: CallId): ToolPart => {

@@ -10,7 +10,7 @@
  * repaired state it returns nothing.
  */
 import { Clock, Deferred, Duration, Effect, Schedule } from "effect"
-import { type Envelope, make, type NewEvent } from "../domain/Events.js"
+import { type Envelope, type FileRead, type FileRecoveryOutcome, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { emptyUsage, type ToolState } from "../domain/Message.js"
 import { LeaseHeld } from "./Errors.js"
@@ -25,7 +25,13 @@ export const CRASH_REASON = "crash"
 /**
  * The events that repair a state left by a dead process (empty when there is nothing to repair):
  * - `permission.replied {reply: "reject", interrupted: true}` for every ask nobody answered;
- * - `tool.failed {interrupted: true, reason: "crash"}` for every tool part still pending or running;
+ * - for every file change a running call announced (`file.intent`) and did not record, what the disk
+ *   holds (`findings`, checked by `RecoverOptions.checkIntent`): `file.changed {recovered: true}`
+ *   when the file holds the intended content, then `file.recovered {outcome}` (see `FileRecovered`);
+ * - `tool.failed {interrupted: true, reason: "crash"}` for every tool part still pending or running —
+ *   its error says what became of its intents, and its `reads` carry the stamp of a file that holds
+ *   what the call wrote (so the agent's next write or edit of it is not refused as changed by
+ *   someone else);
  * - `action.state failed` for every action still pending or running;
  * - `step.finished {aborted: true}` for an open step and `assistant.completed` for every assistant
  *   message not completed (finish reason `crash`), so no message looks as if it were still streaming;
@@ -47,11 +53,54 @@ export const interruptedError = (reason: string, ran: boolean): string => {
     : `The call was interrupted (${reason}) before it ran.`
 }
 
+/** A file change a running call announced (`file.intent`), as the projection keeps it. */
+export type OpenIntent = NonNullable<Extract<ToolState, { readonly _tag: "running" }>["intents"]>[number]
+
+/** What the disk held of an open intent when the sweep checked it (`intentRecovery.checkIntent`). */
+export interface IntentFinding {
+  readonly outcome: FileRecoveryOutcome
+  /** the SHA-256 of what the file holds (for `changed`) */
+  readonly hash?: string | undefined
+  /** why it could not be read (`unreadable`) */
+  readonly error?: string | undefined
+  /** the temporary file was there and was removed */
+  readonly tempRemoved: boolean
+  /** the file as it is, for the agent's reads (`applied`): real path, mtime, size, hash */
+  readonly read?: FileRead | undefined
+}
+
+/** call id -> its open intents and what the disk held of each */
+export type IntentFindings = ReadonlyMap<string, ReadonlyArray<readonly [OpenIntent, IntentFinding]>>
+
+/** What the call's error says of one intent the sweep settled: what the model reads of the crash. */
+const findingSentence = (intent: OpenIntent, finding: IntentFinding): string => {
+  if (intent.recorded === true) return `It had written ${intent.path} and recorded the change.`
+  switch (finding.outcome) {
+    case "applied":
+      return (
+        `It had already ${intent.op === "create" ? "created" : "replaced"} ${intent.path} with the new content: ` +
+        "the change is made, and recorded now (recovered after the crash)."
+      )
+    case "not-applied":
+      return intent.op === "create"
+        ? `It had not created ${intent.path} yet: the file does not exist.`
+        : `It had not changed ${intent.path} yet: the file is as it was before the call.`
+    case "changed":
+      return finding.hash === undefined
+        ? `${intent.path} is gone: something else removed it after the call began changing it. Check it before changing it again.`
+        : `${intent.path} holds neither its content before the call nor the new content: something else changed it after the call began. Read it again before changing it.`
+    case "unreadable":
+      return `Whether it changed ${intent.path} is unknown: the file cannot be read (${finding.error ?? "unknown error"}).`
+  }
+}
+
 export const sweepEvents = (
   state: SessionState,
   reason: string = CRASH_REASON,
   /** calls whose leftover processes were stopped before the sweep (their error says so) */
-  stopped: ReadonlySet<string> = new Set()
+  stopped: ReadonlySet<string> = new Set(),
+  /** the open intents of running calls, checked on disk (`RecoverOptions.checkIntent`) */
+  findings: IntentFindings = new Map()
 ): ReadonlyArray<NewEvent> => {
   const events: Array<NewEvent> = []
   for (const asked of Object.values(state.permissions)) {
@@ -60,17 +109,50 @@ export const sweepEvents = (
     }
   }
   for (const part of Projection.openToolParts(state)) {
+    const found = findings.get(part.callId) ?? []
+    const reads: Array<FileRead> = []
+    for (const [intent, finding] of found) {
+      if (finding.outcome === "applied" && finding.read !== undefined) reads.push(finding.read)
+      if (intent.recorded === true) continue
+      if (finding.outcome === "applied") {
+        events.push(
+          make("file.changed", {
+            path: intent.path,
+            op: intent.op,
+            ...(intent.beforeHash !== undefined ? { beforeHash: intent.beforeHash } : {}),
+            afterHash: intent.afterHash,
+            callId: part.callId,
+            recovered: true
+          })
+        )
+      }
+      events.push(
+        make("file.recovered", {
+          callId: part.callId,
+          path: intent.path,
+          op: intent.op,
+          outcome: finding.outcome,
+          ...(finding.hash !== undefined ? { hash: finding.hash } : {}),
+          ...(finding.error !== undefined ? { error: finding.error } : {}),
+          ...(finding.tempRemoved ? { tempRemoved: true } : {})
+        })
+      )
+    }
+    const ran = part.state._tag === "running"
+    const error =
+      found.length === 0
+        ? interruptedError(reason, ran)
+        : `The process running this tool stopped before it finished (${reason}). ${found.map(([intent, finding]) => findingSentence(intent, finding)).join(" ")}`
     events.push(
       make("tool.failed", {
         callId: part.callId,
-        error:
-          interruptedError(reason, part.state._tag === "running") +
-          (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
+        error: error + (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
         interrupted: true,
         ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
         // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
         ...(part.state._tag === "pending" && part.state.input !== undefined ? { input: part.state.input } : {}),
-        reason
+        reason,
+        ...(reads.length > 0 ? { reads } : {})
       })
     )
   }
@@ -120,9 +202,11 @@ export const sweep = Effect.fn("Recovery.sweep")(function* (
   state: SessionState,
   stopped: ReadonlySet<string> = new Set(),
   /** the lease owner the repair is written for (fenced, see `AppendOptions.owner`) */
-  owner?: string
+  owner?: string,
+  /** the open intents of running calls, checked on disk */
+  findings: IntentFindings = new Map()
 ) {
-  const events = sweepEvents(state, CRASH_REASON, stopped)
+  const events = sweepEvents(state, CRASH_REASON, stopped, findings)
   if (events.length === 0) return { state, appended: [] } satisfies SweepResult
   const store = yield* EventStore
   const appended = yield* store.append(state.sessionId, events, { owner })
@@ -142,6 +226,13 @@ export interface RecoverOptions {
   readonly stopGroup?: ((group: RecordedGroup) => Effect.Effect<boolean>) | undefined
   /** the lease owner the caller holds: the repair is fenced by it */
   readonly owner?: string | undefined
+  /**
+   * Checks a file change a running call of the dead process announced (`file.intent`) and did not
+   * settle, against the disk (paths relative to `cwd`, the session's workspace), and removes the
+   * temporary file it names. The kernel passes `intentRecovery.checkIntent`; without it the call's
+   * error says its outcome is unknown and nothing is recorded of the intent.
+   */
+  readonly checkIntent?: ((cwd: string, intent: OpenIntent) => Effect.Effect<IntentFinding>) | undefined
 }
 
 /**
@@ -166,7 +257,19 @@ export const recover = Effect.fn("Recovery.recover")(function* (sessionId: Sessi
       { concurrency: "unbounded", discard: true }
     )
   }
-  return yield* sweep(state, stopped, options.owner)
+  const findings = new Map<string, ReadonlyArray<readonly [OpenIntent, IntentFinding]>>()
+  const checkIntent = options.checkIntent
+  if (checkIntent !== undefined) {
+    const cwd = state.cwd ?? process.cwd()
+    for (const part of Projection.openToolParts(state)) {
+      if (part.state._tag !== "running" || part.state.intents === undefined) continue
+      const checked = yield* Effect.forEach(part.state.intents, (intent) =>
+        Effect.map(checkIntent(cwd, intent), (finding) => [intent, finding] as const)
+      )
+      findings.set(part.callId, checked)
+    }
+  }
+  return yield* sweep(state, stopped, options.owner, findings)
 })
 
 export interface LeaseOptions {

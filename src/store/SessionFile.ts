@@ -105,7 +105,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The blobs an event references, in payload order: `file.changed` `beforeHash` / `afterHash`,
+ * The blobs an event references, in payload order: `file.changed` and `file.intent` `beforeHash` / `afterHash`,
  * `prompt.recorded` `blob`, and a tool record's `outputBlob` (`tool.finished` / `tool.failed`
  * `metadata`: a command's whole output). A file stamp's `hash` (`reads`) names content that was
  * read, not a blob, and is not one.
@@ -116,6 +116,7 @@ export const blobReferences = (e: { readonly type: string; readonly payload: unk
   const strings = (...values: ReadonlyArray<unknown>) => values.filter((v): v is string => typeof v === "string")
   switch (e.type) {
     case "file.changed":
+    case "file.intent":
       return strings(p.beforeHash, p.afterHash)
     case "prompt.recorded":
       return strings(p.blob)

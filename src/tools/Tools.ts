@@ -50,6 +50,15 @@ export interface ToolContext {
    * committed. `path` is the real absolute path; it is logged relative to the workspace when inside.
    */
   readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
+  /**
+   * Records a change the tool is about to make, before it writes anything (write-ahead): the
+   * contents before and after as blobs and `file.intent {path, op, beforeHash, afterHash, temp}`,
+   * committed. A process that dies before the change is recorded (`recordFileChange`) leaves the
+   * intent open, and the crash sweep of the next run checks the file against it
+   * (`intentRecovery.ts`). `temp` is the temporary file the tool writes first (and renames over
+   * `path`): the sweep removes it when it is left.
+   */
+  readonly recordFileIntent: (intent: FileIntent) => Effect.Effect<void>
   /** Replaces the session's task list (commits `todo.updated`). */
   readonly updateTodos: (items: ReadonlyArray<TodoItem>) => Effect.Effect<void>
   /** Stores content as a content-addressed blob of the log and returns its hash (e.g. a command's whole output). */
@@ -90,6 +99,16 @@ export interface FileChange {
   readonly op: "create" | "update" | "delete"
   readonly before?: string | Uint8Array | undefined
   readonly after?: string | Uint8Array | undefined
+}
+
+/** A change a tool is about to make (`ToolContext.recordFileIntent`), with the temporary file it writes first. */
+export interface FileIntent {
+  readonly path: string
+  readonly op: "create" | "update"
+  readonly before?: string | Uint8Array | undefined
+  readonly after: string | Uint8Array
+  /** the real absolute path of the temporary file (in the same directory as `path`) */
+  readonly temp: string
 }
 
 /** When a file was read, as its modification time and size then (and a content hash when known). */

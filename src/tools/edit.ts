@@ -10,6 +10,7 @@
  */
 import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
+import { crashPoint } from "./crashPoint.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
 import { refuseMaskedSecret } from "./Secrets.js"
 import {
@@ -20,6 +21,7 @@ import {
   nonEmptyString,
   notFoundFailure,
   requireFreshRead,
+  tempPathFor,
   tryFs,
   writeFileAtomic
 } from "./shared.js"
@@ -357,10 +359,15 @@ export const edit = defineTool<EditInput>({
     yield* tryFs(() => fsp.access(absolute, fsp.constants.W_OK)).pipe(
       Effect.mapError((error) => fsFailure(error, shown))
     )
-    // once the file is replaced, the change is recorded and remembered: an interrupt cannot split them
+    // the intent is committed before anything is written, and once the file is replaced the change is
+    // recorded and remembered: an interrupt cannot split them, a crash leaves the intent to the sweep
     yield* Effect.uninterruptible(
       Effect.gen(function* () {
-        const written = yield* writeFileAtomic(absolute, replaced.after, shown, stat.mode & 0o7777)
+        const temp = yield* tempPathFor(absolute)
+        yield* context.recordFileIntent({ path: absolute, op: "update", before: content, after: replaced.after, temp })
+        yield* crashPoint("file.intent")
+        const written = yield* writeFileAtomic(absolute, replaced.after, shown, stat.mode & 0o7777, temp)
+        yield* crashPoint("file.renamed")
         yield* context.recordFileChange({ path: absolute, op: "update", before: content, after: replaced.after })
         yield* context.reads.record(absolute, fileStamp(written, replaced.after))
       })

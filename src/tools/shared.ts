@@ -11,6 +11,7 @@ import type { Stats } from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Random, Schema } from "effect"
+import { crashPoint } from "./crashPoint.js"
 import { type FileReads, type FileStamp, ToolFailure } from "./Tools.js"
 import { outsideMessage, resolveInWorkspace } from "./Workspace.js"
 
@@ -523,27 +524,38 @@ export const requireFreshRead = (
     }
   })
 
-/** The suffix of the temporary files `writeFileAtomic` writes (and renames over their target). */
+/** The suffix of every temporary file `writeFileAtomic` writes (and renames over its target). */
 export const TEMP_SUFFIX = ".logbook-tmp"
 
 /** Whether `path` names a temporary file of `writeFileAtomic`: logbook's own, never a change of the workspace. */
 export const isOwnTempFile = (path: string): boolean => path.endsWith(TEMP_SUFFIX)
 
 /**
+ * A new name for the temporary file `writeFileAtomic` writes before it renames it over `absolute`:
+ * `.<name>.<random>.logbook-tmp`, in the same directory. A tool takes it first to name it in the
+ * change's `file.intent`, then passes it to `writeFileAtomic`.
+ */
+export const tempPathFor = (absolute: string): Effect.Effect<string> =>
+  Effect.map(Random.nextIntBetween(0, 2 ** 31), (n) =>
+    nodePath.join(nodePath.dirname(absolute), `.${nodePath.basename(absolute)}.${n.toString(36)}${TEMP_SUFFIX}`)
+  )
+
+/**
  * Writes `content` to `absolute` atomically: into a temporary file in the same directory (flushed
- * to disk), then renamed over the target, so a crash leaves the old file or the new one, never half
- * of one. `mode` (the permission bits of the file being replaced) is kept; a new file gets the
- * default mode. The temporary file is removed when anything fails. Returns the new file's `stat`.
+ * to disk; `temp`, from `tempPathFor`, or a new name), then renamed over the target, so a crash
+ * leaves the old file or the new one, never half of one. `mode` (the permission bits of the file
+ * being replaced) is kept; a new file gets the default mode. The temporary file is removed when
+ * anything fails. Returns the new file's `stat`.
  */
 export const writeFileAtomic = (
   absolute: string,
   content: string | Uint8Array,
   shown: string,
-  mode?: number
+  mode?: number,
+  tempPath?: string
 ): Effect.Effect<Stats, ToolFailure> =>
   Effect.gen(function* () {
-    const suffix = (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
-    const temp = nodePath.join(nodePath.dirname(absolute), `.${nodePath.basename(absolute)}.${suffix}${TEMP_SUFFIX}`)
+    const temp = tempPath ?? (yield* tempPathFor(absolute))
     const write = Effect.acquireUseRelease(
       tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
       (handle) =>
@@ -555,6 +567,7 @@ export const writeFileAtomic = (
       (handle) => tryFs(() => handle.close()).pipe(Effect.ignore)
     )
     return yield* write.pipe(
+      Effect.zipRight(crashPoint("file.temp")),
       Effect.zipRight(tryFs(() => fsp.rename(temp, absolute))),
       Effect.zipRight(tryFs(() => fsp.stat(absolute))),
       Effect.tapError(() => tryFs(() => fsp.rm(temp, { force: true })).pipe(Effect.ignore)),

@@ -11,6 +11,7 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { crashPoint } from "./crashPoint.js"
 import { refuseMaskedSecret } from "./Secrets.js"
 import {
   confinedPath,
@@ -21,6 +22,7 @@ import {
   fsFailure,
   nonEmptyString,
   requireFreshRead,
+  tempPathFor,
   tryFs,
   writeFileAtomic
 } from "./shared.js"
@@ -98,16 +100,17 @@ export const write = defineTool<WriteInput>({
     const op = before === undefined ? "create" : "update"
     const bytes = Buffer.byteLength(input.content)
     const lines = countLines(input.content)
-    // once the file is replaced, the change is recorded and remembered: an interrupt cannot split them
+    const recordedBefore = before === undefined ? undefined : asRecorded(before)
+    // the intent is committed before anything is written, and once the file is replaced the change is
+    // recorded and remembered: an interrupt cannot split them, a crash leaves the intent to the sweep
     yield* Effect.uninterruptible(
       Effect.gen(function* () {
-        const stat = yield* writeFileAtomic(absolute, input.content, shown, existing && existing.mode & 0o7777)
-        yield* context.recordFileChange({
-          path: absolute,
-          op,
-          before: before === undefined ? undefined : asRecorded(before),
-          after: input.content
-        })
+        const temp = yield* tempPathFor(absolute)
+        yield* context.recordFileIntent({ path: absolute, op, before: recordedBefore, after: input.content, temp })
+        yield* crashPoint("file.intent")
+        const stat = yield* writeFileAtomic(absolute, input.content, shown, existing && existing.mode & 0o7777, temp)
+        yield* crashPoint("file.renamed")
+        yield* context.recordFileChange({ path: absolute, op, before: recordedBefore, after: input.content })
         yield* context.reads.record(absolute, fileStamp(stat, input.content))
       })
     )

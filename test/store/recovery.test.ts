@@ -339,3 +339,125 @@ describe("Recovery.sweepEvents", () => {
     )
   })
 })
+
+describe("file intents across a crash (issue 12 §2)", () => {
+  const fold = (state: SessionState, events: ReadonlyArray<Event>) =>
+    Either.getOrThrow(Projection.applyAll(state, toEnvelopes(state.sessionId, events, { fromSeq: state.lastSeq + 1 })))
+  const WRITE = CallId.make("c-write")
+  const intent = {
+    path: "a.txt",
+    op: "update",
+    beforeHash: "b".repeat(64),
+    afterHash: "a".repeat(64),
+    temp: ".a.txt.x.logbook-tmp"
+  } as const
+  const writing: ReadonlyArray<Event> = [
+    ...crashed.slice(0, 9),
+    e("tool.invoked", { messageId: A1, callId: WRITE, tool: "write", input: { path: "a.txt", content: "new" } }),
+    e("file.intent", { callId: WRITE, ...intent })
+  ]
+  const intentsOf = (state: SessionState) => {
+    const s = state.toolParts[WRITE]!.state
+    return s._tag === "running" ? s.intents : undefined
+  }
+
+  it("the projection keeps an intent on its running call until the sweep settles it or the call ends", () => {
+    const open = fold(Projection.empty(SESSION_ID), writing)
+    expect(intentsOf(open)).toEqual([intent])
+    const recorded = fold(open, [
+      e("file.changed", { path: "a.txt", op: "update", afterHash: intent.afterHash, callId: WRITE })
+    ])
+    expect(intentsOf(recorded)).toEqual([{ ...intent, recorded: true }])
+    const settled = fold(open, [
+      e("file.recovered", { callId: WRITE, path: "a.txt", op: "update", outcome: "not-applied" })
+    ])
+    expect(intentsOf(settled)).toBeUndefined()
+    const ended = fold(open, [e("tool.failed", { callId: WRITE, error: "disk full" })])
+    expect(ended.toolParts[WRITE]!.state._tag).toBe("error")
+    // an intent of a call that is not running is an inconsistent log
+    expect(
+      Either.isLeft(
+        Projection.applyAll(
+          ended,
+          toEnvelopes(SESSION_ID, [e("file.intent", { callId: WRITE, ...intent })], { fromSeq: ended.lastSeq + 1 })
+        )
+      )
+    ).toBe(true)
+  })
+
+  it("applied: file.changed {recovered} and file.recovered before the call's tool.failed, which carries the file's stamp", () => {
+    const state = fold(Projection.empty(SESSION_ID), writing)
+    const read = { path: "/w/a.txt", mtimeMs: 5, size: 3, hash: intent.afterHash }
+    const repairs = Recovery.sweepEvents(
+      state,
+      "crash",
+      new Set(),
+      new Map([[WRITE, [[intent, { outcome: "applied", tempRemoved: false, read }]]]])
+    )
+    const ofWrite = repairs.filter((r) => (r.payload as { callId?: string }).callId === WRITE)
+    expect(ofWrite.map((r) => r.type)).toEqual(["file.changed", "file.recovered", "tool.failed"])
+    expect(ofWrite[0]!.payload).toEqual({
+      path: "a.txt",
+      op: "update",
+      beforeHash: intent.beforeHash,
+      afterHash: intent.afterHash,
+      callId: WRITE,
+      recovered: true
+    })
+    expect(ofWrite[1]!.payload).toEqual({ callId: WRITE, path: "a.txt", op: "update", outcome: "applied" })
+    expect(ofWrite[2]!.payload).toMatchObject({ interrupted: true, reason: "crash", reads: [read] })
+    expect((ofWrite[2]!.payload as { error: string }).error).toBe(
+      "The process running this tool stopped before it finished (crash). It had already replaced a.txt with the new content: the change is made, and recorded now (recovered after the crash)."
+    )
+    // the repaired state: the file's change is the call's, its stamp is what the agent last saw
+    const repaired = fold(state, repairs)
+    expect(repaired.files["a.txt"]).toMatchObject({ callId: WRITE, recovered: true })
+    expect(repaired.reads["/w/a.txt"]).toEqual({ mtimeMs: 5, size: 3, hash: intent.afterHash })
+    expect(Recovery.sweepEvents(repaired)).toEqual([])
+  })
+
+  it("not applied or changed: only file.recovered, no stamp; without findings the outcome is unknown", () => {
+    const state = fold(Projection.empty(SESSION_ID), writing)
+    for (const finding of [
+      { outcome: "not-applied", tempRemoved: true },
+      { outcome: "changed", hash: "c".repeat(64), tempRemoved: false }
+    ] as const) {
+      const repairs = Recovery.sweepEvents(state, "crash", new Set(), new Map([[WRITE, [[intent, finding]]]]))
+      const ofWrite = repairs.filter((r) => (r.payload as { callId?: string }).callId === WRITE)
+      expect(ofWrite.map((r) => r.type)).toEqual(["file.recovered", "tool.failed"])
+      expect(ofWrite[0]!.payload).toMatchObject({ outcome: finding.outcome })
+      expect(ofWrite[1]!.payload).not.toHaveProperty("reads")
+    }
+    const unknown = Recovery.sweepEvents(state).filter((r) => (r.payload as { callId?: string }).callId === WRITE)
+    expect(unknown.map((r) => r.type)).toEqual(["tool.failed"])
+    expect((unknown[0]!.payload as { error: string }).error).toContain("its outcome is unknown")
+  })
+
+  it("a recorded intent whose call never ended: no new event, but the stamp when the file holds that content", () => {
+    const state = fold(Projection.empty(SESSION_ID), [
+      ...writing,
+      e("file.changed", { path: "a.txt", op: "update", afterHash: intent.afterHash, callId: WRITE })
+    ])
+    const read = { path: "/w/a.txt", mtimeMs: 5, size: 3, hash: intent.afterHash }
+    const repairs = Recovery.sweepEvents(
+      state,
+      "crash",
+      new Set(),
+      new Map([
+        [
+          WRITE,
+          [
+            [
+              { ...intent, recorded: true },
+              { outcome: "applied", tempRemoved: false, read }
+            ]
+          ]
+        ]
+      ])
+    )
+    const ofWrite = repairs.filter((r) => (r.payload as { callId?: string }).callId === WRITE)
+    expect(ofWrite.map((r) => r.type)).toEqual(["tool.failed"])
+    expect(ofWrite[0]!.payload).toMatchObject({ reads: [read] })
+    expect((ofWrite[0]!.payload as { error: string }).error).toContain("It had written a.txt and recorded the change.")
+  })
+})

@@ -10,7 +10,7 @@ import type { TodoItem } from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import type { ProcessGroup } from "../../src/tools/processGroup.js"
 import { makeSecrets, type SecretsService } from "../../src/tools/Secrets.js"
-import type { FileChange, FileStamp, ToolContext } from "../../src/tools/Tools.js"
+import type { FileChange, FileIntent, FileStamp, ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "./tmp.js"
 
 export interface TestToolContext extends ToolContext {
@@ -18,6 +18,8 @@ export interface TestToolContext extends ToolContext {
   readonly progressed: Array<string>
   /** every file change recorded, in order */
   readonly changes: Array<FileChange>
+  /** every intended change recorded, in order, with whether its temporary file existed then */
+  readonly intents: Array<FileIntent & { readonly tempExisted: boolean }>
   /** the blobs stored (hash -> content as text) */
   readonly blobs: Map<string, string>
   /** every task list recorded, in order */
@@ -34,6 +36,7 @@ export const testContext = (
 ): TestToolContext => {
   const progressed = options.progress ?? []
   const changes: Array<FileChange> = []
+  const intents: Array<FileIntent & { readonly tempExisted: boolean }> = []
   const blobs = new Map<string, string>()
   const todos: Array<ReadonlyArray<TodoItem>> = []
   const stamps = new Map<string, FileStamp>()
@@ -48,6 +51,8 @@ export const testContext = (
     outsideAllowed: false,
     progress: (output) => Effect.sync(() => void progressed.push(output)),
     recordFileChange: (change) => Effect.sync(() => void changes.push(change)),
+    recordFileIntent: (intent) =>
+      Effect.sync(() => void intents.push({ ...intent, tempExisted: fs.existsSync(intent.temp) })),
     updateTodos: (items) => Effect.sync(() => void todos.push(items)),
     storeBlob: (content) =>
       Effect.sync(() => {
@@ -63,6 +68,7 @@ export const testContext = (
     recordStopped: (metadata) => Effect.sync(() => void stoppedRecords.push(metadata)),
     progressed,
     changes,
+    intents,
     blobs,
     todos,
     stoppedRecords,

@@ -220,4 +220,19 @@ describe("edit", () => {
       expect(result.metadata).toMatchObject({ linesAdded: 40, linesRemoved: 1 })
     })
   )
+
+  it.effect("announces the change before anything is written (file.intent), then records it", () =>
+    Effect.gen(function* () {
+      const dir = workspaceWith({ "a.txt": "alpha\nbeta\n" }, "logbook-edit-")
+      const file = path.join(dir, "a.txt")
+      const context = testContext(dir)
+      yield* read.execute({ path: "a.txt" }, context)
+      yield* run(context, { path: "a.txt", oldString: "beta", newString: "BETA" })
+      expect(context.intents.map(({ temp: _, ...intent }) => intent)).toEqual([
+        { path: file, op: "update", before: "alpha\nbeta\n", after: "alpha\nBETA\n", tempExisted: false }
+      ])
+      expect(path.basename(context.intents[0]!.temp)).toMatch(/^\.a\.txt\.[0-9a-z]+\.logbook-tmp$/)
+      expect(fs.readdirSync(dir)).toEqual(["a.txt"])
+    })
+  )
 })

@@ -147,4 +147,35 @@ describe("write", () => {
       expect(fs.readFileSync(path.join(dir, "real.txt"), "utf8")).toBe("new")
     })
   )
+
+  it.effect(
+    "announces the change before anything is written: the intent names the temp file, which is then renamed",
+    () =>
+      Effect.gen(function* () {
+        const dir = workspace({ "a.txt": "old\n" })
+        const file = path.join(dir, "a.txt")
+        const context = testContext(dir)
+        yield* readFirst(context, "a.txt")
+        yield* run(context, { path: "a.txt", content: "new\n" })
+        yield* run(context, { path: "b.txt", content: "fresh\n" })
+        expect(context.intents.map(({ temp: _, ...intent }) => intent)).toEqual([
+          { path: file, op: "update", before: "old\n", after: "new\n", tempExisted: false },
+          { path: path.join(dir, "b.txt"), op: "create", before: undefined, after: "fresh\n", tempExisted: false }
+        ])
+        expect(path.dirname(context.intents[0]!.temp)).toBe(dir)
+        expect(path.basename(context.intents[0]!.temp)).toMatch(/^\.a\.txt\.[0-9a-z]+\.logbook-tmp$/)
+        // the temp file the intent named was the one renamed over the file: none is left
+        expect(fs.existsSync(context.intents[0]!.temp)).toBe(false)
+        expect(fs.readdirSync(dir).sort()).toEqual(["a.txt", "b.txt"])
+      })
+  )
+
+  it.effect("a refused write announces nothing", () =>
+    Effect.gen(function* () {
+      const dir = workspace({ "a.txt": "old\n" })
+      const context = testContext(dir)
+      yield* failure(context, { path: "a.txt", content: "new\n" })
+      expect(context.intents).toEqual([])
+    })
+  )
 })
