@@ -223,7 +223,7 @@ describe.runIf(isRoot)("read commands with read access only (run as nobody)", ()
     // root (the owner) deletes a session: the writable open upgrades the file
     const deleted = await runCli(["sessions", "delete", id, "--db", file])
     expect(deleted.code).toBe(0)
-    expect(schemaOf(file)).toBe(3)
+    expect(schemaOf(file)).toBe(4)
     const now = await runCli(["sessions", "list", "--all", "--db", file, "--format", "json"], asNobody())
     expect(now.stderr).toBe("")
     expect(JSON.parse(now.stdout)).toMatchObject([{ id, deleted: true, outcome: "interrupted" }])

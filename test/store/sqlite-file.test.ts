@@ -291,7 +291,7 @@ describe("EventStore SQLite file", () => {
         return yield* store.sessions({ includeDeleted: true })
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
       expect(upgraded).toEqual(expected)
-      expect(schemaOf(file)).toBe(3)
+      expect(schemaOf(file)).toBe(4)
       expect(sessionColumns(file)).toEqual([
         ...SCHEMA_1_SESSION_COLUMNS,
         "model",
