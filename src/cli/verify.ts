@@ -27,7 +27,7 @@ const sessionArgOptional = Args.text({ name: "session" }).pipe(
 
 const verifyFormat = formatOption(
   ["text", "json"],
-  "text: a line per session and one per problem; json: one object {ok, sessions: [{id, ok, events, lastSeq, snapshots, chainedSince, mark, problems}]}."
+  "text: a line per session and one per problem; json: one object {ok, sessions: [{id, ok, events, lastSeq, snapshots, chainedSince, mark, head, problems}]}."
 )
 
 const seqs = (from: number, to: number): string => (from === to ? `seq ${from}` : `seqs ${from}–${to}`)
@@ -81,6 +81,7 @@ export const verify = Command.make(
               snapshots: v.snapshots,
               chainedSince: chainedSince(v),
               mark: Option.getOrNull(v.mark),
+              head: v.head,
               problems: v.problems.map((p) => ({ ...p, message: problemText(p) }))
             }))
           })

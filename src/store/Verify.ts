@@ -46,6 +46,8 @@ export interface SessionVerification {
   readonly lastSeq: number
   /** rows chained at the upgrade to the chain or at an import, not as they were appended */
   readonly mark: Option.Option<ChainMark>
+  /** the hash of the last row (null: no rows, or the last has none): what to keep elsewhere to anchor the session */
+  readonly head: string | null
   /** snapshots compared with the events (0 unless asked) */
   readonly snapshots: number
   readonly problems: ReadonlyArray<Problem>
@@ -258,6 +260,7 @@ export const verifySession = Effect.fn("Verify.verifySession")(function* (
     events: counts.count,
     lastSeq: indexed,
     mark,
+    head: previous?.hash ?? null,
     snapshots: snapshotsChecked,
     problems
   }
