@@ -168,11 +168,21 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
         const rows = yield* sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v,
           payload FROM events WHERE session_id = ${sessionId} AND seq > ${after} ORDER BY seq LIMIT 1000`
         if (rows.length === 0) break
-        for (const r of rows) {
-          const hash = eventHash(prev, { ...toHeader(r), json: r.payload })
-          yield* sql`UPDATE events SET prev_hash = ${prev}, hash = ${hash} WHERE session_id = ${sessionId} AND seq = ${r.seq}`
-          prev = hash
-          after = r.seq
+        // one UPDATE … FROM (VALUES …) per 200 rows: a statement per row cost ~0.2 ms each
+        for (let i = 0; i < rows.length; i += 200) {
+          const params: Array<unknown> = []
+          for (const r of rows.slice(i, i + 200)) {
+            const hash = eventHash(prev, { ...toHeader(r), json: r.payload })
+            params.push(r.seq, prev, hash)
+            prev = hash
+            after = r.seq
+          }
+          const values = Array.from({ length: params.length / 3 }, () => "(?, ?, ?)").join(", ")
+          yield* sql.unsafe(
+            `UPDATE events SET prev_hash = v.column2, hash = v.column3 FROM (VALUES ${values}) AS v
+            WHERE events.session_id = ? AND events.seq = v.column1`,
+            [...params, sessionId]
+          )
         }
       }
       yield* sql`INSERT INTO chain_marks (session_id, reason, through_seq, at) VALUES (${sessionId}, 'migrated', ${after}, ${now})`
