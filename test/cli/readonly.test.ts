@@ -213,7 +213,7 @@ describe.runIf(isRoot)("read commands with read access only (run as nobody)", ()
       { id, model: "test-model", outcome: "interrupted", cost: 0.0123, costKnown: true }
     ])
     expect(old.stderr).toBe(
-      `logbook: warn: ${file} was written by an older logbook (it has schema 1, older than this logbook's 3): ` +
+      `logbook: warn: ${file} was written by an older logbook (it has schema 1, older than this logbook's 4): ` +
         "read from an upgraded private copy; the next logbook command that writes to it (run, compact, sessions delete) upgrades it in place\n"
     )
     expect(snapshotOf(dir)).toEqual(before)
