@@ -25,6 +25,7 @@ import { EventStore } from "../store/EventStore.js"
 import { compileGlob } from "../tools/ignore.js"
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
+import { warnIfDamaged } from "./integrity.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { formatCount, formatDuration, formatLocalTime, type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
@@ -362,6 +363,7 @@ export const audit = Command.make(
       let sessions: ReadonlyArray<SessionAudit>
       if (Option.isSome(args.session)) {
         const summary = yield* resolveSession(args.session.value)
+        yield* warnIfDamaged(summary.id)
         sessions = [yield* auditSession(summary, filter)]
       } else if (Option.isSome(args.cwd) || since !== undefined) {
         const cwd = Option.isSome(args.cwd) ? yield* resolveCwd(args.cwd) : undefined

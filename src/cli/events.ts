@@ -6,12 +6,15 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Chunk, Console, Effect, Option, Stream } from "effect"
 import * as Events from "../domain/Events.js"
-import { EventStore } from "../store/EventStore.js"
+import { type ChainRow, EventStore } from "../store/EventStore.js"
+import { rowToRaw } from "../store/internal/core.js"
 import { envelopeJson } from "../store/SessionFile.js"
+import { checkOnRead, type Problem, problemText, rowProblems } from "../store/Verify.js"
 import { dbOption, existingStore } from "./db.js"
 import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
 import { eventLine } from "./eventText.js"
+import { damagedText, warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import { stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
@@ -122,10 +125,48 @@ export const events = Command.make(
           )
         )
       if (!follow) {
-        return yield* print(
-          store.readRaw(summary.id, { from: Option.getOrUndefined(from), to: Option.getOrUndefined(to) })
+        // every row read is checked against the chain as it is printed; a gap or a broken row gets
+        // a line of its own where it is (text), the whole list goes to stderr, and the exit code is 1
+        const first = Option.getOrElse(from, () => 1)
+        const last = Option.getOrElse(to, () => Number.MAX_SAFE_INTEGER)
+        const found: Array<Problem> = []
+        let expected = first
+        let previous: ChainRow | undefined
+        const mark = (p: Problem) => {
+          found.push(p)
+          return style.red(`${"!".padStart(seqWidth)}  ${problemText(p)}`)
+        }
+        yield* store.readChain(summary.id, { from: first, to: last }).pipe(
+          Stream.runForEachChunk((chunk) => {
+            const lines: Array<string> = []
+            for (const row of chunk) {
+              if (row.seq > expected) {
+                const line = mark({ _tag: "missing", from: expected, to: row.seq - 1, atEnd: false })
+                if (format === "text") lines.push(line)
+              }
+              for (const p of rowProblems(summary.id, row, previous)) {
+                const line = mark(p)
+                if (format === "text") lines.push(line)
+              }
+              previous = row
+              expected = row.seq + 1
+              if (keep(row.type)) lines.push(render(rowToRaw(summary.id, row)))
+            }
+            return lines.length === 0 ? Effect.void : Console.log(lines.join("\n"))
+          })
         )
+        const end = Math.min(last, summary.lastSeq)
+        if (end >= expected) {
+          const line = mark({ _tag: "missing", from: expected, to: end, atEnd: true })
+          if (format === "text") yield* Console.log(line)
+        }
+        // outside the range printed: the seqs and the tip
+        const seen = new Set(found.map(problemText))
+        for (const p of yield* checkOnRead(summary.id)) if (!seen.has(problemText(p))) found.push(p)
+        if (found.length > 0) return yield* CliError.failed(damagedText(summary.id, found))
+        return
       }
+      yield* warnIfDamaged(summary.id)
       const live = store.followRaw(summary.id, Option.getOrUndefined(from))
       return yield* print(
         Option.match(to, {

@@ -65,6 +65,11 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
     ["logbook import session.jsonl --db other.db", "into another database (checked first)"],
     ["gunzip -c session.jsonl.gz | logbook import --db copy.db -", "from stdin"]
   ],
+  verify: [
+    ["logbook verify", "check every session's log and snapshots"],
+    ["logbook verify latest", "only the latest session"],
+    ["logbook verify --format json", "the problems, for programs"]
+  ],
   stats: [
     ["logbook stats", "retries, tool failures, tokens, cost"],
     ["logbook stats --cwd . --since 7d", "this workspace, the last seven days"],

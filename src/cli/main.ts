@@ -24,6 +24,7 @@ import { rerunCommand } from "./rerun.js"
 import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { statsCommand } from "./stats.js"
+import { verify } from "./verify.js"
 import { version } from "./version.js"
 
 /** `logbook help [command…]`: the help of the command (`logbook help sessions show`), or of logbook. */
@@ -65,6 +66,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook rerun <id>              run a session again from its log, check it writes the same",
       "  logbook diff <a> <b>            two sessions side by side: where they diverge, what differs",
       "  logbook blob <hash>             a blob of the log (a file's content, a whole output)",
+      "  logbook verify [<id>]           check the log's hash chain, seqs and snapshots",
       "  logbook stats [--by model|day]  retries, tool failures, tokens, cost across sessions",
       "  logbook compact [<id>]          summarise a session's conversation now",
       "  logbook export <id> [-o file]   one session as a file (--format html: a page)",
@@ -90,6 +92,7 @@ export const root = Command.make("logbook", {}, () =>
     rerunCommand,
     diff,
     blob,
+    verify,
     compact,
     exportCommand,
     importCommand,
@@ -157,6 +160,7 @@ const commandNames = new Set(
     Command.getNames(rerunCommand),
     Command.getNames(diff),
     Command.getNames(blob),
+    Command.getNames(verify),
     Command.getNames(statsCommand),
     Command.getNames(compact),
     Command.getNames(exportCommand),

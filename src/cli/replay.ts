@@ -11,6 +11,7 @@ import type { ModelMessage } from "../model/Model.js"
 import { type ReplayedRequest, ReplayUnavailable, replayRequest } from "../session/Replay.js"
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
+import { warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import { formatLocalTimestamp, type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
@@ -123,6 +124,7 @@ export const replay = Command.make(
         return yield* CliError.usage("give --at or --step, not both: both say which request")
       if (Option.isSome(at) && at.value < 1) return yield* CliError.usage("--at must be 1 or more (seqs start at 1)")
       const summary = yield* resolveSession(session)
+      yield* warnIfDamaged(summary.id)
       const point = Option.isSome(at)
         ? { _tag: "at" as const, seq: at.value }
         : Option.isSome(step)

@@ -25,6 +25,7 @@ import { setupAgent } from "./agentSetup.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
+import { warnIfDamaged } from "./integrity.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
@@ -177,6 +178,8 @@ export const run = Command.make(
         }
         existing = latest[0]!.id
       }
+      // resuming a session whose log is damaged: said on stderr before the turn (it goes on)
+      if (existing !== undefined) yield* warnIfDamaged(existing)
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
       // the title is cut from the message: masked first, so the cut cannot leave part of a key
       const title = titleOf(secrets.redactText(message))

@@ -11,6 +11,7 @@ import * as Snapshots from "../store/Snapshots.js"
 import { dbOption, existingStore } from "./db.js"
 import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
+import { warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import {
   compactJson,
@@ -226,6 +227,8 @@ export const sessionsShow = Command.make(
   Effect.fn("cli.sessions.show")(
     function* ({ at, format, full, session }) {
       const summary = yield* resolveSession(session)
+      // a damaged log: said on stderr; the view is the newest intact snapshot and the events after it
+      yield* warnIfDamaged(summary.id)
       if (Option.isSome(at) && (at.value < 1 || at.value > summary.lastSeq)) {
         return yield* CliError.usage(`--at ${at.value} is outside the session's events (1 to ${summary.lastSeq})`)
       }

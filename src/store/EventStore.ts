@@ -9,11 +9,12 @@ import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope 
 import type { EventId, SessionId } from "../domain/Ids.js"
 import type { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import { EventBus } from "./EventBus.js"
-import { makeService, type StoreOptions } from "./internal/core.js"
+import { type ChainMark, type ChainRow, makeService, type SeqCounts, type StoreOptions } from "./internal/core.js"
 import { makeMemoryBackend } from "./Memory.js"
 import { layerClient, makeSqliteBackend, type SqliteOptions } from "./Sqlite.js"
 
 export { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
+export type { ChainMark, ChainRow, SeqCounts } from "./internal/core.js"
 
 /** Inclusive seq bounds. */
 export interface SeqRange {
@@ -168,6 +169,28 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     ) => Stream.Stream<Envelope, EventStoreError | EventDecodeError>
     /** `follow` with payloads as stored (JSON values, undecoded): for tools that show any event. */
     readonly followRaw: (sessionId: SessionId, from?: number) => Stream.Stream<RawEnvelope, EventStoreError>
+    /**
+     * The rows of a session as stored, with their hash chain columns (`prevHash`, `hash`; null for
+     * a row written around logbook): what `Verify` checks. Payloads are JSON text, undecoded.
+     */
+    readonly readChain: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<ChainRow, EventStoreError>
+    /**
+     * How many rows the session has and their seq bounds (from the primary key, no payload read),
+     * and its chain mark: rows chained at the upgrade to the chain or at an import (none: every row
+     * was chained as it was appended).
+     */
+    readonly chainInfo: (
+      sessionId: SessionId
+    ) => Effect.Effect<{ readonly counts: SeqCounts; readonly mark: Option.Option<ChainMark> }, EventStoreError>
+    /** The runs of seqs missing between the session's first and last row (an index scan, no payload read). */
+    readonly seqGaps: (
+      sessionId: SessionId
+    ) => Effect.Effect<ReadonlyArray<{ readonly from: number; readonly to: number }>, EventStoreError>
+    /** The seqs of the stored snapshots of a session with that format version, ascending. */
+    readonly snapshotSeqs: (
+      sessionId: SessionId,
+      version: number
+    ) => Effect.Effect<ReadonlyArray<number>, EventStoreError>
     /** Envelope headers across sessions by type and time, ordered by `at` then session and seq. */
     readonly query: (query: EventQuery) => Stream.Stream<EnvelopeHeader, EventStoreError>
     /** The last committed seq of a session (0 when it has none). */

@@ -6,12 +6,14 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import type { Lease, SessionSummary } from "./EventStore.js"
+import { eventHash, genesisHash } from "./internal/chain.js"
 import {
   type Backend,
+  type ChainMark,
+  type ChainRow,
   eventExistsError,
   fencedError,
   RELEASED_LEASE,
-  type StoredRow,
   sessionExistsError,
   storeError,
   summarize
@@ -26,13 +28,14 @@ interface SnapshotRow {
 }
 
 export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
-  const events = new Map<string, Array<StoredRow>>()
+  const events = new Map<string, Array<ChainRow>>()
+  const marks = new Map<string, ChainMark>()
   const index = new Map<string, SessionSummary>()
   const snapshots = new Map<string, Array<SnapshotRow>>()
   const blobs = new Map<string, Uint8Array>()
   const leases = new Map<string, Lease>()
   /** every row in commit order, for queries across sessions */
-  const all: Array<StoredRow> = []
+  const all: Array<ChainRow> = []
   /** event ids are unique across the store, as in SQLite */
   const ids = new Set<string>()
 
@@ -46,7 +49,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
   }
 
   const backend: Backend = {
-    importSession: (sessionId, imported, importedBlobs) =>
+    importSession: (sessionId, imported, importedBlobs, now) =>
       Effect.suspend(() => {
         if (index.has(sessionId) || (events.get(sessionId)?.length ?? 0) > 0) {
           return Effect.fail(sessionExistsError(sessionId))
@@ -61,6 +64,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
           backend.commit([{ sessionId, events: imported }]),
           Effect.sync(() => {
             for (const { hash, content } of importedBlobs) if (!blobs.has(hash)) blobs.set(hash, content.slice())
+            marks.set(sessionId, { reason: "imported", throughSeq: imported.length, at: now })
           })
         )
       }),
@@ -86,7 +90,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
             const rows = rowsOf(request.sessionId)
             const first = rows.length + 1
             for (const e of request.events) {
-              const row: StoredRow = {
+              const fields = {
                 id: e.id,
                 sessionId: request.sessionId,
                 seq: rows.length + 1,
@@ -96,6 +100,8 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
                 v: e.v,
                 json: e.json
               }
+              const prevHash = rows.length === 0 ? genesisHash(request.sessionId) : rows[rows.length - 1]!.hash!
+              const row: ChainRow = { ...fields, prevHash, hash: eventHash(prevHash, fields) }
               rows.push(row)
               all.push(row)
             }
@@ -108,7 +114,30 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
         )
       }),
     readPage: (sessionId, from, to, limit) =>
+      Effect.sync(() =>
+        (events.get(sessionId) ?? [])
+          .slice(from - 1, Math.min(to, from - 1 + limit))
+          .map(({ prevHash: _p, hash: _h, ...row }) => row)
+      ),
+    readChainPage: (sessionId, from, to, limit) =>
       Effect.sync(() => (events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
+    chainInfo: (sessionId) =>
+      Effect.sync(() => {
+        const rows = events.get(sessionId) ?? []
+        return {
+          counts: { count: rows.length, first: rows.length === 0 ? 0 : 1, last: rows.length },
+          mark: Option.fromNullable(marks.get(sessionId))
+        }
+      }),
+    // the memory log is written only through `commit`: its seqs never have a gap
+    seqGaps: () => Effect.succeed([]),
+    snapshotSeqs: (sessionId, version) =>
+      Effect.sync(() =>
+        (snapshots.get(sessionId) ?? [])
+          .filter((s) => s.version === version)
+          .map((s) => s.seq)
+          .sort((a, b) => a - b)
+      ),
     queryPage: (query, after, limit) =>
       Effect.sync(() => {
         const types = query.types === undefined ? undefined : new Set(query.types)
@@ -132,7 +161,7 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
                 : 1
               : a.seq - b.seq
         )
-        return matches.slice(0, limit).map(({ json: _json, ...header }) => header)
+        return matches.slice(0, limit).map(({ json: _json, prevHash: _p, hash: _h, ...header }) => header)
       }),
     lastSeq: (sessionId) => Effect.sync(() => events.get(sessionId)?.length ?? 0),
     sessions: (options) =>

@@ -17,13 +17,16 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Database from "better-sqlite3"
-import { Effect, Layer, Option, Scope } from "effect"
+import { Clock, Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./EventStore.js"
+import { eventHash, genesisHash } from "./internal/chain.js"
 import {
   type Backend,
+  type ChainMark,
+  type ChainRow,
   type CommitRequest,
   emptySummary,
   eventExistsError,
@@ -144,6 +147,45 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
       }
       yield* sql`UPDATE sessions SET stat_step_at = ${cursor.stepAt}, stat_step_first_ms = ${cursor.stepFirstMs},
         stat_turn_seq = ${cursor.turnSeq} WHERE id = ${id}`
+    }
+  }),
+  // the hash chain (`internal/chain.ts`, docs/event-log.md "The hash chain"): every row's hash over
+  // its content and the previous row's hash, written by the append path from now on; the rows of
+  // older sessions are chained here, one session at a time in pages, and the session is marked
+  // `migrated` through its last seq, so `verify` can say since when its chain guards it
+  "4_chain": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE events ADD COLUMN prev_hash TEXT`
+    yield* sql`ALTER TABLE events ADD COLUMN hash TEXT`
+    yield* sql`CREATE TABLE chain_marks (session_id TEXT PRIMARY KEY, reason TEXT NOT NULL,
+      through_seq INTEGER NOT NULL, at INTEGER NOT NULL)`
+    const now = yield* Clock.currentTimeMillis
+    const ids = yield* sql<{ session_id: string }>`SELECT DISTINCT session_id FROM events`
+    for (const { session_id: sessionId } of ids) {
+      let prev = genesisHash(sessionId)
+      let after = 0
+      while (true) {
+        const rows = yield* sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v,
+          payload FROM events WHERE session_id = ${sessionId} AND seq > ${after} ORDER BY seq LIMIT 1000`
+        if (rows.length === 0) break
+        // one UPDATE … FROM (VALUES …) per 200 rows: a statement per row cost ~0.2 ms each
+        for (let i = 0; i < rows.length; i += 200) {
+          const params: Array<unknown> = []
+          for (const r of rows.slice(i, i + 200)) {
+            const hash = eventHash(prev, { ...toHeader(r), json: r.payload })
+            params.push(r.seq, prev, hash)
+            prev = hash
+            after = r.seq
+          }
+          const values = Array.from({ length: params.length / 3 }, () => "(?, ?, ?)").join(", ")
+          yield* sql.unsafe(
+            `UPDATE events SET prev_hash = v.column2, hash = v.column3 FROM (VALUES ${values}) AS v
+            WHERE events.session_id = ? AND events.seq = v.column1`,
+            [...params, sessionId]
+          )
+        }
+      }
+      yield* sql`INSERT INTO chain_marks (session_id, reason, through_seq, at) VALUES (${sessionId}, 'migrated', ${after}, ${now})`
     }
   })
 }
@@ -466,14 +508,19 @@ const toHeader = (r: EventRow): EnvelopeHeader => ({
   v: r.v
 })
 
-/** Rows per multi-row INSERT statement (8 parameters each, well below SQLite's limit). */
+/** Rows per multi-row INSERT statement (10 parameters each, well below SQLite's limit). */
 const INSERT_CHUNK = 100
-const EVENT_COLUMNS = 8
-const INSERT_PREFIX = "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload) VALUES "
-const INSERT_ONE = `${INSERT_PREFIX}(?, ?, ?, ?, ?, ?, ?, ?)`
-const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")
+const EVENT_COLUMNS = 10
+const INSERT_PREFIX =
+  "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload, prev_hash, hash) VALUES "
+const INSERT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+const INSERT_ONE = `${INSERT_PREFIX}${INSERT_ROW}`
+const INSERT_MANY = INSERT_PREFIX + Array.from({ length: INSERT_CHUNK }, () => INSERT_ROW).join(", ")
 const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
-const SELECT_LAST_SEQ = "SELECT max(seq) AS last FROM events WHERE session_id = ?"
+/** the session's last row: its seq and hash, what the next row chains from (one primary-key lookup) */
+const SELECT_LAST_ROW = "SELECT seq, hash FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1"
+/** what a row whose predecessor has no hash (a row written around logbook) is chained to */
+export const UNCHAINED_PREV = "0".repeat(64)
 const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
     model, turn_open, last_turn_reason, last_turn_interrupted, cost, cost_known, stat_step_at, stat_step_first_ms,
     stat_turn_seq)
@@ -499,7 +546,7 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
       const insertOne = db.prepare(INSERT_ONE)
       const insertMany = db.prepare(INSERT_MANY)
       const selectSession = db.prepare<[string], SessionRow>(SELECT_SESSION)
-      const selectLastSeq = db.prepare<[string], { last: number | null }>(SELECT_LAST_SEQ)
+      const selectLastRow = db.prepare<[string], { seq: number; hash: string | null }>(SELECT_LAST_ROW)
       const upsertSession = db.prepare(UPSERT_SESSION)
       const statements = {
         step: db.prepare(STATS_SQL.step),
@@ -537,7 +584,9 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             if (holder !== owner) throw new Fenced(fencedError(sessionId, owner, holder))
           }
           const current = selectSession.get(sessionId)
-          let seq = selectLastSeq.get(sessionId)?.last ?? 0
+          const lastRow = selectLastRow.get(sessionId)
+          let seq = lastRow?.seq ?? 0
+          let prev = lastRow === undefined ? genesisHash(sessionId) : (lastRow.hash ?? UNCHAINED_PREV)
           let summary = current ? toSummary(current) : undefined
           const cursor = toCursor(current)
           const params: Array<unknown> = []
@@ -547,7 +596,18 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             summary = summarize(summary, sessionId, seq + 1, events)
             for (const e of events) {
               seq++
-              params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json)
+              const hash = eventHash(prev, {
+                sessionId,
+                seq,
+                id: e.id,
+                type: e.type,
+                at: e.at,
+                parentId: e.parentId,
+                v: e.v,
+                json: e.json
+              })
+              params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json, prev, hash)
+              prev = hash
               deriveStats(cursor, statsSink, sessionId, seq, e.type, e.at, e.json)
             }
           }
@@ -590,12 +650,17 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
       const sessionExists = db.prepare<[string, string], { one: number }>(
         "SELECT 1 AS one FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM events WHERE session_id = ? LIMIT 1"
       )
-      // one transaction: the check, the blobs, the events and the index row (`commit` nests as a savepoint)
+      const markChain = db.prepare(
+        "INSERT OR REPLACE INTO chain_marks (session_id, reason, through_seq, at) VALUES (?, ?, ?, ?)"
+      )
+      // one transaction: the check, the blobs, the events, the index row (`commit` nests as a
+      // savepoint) and the chain mark (the file carried no hashes: the chain starts here)
       const importSession = db.transaction(
         (
           sessionId: SessionId,
           events: ReadonlyArray<PreparedEvent>,
-          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
+          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>,
+          now: number
         ): void => {
           if (sessionExists.get(sessionId, sessionId) !== undefined) throw new Fenced(sessionExistsError(sessionId))
           for (let i = 0; i < events.length; i++) {
@@ -606,6 +671,7 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
             putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
           }
           commit([{ sessionId, events }])
+          markChain.run(sessionId, "imported", events.length, now)
         }
       )
 
@@ -648,8 +714,9 @@ const openWriter = (file: string, busyTimeoutMs: number) =>
         importSession: (
           sessionId: SessionId,
           events: ReadonlyArray<PreparedEvent>,
-          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
-        ) => importSession.immediate(sessionId, events, blobs),
+          blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>,
+          now: number
+        ) => importSession.immediate(sessionId, events, blobs, now),
         acquireLease: (sessionId: string, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
           acquireLease.immediate(sessionId, owner, now, ttlMs, renewOnly),
         deleteLease
@@ -715,8 +782,8 @@ export const makeSqliteBackend = (
         write("putBlob", (w) => {
           w.putBlob.run(hash, content.byteLength, Buffer.from(content.buffer, content.byteOffset, content.byteLength))
         }),
-      importSession: (sessionId, events, blobs) =>
-        write("importSession", (w) => w.importSession(sessionId, events, blobs)),
+      importSession: (sessionId, events, blobs, now) =>
+        write("importSession", (w) => w.importSession(sessionId, events, blobs, now)),
       acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         Effect.flatMap(
           write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
@@ -731,6 +798,50 @@ export const makeSqliteBackend = (
         WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
           Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
           fail("read")
+        ),
+      readChainPage: (sessionId, from, to, limit) =>
+        sql<EventRow & { payload: string; prev_hash: string | null; hash: string | null }>`SELECT session_id, seq, id,
+        type, at, parent_id, v, payload, prev_hash, hash FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+          Effect.map(
+            (rows): ReadonlyArray<ChainRow> =>
+              rows.map((r) => ({ ...toHeader(r), json: r.payload, prevHash: r.prev_hash, hash: r.hash }))
+          ),
+          fail("readChain")
+        ),
+      chainInfo: (sessionId) =>
+        Effect.all({
+          counts: sql<{ count: number; first: number | null; last: number | null }>`SELECT count(*) AS count,
+            min(seq) AS first, max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+            Effect.map((r) => ({ count: r[0]?.count ?? 0, first: r[0]?.first ?? 0, last: r[0]?.last ?? 0 }))
+          ),
+          mark: sql<{ reason: string; through_seq: number; at: number }>`SELECT reason, through_seq, at
+            FROM chain_marks WHERE session_id = ${sessionId}`.pipe(
+            Effect.map((r) =>
+              Option.fromNullable(r[0]).pipe(
+                Option.map(
+                  (m): ChainMark => ({
+                    reason: m.reason === "imported" ? "imported" : "migrated",
+                    throughSeq: m.through_seq,
+                    at: m.at
+                  })
+                )
+              )
+            )
+          )
+        }).pipe(fail("chainInfo")),
+      seqGaps: (sessionId) =>
+        sql<{ from_seq: number; to_seq: number }>`SELECT seq + 1 AS from_seq, next - 1 AS to_seq FROM
+        (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM events WHERE session_id = ${sessionId})
+        WHERE next > seq + 1 ORDER BY seq`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ from: r.from_seq, to: r.to_seq }))),
+          fail("seqGaps")
+        ),
+      snapshotSeqs: (sessionId, version) =>
+        sql<{ seq: number }>`SELECT seq FROM snapshots WHERE session_id = ${sessionId} AND version = ${version}
+        ORDER BY seq`.pipe(
+          Effect.map((rows) => rows.map((r) => r.seq)),
+          fail("snapshotSeqs")
         ),
       queryPage: (query, after, limit) => {
         const conditions = [

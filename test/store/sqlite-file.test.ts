@@ -11,6 +11,7 @@ import { Chunk, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import { verifySession } from "../../src/store/Verify.js"
 import { choicesFromSeed, simulate } from "../support/arbitraries.js"
 import { downgradeToSchema1, SCHEMA_1_SESSION_COLUMNS, schemaOf, sessionColumns } from "../support/oldSchema.js"
 import { exitCode, spawnTs, waitForLine } from "../support/processes.js"
@@ -291,7 +292,7 @@ describe("EventStore SQLite file", () => {
         return yield* store.sessions({ includeDeleted: true })
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
       expect(upgraded).toEqual(expected)
-      expect(schemaOf(file)).toBe(3)
+      expect(schemaOf(file)).toBe(4)
       expect(sessionColumns(file)).toEqual([
         ...SCHEMA_1_SESSION_COLUMNS,
         "model",
@@ -368,11 +369,13 @@ describe("EventStore SQLite file", () => {
         yield* Effect.promise(() => Promise.all(done))
         const codes = yield* Effect.promise(() => Promise.all(workers.map(exitCode)))
         expect(codes).toEqual([0, 0, 0])
-        const all = yield* Effect.gen(function* () {
+        const { all, verification } = yield* Effect.gen(function* () {
           const store = yield* EventStore
-          return yield* collect(store.read(sid))
+          return { all: yield* collect(store.read(sid)), verification: yield* verifySession(sid) }
         }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
         expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 3 * count }, (_, i) => i + 1))
+        // each process chained its rows to the row another process wrote just before (read in its transaction)
+        expect(verification.problems).toEqual([])
         for (const label of ["alpha", "beta", "gamma"]) {
           const mine = all
             .map((e) => (e.payload as { output: string }).output)

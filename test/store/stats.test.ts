@@ -300,7 +300,7 @@ describe("Stats", () => {
       expect(schemaOf(file)).toBe(2)
       // a writable open upgrades the file; appends then go on from the backfilled cursors
       yield* writeSessions(file, [])
-      expect(schemaOf(file)).toBe(3)
+      expect(schemaOf(file)).toBe(4)
       expect(yield* statsOf(file, { by: "day" })).toEqual(expected)
     })
   )

@@ -3,7 +3,8 @@
  * version wrote into exactly what logbook wrote before migration 2 (`2_session_outcome`): the
  * columns that migration (and the later ones) add are dropped and their rows in
  * `logbook_migrations` are removed. `downgradeToSchema2` does the same for migration 3 (`3_stats`):
- * the stats index tables and the cursor columns are dropped.
+ * the stats index tables and the cursor columns are dropped. `downgradeToSchema3` for migration 4
+ * (`4_chain`): the chain columns of `events` and the `chain_marks` table are dropped.
  */
 import Database from "better-sqlite3"
 
@@ -55,8 +56,22 @@ export const downgradeToSchema1 = (file: string): void => {
 /** The tables migration 3 (`3_stats`) creates. */
 export const STATS_TABLES = ["stat_steps", "stat_tools", "stat_turns", "stat_retries"]
 
+/** Rewrites `file` (closed by every writer) as a schema-3 database: no hash chain. */
+export const downgradeToSchema3 = (file: string): void => {
+  const db = new Database(file)
+  try {
+    db.exec("DROP TABLE IF EXISTS chain_marks")
+    for (const column of ["prev_hash", "hash"]) db.exec(`ALTER TABLE events DROP COLUMN ${column}`)
+    db.exec("DELETE FROM logbook_migrations WHERE migration_id > 3")
+    db.pragma("wal_checkpoint(TRUNCATE)")
+  } finally {
+    db.close()
+  }
+}
+
 /** Rewrites `file` (closed by every writer) as a schema-2 database: no stats index. */
 export const downgradeToSchema2 = (file: string): void => {
+  downgradeToSchema3(file)
   const db = new Database(file)
   try {
     for (const table of STATS_TABLES) db.exec(`DROP TABLE IF EXISTS ${table}`)

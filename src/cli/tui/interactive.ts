@@ -26,6 +26,7 @@ import { setupAgent } from "../agentSetup.js"
 import { auditReport } from "../audit.js"
 import { CliError, ExitCode } from "../errors.js"
 import { eventLine } from "../eventText.js"
+import { warnIfDamaged } from "../integrity.js"
 import { makeStyle } from "../render.js"
 import { resolveSession } from "../resolveSession.js"
 import { titleOf } from "../run.js"
@@ -162,7 +163,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
   })
 
   // the session to show: -s, -c, or a new one
-  const pick = Effect.gen(function* () {
+  const chosen = Effect.gen(function* () {
     const store = yield* EventStore
     if (Option.isSome(options.session)) return (yield* resolveSession(options.session.value)).id
     if (options.continue) {
@@ -173,6 +174,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     }
     return undefined
   })
+  // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
+  const pick = Effect.tap(chosen, (id) => (id === undefined ? Effect.void : warnIfDamaged(id)))
 
   /** What drives the screen for one session: the fold and the fiber that feeds it. */
   let current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined

@@ -73,6 +73,32 @@ export interface StoredRow extends EnvelopeHeader {
   readonly json: string
 }
 
+/** A row with its place in the session's hash chain (`internal/chain.ts`); null: not chained. */
+export interface ChainRow extends StoredRow {
+  readonly prevHash: string | null
+  readonly hash: string | null
+}
+
+/** How many rows a session has and their seq bounds (an aggregate over the primary key: no payload read). */
+export interface SeqCounts {
+  readonly count: number
+  readonly first: number
+  readonly last: number
+}
+
+/**
+ * Rows that were not chained as they were appended: chained when the database was upgraded to
+ * the chain (`migrated`, migration 4), or written by `importSession` from a file (`imported`: a
+ * session file carries no hashes, so the chain starts at the import).
+ */
+export interface ChainMark {
+  readonly reason: "migrated" | "imported"
+  /** the last seq chained then */
+  readonly throughSeq: number
+  /** when (UTC ms) */
+  readonly at: number
+}
+
 /** How a layer stores rows. Every method is one short transaction or query. */
 export interface Backend {
   /**
@@ -94,6 +120,26 @@ export interface Backend {
     limit: number
   ) => Effect.Effect<ReadonlyArray<EnvelopeHeader>, EventStoreError>
   readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
+  /** Rows from `from` up to `to` (at most `limit`) with their chain columns, in seq order. */
+  readonly readChainPage: (
+    sessionId: SessionId,
+    from: number,
+    to: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ChainRow>, EventStoreError>
+  /** The session's row count and seq bounds, and its chain mark (none: chained since its first event). */
+  readonly chainInfo: (
+    sessionId: SessionId
+  ) => Effect.Effect<{ readonly counts: SeqCounts; readonly mark: Option.Option<ChainMark> }, EventStoreError>
+  /** The runs of seqs missing between the session's first and last row, ascending (an index scan, no payload). */
+  readonly seqGaps: (
+    sessionId: SessionId
+  ) => Effect.Effect<ReadonlyArray<{ readonly from: number; readonly to: number }>, EventStoreError>
+  /** The seqs of the snapshots of a session with that format version, ascending. */
+  readonly snapshotSeqs: (
+    sessionId: SessionId,
+    version: number
+  ) => Effect.Effect<ReadonlyArray<number>, EventStoreError>
   readonly sessions: (options: ListSessionsOptions) => Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreError>
   readonly session: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionSummary>, EventStoreError>
   readonly sessionIds: Effect.Effect<ReadonlyArray<SessionId>, EventStoreError>
@@ -118,7 +164,9 @@ export interface Backend {
   readonly importSession: (
     sessionId: SessionId,
     events: ReadonlyArray<PreparedEvent>,
-    blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>
+    blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>,
+    /** when: recorded as the session's chain mark (`imported`) */
+    now: number
   ) => Effect.Effect<void, EventStoreError>
   readonly acquireLease: (
     sessionId: SessionId,
@@ -574,6 +622,21 @@ export const makeService = (
       )
     }
 
+    const readChain = (sessionId: SessionId, range: SeqRange = {}): Stream.Stream<ChainRow, EventStoreError> => {
+      const to = range.to ?? Number.MAX_SAFE_INTEGER
+      return Stream.paginateChunkEffect(Math.max(1, range.from ?? 1), (from) =>
+        backend.readChainPage(sessionId, from, to, PAGE).pipe(
+          Effect.map((rows) => {
+            const last = rows[rows.length - 1]
+            return [
+              Chunk.unsafeFromArray(rows.slice()),
+              rows.length < PAGE || last === undefined ? Option.none() : Option.some(last.seq + 1)
+            ] as const
+          })
+        )
+      )
+    }
+
     const decode = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> => decodeEnvelope(raw)
 
     const read = (sessionId: SessionId, range?: SeqRange) => readRaw(sessionId, range).pipe(Stream.mapEffect(decode))
@@ -657,6 +720,10 @@ export const makeService = (
       follow,
       followRaw,
       query,
+      readChain,
+      chainInfo: backend.chainInfo,
+      seqGaps: backend.seqGaps,
+      snapshotSeqs: backend.snapshotSeqs,
       lastSeq: backend.lastSeq,
       sessions: (o) => backend.sessions(o ?? {}),
       session: backend.session,
@@ -712,7 +779,7 @@ export const makeService = (
             }
           }
           const blobs = imported.blobs.map((content) => ({ hash: hashContent(content), content }))
-          return backend.importSession(sessionId, events, blobs)
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importSession(sessionId, events, blobs, now))
         }).pipe(
           Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
           Effect.zipRight(backend.session(sessionId)),
