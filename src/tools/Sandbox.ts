@@ -12,8 +12,7 @@
  *
  * The process-group contract of `bash` holds: bwrap runs with `--new-session`, so the shell inside
  * leads a process group of its own (`$$` is its id, as without the sandbox) and the tool stops that
- * group; bwrap exits when the shell does, and `--die-with-parent` takes the shell down when bwrap
- * or logbook dies. The shell reports its pid on fd 3 before it runs the command
+ * group; bwrap exits when the shell does. (No `--die-with-parent`: see `bwrapArgs`.) The shell reports its pid on fd 3 before it runs the command
  * (`SANDBOX_READY_FD`), so the group exists before anyone may signal it.
  *
  * Whether the sandbox can run is probed once per process (per bwrap binary and network setting):
@@ -187,8 +186,9 @@ export interface SandboxPlan {
  * and last what is hidden — so a secret inside the workspace stays hidden.
  */
 export const bwrapArgs = (plan: SandboxPlan): ReadonlyArray<string> => [
-  // bwrap dies with logbook, the shell with bwrap; the shell leads a session and group of its own
-  "--die-with-parent",
+  // the shell leads a session and group of its own: the group the tool records and stops. No
+  // --die-with-parent: a command outlives a logbook killed with SIGKILL as it does unsandboxed, and
+  // the next run that opens the session stops its recorded group (docs/tools.md)
   "--new-session",
   ...(plan.network ? [] : ["--unshare-net"]),
   "--ro-bind",
@@ -336,7 +336,6 @@ const lastLine = (text: string): string =>
 const probeRun = (bwrap: string, network: boolean, env: NodeJS.ProcessEnv): Effect.Effect<string | undefined> =>
   Effect.async<string | undefined>((resume) => {
     const args = [
-      "--die-with-parent",
       "--new-session",
       ...(network ? [] : ["--unshare-net"]),
       "--ro-bind",

@@ -39,7 +39,6 @@ const plan: SandboxPlan = {
 describe("bwrapArgs", () => {
   it("mounts the root read-only, then /dev, /proc, the private /tmp, the writable paths, and hides last", () => {
     expect(bwrapArgs(plan)).toEqual([
-      "--die-with-parent",
       "--new-session",
       "--unshare-net",
       "--ro-bind",
@@ -75,7 +74,7 @@ describe("bwrapArgs", () => {
   it("shares the network when it is on", () => {
     const args = bwrapArgs({ ...plan, network: true })
     expect(args).not.toContain("--unshare-net")
-    expect(args).toContain("--die-with-parent")
+    expect(args).toContain("--new-session")
   })
 })
 
