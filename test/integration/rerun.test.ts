@@ -6,8 +6,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
-import { outsideDir } from "../support/bwrap.js"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { outsideDir, removeOutsideDirs } from "../support/bwrap.js"
 import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
@@ -23,6 +23,7 @@ import {
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
+afterAll(removeOutsideDirs)
 
 const bash = bashReply
 

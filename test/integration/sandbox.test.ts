@@ -9,14 +9,15 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
-import { hasBwrap, outsideDir } from "../support/bwrap.js"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
 import { runCli, scratchDir } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
 import { bashReply, latestSession, makeJanitor, makeWorkspace, notices, ofType, readLog } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
+afterAll(removeOutsideDirs)
 
 const KEY = "FAKE-PRIVATE-KEY-0123456789"
 

@@ -19,14 +19,16 @@ if (!hasBwrap && process.env.LOGBOOK_REQUIRE_BWRAP === "1")
 if (!hasBwrap) console.warn("bubblewrap cannot make a sandbox here: the sandbox tests are skipped")
 
 const outside: Array<string> = []
-process.once("exit", () => {
-  for (const dir of outside) fs.rmSync(dir, { recursive: true, force: true })
-})
+/** Removes the directories `outsideDir` made (call it in `afterAll`: a test worker may end without an exit event). */
+export const removeOutsideDirs = (): void => {
+  for (const dir of outside.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+}
+process.once("exit", removeOutsideDirs)
 
 /**
  * A new directory outside the system's temporary directory (under /var/tmp): the sandbox mounts a
  * private /tmp, so a path under /tmp would be missing in it rather than read-only or hidden.
- * Removed when the process exits.
+ * Removed by `removeOutsideDirs`.
  */
 export const outsideDir = (prefix = "logbook-outside-"): string => {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join("/var/tmp", prefix)))

@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { type BashMetadata, makeBash } from "../../src/tools/bash.js"
 import { groupAlive } from "../../src/tools/processGroup.js"
@@ -19,9 +19,11 @@ import {
   type SandboxPlan,
   sandboxHint
 } from "../../src/tools/Sandbox.js"
-import { hasBwrap, outsideDir } from "../support/bwrap.js"
+import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
 import { tempDir } from "../support/tmp.js"
 import { testContext } from "../support/toolContext.js"
+
+afterAll(removeOutsideDirs)
 
 const plan: SandboxPlan = {
   workspace: "/w",
