@@ -118,6 +118,16 @@ export {
 export { builtinTools } from "./tools/builtins.js"
 export * as Permissions from "./tools/Permissions.js"
 export {
+  databaseFiles,
+  defaultHiddenPaths,
+  defaultSandboxSettings,
+  probeSandbox,
+  type SandboxMode,
+  type SandboxOptions,
+  type SandboxSettings,
+  type SandboxStatus
+} from "./tools/Sandbox.js"
+export {
   builtinSecretNames,
   makeSecrets,
   redactionMarker,

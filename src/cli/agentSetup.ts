@@ -3,8 +3,10 @@
  * model it names, the API key it reads, and the layers of the agent over the SQLite log — built once
  * here, so every command gets the same agent from the same config.
  */
-import { Clock, Console, Effect, Layer, Option, Redacted } from "effect"
-import { Config, type ConfigInput, toolSecrets, userInstructionsFile } from "../config/Config.js"
+import { homedir } from "node:os"
+import * as NodePath from "node:path"
+import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
+import { Config, type ConfigInput, sandboxSettings, toolSecrets, userInstructionsFile } from "../config/Config.js"
 import { effectivePrice, modelInfo } from "../config/ModelInfo.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
@@ -13,6 +15,7 @@ import { makeInstructions } from "../session/Instructions.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
+import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
@@ -66,6 +69,31 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     )
   }
 
+  // the sandbox of the commands: probed once, here, so the user hears before the session whether
+  // commands will be confined, and the model's description of bash says what holds
+  const home = yield* EffectConfig.string("HOME").pipe(EffectConfig.withDefault(homedir()))
+  const sandbox = sandboxSettings(config, home)
+  if (sandbox.ignored.length > 0) {
+    const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+    yield* Console.error(
+      `logbook: ignoring ${sandbox.ignored.join("; ")} of ${project}: a project's logbook.json may make the ` +
+        "sandbox stricter, not looser"
+    )
+  }
+  const globalFile = config.files.find((file) => file.kind === "global")?.path
+  const sandboxOptions = {
+    ...sandbox.settings,
+    // the session's own log and the user's config directory, wherever they are
+    hidden: [
+      ...sandbox.settings.hidden,
+      ...databaseFiles(filename),
+      ...(globalFile === undefined ? [] : [NodePath.dirname(globalFile)])
+    ],
+    status: sandbox.settings.mode === "off" ? undefined : yield* probeSandbox({ network: sandbox.settings.network })
+  }
+  const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
+  if (notice !== undefined) yield* Console.error(`logbook: ${notice}`)
+
   const agentOptions = {
     sessions: {
       maxSteps: settings.maxSteps,
@@ -77,7 +105,15 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
       onLeftoverCommands: () =>
         Console.error("logbook: stopping commands the session's last run left running when it died…")
     },
-    tools: { tools: builtinTools({ bash: settings.tools.bash }) },
+    tools: {
+      tools: builtinTools({
+        bash: {
+          timeoutMs: settings.tools.bash.timeoutMs,
+          maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
+          sandbox: sandboxOptions
+        }
+      })
+    },
     // a log kept inside the workspace is not part of what its commands change
     actions: { snapshot: { exclude: [filename] } },
     retry: settings.retry,

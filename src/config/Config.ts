@@ -39,6 +39,7 @@ import {
   Schema
 } from "effect"
 import { PermissionRules } from "../tools/Permissions.js"
+import type { SandboxMode, SandboxSettings } from "../tools/Sandbox.js"
 import {
   ConfigInput,
   defaultApiKeyEnv,
@@ -107,7 +108,8 @@ export const envVars: ReadonlyArray<{ readonly name: string; readonly path: Read
   { name: "LOGBOOK_RETRY_MAX_RETRY_AFTER_MS", path: ["retry", "maxRetryAfterMs"] },
   { name: "LOGBOOK_RETRY_BUDGET_MS", path: ["retry", "budgetMs"] },
   { name: "LOGBOOK_BASH_TIMEOUT_MS", path: ["tools", "bash", "timeoutMs"] },
-  { name: "LOGBOOK_BASH_MAX_TIMEOUT_MS", path: ["tools", "bash", "maxTimeoutMs"] }
+  { name: "LOGBOOK_BASH_MAX_TIMEOUT_MS", path: ["tools", "bash", "maxTimeoutMs"] },
+  { name: "LOGBOOK_BASH_SANDBOX", path: ["tools", "bash", "sandbox"] }
 ]
 
 // ---------------------------------------------------------------------------------------------
@@ -387,6 +389,12 @@ export interface LoadedConfig {
    * agent's commands may see. A project file cannot hand your keys to the commands a model runs.
    */
   readonly trustedPassEnv: ReadonlyArray<string>
+  /**
+   * The sandbox settings (`tools.bash.sandbox`, `network`, `writablePaths`, `hiddenPaths`) as every
+   * source but the project file sets them (the defaults where none does): a project file may make
+   * the sandbox stricter, never looser (`sandboxSettings`).
+   */
+  readonly trustedSandbox: TrustedSandbox
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -449,6 +457,12 @@ export const resolveSources = (
   const projectFile = files.find((file) => file.kind === "project")?.path
   const trusted: Record<string, unknown> = {}
   let trustedPassEnv: ReadonlyArray<string> = []
+  const trustedSandbox: {
+    sandbox: SandboxMode
+    network: boolean
+    writablePaths: ReadonlyArray<string>
+    hiddenPaths: ReadonlyArray<string>
+  } = { ...defaults.tools.bash }
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
@@ -460,6 +474,11 @@ export const resolveSources = (
       mergeInto(trusted, { permission: structuredClone(rest.permission) }, 0, [], new Map())
     }
     if (!fromProject && rest.tools?.bash?.passEnv !== undefined) trustedPassEnv = rest.tools.bash.passEnv
+    const bash = fromProject ? undefined : rest.tools?.bash
+    if (bash?.sandbox !== undefined) trustedSandbox.sandbox = bash.sandbox
+    if (bash?.network !== undefined) trustedSandbox.network = bash.network
+    if (bash?.writablePaths !== undefined) trustedSandbox.writablePaths = bash.writablePaths
+    if (bash?.hiddenPaths !== undefined) trustedSandbox.hiddenPaths = bash.hiddenPaths
   }
   const originOf = originLookup(sources, origins)
   const decoded = Schema.decodeUnknownEither(ResolvedConfig)(merged, parseOptions)
@@ -505,6 +524,12 @@ export const resolveSources = (
     trustedPermission,
     trustedProviders: trustedProvidersOf(raw, projectFile, config),
     trustedPassEnv,
+    trustedSandbox: {
+      sandbox: trustedSandbox.sandbox,
+      network: trustedSandbox.network,
+      writablePaths: trustedSandbox.writablePaths,
+      hiddenPaths: trustedSandbox.hiddenPaths
+    },
     files,
     originOf: (path) => originOf(path)
   })
@@ -850,6 +875,52 @@ export const toolSecrets = (
     hide: [...hide],
     pass: asked.filter((name) => loaded.trustedPassEnv.includes(name)),
     ignoredPass: asked.filter((name) => !loaded.trustedPassEnv.includes(name))
+  }
+}
+
+/** The sandbox settings of the user's own sources (see `LoadedConfig.trustedSandbox`). */
+export interface TrustedSandbox {
+  readonly sandbox: SandboxMode
+  readonly network: boolean
+  readonly writablePaths: ReadonlyArray<string>
+  readonly hiddenPaths: ReadonlyArray<string>
+}
+
+const strictness: Readonly<Record<SandboxMode, number>> = { off: 0, auto: 1, on: 2 }
+
+/** `~` and `~/…` under `home`; other paths as they are. */
+const expandHome = (path: string, home: string): string =>
+  path === "~" ? home : path.startsWith("~/") ? NodePath.join(home, path.slice(2)) : path
+
+/**
+ * The sandbox of the agent's commands, as the user's own config allows (`trustedSandbox`): the
+ * project file may make it stricter — `"on"` over `"auto"` over `"off"`, the network off, fewer
+ * writable paths, more hidden ones — never looser. `ignored`: what the project file asked for and
+ * may not (for a notice). Paths under `~` are expanded with `home`.
+ */
+export const sandboxSettings = (
+  loaded: LoadedConfig,
+  home: string
+): { readonly settings: SandboxSettings; readonly ignored: ReadonlyArray<string> } => {
+  const asked = loaded.config.tools.bash
+  const trusted = loaded.trustedSandbox
+  const ignored: Array<string> = []
+  const mode = strictness[asked.sandbox] >= strictness[trusted.sandbox] ? asked.sandbox : trusted.sandbox
+  if (mode !== asked.sandbox) ignored.push(`tools.bash.sandbox "${asked.sandbox}"`)
+  const network = asked.network && trusted.network
+  if (network !== asked.network) ignored.push("tools.bash.network true")
+  const writable = asked.writablePaths.filter((path) => trusted.writablePaths.includes(path))
+  const extra = asked.writablePaths.filter((path) => !trusted.writablePaths.includes(path))
+  if (extra.length > 0) ignored.push(`tools.bash.writablePaths ${extra.join(", ")}`)
+  const hidden = [...new Set([...trusted.hiddenPaths, ...asked.hiddenPaths])]
+  return {
+    settings: {
+      mode,
+      network,
+      writable: writable.map((path) => expandHome(path, home)),
+      hidden: hidden.map((path) => expandHome(path, home))
+    },
+    ignored
   }
 }
 

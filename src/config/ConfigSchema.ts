@@ -275,6 +275,29 @@ const retryFields = {
   budgetMs: Millis("The total time one request may spend retrying (default 300000).")
 } satisfies Fields
 
+/** A path of the sandbox settings: absolute, or under the home directory (`~`, `~/…`). */
+const isSandboxPath = (text: string): boolean =>
+  text === "~" || text.startsWith("~/") || (text.startsWith("/") && !text.includes("\0"))
+
+const SandboxPath = Schema.String.pipe(
+  Schema.filter(isSandboxPath),
+  Schema.annotations({
+    description: "An absolute path, or one under the home directory (~/…).",
+    message: expected('an absolute path or one starting with "~/"'),
+    jsonSchema: {
+      type: "string",
+      pattern: "^(/|~/|~$)",
+      description: "An absolute path, or one under the home directory (~/…)."
+    }
+  })
+)
+
+const sandboxPaths = (description: string) =>
+  Schema.Array(SandboxPath).annotations({
+    description,
+    message: expectedObject('an array of paths, such as ["~/.cache"]')
+  })
+
 const bashFields = {
   timeoutMs: PositiveInt("The timeout of a command when the model gives none (default 120000)."),
   maxTimeoutMs: PositiveInt("The longest timeout the model may ask for (default 600000)."),
@@ -284,7 +307,28 @@ const bashFields = {
       "the environment of every command the agent runs; their values are masked in the log either way. " +
       "Only your own config may set it: a project's logbook.json cannot (default []).",
     message: expectedObject('an array of environment variable names, such as ["OPENAI_API_KEY"]')
-  })
+  }),
+  sandbox: Schema.Literal("auto", "on", "off").annotations({
+    description:
+      'Run commands in a sandbox (bubblewrap, Linux): "auto" when it works here, else unconfined with a notice; ' +
+      '"on": sandboxed or not at all (commands fail when there is no sandbox); "off": unconfined. A project\'s ' +
+      'logbook.json may make it stricter, never looser (default "auto"). See docs/tools.md, "The sandbox".',
+    message: expected('one of "auto", "on", "off"')
+  }),
+  network: Schema.Boolean.annotations({
+    description:
+      "Whether sandboxed commands may use the network; false gives them a network of their own with nothing " +
+      "in it, not even the host's localhost. A project's logbook.json may turn it off, not on (default true).",
+    message: expected("true or false")
+  }),
+  writablePaths: sandboxPaths(
+    'Paths sandboxed commands may write besides the workspace and /tmp (e.g. a build cache: "~/.cache"). ' +
+      "Only your own config may add them: a project's logbook.json can only leave some out (default [])."
+  ),
+  hiddenPaths: sandboxPaths(
+    "Paths hidden from sandboxed commands besides the built-in list (credentials, logbook's own files); " +
+      "a project's logbook.json adds to yours (default [])."
+  )
 } satisfies Fields
 
 const compactionFields = {
@@ -426,7 +470,17 @@ export const defaults = {
   },
   retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
   compaction: { auto: true, reserveTokens: 20_000, pruneProtectTokens: 40_000 },
-  tools: { bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000, passEnv: [] } },
+  tools: {
+    bash: {
+      timeoutMs: 120_000,
+      maxTimeoutMs: 600_000,
+      passEnv: [],
+      sandbox: "auto",
+      network: true,
+      writablePaths: [],
+      hiddenPaths: []
+    }
+  },
   permission: {},
   maxSteps: 50,
   snapshotEvery: 500

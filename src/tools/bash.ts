@@ -37,6 +37,20 @@ import {
   trackGroup,
   untrackGroup
 } from "./processGroup.js"
+import {
+  bwrapArgs,
+  decide,
+  defaultSandboxSettings,
+  makePlan,
+  onPath,
+  probeSandbox,
+  SANDBOX_READY_FD,
+  type SandboxDecision,
+  type SandboxOptions,
+  sandboxDescription,
+  sandboxDirs,
+  sandboxHint
+} from "./Sandbox.js"
 import type { SecretsService } from "./Secrets.js"
 import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
@@ -56,6 +70,8 @@ export interface BashSettings {
   readonly timeoutMs: number
   /** the most a call may ask for (ms) */
   readonly maxTimeoutMs: number
+  /** the sandbox of the commands (default `defaultSandboxSettings`: bubblewrap where it works); see `Sandbox.ts` */
+  readonly sandbox?: SandboxOptions | undefined
 }
 
 export const BashInput = Schema.Struct({
@@ -93,7 +109,14 @@ export interface BashMetadata {
   readonly durationMs: number
   /** background processes were still running when the shell ended, and were stopped */
   readonly stoppedBackground?: boolean
+  /** whether the command ran in the sandbox (with or without network), or why not */
+  readonly sandbox?: SandboxRecord
 }
+
+/** How a command was confined, for audit: `sandboxed`, and `network` or the `reason` it ran unconfined. */
+export type SandboxRecord =
+  | { readonly sandboxed: true; readonly network: boolean }
+  | { readonly sandboxed: false; readonly reason: string }
 
 // ---------------------------------------------------------------------------------------------
 // running one command
@@ -112,9 +135,29 @@ interface Running {
   closed: boolean
 }
 
+/** A sandboxed spawn: the bwrap binary and its options (before `--`). */
+interface SandboxSpawn {
+  readonly bwrap: string
+  readonly args: ReadonlyArray<string>
+}
+
+/** The exit of bwrap as the shell's: bwrap reports a shell killed by signal N as exit code 128 + N. */
+const sandboxedExit = (code: number | null, signal: NodeJS.Signals | null) => {
+  if (code === null || code <= 128) return { code, signal }
+  const name = (Object.keys(os.constants.signals) as Array<NodeJS.Signals>).find(
+    (key) => os.constants.signals[key] === code - 128
+  )
+  return name === undefined ? { code, signal } : { code: null, signal: name }
+}
+
 /**
  * Spawns `shell -c script` in its own process group, feeding `output` and `events` from the
  * child's callbacks. Succeeds once the process exists; fails with the spawn error.
+ *
+ * Sandboxed, the child is bwrap, and the shell inside leads a group of its own (`--new-session`):
+ * it writes its pid on `SANDBOX_READY_FD` before the command runs, and that group is the one
+ * recorded and stopped (bwrap exits when the shell does). When bwrap fails before the shell runs,
+ * the group is bwrap's.
  */
 const spawnShell = (
   shell: string,
@@ -122,19 +165,29 @@ const spawnShell = (
   cwd: string,
   secrets: SecretsService,
   output: HeadTailBuffer,
-  events: Queue.Queue<ShellEvent>
+  events: Queue.Queue<ShellEvent>,
+  sandbox?: SandboxSpawn
 ): Effect.Effect<Running, unknown> =>
   Effect.async<Running, unknown>((resume) => {
     // in every process of the command: tells them apart later from others of a reused group id
     const token = newProcessToken()
+    const env = { ...secrets.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
     let child: ChildProcess
     try {
-      child = spawn(shell, ["-c", script], {
-        cwd,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...secrets.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
-      })
+      child =
+        sandbox === undefined
+          ? spawn(shell, ["-c", script], { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"], env })
+          : spawn(
+              sandbox.bwrap,
+              [
+                ...sandbox.args,
+                "--",
+                shell,
+                "-c",
+                `echo $$ >&${SANDBOX_READY_FD}; exec ${SANDBOX_READY_FD}>&-\n${script}`
+              ],
+              { cwd, detached: true, stdio: ["ignore", "pipe", "pipe", "pipe"], env: { ...env, TMPDIR: "/tmp" } }
+            )
     } catch (error) {
       resume(Effect.fail(error))
       return
@@ -150,7 +203,7 @@ const spawnShell = (
     child.stdout?.on("data", onData)
     child.stderr?.on("data", onData)
     child.once("exit", (code, signal) => {
-      state.exit = { code, signal }
+      state.exit = sandbox === undefined ? { code, signal } : sandboxedExit(code, signal)
       Queue.unsafeOffer(events, "exit")
     })
     child.once("close", () => {
@@ -168,12 +221,36 @@ const spawnShell = (
       resume(Effect.fail(error))
     }
     child.once("error", onSpawnError)
+    const started = (pgid: number) => {
+      trackGroup(pgid)
+      resume(Effect.succeed(Object.assign(state, { pid: pgid, group: { pgid, token } })))
+    }
     child.once("spawn", () => {
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
-      trackGroup(child.pid!)
-      resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: { pgid: child.pid!, token } })))
+      const ready = child.stdio[SANDBOX_READY_FD]
+      if (sandbox === undefined || ready === null || ready === undefined || !("on" in ready)) {
+        started(child.pid!)
+        return
+      }
+      // the shell's pid, once it runs; bwrap's own group when it ends without one (a failed setup)
+      let said = ""
+      let done = false
+      const settle = (pgid: number) => {
+        if (done) return
+        done = true
+        started(pgid)
+      }
+      // read to the end (after the pid, nothing more comes), so the pipe closes with bwrap
+      ready.on("data", (chunk: Buffer) => {
+        if (done) return
+        said += chunk.toString("utf8")
+        const line = /^(\d+)\n/.exec(said)
+        if (line !== null) settle(Number(line[1]))
+      })
+      ready.once("end", () => settle(child.pid!))
+      ready.on("error", () => settle(child.pid!))
     })
   })
 
@@ -184,6 +261,8 @@ const release = (running: Running): Effect.Effect<void> =>
     untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
+    const ready = running.child.stdio[SANDBOX_READY_FD]
+    if (ready !== null && ready !== undefined && "destroy" in ready) ready.destroy()
     running.child.removeAllListeners()
   })
 
@@ -262,7 +341,8 @@ const recordOf = (
   output: HeadTailBuffer,
   started: number,
   context: ToolContext,
-  stoppedBackground: boolean
+  stoppedBackground: boolean,
+  sandbox: SandboxRecord
 ): Effect.Effect<BashMetadata> =>
   Effect.gen(function* () {
     const durationMs = (yield* Clock.currentTimeMillis) - started
@@ -278,23 +358,66 @@ const recordOf = (
       bytes: output.bytes,
       truncated: output.truncated,
       durationMs,
-      ...(stoppedBackground ? { stoppedBackground: true } : {})
+      ...(stoppedBackground ? { stoppedBackground: true } : {}),
+      sandbox
     }
   })
 
-const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolContext) {
+/** How this call's command runs: the settings, and the probe (once per process) when not given. */
+const decideSandbox = (options: SandboxOptions): Effect.Effect<SandboxDecision> =>
+  options.mode === "off"
+    ? Effect.succeed(decide(options, undefined))
+    : Effect.map(
+        options.status === undefined ? probeSandbox({ network: options.network }) : Effect.succeed(options.status),
+        (status) => decide(options, status)
+      )
+
+const recordOfDecision = (decision: SandboxDecision, options: SandboxOptions): SandboxRecord =>
+  decision._tag === "Sandboxed"
+    ? { sandboxed: true, network: options.network }
+    : { sandboxed: false, reason: decision._tag === "Unconfined" ? decision.reason : decision.message }
+
+/** The bwrap spawn of a command in `context.cwd` (the workspace), or undefined to run it unconfined. */
+const sandboxSpawn = (
+  decision: SandboxDecision,
+  options: SandboxOptions,
+  context: ToolContext
+): SandboxSpawn | undefined => {
+  if (decision._tag !== "Sandboxed") return undefined
+  const plan = makePlan({
+    workspace: context.cwd,
+    cwd: context.cwd,
+    settings: options,
+    env: context.secrets.env,
+    dirs: sandboxDirs()
+  })
+  return { bwrap: decision.bwrap, args: bwrapArgs(plan) }
+}
+
+const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolContext, options: SandboxOptions) {
   const cwd = yield* statPath(context.cwd, context.cwd, "Working directory")
   if (!cwd.isDirectory()) {
     return yield* new ToolFailure({ message: `The working directory ${context.cwd} is not a directory.` })
   }
+  const decision = yield* decideSandbox(options)
+  const confinement = recordOfDecision(decision, options)
+  if (decision._tag === "Refused") {
+    return yield* new ToolFailure({
+      message: decision.message,
+      metadata: { command: input.command, sandbox: confinement }
+    })
+  }
+  const sandbox = sandboxSpawn(decision, options, context)
   const started = yield* Clock.currentTimeMillis
   const output = new HeadTailBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES).keepAll(FULL_OUTPUT_BYTES)
   const events = yield* Queue.unbounded<ShellEvent>()
   const script = `exec 2>&1; ${input.command}`
+  // sandboxed, the shell is looked up as bwrap will look it up: on the command's PATH
+  const firstShell = sandbox === undefined || onPath("bash", context.secrets.env.PATH) !== undefined ? "bash" : "sh"
   const running = yield* Effect.acquireRelease(
-    spawnShell("bash", script, context.cwd, context.secrets, output, events).pipe(
+    spawnShell(firstShell, script, context.cwd, context.secrets, output, events, sandbox).pipe(
       Effect.catchIf(
-        (error) => errnoCode(error) === "ENOENT",
+        (error) => sandbox === undefined && errnoCode(error) === "ENOENT",
         () => spawnShell("sh", script, context.cwd, context.secrets, output, events)
       ),
       Effect.mapError(
@@ -309,7 +432,7 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
         ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
           stopGroup(running.pid).pipe(
             Effect.zipRight(awaitClosed(running)),
-            Effect.zipRight(recordOf(input.command, running, output, started, context, false)),
+            Effect.zipRight(recordOf(input.command, running, output, started, context, false, confinement)),
             Effect.flatMap(context.recordStopped),
             Effect.ensuring(release(running))
           )
@@ -318,13 +441,20 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   // the group, so that a later run can stop it if this process dies (kill -9) while it runs
   yield* context.recordProcess(running.group)
   const stopped = yield* awaitEnd(running, output, context.progress)
-  const metadata = yield* recordOf(input.command, running, output, started, context, stopped)
-  return { output: formatOutput(output, metadata.exitCode, metadata.signal, stopped), metadata } satisfies ToolOutput
+  const metadata = yield* recordOf(input.command, running, output, started, context, stopped, confinement)
+  const text = formatOutput(output, metadata.exitCode, metadata.signal, stopped)
+  const hint = sandbox === undefined ? undefined : sandboxHint(options, metadata.exitCode, output.text())
+  return { output: hint === undefined ? text : `${text}\n${hint}`, metadata } satisfies ToolOutput
 }, Effect.scoped)
 
-/** Makes the `bash` tool with the configured default and maximum timeouts. */
-export const makeBash = (settings: BashSettings) =>
-  defineTool<BashInput>({
+/** Whether the tool's description should tell the model about the sandbox. */
+const describesSandbox = (options: SandboxOptions): boolean =>
+  options.mode === "on" || (options.mode === "auto" && options.status?._tag === "Available")
+
+/** Makes the `bash` tool with the configured default and maximum timeouts and sandbox. */
+export const makeBash = (settings: BashSettings) => {
+  const sandbox = settings.sandbox ?? defaultSandboxSettings
+  return defineTool<BashInput>({
     name: "bash",
     description: [
       "Runs a shell command (bash -c) in the working directory and returns its output and exit code.",
@@ -336,12 +466,14 @@ export const makeBash = (settings: BashSettings) =>
       `- Timeout: ${settings.timeoutMs} ms unless you give \`timeoutMs\` (at most ${settings.maxTimeoutMs} ms). A command that runs out of time is stopped together with everything it started.`,
       "- Background processes (`cmd &`) are stopped when the command ends: this tool cannot keep a server running after the call.",
       "- Prefer the read, list, glob and grep tools over `cat`, `ls`, `find` and `grep` to look at files; use bash for git, builds, tests, package managers and the like.",
-      "- Quote paths that contain spaces."
+      "- Quote paths that contain spaces.",
+      ...(describesSandbox(sandbox) ? sandboxDescription(sandbox) : [])
     ].join("\n"),
     input: BashInput,
     permission: (input) => ({ subject: input.command }),
     // a command can change any file: the workspace is snapshotted around it
     snapshotWorkspace: true,
     timeoutMs: (input) => Math.min(input.timeoutMs ?? settings.timeoutMs, settings.maxTimeoutMs),
-    execute: run
+    execute: (input, context) => run(input, context, sandbox)
   })
+}

@@ -64,7 +64,17 @@ describe("logbook config", () => {
       maxRetryAfterMs: 60000,
       budgetMs: 300000
     })
-    expect(config.tools).toEqual({ bash: { timeoutMs: 120000, maxTimeoutMs: 600000, passEnv: [] } })
+    expect(config.tools).toEqual({
+      bash: {
+        timeoutMs: 120000,
+        maxTimeoutMs: 600000,
+        passEnv: [],
+        sandbox: "auto",
+        network: true,
+        writablePaths: [],
+        hiddenPaths: []
+      }
+    })
     expect(config.model).toBeUndefined()
     expect(config.modelInfo).toBeUndefined()
   })

@@ -18,6 +18,7 @@ import {
   type RawSource,
   resolveModel,
   resolveSources,
+  sandboxSettings,
   toolSecrets
 } from "../../src/config/Config.js"
 import { tempDir } from "../support/tmp.js"
@@ -94,7 +95,15 @@ describe("Config: defaults", () => {
         maxRetryAfterMs: 60_000,
         budgetMs: 300_000
       })
-      expect(config.tools.bash).toEqual({ timeoutMs: 120_000, maxTimeoutMs: 600_000, passEnv: [] })
+      expect(config.tools.bash).toEqual({
+        timeoutMs: 120_000,
+        maxTimeoutMs: 600_000,
+        passEnv: [],
+        sandbox: "auto",
+        network: true,
+        writablePaths: [],
+        hiddenPaths: []
+      })
       expect(Object.keys(config.provider).sort()).toEqual(["anthropic", "ollama", "openai"])
       expect(config.provider.ollama).toEqual({
         type: "openai-compatible",
@@ -204,6 +213,7 @@ describe("Config: precedence", () => {
         LOGBOOK_RETRY_BUDGET_MS: "40",
         LOGBOOK_BASH_TIMEOUT_MS: "50",
         LOGBOOK_BASH_MAX_TIMEOUT_MS: " 60 ",
+        LOGBOOK_BASH_SANDBOX: "on",
         LOGBOOK_DB: "/not/a/config/key.db",
         LOGBOOK_SOMETHING_ELSE: "ignored"
       })
@@ -217,7 +227,15 @@ describe("Config: precedence", () => {
         maxRetryAfterMs: 30,
         budgetMs: 40
       })
-      expect(config.tools.bash).toEqual({ timeoutMs: 50, maxTimeoutMs: 60, passEnv: [] })
+      expect(config.tools.bash).toEqual({
+        timeoutMs: 50,
+        maxTimeoutMs: 60,
+        passEnv: [],
+        sandbox: "on",
+        network: true,
+        writablePaths: [],
+        hiddenPaths: []
+      })
       expect(originOf(["tools", "bash", "maxTimeoutMs"])).toEqual({ _tag: "Env", name: "LOGBOOK_BASH_MAX_TIMEOUT_MS" })
       const empty = yield* loadWith(d, { LOGBOOK_MAX_STEPS: "", LOGBOOK_MODEL: "  " })
       expect(empty.config.maxSteps).toBe(50)
@@ -590,7 +608,15 @@ describe("Config service", () => {
       const partial: ConfigInput = { model: "ollama/llama3", maxSteps: 3, tools: { bash: { timeoutMs: 10 } } }
       const service = yield* Effect.provide(Config, Config.layerTest(partial, { env: {} }))
       expect(service.config.maxSteps).toBe(3)
-      expect(service.config.tools.bash).toEqual({ timeoutMs: 10, maxTimeoutMs: 600_000, passEnv: [] })
+      expect(service.config.tools.bash).toEqual({
+        timeoutMs: 10,
+        maxTimeoutMs: 600_000,
+        passEnv: [],
+        sandbox: "auto",
+        network: true,
+        writablePaths: [],
+        hiddenPaths: []
+      })
       expect(service.config.snapshotEvery).toBe(500)
       expect((yield* service.resolveModel()).ref).toBe("ollama/llama3")
       expect(service.files).toEqual([])
@@ -765,6 +791,76 @@ describe("Config: permission", () => {
     const pasted = resolveError(file({ tools: { bash: { passEnv: ["sk-proj-abcdefghijklmnopqrstuvwxyz012345"] } } }))
     expect(pasted.message).toContain("tools.bash.passEnv")
     expect(pasted.message).not.toContain("sk-proj-abcdefghijklmnopqrstuvwxyz012345")
+  })
+
+  it("sandboxSettings: the project file may make the sandbox stricter, never looser", () => {
+    const globalFile = "/home/u/.config/logbook/config.json"
+    const projectFile = "/w/logbook.json"
+    const files = [
+      { kind: "global" as const, path: globalFile, found: true },
+      { kind: "project" as const, path: projectFile, found: true }
+    ]
+    const settingsOf = (...sources: ReadonlyArray<RawSource>) => {
+      const loaded = resolveSources(sources, files)
+      if (Either.isLeft(loaded)) throw new Error(loaded.left.message)
+      return sandboxSettings(loaded.right, "/home/u")
+    }
+    // the defaults: auto, network on, nothing extra
+    expect(settingsOf()).toEqual({
+      settings: { mode: "auto", network: true, writable: [], hidden: [] },
+      ignored: []
+    })
+    const user = file(
+      { tools: { bash: { sandbox: "off", writablePaths: ["~/.cache", "/opt/build"], hiddenPaths: ["~/secret"] } } },
+      globalFile
+    )
+    expect(settingsOf(user).settings).toEqual({
+      mode: "off",
+      network: true,
+      writable: ["/home/u/.cache", "/opt/build"],
+      hidden: ["/home/u/secret"]
+    })
+    // stricter: on over off, the network off, fewer writable paths, more hidden ones
+    const tighter = file(
+      {
+        tools: { bash: { sandbox: "on", network: false, writablePaths: ["/opt/build"], hiddenPaths: ["/srv/keys"] } }
+      },
+      projectFile
+    )
+    expect(settingsOf(user, tighter)).toEqual({
+      settings: { mode: "on", network: false, writable: ["/opt/build"], hidden: ["/home/u/secret", "/srv/keys"] },
+      ignored: []
+    })
+    // looser: ignored, and said
+    const strictUser = file({ tools: { bash: { sandbox: "on", network: false } } }, globalFile)
+    const looser = file(
+      { tools: { bash: { sandbox: "off", network: true, writablePaths: ["~"], hiddenPaths: [] } } },
+      projectFile
+    )
+    expect(settingsOf(strictUser, looser)).toEqual({
+      settings: { mode: "on", network: false, writable: [], hidden: [] },
+      ignored: ['tools.bash.sandbox "off"', "tools.bash.network true", "tools.bash.writablePaths ~"]
+    })
+    // "auto" (the default) is not loosened to "off" by a project file either
+    expect(settingsOf(file({ tools: { bash: { sandbox: "off" } } }, projectFile)).settings.mode).toBe("auto")
+  })
+
+  it("invalid sandbox settings name the key and what was expected", () => {
+    expect(resolveError(file({ tools: { bash: { sandbox: "yes" } } })).message).toBe(
+      'invalid config in file /p/logbook.json at tools.bash.sandbox: expected one of "auto", "on", "off", got "yes"'
+    )
+    expect(resolveError(file({ tools: { bash: { network: "off" } } })).message).toBe(
+      'invalid config in file /p/logbook.json at tools.bash.network: expected true or false, got "off"'
+    )
+    expect(resolveError(file({ tools: { bash: { writablePaths: ["build/cache"] } } })).message).toBe(
+      'invalid config in file /p/logbook.json at tools.bash.writablePaths[0]: expected an absolute path or one starting with "~/", got "build/cache"'
+    )
+    expect(resolveError(file({ tools: { bash: { hiddenPaths: "~/.ssh" } } })).message).toBe(
+      'invalid config in file /p/logbook.json at tools.bash.hiddenPaths: expected an array of paths, such as ["~/.cache"], got "~/.ssh"'
+    )
+    expect(resolveError(file({ tools: { bash: { sandbx: "on" } } })).message).toContain(
+      'at tools.bash.sandbx: unknown key (did you mean "sandbox"?)'
+    )
   })
 
   it("an invalid rule names the file, the key and what was expected", () => {

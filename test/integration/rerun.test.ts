@@ -6,13 +6,24 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { outsideDir, removeOutsideDirs } from "../support/bwrap.js"
 import { runCli, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { bashReply, fileLines, latestSession, makeJanitor, makeWorkspace, readLog, until } from "./support.js"
+import {
+  bashReply,
+  fileLines,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  readLog,
+  until,
+  writableEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
+afterAll(removeOutsideDirs)
 
 const bash = bashReply
 
@@ -21,8 +32,9 @@ describe("logbook rerun", () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     fs.writeFileSync(path.join(ws.dir, "seed.txt"), "seed\n")
-    // something outside the workspace a command reads: changing it changes the tool's result
-    const outside = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-outside-"))
+    // something outside the workspace a command reads: changing it changes the tool's result (not
+    // under /tmp: the commands' sandbox has a /tmp of its own)
+    const outside = outsideDir("logbook-rerun-outside-")
     fs.writeFileSync(path.join(outside, "input.txt"), "first\n")
     server.enqueue(
       bash("call_1", `cat seed.txt > copy.txt && printf 'made\\n' > made.txt && rm seed.txt && echo done`),
@@ -176,12 +188,14 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     const call = bashReply
 
     // killed (-9) while a command runs; the next run repairs the session and goes on
-    // (the shells' pids go outside the workspace: a pid is another one in the re-run)
+    // (the shells' pids go outside the workspace: a pid is another one in the re-run; the user's
+    // config lets the sandboxed commands write there)
     const pids = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-pids-"))
+    const env = writableEnv(pids)
     const crashFile = path.join(pids, "crash.pid")
     janitor.killGroupIn(crashFile)
     server.enqueue(call("call_crash", `printf 'x\\n' > before.txt; echo $$ > ${crashFile}; sleep 300`))
-    const crashed = spawnCli(args("wait"))
+    const crashed = spawnCli(args("wait"), { env })
     janitor.defer(() => crashed.child.kill("SIGKILL"))
     await fileLines(crashFile, 1)
     const session = await latestSession(ws.db, ws.dir)
@@ -194,8 +208,8 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     const pidFile = path.join(pids, "shell.pid")
     janitor.killGroupIn(pidFile)
     server.enqueue(Reply.text("It was cut short."), call("call_wait", `echo $$ > ${pidFile}; sleep 300`))
-    expect((await runCli(args("-s", session, "what happened?"))).code).toBe(0)
-    const interrupted = spawnCli(args("-s", session, "wait again"))
+    expect((await runCli(args("-s", session, "what happened?"), { env })).code).toBe(0)
+    const interrupted = spawnCli(args("-s", session, "wait again"), { env })
     janitor.defer(() => interrupted.child.kill("SIGKILL"))
     await fileLines(pidFile, 1)
     await until("the second command's group recorded", async () =>
@@ -204,7 +218,7 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     interrupted.child.kill("SIGINT")
     expect((await interrupted.exited).code).toBe(130)
     server.enqueue(Reply.text("Stopped, as you asked."))
-    expect((await runCli(args("-s", session, "ok"))).code).toBe(0)
+    expect((await runCli(args("-s", session, "ok"), { env })).code).toBe(0)
     await server.close()
     const original = await readLog(ws.db, session)
     expect(original.filter((e) => e.type === "turn.interrupted").map((e) => e.payload)).toEqual([
@@ -212,7 +226,7 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
       expect.objectContaining({ reason: "user" })
     ])
 
-    const rerun = await runCli(["rerun", session, "--db", ws.db, "--format", "json"])
+    const rerun = await runCli(["rerun", session, "--db", ws.db, "--format", "json"], { env })
     expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
     // the kernel that lost the session at the crash says nothing (a dead process would not)
     expect(rerun.stderr).toBe("")

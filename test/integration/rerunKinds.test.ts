@@ -18,7 +18,17 @@ import type { SessionState } from "../../src/store/Projection.js"
 import { Approver } from "../../src/tools/Approver.js"
 import { type RunResult, runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
-import { bashReply, fileLines, latestSession, makeJanitor, makeWorkspace, ofType, readLog, until } from "./support.js"
+import {
+  bashReply,
+  fileLines,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  ofType,
+  readLog,
+  until,
+  writableEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -34,9 +44,11 @@ interface RerunJson {
 }
 
 /** `logbook rerun <session> --format json` in a new scratch directory (returned), and its report. */
-const rerunJson = async (db: string, session: string) => {
+const rerunJson = async (db: string, session: string, env?: Record<string, string>) => {
   const workspace = path.join(scratchDir(), "ws")
-  const result = await runCli(["rerun", session, "--db", db, "--workspace", workspace, "--format", "json"])
+  const result = await runCli(["rerun", session, "--db", db, "--workspace", workspace, "--format", "json"], {
+    env: env ?? {}
+  })
   let report: RerunJson | undefined
   try {
     report = JSON.parse(result.stdout) as RerunJson
@@ -50,8 +62,14 @@ const rerunJson = async (db: string, session: string) => {
  * The re-run of `session` matched the whole original (`original`, `served` model responses from the
  * log, none live); returns the scratch workspace it ran in.
  */
-const expectMatch = async (db: string, session: string, original: ReadonlyArray<unknown>, served: number) => {
-  const { result, report, workspace } = await rerunJson(db, session)
+const expectMatch = async (
+  db: string,
+  session: string,
+  original: ReadonlyArray<unknown>,
+  served: number,
+  env?: Record<string, string>
+) => {
+  const { result, report, workspace } = await rerunJson(db, session, env)
   expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
   expect(result.code).toBe(0)
   expect(report).toMatchObject({ served, live: 0, compared: original.length, matched: original.length })
@@ -140,10 +158,12 @@ describe("logbook rerun on each kind of session", () => {
     const ws = makeWorkspace(server)
     // the command's group id goes outside the workspace: a file it wrote in it would differ (its pid)
     // from the one the re-run's command writes, and could be written or not before the interrupt
+    // (the user's config lets the sandboxed commands write there)
     const pidFile = path.join(scratchDir(), "shell.pid")
+    const env = writableEnv(path.dirname(pidFile))
     janitor.killGroupIn(pidFile)
     server.enqueue(bash("call_wait", `echo $$ > ${pidFile}; exec sleep 300`))
-    const interrupted = spawnCli([...ws.runArgs, "wait long"])
+    const interrupted = spawnCli([...ws.runArgs, "wait long"], { env })
     janitor.defer(() => interrupted.child.kill("SIGKILL"))
     await fileLines(pidFile, 1)
     const session = await latestSession(ws.db, ws.dir)
@@ -154,7 +174,7 @@ describe("logbook rerun on each kind of session", () => {
     expect((await interrupted.exited).code).toBe(130)
 
     server.enqueue(Reply.text("Stopped, as you asked."))
-    const next = await runCli([...ws.runArgs, "-s", session, "why did it stop?"])
+    const next = await runCli([...ws.runArgs, "-s", session, "why did it stop?"], { env })
     expect(next.code, next.stderr).toBe(0)
     const original = await readLog(ws.db, session)
     expect(ofType(original, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["user"])
@@ -162,16 +182,18 @@ describe("logbook rerun on each kind of session", () => {
     expect(requests).toBe(2)
     await server.close()
 
-    await expectMatch(ws.db, session, original, requests)
+    await expectMatch(ws.db, session, original, requests, env)
   })
 
   it("crashed: the re-run goes past the crash as the next run did (the crash sweep), then on", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
+    // the pid goes outside the workspace, where the user's config lets the sandboxed commands write
     const pidFile = path.join(scratchDir(), "crash.pid")
+    const env = writableEnv(path.dirname(pidFile))
     janitor.killGroupIn(pidFile)
     server.enqueue(bash("call_crash", `echo $$ > ${pidFile}; exec sleep 300`))
-    const crashed = spawnCli([...ws.runArgs, "wait again"])
+    const crashed = spawnCli([...ws.runArgs, "wait again"], { env })
     janitor.defer(() => crashed.child.kill("SIGKILL"))
     await fileLines(pidFile, 1)
     const session = await latestSession(ws.db, ws.dir)
@@ -181,14 +203,14 @@ describe("logbook rerun on each kind of session", () => {
     crashed.child.kill("SIGKILL")
     await crashed.exited
     server.enqueue(Reply.text("It was cut short."))
-    const next = await runCli([...ws.runArgs, "-s", session, "what happened?"])
+    const next = await runCli([...ws.runArgs, "-s", session, "what happened?"], { env })
     expect(next.code, next.stderr).toBe(0)
     const original = await readLog(ws.db, session)
     const crash = ofType(original, "turn.interrupted")
     expect(crash.map((e) => e.payload.reason)).toEqual(["crash"])
     await server.close()
 
-    await expectMatch(ws.db, session, original, 2)
+    await expectMatch(ws.db, session, original, 2, env)
     // the crash sweep, written by the re-run's second kernel: the command it found running was stopped
     const stopped = ofType(original, "tool.failed").find((e) => e.payload.callId === "call_crash")
     expect(stopped?.payload.error).toContain("Its command was still running and was stopped.")

@@ -11,7 +11,17 @@ import { afterEach, describe, expect, it } from "vitest"
 import { groupAlive } from "../../src/tools/processGroup.js"
 import { runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { bashReply, fileLines, latestSession, makeJanitor, makeWorkspace, ofType, readLog, until } from "./support.js"
+import {
+  bashReply,
+  fileLines,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  ofType,
+  readLog,
+  until,
+  writableEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -21,16 +31,18 @@ const runningCommand = async (rest: string) => {
   const server = await janitor.server()
   const ws = makeWorkspace(server)
   const pidFile = path.join(scratchDir(), "shell.pid")
+  // outside the workspace: the user's config lets the sandboxed command write there
+  const env = writableEnv(path.dirname(pidFile))
   janitor.killGroupIn(pidFile)
   server.enqueue(bashReply("call_run", `echo $$ > ${pidFile}; ${rest}`), Reply.text("after"))
-  const live = spawnCli([...ws.runArgs, "run it"])
+  const live = spawnCli([...ws.runArgs, "run it"], { env })
   janitor.defer(() => live.child.kill("SIGKILL"))
   const pgid = Number((await fileLines(pidFile, 1))[0])
   const session = await latestSession(ws.db, ws.dir)
   await until("the command's group recorded", async () =>
     ofType(await readLog(ws.db, session), "tool.process").length === 1 ? true : undefined
   )
-  return { ws, live, pgid, session }
+  return { ws, live, pgid, session, env }
 }
 
 /** The session's log ended as an interrupt with `reason` does: the call, the turn, idle. */
@@ -71,7 +83,7 @@ describe("signals", () => {
   })
 
   it("a third forces the exit, killing the command first; the next run repairs the session", async () => {
-    const { ws, live, pgid, session } = await runningCommand("trap '' TERM; while true; do sleep 0.1; done")
+    const { ws, live, pgid, session, env } = await runningCommand("trap '' TERM; while true; do sleep 0.1; done")
     live.child.kill("SIGINT")
     await until("the cleanup begins", async () => (live.stderr().includes("interrupting") ? true : undefined))
     live.child.kill("SIGINT")
@@ -81,7 +93,7 @@ describe("signals", () => {
     expect(live.stderr()).toContain("forced exit")
     // no command outlives the forced exit
     await until("the group is gone", async () => (groupAlive(pgid) ? undefined : true))
-    const next = await runCli([...ws.runArgs, "-s", session, "go on"])
+    const next = await runCli([...ws.runArgs, "-s", session, "go on"], { env })
     expect(next.code, next.stderr).toBe(0)
     const log = await readLog(ws.db, session)
     expect(ofType(log, "tool.failed").map((e) => e.payload.callId)).toEqual(["call_run"])

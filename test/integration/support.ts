@@ -85,6 +85,14 @@ export const userConfigEnv = (config: Record<string, unknown>): { readonly XDG_C
   return { XDG_CONFIG_HOME: home }
 }
 
+/**
+ * The environment of a user whose own config lets the agent's sandboxed commands write in `dir`
+ * (`tools.bash.writablePaths`): for a test whose commands leave files (their pids) outside the
+ * workspace, which the sandbox otherwise refuses (docs/tools.md, "The sandbox").
+ */
+export const writableEnv = (dir: string): { readonly XDG_CONFIG_HOME: string } =>
+  userConfigEnv({ tools: { bash: { writablePaths: [dir] } } })
+
 /** The key variable a keyed provider of the user's config reads (`keyedProviderEnv`). */
 export const TEST_KEY_ENV = "LOGBOOK_TEST_KEY"
 

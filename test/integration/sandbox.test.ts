@@ -1,0 +1,203 @@
+/**
+ * The sandbox of the agent's commands (issue 12 §5), through the built binary: with
+ * `tools.bash.sandbox` "on" a command writes in the workspace but not outside it, cannot read a
+ * key planted in `~/.ssh` nor see the session's database (outside or inside the workspace) or the
+ * user's config, and without network cannot reach a server on the host's 127.0.0.1; with "off" the
+ * same command does all of it (so each check can fail). Without bubblewrap, "on" refuses to run
+ * commands with a clear error, and "auto" runs them with a notice. Skipped without bubblewrap
+ * (test/support/bwrap.ts), except the checks that need none.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { runCli, scratchDir } from "../support/cli.js"
+import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
+import { bashReply, latestSession, makeJanitor, makeWorkspace, notices, ofType, readLog } from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+afterAll(removeOutsideDirs)
+
+const KEY = "FAKE-PRIVATE-KEY-0123456789"
+
+/**
+ * A home outside /tmp (the sandbox's /tmp is private, so a path there would be missing for a reason
+ * of its own) with a key in `~/.ssh`, the user's config file under it, a database beside it.
+ */
+const machine = (bash: Record<string, unknown>) => {
+  const root = outsideDir("logbook-sandbox-it-")
+  const home = path.join(root, "home")
+  fs.mkdirSync(path.join(home, ".ssh"), { recursive: true })
+  fs.writeFileSync(path.join(home, ".ssh", "id_rsa"), `${KEY}\n`)
+  const configDir = path.join(root, "config")
+  fs.mkdirSync(path.join(configDir, "logbook"), { recursive: true })
+  const configFile = path.join(configDir, "logbook", "config.json")
+  fs.writeFileSync(configFile, JSON.stringify({ tools: { bash } }))
+  const db = path.join(root, "data", "logbook.db")
+  fs.mkdirSync(path.dirname(db))
+  return { root, home, configFile, db, env: { HOME: home, XDG_CONFIG_HOME: configDir } }
+}
+
+/** One command that tries each thing and says which it could do. */
+const probes = (server: ScriptedServer, files: { readonly db: string; readonly configFile: string }) => {
+  const port = new URL(server.url).port
+  return [
+    "echo inside > inside.txt && cat inside.txt",
+    '(echo x > "$HOME/outside.txt") 2>/dev/null && echo home-written || echo home-refused',
+    `grep -q ${KEY} "$HOME/.ssh/id_rsa" 2>/dev/null && echo key-read || echo key-hidden`,
+    `test -s '${files.db}' && echo db-visible || echo db-hidden`,
+    `test -s '${files.db}-wal' && echo wal-visible || echo wal-hidden`,
+    `test -s '${files.configFile}' && echo config-visible || echo config-hidden`,
+    `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo net-connected || echo net-refused`
+  ].join("\n")
+}
+
+const runProbes = async (bash: Record<string, unknown>, dbInWorkspace = false) => {
+  const server = await janitor.server()
+  const ws = makeWorkspace(server)
+  const m = machine(bash)
+  const db = dbInWorkspace ? path.join(ws.dir, "logbook.db") : m.db
+  server.enqueue(bashReply("c1", probes(server, { db, configFile: m.configFile })), Reply.text("done"))
+  const run = await runCli(["run", "--db", db, "--cwd", ws.dir, "try everything"], { env: m.env })
+  expect(run.code, run.stderr).toBe(0)
+  const log = await readLog(db, await latestSession(db, ws.dir))
+  const finished = ofType(log, "tool.finished")[0]!.payload
+  return {
+    run,
+    lines: finished.output.split("\n"),
+    metadata: finished.metadata as { readonly sandbox?: unknown },
+    wroteHome: fs.existsSync(path.join(m.home, "outside.txt")),
+    tools: server.requests[0]!.body.tools as ReadonlyArray<{ function: { name: string; description: string } }>
+  }
+}
+
+const bashDescription = (tools: ReadonlyArray<{ function: { name: string; description: string } }>) =>
+  tools.find((tool) => tool.function.name === "bash")!.function.description
+
+describe.skipIf(!hasBwrap)("the sandbox, through logbook run", () => {
+  it('"on" without network: the workspace only; no key, no database, no config, no connection', async () => {
+    const result = await runProbes({ sandbox: "on", network: false })
+    expect(result.lines).toEqual(
+      expect.arrayContaining([
+        "inside",
+        "home-refused",
+        "key-hidden",
+        "db-hidden",
+        "wal-hidden",
+        "config-hidden",
+        "net-refused"
+      ])
+    )
+    expect(result.wroteHome).toBe(false)
+    expect(result.metadata.sandbox).toEqual({ sandboxed: true, network: false })
+    expect(bashDescription(result.tools)).toContain("Commands run in a sandbox")
+    expect(bashDescription(result.tools)).toContain("There is no network")
+    expect(notices(result.run.stderr)).toEqual([])
+  })
+
+  it('"on" with network: the connection to the host\'s server is made', async () => {
+    const result = await runProbes({ sandbox: "on", network: true })
+    expect(result.lines).toEqual(expect.arrayContaining(["inside", "home-refused", "key-hidden", "net-connected"]))
+    expect(result.metadata.sandbox).toEqual({ sandboxed: true, network: true })
+  })
+
+  it("the default (auto) sandboxes too", async () => {
+    const result = await runProbes({})
+    expect(result.lines).toEqual(expect.arrayContaining(["home-refused", "key-hidden", "db-hidden", "net-connected"]))
+    expect(result.metadata.sandbox).toEqual({ sandboxed: true, network: true })
+  })
+
+  it("a database inside the workspace is hidden too", async () => {
+    const result = await runProbes({ sandbox: "on" }, true)
+    expect(result.lines).toEqual(expect.arrayContaining(["inside", "db-hidden", "wal-hidden"]))
+  })
+
+  it('"off": the same command writes the home, reads the key, sees the database and connects', async () => {
+    const result = await runProbes({ sandbox: "off", network: false })
+    expect(result.lines).toEqual(
+      expect.arrayContaining([
+        "inside",
+        "home-written",
+        "key-read",
+        "db-visible",
+        "wal-visible",
+        "config-visible",
+        "net-connected"
+      ])
+    )
+    expect(result.wroteHome).toBe(true)
+    expect(result.metadata.sandbox).toEqual({ sandboxed: false, reason: 'tools.bash.sandbox is "off"' })
+    expect(bashDescription(result.tools)).not.toContain("sandbox")
+  })
+
+  it("a project's logbook.json cannot turn the sandbox off", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { config: { tools: { bash: { sandbox: "off", network: true } } } })
+    const m = machine({ network: false })
+    server.enqueue(bashReply("c1", probes(server, { db: m.db, configFile: m.configFile })), Reply.text("done"))
+    const run = await runCli(["run", "--db", m.db, "--cwd", ws.dir, "try"], { env: m.env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(notices(run.stderr)).toEqual([
+      `logbook: ignoring tools.bash.sandbox "off"; tools.bash.network true of ${path.join(ws.dir, "logbook.json")}: ` +
+        "a project's logbook.json may make the sandbox stricter, not looser"
+    ])
+    const log = await readLog(m.db, await latestSession(m.db, ws.dir))
+    const output = ofType(log, "tool.finished")[0]!.payload.output
+    expect(output).toContain("key-hidden")
+    expect(output).toContain("net-refused")
+  })
+})
+
+describe("without bubblewrap", () => {
+  /** A PATH with a shell and the few tools the commands use, and no bwrap. */
+  const pathWithoutBwrap = () => {
+    const dir = scratchDir()
+    for (const tool of ["bash", "sh", "echo", "cat"]) {
+      const found = ["/bin", "/usr/bin"].map((d) => path.join(d, tool)).find((p) => fs.existsSync(p))
+      if (found !== undefined) fs.symlinkSync(found, path.join(dir, tool))
+    }
+    return dir
+  }
+
+  it('"on" refuses to run commands, with a notice and an error that say why and what to do', async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const m = machine({ sandbox: "on" })
+    server.enqueue(bashReply("c1", "echo ran > ran.txt"), Reply.text("could not"))
+    const run = await runCli(["run", "--db", m.db, "--cwd", ws.dir, "try"], {
+      env: { ...m.env, PATH: pathWithoutBwrap() }
+    })
+    expect(run.code, run.stderr).toBe(0)
+    expect(notices(run.stderr)).toContain(
+      'logbook: no command will run: tools.bash.sandbox is "on" and there is no sandbox here (bubblewrap (bwrap) is not installed (not found on PATH))'
+    )
+    const log = await readLog(m.db, await latestSession(m.db, ws.dir))
+    const failed = ofType(log, "tool.failed")[0]!.payload
+    expect(failed.error).toContain('Commands are not run: tools.bash.sandbox is "on" and there is no sandbox here')
+    expect(failed.error).toContain('Install bubblewrap, or set tools.bash.sandbox to "auto" or "off"')
+    expect(fs.existsSync(path.join(ws.dir, "ran.txt"))).toBe(false)
+  })
+
+  it('"auto" runs them unconfined, says so once, and records it', async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const m = machine({})
+    server.enqueue(bashReply("c1", "echo one"), bashReply("c2", "echo two"), Reply.text("ran"))
+    const run = await runCli(["run", "--db", m.db, "--cwd", ws.dir, "try"], {
+      env: { ...m.env, PATH: pathWithoutBwrap() }
+    })
+    expect(run.code, run.stderr).toBe(0)
+    expect(notices(run.stderr).filter((line) => line.includes("without a sandbox"))).toEqual([
+      "logbook: commands run without a sandbox: bubblewrap (bwrap) is not installed (not found on PATH); they " +
+        'can read and change everything you can (install bubblewrap to confine them, or set tools.bash.sandbox to "on" ' +
+        "to refuse to run them unconfined)"
+    ])
+    const log = await readLog(m.db, await latestSession(m.db, ws.dir))
+    const records = ofType(log, "tool.finished").map((e) => (e.payload.metadata as { sandbox?: unknown }).sandbox)
+    expect(records).toEqual([
+      { sandboxed: false, reason: "bubblewrap (bwrap) is not installed (not found on PATH)" },
+      { sandboxed: false, reason: "bubblewrap (bwrap) is not installed (not found on PATH)" }
+    ])
+  })
+})
