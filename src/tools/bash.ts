@@ -33,7 +33,10 @@ import {
   newProcessToken,
   PROCESS_TOKEN_ENV,
   type ProcessGroup,
-  stopGroup,
+  type ProcessInfo,
+  type StopReport,
+  stopCommand,
+  tokenCarriers,
   trackGroup,
   untrackGroup
 } from "./processGroup.js"
@@ -93,6 +96,10 @@ export interface BashMetadata {
   readonly durationMs: number
   /** background processes were still running when the shell ended, and were stopped */
   readonly stoppedBackground?: boolean
+  /** the processes stopped when the command ended or was stopped (pid and command line) */
+  readonly stoppedProcesses?: ReadonlyArray<ProcessInfo>
+  /** processes of the command still running after it was stopped (they could not be stopped) */
+  readonly stillRunning?: ReadonlyArray<ProcessInfo>
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,33 +179,43 @@ const spawnShell = (
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
-      trackGroup(child.pid!)
+      trackGroup(child.pid!, token)
       resume(Effect.succeed(Object.assign(state, { pid: child.pid!, group: { pgid: child.pid!, token } })))
     })
   })
 
-/** Stops what is left of a command and lets go of its pipes. */
+/** Stops what is left of a command (its group and what left it with its token) and lets go of its pipes. */
 const release = (running: Running): Effect.Effect<void> =>
   Effect.gen(function* () {
-    yield* stopGroup(running.pid)
+    yield* stopCommand(running.group)
     untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
     running.child.removeAllListeners()
   })
 
+/** What stopping a command did, twice over: everything stopped, what is still running after the last. */
+const mergeReports = (a: StopReport, b: StopReport): StopReport => {
+  const known = new Set(a.stopped.map((p) => p.pid))
+  return { stopped: [...a.stopped, ...b.stopped.filter((p) => !known.has(p.pid))], stillRunning: b.stillRunning }
+}
+
+const noneStopped: StopReport = { stopped: [], stillRunning: [] }
+
 /**
  * Waits for the command to end, reporting progress as output arrives. Returns whether background
- * processes had to be stopped: ones that held the output open after the shell exited, or were
- * still running when everything was read.
+ * processes had to be stopped — ones that held the output open after the shell exited, or were
+ * still running when everything was read: in its group, or carrying its token outside it
+ * (`setsid`, a daemon) — and what stopping them did.
  */
 const awaitEnd = (
   running: Running,
   output: HeadTailBuffer,
   progress: (text: string) => Effect.Effect<void>
-): Effect.Effect<boolean> =>
+): Effect.Effect<{ readonly stopped: boolean; readonly report: StopReport }> =>
   Effect.gen(function* () {
     let stopped = false
+    let report = noneStopped
     let deadline: number | undefined // once the shell exited: when to stop waiting for the pipes to close
     while (!running.closed) {
       let next: Option.Option<ShellEvent>
@@ -218,7 +235,7 @@ const awaitEnd = (
         if (stopped) break
         // the shell exited but something it started holds the output open
         stopped = true
-        yield* stopGroup(running.pid)
+        report = mergeReports(report, yield* stopCommand(running.group))
         deadline = (yield* Clock.currentTimeMillis) + AFTER_KILL_MS
         continue
       }
@@ -226,17 +243,47 @@ const awaitEnd = (
       const all = Chunk.prepend(rest, next.value)
       if (Chunk.some(all, (e) => e === "data")) yield* progress(output.last(PROGRESS_BYTES))
     }
-    if (!stopped && groupAlive(running.pid)) {
+    if (groupAlive(running.pid) || tokenCarriers(running.group.token).length > 0) {
       stopped = true
-      yield* stopGroup(running.pid)
+      report = mergeReports(report, yield* stopCommand(running.group))
     }
-    return stopped
+    return { stopped, report }
   })
 
-const formatOutput = (output: HeadTailBuffer, exitCode: number, signal: string | undefined, stopped: boolean) => {
+/** Processes named in the output at most; the metadata has them all. */
+const MAX_NAMED_PROCESSES = 10
+
+const nameProcesses = (list: ReadonlyArray<ProcessInfo>): string => {
+  const named = list.slice(0, MAX_NAMED_PROCESSES).map((p) => `${p.pid} ${p.command}`)
+  const more = list.length - named.length
+  return more > 0 ? `${named.join("; ")}; and ${more} more` : named.join("; ")
+}
+
+/** The lines that say what was stopped and what still runs (none when nothing was). */
+export const stopLines = (stopped: boolean, report: StopReport): Array<string> => {
+  const lines: Array<string> = []
+  if (report.stopped.length > 0) {
+    lines.push(
+      `(background processes still running when the command ended were stopped: ${nameProcesses(report.stopped)})`
+    )
+  } else if (stopped) {
+    lines.push("(background processes still running when the command ended were stopped)")
+  }
+  if (report.stillRunning.length > 0) {
+    lines.push(`(still running — they could not be stopped: ${nameProcesses(report.stillRunning)})`)
+  }
+  return lines
+}
+
+const formatOutput = (
+  output: HeadTailBuffer,
+  exitCode: number,
+  signal: string | undefined,
+  stopped: boolean,
+  report: StopReport
+) => {
   const text = output.bytes === 0 ? "(no output)" : output.text().replace(/\n$/, "")
-  const lines = [text, ""]
-  if (stopped) lines.push("(background processes still running when the command ended were stopped)")
+  const lines = [text, "", ...stopLines(stopped, report)]
   lines.push(signal === undefined ? `Exit code: ${exitCode}` : `Exit code: ${exitCode} (killed by ${signal})`)
   return lines.join("\n")
 }
@@ -262,7 +309,8 @@ const recordOf = (
   output: HeadTailBuffer,
   started: number,
   context: ToolContext,
-  stoppedBackground: boolean
+  stoppedBackground: boolean,
+  report: StopReport
 ): Effect.Effect<BashMetadata> =>
   Effect.gen(function* () {
     const durationMs = (yield* Clock.currentTimeMillis) - started
@@ -278,7 +326,9 @@ const recordOf = (
       bytes: output.bytes,
       truncated: output.truncated,
       durationMs,
-      ...(stoppedBackground ? { stoppedBackground: true } : {})
+      ...(stoppedBackground ? { stoppedBackground: true } : {}),
+      ...(report.stopped.length > 0 ? { stoppedProcesses: report.stopped } : {}),
+      ...(report.stillRunning.length > 0 ? { stillRunning: report.stillRunning } : {})
     }
   })
 
@@ -307,9 +357,9 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
     (running, exit) =>
       Exit.isInterrupted(exit)
         ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
-          stopGroup(running.pid).pipe(
-            Effect.zipRight(awaitClosed(running)),
-            Effect.zipRight(recordOf(input.command, running, output, started, context, false)),
+          stopCommand(running.group).pipe(
+            Effect.tap(() => awaitClosed(running)),
+            Effect.flatMap((report) => recordOf(input.command, running, output, started, context, false, report)),
             Effect.flatMap(context.recordStopped),
             Effect.ensuring(release(running))
           )
@@ -317,9 +367,12 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   )
   // the group, so that a later run can stop it if this process dies (kill -9) while it runs
   yield* context.recordProcess(running.group)
-  const stopped = yield* awaitEnd(running, output, context.progress)
-  const metadata = yield* recordOf(input.command, running, output, started, context, stopped)
-  return { output: formatOutput(output, metadata.exitCode, metadata.signal, stopped), metadata } satisfies ToolOutput
+  const { stopped, report } = yield* awaitEnd(running, output, context.progress)
+  const metadata = yield* recordOf(input.command, running, output, started, context, stopped, report)
+  return {
+    output: formatOutput(output, metadata.exitCode, metadata.signal, stopped, report),
+    metadata
+  } satisfies ToolOutput
 }, Effect.scoped)
 
 /** Makes the `bash` tool with the configured default and maximum timeouts. */
