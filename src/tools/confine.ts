@@ -122,10 +122,10 @@ const verifySync = (fd: number, expected: string): { readonly viaProc: boolean }
 /**
  * The environment variable of the test seam: when it names a path prefix, every checked open (the
  * async ones: `openChecked`, `readdirChecked`, `makeDirectoryChecked`, and `writeFileAtomic`'s
- * directory), after its path was checked and before it is opened, writes `<prefix>.checked` (holding the
- * path about to be opened), waits until `<prefix>.go` exists, removes both (`.checked` first) and
- * goes on. A test swaps
- * a directory in that window, deterministically, without timing. Read here and nowhere else.
+ * directory), after its path was checked and before it is opened, writes `<prefix>.checked`
+ * (holding the path about to be opened), waits until `<prefix>.go` exists, removes both
+ * (`.checked` first) and goes on. A test swaps a directory in that window, deterministically,
+ * without timing. Read here and nowhere else. Not prefixed `LOGBOOK_`: it is no setting.
  */
 export const HANDSHAKE_ENV = "CONFINE_TEST_HANDSHAKE"
 
