@@ -247,7 +247,7 @@ const awaitEnd = (
       stopped = true
       report = mergeReports(report, yield* stopCommand(running.group))
     }
-    return { stopped, report }
+    return { stopped, report: sortedReport(report) }
   })
 
 /** Processes named in the output at most; the metadata has them all. */
@@ -259,12 +259,32 @@ const nameProcesses = (list: ReadonlyArray<ProcessInfo>): string => {
   return more > 0 ? `${named.join("; ")}; and ${more} more` : named.join("; ")
 }
 
+/**
+ * The command lines of stopped processes, the same ones counted (`2 × sleep 30; node server.js`),
+ * in order: without pids, so the same command gives the same output in every run (a re-run
+ * compares them); the pids are in the metadata.
+ */
+const nameStopped = (list: ReadonlyArray<ProcessInfo>): string => {
+  const counts = new Map<string, number>()
+  for (const p of list) counts.set(p.command, (counts.get(p.command) ?? 0) + 1)
+  const named = [...counts].slice(0, MAX_NAMED_PROCESSES).map(([command, n]) => (n > 1 ? `${n} × ${command}` : command))
+  const more = counts.size - named.length
+  return more > 0 ? `${named.join("; ")}; and ${more} more` : named.join("; ")
+}
+
+/** A report in a stable order: by command line, then pid. */
+const sortedReport = (report: StopReport): StopReport => {
+  const order = (a: ProcessInfo, b: ProcessInfo) =>
+    a.command < b.command ? -1 : a.command > b.command ? 1 : a.pid - b.pid
+  return { stopped: [...report.stopped].sort(order), stillRunning: [...report.stillRunning].sort(order) }
+}
+
 /** The lines that say what was stopped and what still runs (none when nothing was). */
 export const stopLines = (stopped: boolean, report: StopReport): Array<string> => {
   const lines: Array<string> = []
   if (report.stopped.length > 0) {
     lines.push(
-      `(background processes still running when the command ended were stopped: ${nameProcesses(report.stopped)})`
+      `(background processes still running when the command ended were stopped: ${nameStopped(report.stopped)})`
     )
   } else if (stopped) {
     lines.push("(background processes still running when the command ended were stopped)")
@@ -359,7 +379,9 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
         ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
           stopCommand(running.group).pipe(
             Effect.tap(() => awaitClosed(running)),
-            Effect.flatMap((report) => recordOf(input.command, running, output, started, context, false, report)),
+            Effect.flatMap((report) =>
+              recordOf(input.command, running, output, started, context, false, sortedReport(report))
+            ),
             Effect.flatMap(context.recordStopped),
             Effect.ensuring(release(running))
           )
