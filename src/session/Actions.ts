@@ -149,6 +149,22 @@ const isOpen = (state: SessionState, callId: CallId): boolean => {
 }
 
 /** How long an interrupted call waits for its tool to confirm it stopped (its finalizers ran). */
+/**
+ * What a stopped call's record says is still running (a command's `stillRunning`: processes that
+ * could not be stopped), as a sentence for its error; empty when nothing is.
+ */
+const stillRunningNote = (metadata: unknown): string => {
+  if (typeof metadata !== "object" || metadata === null || !("stillRunning" in metadata)) return ""
+  const list = metadata.stillRunning
+  if (!Array.isArray(list) || list.length === 0) return ""
+  const named = list
+    .slice(0, 10)
+    .map((p: unknown) =>
+      typeof p === "object" && p !== null && "pid" in p && "command" in p ? `${String(p.pid)} ${String(p.command)}` : ""
+    )
+  return ` Some of its processes could not be stopped and are still running: ${named.join("; ")}${list.length > 10 ? `; and ${list.length - 10} more` : ""}.`
+}
+
 const STOP_WAIT = Duration.seconds(10)
 
 class TimedOut {
@@ -435,10 +451,12 @@ const makeActions = (
 
     /** the latest progress text the tool reported (the output so far), for the error of a stopped call */
     let latestProgress: string | undefined
-    const withOutputSoFar = (error: string) =>
-      latestProgress === undefined || latestProgress.trim() === ""
-        ? error
-        : `${error}\nOutput before it was stopped:\n${latestProgress}`
+    const withOutputSoFar = (error: string) => {
+      const told = `${error}${stillRunningNote(stoppedRecord?.metadata)}`
+      return latestProgress === undefined || latestProgress.trim() === ""
+        ? told
+        : `${told}\nOutput before it was stopped:\n${latestProgress}`
+    }
 
     /**
      * Completes when the tool's execution has ended, its finalizers included (a command's process

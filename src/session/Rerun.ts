@@ -377,7 +377,11 @@ const IGNORED = new Set([
   "durationMs",
   "mtimeMs",
   "pgid",
+  "pid",
   "token",
+  // the processes a stop found: which ones (a shell before or after its exec) depends on timing
+  "stoppedProcesses",
+  "stillRunning",
   "cost",
   "costKnown",
   "rerunOf",

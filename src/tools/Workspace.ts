@@ -148,7 +148,7 @@ export const resolveInWorkspace = (root: string, input: string): Effect.Effect<W
   })
 
 /** The sentence a file tool gives for a path outside the workspace that it was not allowed to use. */
-export const outsideMessage = (path: WorkspacePath, root: string): string => {
+export const outsideMessage = (path: Pick<WorkspacePath, "input" | "absolute" | "real">, root: string): string => {
   const via = path.real !== path.absolute ? ` (it leads to ${path.real})` : ""
   return (
     `${path.input} is outside the workspace ${root}${via}. Tools may only touch files inside the workspace ` +

@@ -33,7 +33,10 @@ import {
   newProcessToken,
   PROCESS_TOKEN_ENV,
   type ProcessGroup,
-  stopGroup,
+  type ProcessInfo,
+  type StopReport,
+  stopCommand,
+  tokenCarriers,
   trackGroup,
   untrackGroup
 } from "./processGroup.js"
@@ -111,6 +114,10 @@ export interface BashMetadata {
   readonly stoppedBackground?: boolean
   /** whether the command ran in the sandbox (with or without network), or why not */
   readonly sandbox?: SandboxRecord
+  /** the processes stopped when the command ended or was stopped (pid and command line) */
+  readonly stoppedProcesses?: ReadonlyArray<ProcessInfo>
+  /** processes of the command still running after it was stopped (they could not be stopped) */
+  readonly stillRunning?: ReadonlyArray<ProcessInfo>
 }
 
 /** How a command was confined, for audit: `sandboxed`, and `network` or the `reason` it ran unconfined. */
@@ -181,12 +188,22 @@ const spawnShell = (
               sandbox.bwrap,
               [
                 ...sandbox.args,
+                // the token goes to the shell, not to bwrap: bwrap is the launcher, not one of the
+                // command's processes (stopped by its token, it would end before the shell it waits for)
+                "--setenv",
+                PROCESS_TOKEN_ENV,
+                token,
                 "--",
                 shell,
                 "-c",
                 `echo $$ >&${SANDBOX_READY_FD}; exec ${SANDBOX_READY_FD}>&-\n${script}`
               ],
-              { cwd, detached: true, stdio: ["ignore", "pipe", "pipe", "pipe"], env: { ...env, TMPDIR: "/tmp" } }
+              {
+                cwd,
+                detached: true,
+                stdio: ["ignore", "pipe", "pipe", "pipe"],
+                env: { ...secrets.env, TERM: "dumb", TMPDIR: "/tmp" }
+              }
             )
     } catch (error) {
       resume(Effect.fail(error))
@@ -222,7 +239,7 @@ const spawnShell = (
     }
     child.once("error", onSpawnError)
     const started = (pgid: number) => {
-      trackGroup(pgid)
+      trackGroup(pgid, token)
       resume(Effect.succeed(Object.assign(state, { pid: pgid, group: { pgid, token } })))
     }
     child.once("spawn", () => {
@@ -254,10 +271,10 @@ const spawnShell = (
     })
   })
 
-/** Stops what is left of a command and lets go of its pipes. */
+/** Stops what is left of a command (its group and what left it with its token) and lets go of its pipes. */
 const release = (running: Running): Effect.Effect<void> =>
   Effect.gen(function* () {
-    yield* stopGroup(running.pid)
+    yield* stopCommand(running.group)
     untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
@@ -266,18 +283,28 @@ const release = (running: Running): Effect.Effect<void> =>
     running.child.removeAllListeners()
   })
 
+/** What stopping a command did, twice over: everything stopped, what is still running after the last. */
+const mergeReports = (a: StopReport, b: StopReport): StopReport => {
+  const known = new Set(a.stopped.map((p) => p.pid))
+  return { stopped: [...a.stopped, ...b.stopped.filter((p) => !known.has(p.pid))], stillRunning: b.stillRunning }
+}
+
+const noneStopped: StopReport = { stopped: [], stillRunning: [] }
+
 /**
  * Waits for the command to end, reporting progress as output arrives. Returns whether background
- * processes had to be stopped: ones that held the output open after the shell exited, or were
- * still running when everything was read.
+ * processes had to be stopped — ones that held the output open after the shell exited, or were
+ * still running when everything was read: in its group, or carrying its token outside it
+ * (`setsid`, a daemon) — and what stopping them did.
  */
 const awaitEnd = (
   running: Running,
   output: HeadTailBuffer,
   progress: (text: string) => Effect.Effect<void>
-): Effect.Effect<boolean> =>
+): Effect.Effect<{ readonly stopped: boolean; readonly report: StopReport }> =>
   Effect.gen(function* () {
     let stopped = false
+    let report = noneStopped
     let deadline: number | undefined // once the shell exited: when to stop waiting for the pipes to close
     while (!running.closed) {
       let next: Option.Option<ShellEvent>
@@ -297,7 +324,7 @@ const awaitEnd = (
         if (stopped) break
         // the shell exited but something it started holds the output open
         stopped = true
-        yield* stopGroup(running.pid)
+        report = mergeReports(report, yield* stopCommand(running.group))
         deadline = (yield* Clock.currentTimeMillis) + AFTER_KILL_MS
         continue
       }
@@ -305,17 +332,67 @@ const awaitEnd = (
       const all = Chunk.prepend(rest, next.value)
       if (Chunk.some(all, (e) => e === "data")) yield* progress(output.last(PROGRESS_BYTES))
     }
-    if (!stopped && groupAlive(running.pid)) {
+    if (groupAlive(running.pid) || tokenCarriers(running.group.token).length > 0) {
       stopped = true
-      yield* stopGroup(running.pid)
+      report = mergeReports(report, yield* stopCommand(running.group))
     }
-    return stopped
+    return { stopped, report: sortedReport(report) }
   })
 
-const formatOutput = (output: HeadTailBuffer, exitCode: number, signal: string | undefined, stopped: boolean) => {
+/** Processes named in the output at most; the metadata has them all. */
+const MAX_NAMED_PROCESSES = 10
+
+const nameProcesses = (list: ReadonlyArray<ProcessInfo>): string => {
+  const named = list.slice(0, MAX_NAMED_PROCESSES).map((p) => `${p.pid} ${p.command}`)
+  const more = list.length - named.length
+  return more > 0 ? `${named.join("; ")}; and ${more} more` : named.join("; ")
+}
+
+/**
+ * The command lines of stopped processes, the same ones counted (`2 × sleep 30; node server.js`),
+ * in order: without pids, so the same command gives the same output in every run (a re-run
+ * compares them); the pids are in the metadata.
+ */
+const nameStopped = (list: ReadonlyArray<ProcessInfo>): string => {
+  const counts = new Map<string, number>()
+  for (const p of list) counts.set(p.command, (counts.get(p.command) ?? 0) + 1)
+  const named = [...counts].slice(0, MAX_NAMED_PROCESSES).map(([command, n]) => (n > 1 ? `${n} × ${command}` : command))
+  const more = counts.size - named.length
+  return more > 0 ? `${named.join("; ")}; and ${more} more` : named.join("; ")
+}
+
+/** A report in a stable order: by command line, then pid. */
+const sortedReport = (report: StopReport): StopReport => {
+  const order = (a: ProcessInfo, b: ProcessInfo) =>
+    a.command < b.command ? -1 : a.command > b.command ? 1 : a.pid - b.pid
+  return { stopped: [...report.stopped].sort(order), stillRunning: [...report.stillRunning].sort(order) }
+}
+
+/** The lines that say what was stopped and what still runs (none when nothing was). */
+export const stopLines = (stopped: boolean, report: StopReport): Array<string> => {
+  const lines: Array<string> = []
+  if (report.stopped.length > 0) {
+    lines.push(
+      `(background processes still running when the command ended were stopped: ${nameStopped(report.stopped)})`
+    )
+  } else if (stopped) {
+    lines.push("(background processes still running when the command ended were stopped)")
+  }
+  if (report.stillRunning.length > 0) {
+    lines.push(`(still running — they could not be stopped: ${nameProcesses(report.stillRunning)})`)
+  }
+  return lines
+}
+
+const formatOutput = (
+  output: HeadTailBuffer,
+  exitCode: number,
+  signal: string | undefined,
+  stopped: boolean,
+  report: StopReport
+) => {
   const text = output.bytes === 0 ? "(no output)" : output.text().replace(/\n$/, "")
-  const lines = [text, ""]
-  if (stopped) lines.push("(background processes still running when the command ended were stopped)")
+  const lines = [text, "", ...stopLines(stopped, report)]
   lines.push(signal === undefined ? `Exit code: ${exitCode}` : `Exit code: ${exitCode} (killed by ${signal})`)
   return lines.join("\n")
 }
@@ -342,7 +419,8 @@ const recordOf = (
   started: number,
   context: ToolContext,
   stoppedBackground: boolean,
-  sandbox: SandboxRecord
+  sandbox: SandboxRecord,
+  report: StopReport
 ): Effect.Effect<BashMetadata> =>
   Effect.gen(function* () {
     const durationMs = (yield* Clock.currentTimeMillis) - started
@@ -359,7 +437,9 @@ const recordOf = (
       truncated: output.truncated,
       durationMs,
       ...(stoppedBackground ? { stoppedBackground: true } : {}),
-      sandbox
+      sandbox,
+      ...(report.stopped.length > 0 ? { stoppedProcesses: report.stopped } : {}),
+      ...(report.stillRunning.length > 0 ? { stillRunning: report.stillRunning } : {})
     }
   })
 
@@ -430,9 +510,11 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
     (running, exit) =>
       Exit.isInterrupted(exit)
         ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
-          stopGroup(running.pid).pipe(
-            Effect.zipRight(awaitClosed(running)),
-            Effect.zipRight(recordOf(input.command, running, output, started, context, false, confinement)),
+          stopCommand(running.group).pipe(
+            Effect.tap(() => awaitClosed(running)),
+            Effect.flatMap((report) =>
+              recordOf(input.command, running, output, started, context, false, confinement, sortedReport(report))
+            ),
             Effect.flatMap(context.recordStopped),
             Effect.ensuring(release(running))
           )
@@ -440,9 +522,9 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
   )
   // the group, so that a later run can stop it if this process dies (kill -9) while it runs
   yield* context.recordProcess(running.group)
-  const stopped = yield* awaitEnd(running, output, context.progress)
-  const metadata = yield* recordOf(input.command, running, output, started, context, stopped, confinement)
-  const text = formatOutput(output, metadata.exitCode, metadata.signal, stopped)
+  const { stopped, report } = yield* awaitEnd(running, output, context.progress)
+  const metadata = yield* recordOf(input.command, running, output, started, context, stopped, confinement, report)
+  const text = formatOutput(output, metadata.exitCode, metadata.signal, stopped, report)
   const hint = sandbox === undefined ? undefined : sandboxHint(options, metadata.exitCode, output.text())
   return { output: hint === undefined ? text : `${text}\n${hint}`, metadata } satisfies ToolOutput
 }, Effect.scoped)

@@ -15,11 +15,11 @@ import { BINARY_PROBE_BYTES } from "./read.js"
 import { refuseMaskedSecret } from "./Secrets.js"
 import {
   confinedPath,
-  errnoCode,
   fileStamp,
   fsFailure,
   nonEmptyString,
   notFoundFailure,
+  readExisting,
   requireFreshRead,
   tempPathFor,
   tryFs,
@@ -301,22 +301,23 @@ export const edit = defineTool<EditInput>({
       })
     }
     const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
-    const stat = yield* tryFs(() => fsp.stat(absolute)).pipe(
-      Effect.catchAll((error) =>
-        errnoCode(error) === "ENOENT"
-          ? Effect.flatMap(notFoundFailure(absolute, shown), (failure) =>
-              Effect.fail(new ToolFailure({ message: `${failure.message}\nTo create a new file, use the write tool.` }))
-            )
-          : Effect.fail(fsFailure(error, shown))
-      )
+    // opened, then checked (confine.ts): what is edited is the file that was checked
+    const current = yield* readExisting(
+      { cwd: context.cwd, input: input.path, absolute, shown },
+      context.outsideAllowed
     )
+    if (current === undefined) {
+      const failure = yield* notFoundFailure(absolute, shown)
+      return yield* new ToolFailure({ message: `${failure.message}\nTo create a new file, use the write tool.` })
+    }
+    const stat = current.stat
     if (stat.isDirectory()) {
       return yield* new ToolFailure({ message: `${shown} is a directory; edit needs the path of a file.` })
     }
-    if (!stat.isFile()) {
+    const bytes = current.content
+    if (bytes === undefined) {
       return yield* new ToolFailure({ message: `Cannot edit ${shown}: it is not a regular file.` })
     }
-    const bytes = yield* tryFs(() => fsp.readFile(absolute)).pipe(Effect.mapError((error) => fsFailure(error, shown)))
     yield* requireFreshRead(context.reads, absolute, shown, { stat, content: bytes }, "edit")
     const content = bytes.toString("utf8")
     if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0) || !Buffer.from(content, "utf8").equals(bytes)) {

@@ -13,7 +13,7 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
 import { compileGlob, InvalidGlob, walkFiles } from "./ignore.js"
-import { compareNames, confinedPath, displayPath, nonEmptyString, statPath, tryFs } from "./shared.js"
+import { compareNames, confinedPath, displayPath, nonEmptyString, openConfined, tryFs } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure } from "./Tools.js"
 
 /** The most paths one call shows. */
@@ -56,7 +56,10 @@ export const searchStart = (context: ToolContext, given: string | undefined): Ef
     const path = given ?? "."
     const absolute = yield* confinedPath(context.cwd, path, context.outsideAllowed)
     const shown = path === "" ? displayPath(root, absolute) : path
-    const stat = yield* statPath(absolute, shown, "Path")
+    // opened, then checked (confine.ts); the walk reads each directory through a checked descriptor too
+    const { stat } = yield* Effect.scoped(
+      openConfined({ cwd: context.cwd, input: path, absolute, shown }, context.outsideAllowed, "Path")
+    )
     return { root, absolute, shown, stat }
   })
 

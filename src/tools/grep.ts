@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import { Effect, Option, Schema } from "effect"
 import type { YieldWrap } from "effect/Utils"
+import { openCheckedScoped, openCheckedSync } from "./confine.js"
 import { formatCount, globMatcher, rootRelative, type SearchStart, searchStart } from "./glob.js"
 import { walkFiles } from "./ignore.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
@@ -68,6 +69,8 @@ export interface GrepMetadata {
 
 interface Target {
   readonly absolute: string
+  /** its real path, checked to be inside the workspace: what is read must be this (confine.ts) */
+  readonly real: string
   /** relative to the workspace root */
   readonly path: string
   /** a symlink (already known to lead inside the workspace): it may lead to something that is not a file */
@@ -79,16 +82,27 @@ type Found = Array<readonly [number, string]> | "binary" | "large" | undefined
 
 const cut = (line: string): string => (line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line)
 
-/** The matching lines of a text file (the empty string after a final line feed is not a line). */
-const searchFile = (absolute: string, regex: RegExp): Effect.Effect<Found> =>
+/**
+ * The matching lines of a text file (the empty string after a final line feed is not a line), at
+ * the checked real path `real`: opened, then checked to be that path (a file reached through a
+ * directory swapped since the walk is not read; confine.ts).
+ */
+const searchFile = (real: string, regex: RegExp): Effect.Effect<Found> =>
   Effect.gen(function* () {
-    const stat = yield* tryFs(() => fsp.stat(absolute)).pipe(Effect.option)
-    if (stat._tag === "None" || !stat.value.isFile()) return undefined
-    if (stat.value.size > MAX_FILE_BYTES) return "large"
-    const bytes = yield* tryFs(() => fsp.readFile(absolute)).pipe(Effect.option)
-    if (bytes._tag === "None") return undefined
-    if (bytes.value.subarray(0, BINARY_PROBE_BYTES).includes(0)) return "binary"
-    const lines = bytes.value.toString("utf8").split("\n")
+    const read = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const handle = yield* openCheckedScoped(real)
+        const stat = yield* tryFs(() => handle.stat())
+        if (!stat.isFile()) return undefined
+        if (stat.size > MAX_FILE_BYTES) return "large" as const
+        return yield* tryFs(() => handle.readFile())
+      })
+    ).pipe(Effect.option)
+    if (read._tag === "None" || read.value === undefined) return undefined
+    if (read.value === "large") return "large"
+    const bytes = read.value
+    if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) return "binary"
+    const lines = bytes.toString("utf8").split("\n")
     if (lines[lines.length - 1] === "") lines.pop()
     const found: Array<readonly [number, string]> = []
     lines.forEach((raw, i) => {
@@ -103,11 +117,12 @@ const searchFile = (absolute: string, regex: RegExp): Effect.Effect<Found> =>
  * after a ripgrep search it runs for every file with matches, and 20,000 asynchronous probes took
  * ten times as long as synchronous ones (see `probeFiles`).
  */
-const probeFileSync = (absolute: string): "text" | "binary" | "large" | undefined => {
+const probeFileSync = (real: string): "text" | "binary" | "large" | undefined => {
   let fd: number | undefined
   try {
-    // non-blocking: a FIFO put in place of a file since the walk must not hang the open
-    fd = fs.openSync(absolute, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0))
+    // non-blocking: a FIFO put in place of a file since the walk must not hang the open; checked
+    // to be `real` after the open (confine.ts)
+    fd = openCheckedSync(real)
     const stat = fs.fstatSync(fd)
     if (!stat.isFile()) return undefined
     if (stat.size > MAX_FILE_BYTES) return "large"
@@ -213,11 +228,11 @@ const searchWithRg = (
       })
     }
     const matching = files.flatMap((file, i) => (counts[i]! > 0 ? [{ file, count: counts[i]! }] : []))
-    const kinds = yield* probeFiles(matching.map(({ file }) => file.absolute))
+    const kinds = yield* probeFiles(matching.map(({ file }) => file.real))
     const tally = new Tally(redact)
     for (const [i, { file, count }] of matching.entries()) {
       if (kinds[i] !== "text") continue
-      if (tally.shown < MAX_MATCHES) tally.add(file.path, yield* searchFile(file.absolute, regex))
+      if (tally.shown < MAX_MATCHES) tally.add(file.path, yield* searchFile(file.real, regex))
       else tally.addUnshown(count)
     }
     return tally
@@ -239,7 +254,14 @@ const resolveTargets = (input: GrepInput, start: SearchStart): Effect.Effect<Arr
   Effect.gen(function* () {
     if (!start.stat.isDirectory()) {
       // one file, searched whatever the ignore rules and `include` say
-      return [{ absolute: start.absolute, path: rootRelative(start.root, start.absolute), symlink: false }]
+      return [
+        {
+          absolute: start.absolute,
+          real: start.absolute,
+          path: rootRelative(start.root, start.absolute),
+          symlink: false
+        }
+      ]
     }
     const include =
       input.include === undefined || input.include === ""
@@ -255,12 +277,20 @@ const resolveTargets = (input: GrepInput, start: SearchStart): Effect.Effect<Arr
         const name = byPath ? file.relative : file.relative.slice(file.relative.lastIndexOf("/") + 1)
         if (!include.test(name)) continue
       }
+      // the walk's directories are real paths (checked as they were read), so a file's path is its real path
+      let real = file.absolute
       if (file.symlink) {
         // search a symlinked file only when it leads to a file inside the workspace
         const inside = yield* confinedPath(start.root, file.absolute).pipe(Effect.option)
         if (inside._tag === "None") continue
+        real = inside.value
       }
-      targets.push({ absolute: file.absolute, path: rootRelative(start.root, file.absolute), symlink: file.symlink })
+      targets.push({
+        absolute: file.absolute,
+        real,
+        path: rootRelative(start.root, file.absolute),
+        symlink: file.symlink
+      })
     }
     return targets
   })
@@ -350,7 +380,7 @@ export const runGrep = Effect.fn("tools.grep")(function* (
   } else reason = plan.reason
 
   const tally = new Tally(context.secrets.redactText)
-  for (const target of targets) tally.add(target.path, yield* searchFile(target.absolute, regex))
+  for (const target of targets) tally.add(target.path, yield* searchFile(target.real, regex))
   yield* Effect.annotateCurrentSpan({ "grep.backend": "javascript", "grep.reason": reason })
   return { ...render(input, start, tally), backend: "javascript", reason }
 })

@@ -19,6 +19,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
+import { readdirChecked, readdirCheckedSync } from "./confine.js"
 import { compareNames, SKIPPED_DIRECTORIES, tryFs } from "./shared.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -237,13 +238,14 @@ interface WalkFs {
   readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, unknown>
   readonly readText: (file: string) => Effect.Effect<string, unknown>
 }
+// directories are read through a descriptor checked to be the directory walked (confine.ts): one
+// swapped for a symlink since its parent was read is not followed
 const asyncFs: WalkFs = {
-  readdir: (directory) => tryFs(() => fsp.readdir(directory, { withFileTypes: true })),
+  readdir: readdirChecked,
   readText: (file) => tryFs(() => fsp.readFile(file, "utf8"))
 }
 const syncFs: WalkFs = {
-  readdir: (directory) =>
-    Effect.try({ try: () => fs.readdirSync(directory, { withFileTypes: true }), catch: (e) => e }),
+  readdir: (directory) => Effect.try({ try: () => readdirCheckedSync(directory), catch: (e) => e }),
   readText: (file) => Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => e })
 }
 

@@ -7,7 +7,7 @@
  * the top one.
  */
 import { Effect, Schema } from "effect"
-import { confinedPath, displayPath, fsFailure, intAtLeast, readTree, renderTree, statPath } from "./shared.js"
+import { confinedPath, displayPath, fsFailure, intAtLeast, openConfined, readTree, renderTree } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
 /** The most entries one listing shows. */
@@ -80,7 +80,10 @@ export const list = defineTool<ListInput>({
     const given = input.path ?? "."
     const absolute = yield* confinedPath(context.cwd, given, context.outsideAllowed)
     const shown = given === "" ? displayPath(context.cwd, absolute) : given
-    const stat = yield* statPath(absolute, shown, "Directory")
+    // opened, then checked (confine.ts); readTree reads each directory through a checked descriptor too
+    const { stat } = yield* Effect.scoped(
+      openConfined({ cwd: context.cwd, input: given, absolute, shown }, context.outsideAllowed, "Directory")
+    )
     if (!stat.isDirectory()) {
       return yield* new ToolFailure({
         message: `${shown} is a file, not a directory. Use the read tool to see its content, or list its directory.`

@@ -55,23 +55,30 @@ const liveMembers = (pgid: number): ReadonlyArray<string> | undefined => {
   })
 }
 
-/** The process groups this process's commands run in, while they run (`trackGroup`). */
-const tracked = new Set<number>()
+/** The process groups this process's commands run in, with their tokens, while they run (`trackGroup`). */
+const tracked = new Map<number, string | undefined>()
 
-/** Notes a command's process group while it runs (`untrackGroup` when it is released). */
-export const trackGroup = (pgid: number): void => {
-  tracked.add(pgid)
+/** Notes a command's process group (and its token) while it runs (`untrackGroup` when it is released). */
+export const trackGroup = (pgid: number, token?: string): void => {
+  tracked.set(pgid, token)
 }
 export const untrackGroup = (pgid: number): void => {
   tracked.delete(pgid)
 }
 
 /**
- * SIGKILLs every tracked process group at once: the last resort of an exit that cannot wait for
- * the cleanup (a third signal); the next open of the session repairs its log.
+ * SIGKILLs every tracked process group at once, and every live process that carries one of their
+ * tokens (the ones that left the group: `setsid`, a daemon): the last resort of an exit that cannot
+ * wait for the cleanup (a third signal); the next open of the session repairs its log.
  */
 export const killTrackedGroups = (): void => {
-  for (const pgid of tracked) signalGroup(pgid, "SIGKILL")
+  const tokens = new Set<string>()
+  for (const [pgid, token] of tracked) {
+    signalGroup(pgid, "SIGKILL")
+    if (token !== undefined && token !== "") tokens.add(token)
+  }
+  if (tokens.size === 0) return
+  for (const found of scanCarriers(tokens)) signalProcess(found.pid, "SIGKILL")
 }
 
 /** Whether the process group `pgid` has a live member. */
@@ -104,6 +111,14 @@ const awaitGroupGone = (pgid: number, ms: number): Effect.Effect<boolean> =>
       yield* Effect.sleep(Duration.millis(POLL_MS))
     }
   })
+
+const signalProcess = (pid: number, signal: NodeJS.Signals): void => {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // ESRCH: gone already; EPERM: not ours to stop (it is reported as still running)
+  }
+}
 
 /**
  * Stops every process of the group `pgid`: SIGTERM, then SIGKILL when some are still alive after
@@ -147,9 +162,144 @@ const environHas = (pid: string, entry: string): boolean => {
   }
 }
 
+/** A process as a command's report names it: its pid and its command line. */
+export interface ProcessInfo {
+  readonly pid: number
+  readonly command: string
+}
+
+/** Characters of a command line kept in a report. */
+const MAX_COMMAND_CHARS = 200
+
+/** The command line of `pid` (`/proc/<pid>/cmdline`, arguments joined by spaces); its name when that is empty. */
+const commandLine = (pid: number): string => {
+  try {
+    const args = fs
+      .readFileSync(`/proc/${pid}/cmdline`)
+      .toString("utf8")
+      .split("\0")
+      .filter((a) => a !== "")
+    const text = args.length > 0 ? args.join(" ") : `[${fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()}]`
+    return text.length > MAX_COMMAND_CHARS ? `${text.slice(0, MAX_COMMAND_CHARS - 1)}…` : text
+  } catch {
+    return "(gone)"
+  }
+}
+
+const isPid = (name: string): boolean => name.length > 0 && [...name].every((c) => c >= "0" && c <= "9")
+
+const isLivePid = (pid: number): boolean => {
+  const stat = procStat(String(pid))
+  return stat !== undefined && stat.state !== "Z" && stat.state !== "X"
+}
+
 /**
- * Whether `group` is still the group that was recorded: a live process of `pgid` carries its token
- * in its environment. Group ids are reused (once a group is gone, its number can go to another
+ * Every live process (not this one) whose environment carries one of `tokens` as `PROCESS_TOKEN_ENV`,
+ * from `/proc`: also the ones that left their command's group (`setsid`, a double fork into a new
+ * session). Empty where `/proc` cannot be read. A process that cleared its environment (`env -i`),
+ * or one of another user's, cannot be found this way.
+ */
+const scanCarriers = (tokens: ReadonlySet<string>): Array<ProcessInfo> => {
+  let names: Array<string>
+  try {
+    names = fs.readdirSync("/proc")
+  } catch {
+    return []
+  }
+  const entries = [...tokens].map((token) => `${PROCESS_TOKEN_ENV}=${token}`)
+  const found: Array<ProcessInfo> = []
+  for (const name of names) {
+    if (!isPid(name) || Number(name) === process.pid) continue
+    const stat = procStat(name)
+    if (stat === undefined || stat.state === "Z" || stat.state === "X") continue
+    if (entries.some((entry) => environHas(name, entry)))
+      found.push({ pid: Number(name), command: commandLine(Number(name)) })
+  }
+  return found
+}
+
+/** The live processes that carry `token` (`scanCarriers`). */
+export const tokenCarriers = (token: string | undefined): Array<ProcessInfo> =>
+  token === undefined || token === "" ? [] : scanCarriers(new Set([token]))
+
+/** What stopping a command did: the processes it stopped, and the ones still running after it. */
+export interface StopReport {
+  readonly stopped: ReadonlyArray<ProcessInfo>
+  readonly stillRunning: ReadonlyArray<ProcessInfo>
+}
+
+/**
+ * What `stopCommand` stops: a process group (`pgid`; undefined when it is not to be signalled as a
+ * group) and the processes that carry `token`.
+ */
+interface Target {
+  readonly pgid: number | undefined
+  readonly token?: string | undefined
+}
+
+const targetAlive = (target: Target): boolean => target.pgid !== undefined && groupAlive(target.pgid)
+
+const signalTarget = (target: Target, signal: NodeJS.Signals): void => {
+  if (target.pgid !== undefined) signalGroup(target.pgid, signal)
+}
+
+/** The live processes of `target`: its group's members, and every process that carries its token. */
+const liveProcessesOf = (target: Target): Array<ProcessInfo> => {
+  const members = (target.pgid === undefined ? [] : (liveMembers(target.pgid) ?? [])).map((pid) => ({
+    pid: Number(pid),
+    command: commandLine(Number(pid))
+  }))
+  const known = new Set(members.map((m) => m.pid))
+  return [...members, ...tokenCarriers(target.token).filter((c) => !known.has(c.pid))]
+}
+
+/** Polls until none of `pids` is alive and the group is gone; `false` when `ms` passed first. */
+const awaitAllGone = (target: Target, pids: ReadonlyArray<number>, ms: number): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    for (let waited = 0; ; waited += POLL_MS) {
+      if (!targetAlive(target) && !pids.some(isLivePid)) return true
+      if (waited >= ms) return false
+      yield* Effect.sleep(Duration.millis(POLL_MS))
+    }
+  })
+
+/**
+ * Stops everything a command left: its process group (`stopGroup`'s SIGTERM, then SIGKILL after
+ * `KILL_GRACE_MS`) and every live process that carries its token but left the group (`setsid`, a
+ * daemon's double fork) — each signalled by its pid, the same way, found again before the SIGKILL
+ * (a process may start others during the grace). Returns what it stopped and what is still
+ * running (a process in uninterruptible sleep, one of another user's). Not found, so neither
+ * stopped nor reported: a process that cleared its environment and left the group; everything
+ * outside the group where `/proc` cannot be read (not Linux). Idempotent.
+ */
+export const stopCommand = (group: ProcessGroup): Effect.Effect<StopReport> => stopTarget(group)
+
+const stopTarget = (group: Target): Effect.Effect<StopReport> =>
+  Effect.gen(function* () {
+    const seen = new Map<number, ProcessInfo>()
+    const note = (list: ReadonlyArray<ProcessInfo>) => {
+      for (const info of list) if (!seen.has(info.pid)) seen.set(info.pid, info)
+    }
+    const first = liveProcessesOf(group)
+    note(first)
+    if (first.length === 0 && !targetAlive(group)) return { stopped: [], stillRunning: [] }
+    signalTarget(group, "SIGTERM")
+    for (const info of first) signalProcess(info.pid, "SIGTERM")
+    if (!(yield* awaitAllGone(group, [...seen.keys()], KILL_GRACE_MS))) {
+      const left = liveProcessesOf(group)
+      note(left)
+      signalTarget(group, "SIGKILL")
+      for (const info of left) signalProcess(info.pid, "SIGKILL")
+      yield* awaitAllGone(group, [...seen.keys()], AFTER_KILL_MS)
+    }
+    const stillRunning = liveProcessesOf(group)
+    const running = new Set(stillRunning.map((info) => info.pid))
+    return { stopped: [...seen.values()].filter((info) => !running.has(info.pid)), stillRunning }
+  })
+
+/**
+ * Whether `group` is still the group that was recorded: a live process carries its token in its
+ * environment — one of the group `pgid`, or one that left it (`setsid`, a daemon). Group ids are reused (once a group is gone, its number can go to another
  * process, which may lead a group of its own, or leave one without a leader), and a database can
  * be shared across machines or containers; the token (random, per command) is what tells. Without
  * a token, or where `/proc` cannot be read (not Linux, another user's processes), the answer is
@@ -158,16 +308,19 @@ const environHas = (pid: string, entry: string): boolean => {
 export const isRecordedGroup = (group: ProcessGroup): boolean => {
   if (group.token === undefined || group.token === "") return false
   const entry = `${PROCESS_TOKEN_ENV}=${group.token}`
-  return (liveMembers(group.pgid) ?? []).some((pid) => environHas(pid, entry))
+  return (liveMembers(group.pgid) ?? []).some((pid) => environHas(pid, entry)) || tokenCarriers(group.token).length > 0
 }
 
 /**
- * Stops what is left of a recorded group (`stopGroup`) when it is still that group; returns whether
- * it did.
+ * Stops what is left of a recorded group when it is still that group (`isRecordedGroup`): the group
+ * and the processes that left it with its token (`stopCommand`); returns whether it did.
  */
 export const stopRecordedGroup = (group: ProcessGroup): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     if (!isRecordedGroup(group)) return false
-    yield* stopGroup(group.pgid)
+    // the group is signalled only when a member still proves it; the carriers prove themselves
+    const entry = `${PROCESS_TOKEN_ENV}=${group.token}`
+    const groupProven = (liveMembers(group.pgid) ?? []).some((pid) => environHas(pid, entry))
+    yield* stopTarget(groupProven ? group : { pgid: undefined, token: group.token })
     return true
   })

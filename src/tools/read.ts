@@ -11,7 +11,6 @@
 import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
 import type { FileHandle } from "node:fs/promises"
-import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
 import { listDirectory } from "./list.js"
 import {
@@ -21,7 +20,7 @@ import {
   fsFailure,
   intAtLeast,
   nonEmptyString,
-  statPath,
+  openConfined,
   tryFs
 } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
@@ -177,13 +176,15 @@ const scanLines = (
  * Reads the file and records what the agent read (`context.reads`): the `stat` taken before
  * reading (so a change during the read shows as a change) and the hash of the content read.
  */
-const readFile = (absolute: string, shown: string, window: Window, stat: Stats, context: ToolContext) =>
+const readFile = (
+  handle: FileHandle,
+  absolute: string,
+  shown: string,
+  window: Window,
+  stat: Stats,
+  context: ToolContext
+) =>
   Effect.gen(function* () {
-    const handle = yield* Effect.acquireRelease(
-      tryFs(() => fsp.open(absolute, "r")).pipe(Effect.mapError((error) => fsFailure(error, shown))),
-      // closing a read-only handle has nothing to flush: a failure to close loses nothing
-      (h) => tryFs(() => h.close()).pipe(Effect.ignore)
-    )
     const scan = yield* scanLines(handle, shown, window, context.secrets.redactText)
     const base = { path: absolute, lines: scan.total }
     if (scan.total > 0 && window.offset > scan.total) {
@@ -216,7 +217,7 @@ const readFile = (absolute: string, shown: string, window: Window, stat: Stats, 
         to: scan.lastShown
       } satisfies ReadMetadata
     }
-  }).pipe(Effect.scoped)
+  })
 
 export const read = defineTool<ReadInput>({
   name: "read",
@@ -234,7 +235,11 @@ export const read = defineTool<ReadInput>({
   execute: Effect.fn("tools.read")(function* (input: ReadInput, context: ToolContext) {
     const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const shown = input.path
-    const stat = yield* statPath(absolute, shown)
+    // opened first, then checked: the descriptor must be the path that was checked (confine.ts)
+    const { handle, stat } = yield* openConfined(
+      { cwd: context.cwd, input: input.path, absolute, shown },
+      context.outsideAllowed
+    )
     if (stat.isDirectory()) {
       const listing = yield* listDirectory(absolute, displayPath(context.cwd, absolute), 1)
       return {
@@ -253,11 +258,12 @@ export const read = defineTool<ReadInput>({
       })
     }
     return yield* readFile(
+      handle,
       absolute,
       shown,
       { offset: input.offset ?? 1, limit: input.limit ?? DEFAULT_LIMIT },
       stat,
       context
     )
-  })
+  }, Effect.scoped)
 })

@@ -3,17 +3,21 @@
  * errors into `ToolFailure`s the model can act on, suggesting names for a path that does not exist,
  * listing a directory tree, and capping output for the model.
  *
- * Confinement to the workspace root is not done here: `Workspace` and `Permissions` decide whether a
- * path may be touched before the tool runs. These helpers only make paths concrete and errors clear.
+ * Confinement to the workspace root is decided by `Workspace` and `Permissions` before the tool runs;
+ * these helpers apply it (`confinedPath`) and open what was checked, checking the descriptor after
+ * the open (`openConfined`, `writeFileAtomic`, `readTree`; see confine.ts), so a swap between the
+ * check and the open is refused.
  */
 import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
+import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect, Random, Schema } from "effect"
+import { Effect, Random, Schema, type Scope } from "effect"
+import { openCheckedScoped, openDirectoryScoped, PathMoved, readdirChecked } from "./confine.js"
 import { crashPoint } from "./crashPoint.js"
 import { type FileReads, type FileStamp, ToolFailure } from "./Tools.js"
-import { outsideMessage, resolveInWorkspace } from "./Workspace.js"
+import { absoluteIn, outsideMessage, resolveInWorkspace } from "./Workspace.js"
 
 // ---------------------------------------------------------------------------------------------
 // input schemas: plain JSON Schemas for the model (no `$defs`, no generated titles), and decoding
@@ -69,6 +73,75 @@ export const confinedPath = (cwd: string, input: string, outsideAllowed = false)
     )
   )
 
+/**
+ * Why an open of a checked path failed, as the model reads it: a missing file with similar names
+ * (`notFoundFailure`), a path that led elsewhere since it was checked (`PathMoved`: the sentence for
+ * a path outside the workspace when it now leads outside and outside was not allowed, the same as
+ * `confinedPath`'s; else that it changed), any other error as `fsFailure`.
+ */
+export const openFailure = (
+  error: unknown,
+  where: { readonly cwd: string; readonly input: string; readonly absolute: string; readonly shown: string },
+  outsideAllowed: boolean,
+  what = "File"
+): Effect.Effect<ToolFailure> =>
+  Effect.gen(function* () {
+    if (errnoCode(error) === "ENOENT") return yield* notFoundFailure(where.absolute, where.shown, what)
+    if (!(error instanceof PathMoved)) return fsFailure(error, where.shown)
+    const now = yield* resolveInWorkspace(where.cwd, error.actual).pipe(Effect.option)
+    if (!outsideAllowed && (now._tag === "None" || !now.value.inside)) {
+      const led = { input: where.input, absolute: absoluteIn(where.cwd, where.input), real: error.actual }
+      return new ToolFailure({ message: outsideMessage(led, where.cwd) })
+    }
+    return fsFailure(error, where.shown)
+  })
+
+/**
+ * Opens (to read) the real path `absolute` that `confinedPath` gave for `input`, then checks what
+ * was opened (`confine.openChecked`: the descriptor must be that path), so a directory on the way
+ * swapped for a symlink between the check and the open is refused, not followed. In a scope (the
+ * handle is closed when it ends); returns the handle and its `fstat`. Fails as `openFailure` says.
+ */
+export const openConfined = (
+  where: { readonly cwd: string; readonly input: string; readonly absolute: string; readonly shown: string },
+  outsideAllowed: boolean,
+  what = "File"
+): Effect.Effect<{ readonly handle: FileHandle; readonly stat: Stats }, ToolFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const handle = yield* openCheckedScoped(where.absolute).pipe(
+      Effect.catchAll((error) => Effect.flatMap(openFailure(error, where, outsideAllowed, what), Effect.fail))
+    )
+    const stat = yield* tryFs(() => handle.stat()).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
+    return { handle, stat }
+  })
+
+/**
+ * The file at the checked real path `absolute` as it is now, opened and checked like
+ * `openConfined`: its `fstat`, and its content when it is a regular file; `undefined` when nothing
+ * is there. For `write` and `edit`, which read a file before they replace it.
+ */
+export const readExisting = (
+  where: { readonly cwd: string; readonly input: string; readonly absolute: string; readonly shown: string },
+  outsideAllowed: boolean
+): Effect.Effect<{ readonly stat: Stats; readonly content: Buffer | undefined } | undefined, ToolFailure> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const handle = yield* openCheckedScoped(where.absolute).pipe(
+        Effect.map((h) => h as FileHandle | undefined),
+        Effect.catchAll((error) =>
+          errnoCode(error) === "ENOENT"
+            ? Effect.succeed(undefined)
+            : Effect.flatMap(openFailure(error, where, outsideAllowed), Effect.fail)
+        )
+      )
+      if (handle === undefined) return undefined
+      return yield* tryFs(async () => {
+        const stat = await handle.stat()
+        return { stat, content: stat.isFile() ? await handle.readFile() : undefined }
+      }).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
+    })
+  )
+
 /** How a path is shown to the model: relative to `cwd` when it is inside, else absolute. */
 export const displayPath = (cwd: string, absolute: string): string => {
   const relative = nodePath.relative(cwd, absolute)
@@ -92,6 +165,9 @@ export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, unknown> =>
 
 /** A sentence for a file-system error on `shown` (the path as the model wrote it). */
 export const describeFsError = (error: unknown, shown: string): string => {
+  if (error instanceof PathMoved) {
+    return `${shown} changed while it was being opened (it was checked as ${error.expected}, it then led to ${error.actual}); nothing was read. Try again.`
+  }
   switch (errnoCode(error)) {
     case "ENOENT":
       return `File not found: ${shown}`
@@ -115,6 +191,7 @@ export const describeFsError = (error: unknown, shown: string): string => {
 
 /** A few words for a file-system error, for a mark next to an entry (`permission denied`). */
 export const shortFsReason = (error: unknown): string => {
+  if (error instanceof PathMoved) return `changed while listed: it led to ${error.actual}; not followed`
   switch (errnoCode(error)) {
     case "ENOENT":
       return "gone"
@@ -291,7 +368,9 @@ export const readTree = (
           truncated = true
           break
         }
-        const read = yield* tryFs(() => fsp.readdir(pending.dir, { withFileTypes: true })).pipe(Effect.either)
+        // read through a descriptor checked to be this directory: one swapped for a symlink since
+        // it was listed in its parent is not followed (confine.ts)
+        const read = yield* readdirChecked(pending.dir).pipe(Effect.either)
         if (read._tag === "Left") {
           if (pending.owner === undefined) return yield* Effect.fail(read.left)
           pending.owner.error = shortFsReason(read.left)
@@ -542,10 +621,16 @@ export const tempPathFor = (absolute: string): Effect.Effect<string> =>
 
 /**
  * Writes `content` to `absolute` atomically: into a temporary file in the same directory (flushed
- * to disk; `temp`, from `tempPathFor`, or a new name), then renamed over the target, so a crash
+ * to disk; `tempPath`, from `tempPathFor`, or a new name), then renamed over the target, so a crash
  * leaves the old file or the new one, never half of one. `mode` (the permission bits of the file
  * being replaced) is kept; a new file gets the default mode. The temporary file is removed when
  * anything fails. Returns the new file's `stat`.
+ *
+ * `absolute` is a real path that was checked (`confinedPath`). The directory is opened and checked
+ * to be the one the path was checked in (`confine.openDirectoryScoped`), and the temporary file and
+ * the rename go through its descriptor (`/proc/self/fd/<dirfd>/<name>`): a directory on the way
+ * swapped for a symlink since the check fails the write (nothing is written) instead of sending the
+ * file where the link leads.
  */
 export const writeFileAtomic = (
   absolute: string,
@@ -555,23 +640,42 @@ export const writeFileAtomic = (
   tempPath?: string
 ): Effect.Effect<Stats, ToolFailure> =>
   Effect.gen(function* () {
-    const temp = tempPath ?? (yield* tempPathFor(absolute))
-    const write = Effect.acquireUseRelease(
-      tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
-      (handle) =>
-        tryFs(async () => {
-          if (mode !== undefined) await handle.chmod(mode) // `open` applies the umask; the old mode wins
-          await handle.writeFile(content)
-          await handle.sync()
-        }),
-      (handle) => tryFs(() => handle.close()).pipe(Effect.ignore)
-    )
-    return yield* write.pipe(
-      Effect.zipRight(crashPoint("file.temp")),
-      Effect.zipRight(tryFs(() => fsp.rename(temp, absolute))),
-      Effect.zipRight(tryFs(() => fsp.stat(absolute))),
-      Effect.tapError(() => tryFs(() => fsp.rm(temp, { force: true })).pipe(Effect.ignore)),
-      Effect.mapError((error) => fsFailure(error, shown))
+    const name = nodePath.basename(absolute)
+    // the temporary file is in the target's directory: its name is taken through the checked descriptor
+    const tempName = nodePath.basename(tempPath ?? (yield* tempPathFor(absolute)))
+    return yield* Effect.scoped(
+      Effect.gen(function* () {
+        const directory = yield* openDirectoryScoped(nodePath.dirname(absolute))
+        const temp = directory.at(tempName)
+        const write = Effect.acquireUseRelease(
+          tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
+          (handle) =>
+            tryFs(async () => {
+              if (mode !== undefined) await handle.chmod(mode) // `open` applies the umask; the old mode wins
+              await handle.writeFile(content)
+              await handle.sync()
+              // the stat of what is renamed into place (a rename changes neither its size nor its mtime)
+              return handle.stat()
+            }),
+          (handle) => tryFs(() => handle.close()).pipe(Effect.ignore)
+        )
+        return yield* write.pipe(
+          Effect.tap(() => crashPoint("file.temp")),
+          Effect.tap(() => tryFs(() => fsp.rename(temp, directory.at(name)))),
+          Effect.tapError(() => tryFs(() => fsp.rm(temp, { force: true })).pipe(Effect.ignore))
+        )
+      })
+    ).pipe(
+      Effect.mapError((error) =>
+        error instanceof PathMoved
+          ? new ToolFailure({
+              message:
+                `Cannot write ${shown}: its directory changed while it was being written ` +
+                `(it was checked as ${nodePath.dirname(absolute)}, it then led to ${error.actual}); nothing was written. ` +
+                "Check the path (with list) and try again."
+            })
+          : fsFailure(error, shown)
+      )
     )
   })
 

@@ -11,16 +11,18 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { makeDirectoryChecked } from "./confine.js"
 import { crashPoint } from "./crashPoint.js"
 import { refuseMaskedSecret } from "./Secrets.js"
 import {
   confinedPath,
   countLines,
-  errnoCode,
   fileStamp,
   formatBytes,
   fsFailure,
   nonEmptyString,
+  openFailure,
+  readExisting,
   requireFreshRead,
   tempPathFor,
   tryFs,
@@ -67,12 +69,10 @@ export const write = defineTool<WriteInput>({
   execute: Effect.fn("tools.write")(function* (input: WriteInput, context: ToolContext) {
     const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const shown = input.path
-    const existing = yield* tryFs(() => fsp.stat(absolute)).pipe(
-      Effect.map((stat) => stat as typeof stat | undefined),
-      Effect.catchAll((error) =>
-        errnoCode(error) === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(fsFailure(error, shown))
-      )
-    )
+    const where = { cwd: context.cwd, input: input.path, absolute, shown }
+    // opened, then checked (confine.ts): what is read before the write is the file that was checked
+    const current = yield* readExisting(where, context.outsideAllowed)
+    const existing = current?.stat
     let before: Buffer | undefined
     if (existing !== undefined) {
       if (existing.isDirectory()) {
@@ -80,20 +80,21 @@ export const write = defineTool<WriteInput>({
           message: `${shown} is a directory; write needs the path of a file (e.g. ${nodePath.posix.join(shown, "name.ext")}).`
         })
       }
-      if (!existing.isFile()) {
+      if (current?.content === undefined) {
         return yield* new ToolFailure({
           message: `Cannot write ${shown}: it is not a regular file (a device, socket or pipe).`
         })
       }
-      before = yield* tryFs(() => fsp.readFile(absolute)).pipe(Effect.mapError((error) => fsFailure(error, shown)))
+      before = current.content
       yield* requireFreshRead(context.reads, absolute, shown, { stat: existing, content: before }, "overwrite")
       // renaming over a read-only file would succeed: respect its permissions instead
       yield* tryFs(() => fsp.access(absolute, fsp.constants.W_OK)).pipe(
         Effect.mapError((error) => fsFailure(error, shown))
       )
     } else {
-      yield* tryFs(() => fsp.mkdir(nodePath.dirname(absolute), { recursive: true })).pipe(
-        Effect.mapError((error) => fsFailure(error, shown))
+      // each missing directory made through its parent's checked descriptor (confine.ts)
+      yield* makeDirectoryChecked(nodePath.dirname(absolute)).pipe(
+        Effect.catchAll((error) => Effect.flatMap(openFailure(error, where, context.outsideAllowed), Effect.fail))
       )
     }
     yield* refuseMaskedSecret(input.content, before?.toString("utf8"), "content")

@@ -272,18 +272,87 @@ describe("bash", () => {
       const result = yield* run("sleep 30 & echo $! > held; sleep 30 > /dev/null 2>&1 & echo $! > free; echo done", {
         cwd: dir
       })
-      expect(result.output).toBe(
-        "done\n\n(background processes still running when the command ended were stopped)\nExit code: 0"
-      )
-      expect(result.metadata).toMatchObject({ exitCode: 0, stoppedBackground: true })
       const recorded = [...readPids(path.join(dir, "held")), ...readPids(path.join(dir, "free"))]
       expect(recorded).toHaveLength(2)
+      // the output names what was stopped by command line (the same in every run); the metadata by pid too
+      expect(result.output).toBe(
+        "done\n\n(background processes still running when the command ended were stopped: 2 × sleep 30)\nExit code: 0"
+      )
+      expect(result.metadata).toMatchObject({ exitCode: 0, stoppedBackground: true })
+      expect(result.metadata.stoppedProcesses?.map((p) => p.pid).sort()).toEqual([...recorded].sort())
+      expect(result.metadata.stillRunning).toBeUndefined()
       expect(recorded.filter(alive)).toEqual([])
 
       const quiet = yield* run("(sleep 30 > /dev/null 2>&1 &); echo started")
       expect(quiet.output).toContain("were stopped")
     })
   )
+
+  describe.skipIf(process.platform !== "linux")("processes that leave the group (issue 12 §4)", () => {
+    /** The live processes whose environment carries `token` (a scan of /proc, like logbook's). */
+    const carriers = (token: string): Array<number> =>
+      fs
+        .readdirSync("/proc")
+        .filter((name) => /^\d+$/.test(name))
+        .filter((pid) => {
+          try {
+            return (
+              alive(Number(pid)) &&
+              fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`LOGBOOK_PROCESS_TOKEN=${token}`)
+            )
+          } catch {
+            return false
+          }
+        })
+        .map(Number)
+
+    /** Shell: waits until the process whose pid `file` holds runs `sleep` (it wrote its pid before its exec). */
+    const untilExecd = (file: string) =>
+      `while [ ! -s ${file} ] || [ "$(head -c 5 /proc/$(head -n 1 ${file})/cmdline)" != sleep ]; do sleep 0.01; done`
+
+    const daemons = {
+      setsid: "setsid sh -c 'echo $$ >> pids; exec sleep 1000' > /dev/null 2>&1 < /dev/null &",
+      "setsid holding the output": "setsid sh -c 'echo $$ >> pids; exec sleep 1000' &",
+      "double fork": "( (sh -c 'echo $$ >> pids; exec sleep 1000' &) & )"
+    }
+
+    for (const [kind, start] of Object.entries(daemons)) {
+      it.live(`a ${kind} daemon is stopped when the command ends, and the output names it`, () =>
+        Effect.gen(function* () {
+          const dir = tempDir("logbook-bash-daemon-")
+          const ctx = testContext(dir)
+          // wait until the daemon has written its pid, so it exists when the shell ends
+          const result = yield* bash.execute({ command: `${start}\n${untilExecd("pids")}; echo started` }, ctx)
+          const [daemon] = readPids(path.join(dir, "pids"))
+          expect(daemon).toBeGreaterThan(1)
+          const token = ctx.processes[0]!.token!
+          expect(carriers(token)).toEqual([])
+          expect(alive(daemon!)).toBe(false)
+          expect(result.output).toContain("were stopped: sleep 1000)")
+          expect((result.metadata as BashMetadata).stoppedProcesses).toEqual(
+            expect.arrayContaining([{ pid: daemon, command: "sleep 1000" }])
+          )
+        })
+      )
+    }
+
+    it.live("an interrupted command's setsid daemon is stopped too, and its record names it", () =>
+      Effect.gen(function* () {
+        const dir = tempDir("logbook-bash-daemon-")
+        const ctx = testContext(dir)
+        const fiber = yield* Effect.fork(
+          bash.execute({ command: `${daemons.setsid}\nsleep 1000 & echo $! >> pids; wait` }, ctx)
+        )
+        const pids = yield* started(path.join(dir, "pids"), 2)
+        yield* Fiber.interrupt(fiber)
+        expect(pids.filter(alive)).toEqual([])
+        expect(carriers(ctx.processes[0]!.token!)).toEqual([])
+        const record = ctx.stoppedRecords[0] as BashMetadata
+        expect(record.stoppedProcesses?.map((p) => p.pid)).toEqual(expect.arrayContaining(pids))
+        expect(record.stillRunning).toBeUndefined()
+      })
+    )
+  })
 
   it.live("fails when the command cannot be started, and falls back to sh without bash", () =>
     Effect.gen(function* () {

@@ -11,9 +11,14 @@ import { afterEach, describe, expect, it } from "vitest"
 import {
   groupAlive,
   isRecordedGroup,
+  killTrackedGroups,
   newProcessToken,
   PROCESS_TOKEN_ENV,
-  stopRecordedGroup
+  stopCommand,
+  stopRecordedGroup,
+  tokenCarriers,
+  trackGroup,
+  untrackGroup
 } from "../../src/tools/processGroup.js"
 import { isLive } from "../integration/support.js"
 import { tempDir } from "../support/tmp.js"
@@ -86,5 +91,52 @@ describe.skipIf(!onLinux)("process groups after a crash", () => {
     expect(isLive(sleeper)).toBe(false)
     // nothing left: nothing to stop
     expect(await Effect.runPromise(stopRecordedGroup({ pgid, token }))).toBe(false)
+  })
+
+  /** A group whose leader starts a `setsid` daemon (outside the group), reports its pid and exits. */
+  const startWithDaemon = async (token: string) => {
+    const { pgid, child, ready } = await startGroup(
+      "setsid sh -c 'echo $$ > READY; exec sleep 1000' > /dev/null 2>&1 < /dev/null & " +
+        'while [ ! -s "READY" ]; do sleep 0.01; done; exit 0',
+      token
+    )
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once("exit", () => resolve())))
+    const daemon = Number(ready)
+    groups.push(daemon)
+    return { pgid, daemon }
+  }
+
+  it("after a crash, a daemon that left the group (setsid) with the token is found and stopped", async () => {
+    const token = newProcessToken()
+    const { pgid, daemon } = await startWithDaemon(token)
+    // the group is gone; the daemon lives in a session of its own, with the token
+    expect(groupAlive(pgid)).toBe(false)
+    expect(tokenCarriers(token).map((p) => p.pid)).toEqual([daemon])
+    expect(isRecordedGroup({ pgid, token })).toBe(true)
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid, token }))).toBe(true)
+    expect(isLive(daemon)).toBe(false)
+    expect(tokenCarriers(token)).toEqual([])
+    expect(await Effect.runPromise(stopRecordedGroup({ pgid, token }))).toBe(false)
+  })
+
+  it("stopCommand reports what it stopped, by pid and command line", async () => {
+    const token = newProcessToken()
+    const { pgid, daemon } = await startWithDaemon(token)
+    const report = await Effect.runPromise(stopCommand({ pgid, token }))
+    expect(report).toEqual({ stopped: [{ pid: daemon, command: "sleep 1000" }], stillRunning: [] })
+    expect(isLive(daemon)).toBe(false)
+  })
+
+  it("the forced exit (a third signal) kills the daemons that left a tracked group too", async () => {
+    const token = newProcessToken()
+    const { pgid, daemon } = await startWithDaemon(token)
+    trackGroup(pgid, token)
+    try {
+      killTrackedGroups()
+    } finally {
+      untrackGroup(pgid)
+    }
+    for (let i = 0; i < 500 && isLive(daemon); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(isLive(daemon)).toBe(false)
   })
 })

@@ -330,7 +330,7 @@ describe.skipIf(!hasBwrap)("commands in the sandbox", () => {
         testContext(dir)
       )
       expect(result.output).toBe(
-        "done\n\n(background processes still running when the command ended were stopped)\nExit code: 0"
+        "done\n\n(background processes still running when the command ended were stopped: 2 × sleep 30)\nExit code: 0"
       )
       const pids = [...pidsIn(path.join(dir, "held")), ...pidsIn(path.join(dir, "free"))]
       expect(pids).toHaveLength(2)

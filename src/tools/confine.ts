@@ -1,0 +1,288 @@
+/**
+ * Confinement without races (issue 12 §4): what was checked is what is opened.
+ *
+ * `Workspace.resolveInWorkspace` checks a path (its real path, every symlink followed) and the file
+ * tools then open it. Between the two, another process can swap a directory on the way for a
+ * symlink (`ws/sub` -> `/etc`), and an open by name would follow it. So every open here is checked
+ * *after* it happened, on the descriptor: on Linux the kernel names what a descriptor refers to
+ * (`readlink /proc/self/fd/<fd>`), and that name must be the real path that was checked — otherwise
+ * the descriptor is closed and the open fails with `PathMoved`. Directories are read through their
+ * descriptor (`readdir /proc/self/fd/<fd>`: the magic link resolves through the descriptor, not the
+ * name), and new files and renames go through the parent directory's descriptor
+ * (`/proc/self/fd/<dirfd>/<name>`), so a swapped name cannot redirect them.
+ *
+ * Where there is no `/proc` (macOS, a container without it) the check is done after the open by
+ * name: the path's real path (`realpath`) must still be the checked one and name the same file
+ * (device and inode) as the descriptor. That closes the window of a swap before the open, but not
+ * of a swap before the open that is undone before the check; names go through the path, not the
+ * descriptor. docs/tools.md ("The workspace") records this.
+ */
+import type { Dirent, Stats } from "node:fs"
+import * as fs from "node:fs"
+import type { FileHandle } from "node:fs/promises"
+import * as fsp from "node:fs/promises"
+import * as nodePath from "node:path"
+import { Duration, Effect, Schema } from "effect"
+
+/** An open led somewhere else than the path that was checked: a name on the way changed. */
+export class PathMoved extends Schema.TaggedError<PathMoved>()("PathMoved", {
+  /** the real path that was checked */
+  expected: Schema.String,
+  /** what the descriptor turned out to be (its real path) */
+  actual: Schema.String
+}) {
+  override get message(): string {
+    return `${this.expected} changed while it was being opened (it led to ${this.actual})`
+  }
+}
+
+const codeOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+
+const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
+const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0
+/** Flags to open a file to read: non-blocking, so a FIFO swapped in cannot hang the open. */
+export const READ_FLAGS = fs.constants.O_RDONLY | O_NONBLOCK
+/** Flags to open a directory (and nothing else). */
+export const DIRECTORY_FLAGS = fs.constants.O_RDONLY | O_DIRECTORY
+
+/** The name of descriptor `fd` through `/proc` (also a path to open it again, or below it). */
+export const descriptorLink = (fd: number): string => `/proc/self/fd/${fd}`
+
+/**
+ * The real path the kernel gives descriptor `fd` (`/proc/self/fd/<fd>`); `undefined` where there is
+ * no such `/proc`.
+ */
+const descriptorRealPath = (fd: number): Effect.Effect<string | undefined, unknown> =>
+  Effect.tryPromise({ try: () => fsp.readlink(descriptorLink(fd)), catch: (error) => error }).pipe(
+    Effect.catchIf(
+      (error) => codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR",
+      () => Effect.succeed(undefined)
+    )
+  )
+
+const descriptorRealPathSync = (fd: number): string | undefined => {
+  try {
+    return fs.readlinkSync(descriptorLink(fd))
+  } catch (error) {
+    if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined
+    throw error
+  }
+}
+
+const sameFile = (a: Stats, b: Stats): boolean => a.dev === b.dev && a.ino === b.ino
+
+/**
+ * Whether descriptor `fd`, opened from `expected`, is `expected` (see the module's comment). Fails
+ * with `PathMoved` when it is not; with the Node error when the check itself fails. `viaProc` says
+ * whether `/proc` answered (names below the descriptor can then go through `descriptorLink`).
+ */
+const verify = (fd: number, expected: string): Effect.Effect<{ readonly viaProc: boolean }, unknown> =>
+  Effect.gen(function* () {
+    const actual = yield* descriptorRealPath(fd)
+    if (actual !== undefined) {
+      if (actual !== expected) return yield* new PathMoved({ expected, actual })
+      return { viaProc: true }
+    }
+    // no /proc: check after the open, by name
+    const real = yield* Effect.tryPromise({ try: () => fsp.realpath(expected), catch: (error) => error }).pipe(
+      Effect.catchAll(() => Effect.succeed("(gone)"))
+    )
+    if (real !== expected) return yield* new PathMoved({ expected, actual: real })
+    const named = yield* Effect.tryPromise({ try: () => fsp.stat(expected), catch: (error) => error })
+    if (!sameFile(fs.fstatSync(fd), named))
+      return yield* new PathMoved({ expected, actual: `another file at ${expected}` })
+    return { viaProc: false }
+  })
+
+const verifySync = (fd: number, expected: string): { readonly viaProc: boolean } => {
+  const actual = descriptorRealPathSync(fd)
+  if (actual !== undefined) {
+    if (actual !== expected) throw new PathMoved({ expected, actual })
+    return { viaProc: true }
+  }
+  let real: string
+  try {
+    real = fs.realpathSync(expected)
+  } catch {
+    real = "(gone)"
+  }
+  if (real !== expected) throw new PathMoved({ expected, actual: real })
+  if (!sameFile(fs.fstatSync(fd), fs.statSync(expected))) {
+    throw new PathMoved({ expected, actual: `another file at ${expected}` })
+  }
+  return { viaProc: false }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the test seam
+
+/**
+ * The environment variable of the test seam: when it names a path prefix, every checked open (the
+ * async ones: `openChecked`, `readdirChecked`, `makeDirectoryChecked`, and `writeFileAtomic`'s
+ * directory), after its path was checked and before it is opened, writes `<prefix>.checked`
+ * (holding the path about to be opened), waits until `<prefix>.go` exists, removes both
+ * (`.checked` first) and goes on. A test swaps a directory in that window, deterministically,
+ * without timing. Read here and nowhere else. Not prefixed `LOGBOOK_`: it is no setting.
+ */
+export const HANDSHAKE_ENV = "CONFINE_TEST_HANDSHAKE"
+
+const HANDSHAKE_POLL_MS = 5
+
+/** The test seam (`HANDSHAKE_ENV`); nothing when the variable is unset. */
+export const betweenCheckAndOpen = (path: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const prefix = process.env[HANDSHAKE_ENV]
+    if (prefix === undefined || prefix === "") return Effect.void
+    return Effect.gen(function* () {
+      fs.writeFileSync(`${prefix}.checked`, path)
+      while (!fs.existsSync(`${prefix}.go`)) yield* Effect.sleep(Duration.millis(HANDSHAKE_POLL_MS))
+      // in this order: once `.go` is gone, the test knows a `.checked` it sees is the next one
+      fs.rmSync(`${prefix}.checked`, { force: true })
+      fs.rmSync(`${prefix}.go`, { force: true })
+    })
+  })
+
+// ---------------------------------------------------------------------------------------------
+// opening
+
+const openFile = (path: string, flags: number, mode?: number): Effect.Effect<FileHandle, unknown> =>
+  Effect.tryPromise({ try: () => fsp.open(path, flags, mode), catch: (error) => error })
+
+const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
+  Effect.promise(() => handle.close().catch(() => undefined))
+
+/**
+ * Opens the real path `expected` (as `resolveInWorkspace` gave it) with `flags` and checks that the
+ * descriptor is that path; closes it and fails with `PathMoved` when it is not. The caller closes
+ * the handle.
+ */
+export const openChecked = (expected: string, flags: number = READ_FLAGS): Effect.Effect<FileHandle, unknown> =>
+  Effect.map(openVerified(expected, flags), (opened) => opened.handle)
+
+const openVerified = (
+  expected: string,
+  flags: number
+): Effect.Effect<{ readonly handle: FileHandle; readonly viaProc: boolean }, unknown> =>
+  Effect.gen(function* () {
+    yield* betweenCheckAndOpen(expected)
+    return yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        const handle = yield* openFile(expected, flags)
+        const { viaProc } = yield* verify(handle.fd, expected).pipe(Effect.tapError(() => closeQuietly(handle)))
+        return { handle, viaProc }
+      })
+    )
+  })
+
+const openVerifiedScoped = (expected: string, flags: number) =>
+  Effect.acquireRelease(openVerified(expected, flags), (opened) => closeQuietly(opened.handle))
+
+/** `openChecked` in a scope: the handle is closed when the scope ends. */
+export const openCheckedScoped = (expected: string, flags: number = READ_FLAGS) =>
+  Effect.map(openVerifiedScoped(expected, flags), (opened) => opened.handle)
+
+/**
+ * The entries of the directory at the real path `directory`, read through a descriptor checked to
+ * be that directory (`readdir /proc/self/fd/<fd>`). Fails with `PathMoved` when the name led
+ * elsewhere, with the Node error otherwise (`ENOTDIR` when it is not a directory).
+ */
+export const readdirChecked = (directory: string): Effect.Effect<Array<Dirent>, unknown> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const { handle, viaProc } = yield* openVerifiedScoped(directory, DIRECTORY_FLAGS)
+      const through = viaProc ? descriptorLink(handle.fd) : directory
+      return yield* Effect.tryPromise({
+        try: () => fsp.readdir(through, { withFileTypes: true }),
+        catch: (error) => error
+      })
+    })
+  )
+
+/** `readdirChecked` with the blocking calls (the workspace snapshot's walk); no test seam. */
+export const readdirCheckedSync = (directory: string): Array<Dirent> => {
+  const fd = fs.openSync(directory, DIRECTORY_FLAGS)
+  try {
+    const { viaProc } = verifySync(fd, directory)
+    return fs.readdirSync(viaProc ? descriptorLink(fd) : directory, { withFileTypes: true })
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * Opens the real path `expected` to read, blocking, and checks it like `openChecked`; returns the
+ * descriptor (the caller closes it). Throws `PathMoved` or the Node error.
+ */
+export const openCheckedSync = (expected: string, flags: number = READ_FLAGS): number => {
+  const fd = fs.openSync(expected, flags)
+  try {
+    verifySync(fd, expected)
+    return fd
+  } catch (error) {
+    fs.closeSync(fd)
+    throw error
+  }
+}
+
+/**
+ * A directory, checked to be the real path `directory`, that names below it go through: `at(name)`
+ * is `/proc/self/fd/<fd>/<name>` (where there is no /proc: `<directory>/<name>`, by name).
+ */
+export interface CheckedDirectory {
+  readonly handle: FileHandle
+  readonly at: (name: string) => string
+}
+
+/** Opens the directory `directory` checked (`openChecked`), in a scope that closes it. */
+export const openDirectoryScoped = (directory: string) =>
+  Effect.gen(function* () {
+    const { handle, viaProc } = yield* openVerifiedScoped(directory, DIRECTORY_FLAGS)
+    const base = viaProc ? descriptorLink(handle.fd) : directory
+    return { handle, at: (name: string) => nodePath.join(base, name) } satisfies CheckedDirectory
+  })
+
+/**
+ * Creates the directory at the real path `directory` and its missing parents, one at a time, each
+ * through the checked descriptor of its parent (`mkdir /proc/self/fd/<parent>/<name>`): a parent
+ * swapped for a symlink fails with `PathMoved` instead of creating directories where it leads.
+ */
+export const makeDirectoryChecked = (directory: string): Effect.Effect<void, unknown> =>
+  Effect.gen(function* () {
+    // the deepest ancestor that exists
+    const missing: Array<string> = []
+    let existing = directory
+    while (true) {
+      const found = yield* Effect.tryPromise({ try: () => fsp.lstat(existing), catch: (error) => error }).pipe(
+        Effect.map(() => true),
+        Effect.catchIf(
+          (error) => codeOf(error) === "ENOENT",
+          () => Effect.succeed(false)
+        )
+      )
+      if (found) break
+      const parent = nodePath.dirname(existing)
+      if (parent === existing) break
+      missing.unshift(nodePath.basename(existing))
+      existing = parent
+    }
+    let current = existing
+    for (const name of missing) {
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const parent = yield* openDirectoryScoped(current)
+          yield* Effect.tryPromise({ try: () => fsp.mkdir(parent.at(name)), catch: (error) => error }).pipe(
+            Effect.catchIf(
+              (error) => codeOf(error) === "EEXIST",
+              () => Effect.void
+            )
+          )
+        })
+      )
+      current = nodePath.join(current, name)
+    }
+    // the directory itself, as it is now, is the one asked for
+    yield* Effect.scoped(openDirectoryScoped(directory))
+  })
