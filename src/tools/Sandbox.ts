@@ -24,6 +24,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Duration, Effect } from "effect"
+import { onPath } from "./shared.js"
 
 /** `auto`: sandboxed when bubblewrap works, else unconfined; `on`: sandboxed or not at all; `off`: unconfined. */
 export type SandboxMode = "auto" | "on" | "off"
@@ -300,25 +301,6 @@ export const sandboxDirs = (): { readonly tmp: string; readonly emptyFile: strin
 
 // ---------------------------------------------------------------------------------------------
 // finding and probing bubblewrap
-
-const isExecutableFile = (file: string): boolean => {
-  try {
-    fs.accessSync(file, fs.constants.X_OK)
-    return fs.statSync(file).isFile()
-  } catch {
-    return false
-  }
-}
-
-/** `name` on `PATH` (as a command would find it), or undefined. */
-export const onPath = (name: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(nodePath.delimiter)) {
-    if (dir === "") continue
-    const candidate = nodePath.join(dir, name)
-    if (isExecutableFile(candidate)) return candidate
-  }
-  return undefined
-}
 
 /** How long the probe run may take. */
 const PROBE_TIMEOUT_MS = 10_000

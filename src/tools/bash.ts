@@ -45,7 +45,6 @@ import {
   decide,
   defaultSandboxSettings,
   makePlan,
-  onPath,
   probeSandbox,
   SANDBOX_READY_FD,
   type SandboxDecision,
@@ -55,7 +54,7 @@ import {
   sandboxHint
 } from "./Sandbox.js"
 import type { SecretsService } from "./Secrets.js"
-import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, statPath } from "./shared.js"
+import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, onPath, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 
 /** The first bytes of the output the model reads. */

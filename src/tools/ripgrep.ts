@@ -20,9 +20,9 @@
  * confirmation); a pattern it cannot translate that way is searched in JavaScript.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Deferred, Duration, Effect, Exit, Option, Schema } from "effect"
+import { isExecutableFile, onPath } from "./shared.js"
 
 /** The environment variable that picks the ripgrep binary, or turns ripgrep off (`0`). */
 export const RIPGREP_ENV = "LOGBOOK_RIPGREP"
@@ -37,29 +37,6 @@ export class RipgrepError extends Schema.TaggedError<RipgrepError>()("RipgrepErr
 
 /** How long `rg --version` may take. */
 const PROBE_TIMEOUT_MS = 5_000
-
-const isExecutableFile = (file: string): boolean => {
-  try {
-    if (!fs.statSync(file).isFile()) return false
-    fs.accessSync(file, fs.constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** `name` looked up on `PATH` (with the Windows extensions there). */
-const onPath = (name: string): string | undefined => {
-  const extensions = process.platform === "win32" ? ["", ".exe", ".cmd", ".bat"] : [""]
-  for (const dir of (process.env.PATH ?? "").split(nodePath.delimiter)) {
-    if (dir === "") continue
-    for (const ext of extensions) {
-      const candidate = nodePath.join(dir, name + ext)
-      if (isExecutableFile(candidate)) return candidate
-    }
-  }
-  return undefined
-}
 
 /** Whether `binary --version` says it is ripgrep. */
 const answersAsRipgrep = (binary: string): Effect.Effect<boolean> =>

@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
+import * as fs from "node:fs"
 import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -685,4 +686,28 @@ export const countLines = (text: string): number => {
   let count = 0
   for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) count++
   return text.endsWith("\n") ? count : count + 1
+}
+
+/** Whether `file` is a regular file this process may execute. */
+export const isExecutableFile = (file: string): boolean => {
+  try {
+    if (!fs.statSync(file).isFile()) return false
+    fs.accessSync(file, fs.constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** `name` looked up on `path` (a `PATH` value; with the Windows extensions there), as a shell would find it. */
+export const onPath = (name: string, path: string | undefined = process.env.PATH): string | undefined => {
+  const extensions = process.platform === "win32" ? ["", ".exe", ".cmd", ".bat"] : [""]
+  for (const dir of (path ?? "").split(nodePath.delimiter)) {
+    if (dir === "") continue
+    for (const ext of extensions) {
+      const candidate = nodePath.join(dir, name + ext)
+      if (isExecutableFile(candidate)) return candidate
+    }
+  }
+  return undefined
 }
