@@ -530,6 +530,17 @@ const makeActions = (
       }
 
       let lastProgressAt = Number.NEGATIVE_INFINITY
+      /** the text of the last `tool.progress` written, and whether one is due at the end of the window */
+      let recordedProgress: string | undefined
+      let progressFlush = false
+      const recordProgress = (output: string, at: number) =>
+        Effect.gen(function* () {
+          lastProgressAt = at
+          recordedProgress = output
+          const state = yield* journal.state
+          if (!isRunning(state, callId)) return
+          yield* journal.appendLater([make("tool.progress", { callId, output })])
+        }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
       const context: ToolContext = {
         sessionId: journal.sessionId,
         callId,
@@ -563,12 +574,24 @@ const makeActions = (
           Effect.gen(function* () {
             latestProgress = output
             const now = yield* Clock.currentTimeMillis
-            if (now - lastProgressAt < progressEveryMs) return
-            lastProgressAt = now
-            const state = yield* journal.state
-            if (!isRunning(state, callId)) return
-            yield* journal.appendLater([make("tool.progress", { callId, output })])
-          }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
+            const wait = progressEveryMs - (now - lastProgressAt)
+            if (wait <= 0) return yield* recordProgress(output, now)
+            // throttled: the latest text is recorded at the end of the window, so the last output
+            // before a quiet spell is not lost (a child of the tool's fiber: it ends with the tool)
+            if (progressFlush) return
+            progressFlush = true
+            yield* Effect.fork(
+              Effect.sleep(Duration.millis(wait)).pipe(
+                Effect.zipRight(Clock.currentTimeMillis),
+                Effect.flatMap((at) => {
+                  progressFlush = false
+                  return latestProgress === undefined || latestProgress === recordedProgress
+                    ? Effect.void
+                    : recordProgress(latestProgress, at)
+                })
+              )
+            )
+          })
       }
 
       const timeout = Effect.sleep(Duration.millis(prepared.timeoutMs)).pipe(

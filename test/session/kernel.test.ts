@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { CallId, SessionId } from "../../src/domain/Ids.js"
 import { Model, ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -972,6 +972,42 @@ describe("Tools: hooks and progress", () => {
         )
       )
     )
+  )
+
+  it.live(
+    "progress throttled within its window is recorded at the window's end: the last output before a quiet spell",
+    () =>
+      Effect.gen(function* () {
+        // two reports at once (one window), then nothing for longer than the window (250 ms)
+        const quiet = defineTool({
+          name: "quiet",
+          description: "reports twice, then works quietly",
+          input: Schema.Struct({}),
+          execute: (_input, context) =>
+            context
+              .progress("starting")
+              .pipe(
+                Effect.zipRight(context.progress("starting\ncompiling")),
+                Effect.zipRight(Effect.sleep(Duration.millis(1000))),
+                Effect.as({ output: "done" })
+              )
+        })
+        yield* Effect.gen(function* () {
+          const { id } = yield* prompt("quiet")
+          const log = yield* events(id)
+          const progress = log.filter((x) => x.type === "tool.progress")
+          expect(progress.map((x) => (x.payload as { output: string }).output)).toEqual([
+            "starting",
+            "starting\ncompiling"
+          ])
+          const t = types(log)
+          expect(t.lastIndexOf("tool.progress")).toBeLessThan(t.indexOf("tool.finished"))
+        }).pipe(
+          Effect.provide(
+            layer([Script.toolCalls([{ callId: "q1", tool: "quiet", input: {} }]), Script.text("ok")], [quiet])
+          )
+        )
+      })
   )
 
   it.live("a tool's progress is recorded while it runs", () =>
