@@ -32,6 +32,7 @@ import { makeAgentLayer } from "../src/session/Agent.js"
 import { Sessions } from "../src/session/Sessions.js"
 import { EventStore, type Snapshot } from "../src/store/EventStore.js"
 import { makeJournal } from "../src/store/Snapshots.js"
+import { Secrets } from "../src/tools/Secrets.js"
 import { defineTool } from "../src/tools/Tools.js"
 import { gc, median, now } from "./util.js"
 
@@ -170,7 +171,11 @@ export const runKernel = (file: string, shape: KernelShape, record?: Recorder): 
     sessions: { maxSteps: 1000, system: () => "system" },
     tools: { tools: [echo] },
     retry: defaultRetryOptions
-  }).pipe(Layer.provideMerge(layerModel(script)), Layer.provideMerge(layerStore(file, record)))
+  }).pipe(
+    Layer.provideMerge(layerModel(script)),
+    Layer.provide(Secrets.layerFromEnv),
+    Layer.provideMerge(layerStore(file, record))
+  )
   const program = Effect.gen(function* () {
     const sessions = yield* Sessions
     const store = yield* EventStore

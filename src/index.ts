@@ -4,13 +4,15 @@
  *
  * ```ts
  * import { Effect, Layer } from "effect"
- * import { builtinTools, EventStore, layerAiSdk, makeAgentLayer, Sessions } from "logbook"
+ * import { builtinTools, EventStore, layerAiSdk, makeAgentLayer, Secrets, Sessions } from "logbook"
  *
  * const Agent = makeAgentLayer({
  *   sessions: { maxSteps: 50 },
  *   tools: { tools: builtinTools({ bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } }) }
  * }).pipe(
  *   Layer.provide(layerAiSdk({ name: "openai/gpt-4.1", type: "openai", modelId: "gpt-4.1", apiKey: process.env.OPENAI_API_KEY })),
+ *   // the key variables hidden from commands and masked in the log: no default, a program chooses
+ *   Layer.provide(Secrets.layerFromEnv),
  *   Layer.provideMerge(EventStore.layerSqlite({ filename: "logbook.db" }))
  * )
  * const program = Effect.gen(function* () {

@@ -16,7 +16,7 @@ import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
-import { makeSecrets } from "../tools/Secrets.js"
+import { makeSecrets, Secrets } from "../tools/Secrets.js"
 import { resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
 
@@ -119,12 +119,13 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     retry: settings.retry,
     permissions: settings.permission,
     permissionLimit: config.trustedPermission,
-    secrets,
     // the workspace's AGENTS.md files and the user's own, read at the start of the turn
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
   } satisfies Omit<AgentOptions, "approver">
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
     Layer.provide(layerAiSdk(modelOptions)),
+    // the keys of the config's providers (`toolSecrets`), not only the built-in ones
+    Layer.provide(Layer.succeed(Secrets, secrets)),
     Layer.provideMerge(EventStore.layerSqlite({ filename }))
   )
 

@@ -194,6 +194,7 @@ export const rerunCommand = Command.make(
         sessionId: summary.id,
         workspace,
         agent: setup.agentOptions,
+        secrets: setup.secrets,
         target: save ? EventStore.layerSqlite({ filename }) : undefined,
         fork
       }).pipe(

@@ -711,7 +711,9 @@ export class Actions extends Context.Tag("logbook/Actions")<
   Actions,
   { readonly run: (input: BatchInput) => Effect.Effect<BatchResult, RestoreError> }
 >() {
-  static readonly layer = (options: ActionsOptions = {}): Layer.Layer<Actions, never, Tools | EventStore | Approver> =>
+  static readonly layer = (
+    options: ActionsOptions = {}
+  ): Layer.Layer<Actions, never, Tools | EventStore | Approver | Secrets> =>
     Layer.effect(
       Actions,
       Effect.map(Effect.all([Tools, EventStore, Approver, Secrets]), ([tools, store, approver, secrets]) =>

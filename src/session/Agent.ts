@@ -1,10 +1,12 @@
 /**
  * The agent's layers wired together: `Sessions` over `Processor` and `Actions`, over `Tools` and
- * `Retry`. The model and the event store are left open, so a program chooses them:
+ * `Retry`. The model, the event store and the secrets (the API key variables hidden from the
+ * tools' commands and masked in the log) are left open, so a program chooses them:
  *
  * ```ts
  * const AgentLive = makeAgentLayer({ sessions: { maxSteps: 50 }, tools: { tools: builtinTools(settings) } }).pipe(
  *   Layer.provide(layerAiSdk(modelOptions)),
+ *   Layer.provide(Secrets.layerFromEnv), // or Secrets.layer({ hide: [...] }), or Layer.succeed(Secrets, service)
  *   Layer.provideMerge(EventStore.layerSqlite({ filename: "logbook.db" }))
  * )
  * ```
@@ -15,7 +17,7 @@ import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js
 import type { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
 import type { PermissionRules } from "../tools/Permissions.js"
-import { Secrets, type SecretsOptions, type SecretsService } from "../tools/Secrets.js"
+import type { Secrets } from "../tools/Secrets.js"
 import { Tools, type ToolsOptions } from "../tools/Tools.js"
 import { Actions, type ActionsOptions } from "./Actions.js"
 import { Instructions, type InstructionsService } from "./Instructions.js"
@@ -35,12 +37,6 @@ export interface AgentOptions {
   /** who answers a call the rules ask about (default `Approver.autoDeny`) */
   readonly approver?: Layer.Layer<Approver> | undefined
   /**
-   * The variables that hold API keys: hidden from the tools' commands, their values masked in the
-   * log (default: `builtinSecretNames` of the process's environment; see `Secrets`) — or the
-   * `SecretsService` made of them, when the program uses it too
-   */
-  readonly secrets?: SecretsOptions | SecretsService | undefined
-  /**
    * Where the sessions' instruction files (AGENTS.md) come from: `makeInstructions(options)` reads a
    * workspace's and the user's files (default: none)
    */
@@ -49,7 +45,14 @@ export interface AgentOptions {
 
 export type AgentServices = Sessions | Processor | Actions | Tools | Retry
 
-export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices, never, EventStore | Model> => {
+/**
+ * The agent's layers. `Secrets` has no default: the program states which variables hold keys
+ * (`Secrets.layerFromEnv`, `Secrets.layer(options)`), and forgetting it is a type error rather than
+ * a silent guess from `process.env` that would miss a provider's key under another name.
+ */
+export const makeAgentLayer = (
+  options: AgentOptions
+): Layer.Layer<AgentServices, never, EventStore | Model | Secrets> => {
   const retry = options.retry ?? defaultRetryOptions
   const base = Layer.mergeAll(
     Tools.layer(options.tools),
@@ -62,11 +65,7 @@ export const makeAgentLayer = (options: AgentOptions): Layer.Layer<AgentServices
   }).pipe(Layer.provide(options.approver ?? Approver.autoDeny))
   const kernel = Layer.mergeAll(Processor.layer, actions).pipe(Layer.provideMerge(base))
   const sessions = Sessions.layer(options.sessions).pipe(Layer.provideMerge(kernel))
-  const agent =
-    options.instructions === undefined
-      ? sessions
-      : sessions.pipe(Layer.provide(Layer.succeed(Instructions, options.instructions)))
-  const secrets = options.secrets
-  if (secrets === undefined) return agent
-  return agent.pipe(Layer.provide("redact" in secrets ? Layer.succeed(Secrets, secrets) : Secrets.layer(secrets)))
+  return options.instructions === undefined
+    ? sessions
+    : sessions.pipe(Layer.provide(Layer.succeed(Instructions, options.instructions)))
 }

@@ -566,7 +566,7 @@ export class Processor extends Context.Tag("logbook/Processor")<
     readonly run: (input: StepInput) => Effect.Effect<StepResult, RetryGaveUp | RestoreError>
   }
 >() {
-  static readonly layer: Layer.Layer<Processor, never, Model | Retry | EventStore> = Layer.effect(
+  static readonly layer: Layer.Layer<Processor, never, Model | Retry | EventStore | Secrets> = Layer.effect(
     Processor,
     Effect.map(Effect.all([Model, Retry, Secrets, EventStore]), ([model, retry, secrets, store]) =>
       makeProcessor(model, retry, secrets, store)

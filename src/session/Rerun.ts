@@ -54,7 +54,7 @@ import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
-import { makeSecrets, type SecretsService } from "../tools/Secrets.js"
+import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import {
   decodeManifestDocument,
   type ManifestFile,
@@ -138,10 +138,15 @@ export interface RerunOptions {
   readonly sessionId: SessionId
   /** the directory the re-run works in (missing or empty): the starting workspace is restored into it */
   readonly workspace: string
-  /** the agent as a run gets it (tools, permissions, secrets, limits); model, retry and approver are the re-run's */
+  /** the agent as a run gets it (tools, permissions, limits); model, retry and approver are the re-run's */
   readonly agent: Omit<AgentOptions, "approver" | "retry" | "instructions"> & {
     readonly retry?: RetryOptions | undefined
   }
+  /**
+   * the keys the run held (`toolSecrets` of its config): hidden and masked in the re-run as in the
+   * run, and put back where a snapshot stored a workspace file's keys masked
+   */
+  readonly secrets: SecretsService
   /** where the re-run's session is written (default: an in-memory log, gone afterwards) */
   readonly target?: Layer.Layer<EventStore | EventBus, unknown> | undefined
   readonly fork?: RerunFork | undefined
@@ -530,14 +535,14 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const cut = fork === undefined ? envelopes.length : forkRequest === undefined ? envelopes.length : forkRequest.index
   const units = unitsOf(envelopes.slice(0, cut))
   const origCwd = plan.cwd ?? options.workspace
-  const secrets = options.agent.secrets
+  const secrets = options.secrets
 
   const restored = yield* restoreStartingWorkspace(
     plan,
     options.sessionId,
     options.workspace,
     options.agent.actions?.snapshot?.exclude,
-    secrets === undefined ? undefined : "redact" in secrets ? secrets : makeSecrets(secrets)
+    secrets
   )
   const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   /** the scratch directory's paths written as the original's */
@@ -766,7 +771,11 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       },
       retry: replayedRetry,
       approver: Layer.succeed(Approver, approver)
-    }).pipe(Layer.provide(Layer.succeed(Model, cassette)), Layer.provide(Layer.succeedContext(store)))
+    }).pipe(
+      Layer.provide(Layer.succeed(Model, cassette)),
+      Layer.provide(Layer.succeed(Secrets, secrets)),
+      Layer.provide(Layer.succeedContext(store))
+    )
   const cannotOpen = (error: unknown) =>
     new RerunUnavailable({
       sessionId: options.sessionId,

@@ -876,6 +876,6 @@ export const makeSessions = (options: SessionsOptions) =>
 export class Sessions extends Context.Tag("logbook/Sessions")<Sessions, SessionsService>() {
   static readonly layer = (
     options: SessionsOptions
-  ): Layer.Layer<Sessions, never, EventStore | Processor | Actions | Tools | Model | Retry> =>
+  ): Layer.Layer<Sessions, never, EventStore | Processor | Actions | Tools | Model | Retry | Secrets> =>
     Layer.scoped(Sessions, makeSessions(options))
 }

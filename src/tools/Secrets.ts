@@ -322,14 +322,23 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
 }
 
 /**
- * The secrets of this agent. Without a layer: the built-in providers' key variables
- * (`builtinSecretNames`) of the process's environment when first used.
+ * The secrets of this agent. There is no default: every layer that hides or masks keys (`Processor`,
+ * `Actions`, `Sessions`, hence `makeAgentLayer`) has `Secrets` in its requirements, so a program
+ * says which keys it holds — `Secrets.layerFromEnv` for the built-in providers' variables,
+ * `Secrets.layer(options)` for the config's (`toolSecrets`), or `Layer.succeed(Secrets, service)` for
+ * a `makeSecrets` service the program uses too (the CLI masks a session's title with it).
  */
-export class Secrets extends Context.Reference<Secrets>()("logbook/Secrets", {
-  defaultValue: (): SecretsService => makeSecrets({ hide: builtinSecretNames })
-}) {
+export class Secrets extends Context.Tag("logbook/Secrets")<Secrets, SecretsService>() {
+  /** the variables `options.hide` names, of `options.env` (default: the process's environment when the layer is built) */
   static readonly layer = (options: SecretsOptions): Layer.Layer<Secrets> =>
-    Layer.succeed(Secrets, makeSecrets(options))
+    Layer.sync(Secrets, () => makeSecrets(options))
+
+  /**
+   * The built-in providers' key variables (`builtinSecretNames`: `OPENAI_API_KEY`,
+   * `ANTHROPIC_API_KEY`) of the process's environment when the layer is built. A config that names
+   * other key variables (`apiKeyEnv`) needs `Secrets.layer({ hide: … })` to hide them too.
+   */
+  static readonly layerFromEnv: Layer.Layer<Secrets> = Secrets.layer({ hide: builtinSecretNames })
 }
 
 /**

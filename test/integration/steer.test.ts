@@ -12,6 +12,7 @@ import { Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import { builtinTools } from "../../src/tools/builtins.js"
+import { Secrets } from "../../src/tools/Secrets.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 import { tempDb, tempDir } from "../support/tmp.js"
 import { messagesOf, ofType, readLog, types } from "./support.js"
@@ -30,6 +31,7 @@ const agentLayer = (server: ScriptedServer, filename: string) =>
         modelId: "scripted"
       })
     ),
+    Layer.provide(Secrets.layerFromEnv),
     Layer.provideMerge(EventStore.layerSqlite({ filename }))
   )
 

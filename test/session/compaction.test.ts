@@ -15,6 +15,7 @@ import { summaryContent, validateHistory } from "../../src/session/History.js"
 import { Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import * as Projection from "../../src/store/Projection.js"
+import { Secrets } from "../../src/tools/Secrets.js"
 import { defineTool } from "../../src/tools/Tools.js"
 import { SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
 import { A1, C1, e, prelude, T1, usage } from "../support/fixtures.js"
@@ -41,7 +42,11 @@ const layer = (script: ReadonlyArray<ScriptStep>, compaction: Partial<Compaction
     sessions: { maxSteps: 20, system: () => "system", compaction },
     tools: { tools: [big] },
     retry: fastRetry
-  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    Layer.provide(Secrets.layerFromEnv),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
 
 const requests = Effect.flatMap(ScriptedModel, (m) => m.requests)
 

@@ -12,6 +12,7 @@ import { makeAgentLayer } from "../../src/session/Agent.js"
 import { costOf } from "../../src/session/Processor.js"
 import { Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import { Secrets } from "../../src/tools/Secrets.js"
 
 const tokens = { input: 1_000_000, output: 100_000, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
 
@@ -100,6 +101,7 @@ const turn = (price: Price | undefined) =>
             Script.text("done", { usage: { input: 2000, output: 200 } })
           ])
         ),
+        Layer.provide(Secrets.layerFromEnv),
         Layer.provideMerge(EventStore.layerMemory)
       )
     )

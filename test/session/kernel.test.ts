@@ -16,7 +16,7 @@ import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { groupAlive, newProcessToken, PROCESS_TOKEN_ENV } from "../../src/tools/processGroup.js"
-import { redactionMarker, type SecretsOptions } from "../../src/tools/Secrets.js"
+import { redactionMarker, Secrets, type SecretsOptions } from "../../src/tools/Secrets.js"
 import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
@@ -69,9 +69,13 @@ const layer = (
   makeAgentLayer({
     sessions: { maxSteps: options.maxSteps ?? 10, system: () => "system" },
     tools: options.tools ?? { tools: [echo, failing, crashing, ...extraTools] },
-    retry: fastRetry,
-    secrets: options.secrets
-  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+    retry: fastRetry
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    // the keys the test names, else those `logbook` holds without a config: the built-in providers'
+    Layer.provide(options.secrets === undefined ? Secrets.layerFromEnv : Secrets.layer(options.secrets)),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
 
 const events = (sessionId: SessionId) =>
   Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(sessionId))).pipe(
@@ -1315,6 +1319,7 @@ describe("Hooks as a layer", () => {
               Script.text("ok")
             ])
           ),
+          Layer.provide(Secrets.layerFromEnv),
           Layer.provideMerge(EventStore.layerMemory)
         )
       )
@@ -1404,9 +1409,12 @@ describe("Sessions: API keys (Secrets)", () => {
         const agent = makeAgentLayer({
           sessions: { maxSteps: 3, system: () => "system" },
           tools: { tools: [] },
-          retry: fastRetry,
-          secrets: { hide: ["MY_KEY"], env: { MY_KEY: KEY } }
-        }).pipe(Layer.provideMerge(gated), Layer.provideMerge(EventStore.layerMemory))
+          retry: fastRetry
+        }).pipe(
+          Layer.provideMerge(gated),
+          Layer.provide(Secrets.layer({ hide: ["MY_KEY"], env: { MY_KEY: KEY } })),
+          Layer.provideMerge(EventStore.layerMemory)
+        )
         yield* Effect.gen(function* () {
           const sessions = yield* Sessions
           const store = yield* EventStore

@@ -16,6 +16,7 @@ import { EventStore } from "../../src/store/EventStore.js"
 import { Approver } from "../../src/tools/Approver.js"
 import { builtinTools } from "../../src/tools/builtins.js"
 import type { PermissionRules } from "../../src/tools/Permissions.js"
+import { Secrets } from "../../src/tools/Secrets.js"
 import { tempDir } from "../support/tmp.js"
 import { workspaceWith } from "../support/toolContext.js"
 
@@ -33,7 +34,11 @@ const layer = (
     ...(options.permissions !== undefined ? { permissions: options.permissions } : {}),
     ...(options.permissionLimit !== undefined ? { permissionLimit: options.permissionLimit } : {}),
     ...(options.approver !== undefined ? { approver: options.approver } : {})
-  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    Layer.provide(Secrets.layerFromEnv),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
 
 /** Runs one prompt in `cwd` to the end of its turn; returns the log. */
 const prompt = (cwd: string) =>
@@ -318,7 +323,7 @@ describe("Actions: permissions", () => {
         tools: { tools: builtinTools({ bash: { timeoutMs: 10_000, maxTimeoutMs: 20_000 } }) },
         permissions: { bash: "ask" },
         approver
-      }).pipe(Layer.provideMerge(layerScripted(script)))
+      }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provide(Secrets.layerFromEnv))
     const turn = (id: SessionId | undefined, text: string) =>
       Effect.gen(function* () {
         const sessions = yield* Sessions
@@ -420,7 +425,7 @@ describe("Actions: permissions", () => {
         makeAgentLayer({
           sessions: { maxSteps: 10, system: () => "system" },
           tools: { tools: builtinTools({ bash: { timeoutMs: 10_000, maxTimeoutMs: 20_000 } }) }
-        }).pipe(Layer.provideMerge(layerScripted(script)))
+        }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provide(Secrets.layerFromEnv))
       return Effect.gen(function* () {
         const id = yield* Effect.gen(function* () {
           const sessions = yield* Sessions

@@ -14,7 +14,7 @@ import type { InstructionsService, LoadedInstructions } from "../../src/session/
 import { promptVersionOf } from "../../src/session/PromptVersion.js"
 import { Sessions } from "../../src/session/Sessions.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { redactionMarker, type SecretsOptions } from "../../src/tools/Secrets.js"
+import { redactionMarker, Secrets, type SecretsOptions } from "../../src/tools/Secrets.js"
 import { defineTool } from "../../src/tools/Tools.js"
 
 const echo = defineTool({
@@ -50,9 +50,12 @@ const layer = (
     sessions: { maxSteps: 10, system: (cwd) => `BASE PROMPT for ${cwd}` },
     tools: { tools: [echo] },
     retry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 2, maxRetryAfterMs: 1000, budgetMs: 60_000 },
-    instructions: options.instructions,
-    secrets: options.secrets
-  }).pipe(Layer.provideMerge(layerScripted(script)), Layer.provideMerge(EventStore.layerMemory))
+    instructions: options.instructions
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    Layer.provide(options.secrets === undefined ? Secrets.layerFromEnv : Secrets.layer(options.secrets)),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
 
 const events = (sessionId: SessionId) =>
   Effect.flatMap(EventStore, (store) => Stream.runCollect(store.read(sessionId))).pipe(

@@ -4,13 +4,19 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { describe, expect, expectTypeOf, it } from "@effect/vitest"
+import { Effect, Exit, type Layer, Option } from "effect"
+import type { Model } from "../../src/model/Model.js"
+import type { Actions } from "../../src/session/Actions.js"
+import type { makeAgentLayer } from "../../src/session/Agent.js"
+import type { Processor } from "../../src/session/Processor.js"
+import type { Sessions } from "../../src/session/Sessions.js"
+import type { EventStore } from "../../src/store/EventStore.js"
 import { makeBash } from "../../src/tools/bash.js"
 import { edit } from "../../src/tools/edit.js"
 import { grep } from "../../src/tools/grep.js"
 import { read } from "../../src/tools/read.js"
-import { builtinSecretNames, makeSecrets, redactionMarker } from "../../src/tools/Secrets.js"
+import { builtinSecretNames, makeSecrets, redactionMarker, Secrets } from "../../src/tools/Secrets.js"
 import { write } from "../../src/tools/write.js"
 import { testContext, workspaceWith } from "../support/toolContext.js"
 
@@ -170,6 +176,48 @@ describe("makeSecrets", () => {
   it("the built-in providers' variables are hidden by default", () => {
     expect([...builtinSecretNames].sort()).toEqual(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
   })
+})
+
+describe("the Secrets layers", () => {
+  it("no default: every layer that hides or masks keys requires Secrets, up to makeAgentLayer", () => {
+    expectTypeOf<Layer.Layer.Context<ReturnType<typeof makeAgentLayer>>>().toEqualTypeOf<EventStore | Model | Secrets>()
+    expectTypeOf<Secrets>().toExtend<Layer.Layer.Context<ReturnType<typeof Actions.layer>>>()
+    expectTypeOf<Secrets>().toExtend<Layer.Layer.Context<typeof Processor.layer>>()
+    expectTypeOf<Secrets>().toExtend<Layer.Layer.Context<ReturnType<typeof Sessions.layer>>>()
+  })
+
+  it.effect("without a layer there is no Secrets service: nothing falls back to process.env", () =>
+    Effect.gen(function* () {
+      expect(Option.isNone(yield* Effect.serviceOption(Secrets))).toBe(true)
+    })
+  )
+
+  it.effect("layerFromEnv: the built-in providers' variables of the process's environment when it is built", () =>
+    Effect.gen(function* () {
+      const saved = process.env.OPENAI_API_KEY
+      process.env.OPENAI_API_KEY = KEY
+      const secrets = yield* Secrets.pipe(
+        Effect.provide(Secrets.layerFromEnv),
+        Effect.ensuring(
+          Effect.sync(() => {
+            if (saved === undefined) delete process.env.OPENAI_API_KEY
+            else process.env.OPENAI_API_KEY = saved
+          })
+        )
+      )
+      expect([...secrets.names].sort()).toEqual([...builtinSecretNames].sort())
+      expect(secrets.redactText(`k=${KEY}`)).toBe(`k=${redactionMarker("OPENAI_API_KEY")}`)
+    })
+  )
+
+  it.effect("layer(options): the variables it names, of the environment it is given", () =>
+    Effect.gen(function* () {
+      const secrets = yield* Secrets.pipe(Effect.provide(Secrets.layer({ hide: ["MY_KEY"], env })))
+      expect(secrets.names).toEqual(["MY_KEY"])
+      expect(secrets.env).toEqual({ PATH: "/usr/bin:/bin", OPENAI_API_KEY: OTHER, SHORT: "abc", HOME: "/home/u" })
+      expect(secrets.redactText(`${KEY} ${OTHER}`)).toBe(`${redactionMarker("MY_KEY")} ${OTHER}`)
+    })
+  )
 })
 
 describe("the tools and Secrets", () => {
