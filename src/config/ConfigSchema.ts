@@ -13,12 +13,12 @@
 import { type ParseResult, Schema } from "effect"
 import { ReasoningSetting } from "../model/Reasoning.js"
 import { PermissionRules } from "../tools/Permissions.js"
-import { looksLikeSecret, showValue } from "./showValue.js"
+import { looksLikeSecret, showValue } from "../tools/showValue.js"
 
 // ---------------------------------------------------------------------------------------------
 // messages
 
-export { looksLikeSecret, showValue } from "./showValue.js"
+export { looksLikeSecret, showValue } from "../tools/showValue.js"
 
 /** The message of a leaf: used for every failure of the schema, its base type's included. */
 const expected =
