@@ -11,14 +11,15 @@
  * validation error can say what was expected; values that look like secrets are never echoed.
  */
 import { type ParseResult, Schema } from "effect"
+import { AiSdkProviderType } from "../model/AiSdk.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
 import { PermissionRules } from "../tools/Permissions.js"
-import { looksLikeSecret, showValue } from "./showValue.js"
+import { looksLikeSecret, showValue } from "../tools/showValue.js"
 
 // ---------------------------------------------------------------------------------------------
 // messages
 
-export { looksLikeSecret, showValue } from "./showValue.js"
+export { looksLikeSecret, showValue } from "../tools/showValue.js"
 
 /** The message of a leaf: used for every failure of the schema, its base type's included. */
 const expected =
@@ -98,7 +99,7 @@ export const ModelRef = Schema.String.pipe(
   })
 )
 
-export const ProviderType = Schema.Literal("openai-compatible", "openai", "anthropic").annotations({
+export const ProviderType = AiSdkProviderType.annotations({
   description:
     "How to talk to the provider: openai-compatible (any /v1/chat/completions server: Ollama, vLLM, LM Studio, " +
     "OpenRouter …), openai (the OpenAI API) or anthropic (the Anthropic API).",
@@ -486,9 +487,5 @@ export const defaults = {
   snapshotEvery: 500
 } as const satisfies ConfigInput
 
-/** The conventional key variable of a provider type, used when `apiKeyEnv` is not set. */
-export const defaultApiKeyEnv: Readonly<Record<ProviderType, string | undefined>> = {
-  openai: "OPENAI_API_KEY",
-  anthropic: "ANTHROPIC_API_KEY",
-  "openai-compatible": undefined
-}
+/** The conventional key variable of a provider type (owned by `model/AiSdk.ts`). */
+export { defaultApiKeyEnv } from "../model/AiSdk.js"

@@ -23,7 +23,7 @@ import type {
   TextStreamPart,
   ToolSet
 } from "ai"
-import { Cause, Duration, Effect, Layer, Stream } from "effect"
+import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
@@ -39,7 +39,16 @@ import {
 } from "./Model.js"
 import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
 
-export type AiSdkProviderType = "openai-compatible" | "openai" | "anthropic"
+/** How to talk to a provider; config's `provider.<id>.type` (ConfigSchema's `ProviderType` annotates this one). */
+export const AiSdkProviderType = Schema.Literal("openai-compatible", "openai", "anthropic")
+export type AiSdkProviderType = typeof AiSdkProviderType.Type
+
+/** The conventional key variable of a provider type, used when config's `apiKeyEnv` is not set. */
+export const defaultApiKeyEnv: Readonly<Record<AiSdkProviderType, string | undefined>> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+  "openai-compatible": undefined
+}
 
 export interface AiSdkOptions {
   /** `provider/model`, as in config; the part before the first `/` names the provider */

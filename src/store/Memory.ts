@@ -5,7 +5,6 @@
 import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
-import type { Lease, SessionSummary } from "./EventStore.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
 import {
   type Backend,
@@ -18,6 +17,7 @@ import {
   storeError,
   summarize
 } from "./internal/core.js"
+import type { Lease, SessionSummary } from "./internal/records.js"
 
 interface SnapshotRow {
   readonly seq: number

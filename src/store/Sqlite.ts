@@ -21,7 +21,6 @@ import { Clock, Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
-import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./EventStore.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
 import {
   type Backend,
@@ -41,6 +40,7 @@ import {
   summarizeEvent
 } from "./internal/core.js"
 import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
+import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./internal/records.js"
 import {
   deriveStats,
   emptyCursor,

@@ -47,8 +47,8 @@
  * literal characters beat 4), `git push` asks and `ls` is denied.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { showValue } from "../config/showValue.js"
 import { compileGlob } from "./ignore.js"
+import { showValue } from "./showValue.js"
 
 // ---------------------------------------------------------------------------------------------
 // rules as data

@@ -18,17 +18,17 @@ import {
 import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
+import type { EventStoreService } from "../EventStore.js"
 import {
   type AppendOptions,
   type EventQuery,
-  type EventStoreService,
   type Lease,
   type ListSessionsOptions,
   type SeqRange,
   type SessionSummary,
   SNAPSHOTS_KEPT,
   type Snapshot
-} from "../EventStore.js"
+} from "./records.js"
 
 /** An event ready to be written: everything but its seq. */
 export interface PreparedEvent {

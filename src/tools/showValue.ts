@@ -1,4 +1,4 @@
-/** Showing a config value in an error message without echoing what looks like a secret. */
+/** Showing a value (a config field, a permission rule) in an error message without echoing what looks like a secret. */
 
 /**
  * A value for an error message: JSON, cut to 60 characters; a string that looks like an API key

@@ -1,0 +1,78 @@
+/**
+ * The dependency rules of src/ (`npm run lint` runs them; docs/architecture.md explains them).
+ * Direction (DESIGN §1): bin -> cli -> config -> session -> (model, tools) -> store -> domain.
+ * Type-only imports count for the layering rules (a type couples the layers too) but not for
+ * cycles: an `import type` is erased, so it cannot make modules load in the wrong order.
+ * Known violations still to fix are listed in .dependency-cruiser-known-violations.json
+ * (`npx depcruise-baseline src` rewrites it; delete an entry once its import is fixed).
+ * @type {import("dependency-cruiser").IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "A runtime import cycle: modules that load in an order that depends on who is imported first.",
+      from: { path: "^src/" },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } }
+    },
+    {
+      name: "domain-imports-only-domain",
+      severity: "error",
+      comment: "src/domain is the bottom: events, ids and messages import nothing of ours but domain.",
+      from: { path: "^src/domain/" },
+      to: { path: "^src/", pathNot: "^src/domain/" }
+    },
+    {
+      name: "store-below-the-kernel",
+      severity: "error",
+      comment: "src/store imports only domain and store: not session, cli, config, tools or model.",
+      from: { path: "^src/store/" },
+      to: { path: "^src/(session|cli|config|tools|model)/" }
+    },
+    {
+      name: "config-on-top",
+      severity: "error",
+      comment:
+        "Services own their option Schemas and defaults; src/config composes them. Nothing below config " +
+        "(domain, store, model, tools, session) imports src/config.",
+      from: { path: "^src/(domain|store|model|tools|session)/" },
+      to: { path: "^src/config/" }
+    },
+    {
+      name: "parts-below-session",
+      severity: "error",
+      comment: "Model, tools, store and domain are the parts the session kernel drives; none imports src/session.",
+      from: { path: "^src/(domain|store|model|tools)/" },
+      to: { path: "^src/session/" }
+    },
+    {
+      name: "session-not-cli",
+      severity: "error",
+      comment: "src/session is the kernel; the CLI and the terminal are shells over it.",
+      from: { path: "^src/session/" },
+      to: { path: "^src/cli/" }
+    },
+    {
+      name: "cli-is-the-shell",
+      severity: "error",
+      comment: "Only src/bin.ts and src/cli itself import src/cli.",
+      from: { path: "^src/", pathNot: ["^src/cli/", "^src/bin\\.ts$"] },
+      to: { path: "^src/cli/" }
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      comment: "An import the cruiser cannot resolve: the rules above would not see where it goes.",
+      from: { path: "^src/" },
+      to: { couldNotResolve: true }
+    }
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] }
+  }
+}
