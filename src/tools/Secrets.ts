@@ -15,7 +15,7 @@
  * of files a tool changed (`file.changed` blobs) are kept exact, for the audit.
  */
 import { Context, Effect, Layer } from "effect"
-import { defaultApiKeyEnv } from "../config/ConfigSchema.js"
+import { defaultApiKeyEnv } from "../model/AiSdk.js"
 import { ToolFailure } from "./Tools.js"
 
 /**
