@@ -19,13 +19,13 @@
 import {
   Clock,
   Context,
-  Duration,
   Effect,
   Layer,
   Random,
   Schedule,
   ScheduleDecision,
   ScheduleInterval,
+  ScheduleIntervals,
   Schema
 } from "effect"
 import { capLine } from "./internal/providerError.js"
@@ -482,7 +482,7 @@ export class RetryGaveUp extends Schema.TaggedError<RetryGaveUp>()("RetryGaveUp"
 }
 
 // ---------------------------------------------------------------------------------------------
-// withRetry
+// the Schedule: the one retry driver
 
 export interface RetryInfo {
   /** the attempt about to be made: 2, 3 … */
@@ -502,72 +502,157 @@ export interface RetryHooks<E = never, R = never> {
   readonly onRetry?: ((info: RetryInfo) => Effect.Effect<void, E, R>) | undefined
 }
 
+/** What the policy outputs after each failed attempt: which attempt it was, and the decision. */
+export interface RetryStep {
+  readonly _tag: "RetryStep"
+  /** the attempt that just failed (1 = the first): the attempts made so far */
+  readonly attempts: number
+  readonly decision: RetryDecision
+}
+
 /**
- * Runs `effect`, retrying it by the policy. Each wait: `onRetry`, then sleep until `nextAt`.
- * Fails with `RetryGaveUp` (carrying the last `ModelError`) when retrying stops, or with the hook's error.
+ * Decisions given from outside instead of the policy's (a re-run replays the ones its log records):
+ * the decision for attempt `attempt`'s `error` at `now`, or `undefined` to let the policy decide. A given
+ * `Retry` is taken at once, without waiting.
+ */
+export type GivenDecisions = (input: {
+  readonly error: ModelError
+  readonly attempt: number
+  /** Clock ms of the failure */
+  readonly now: number
+}) => RetryDecision | undefined
+
+export interface PolicyOptions {
+  /**
+   * Clock ms the first attempt started at, from which the budget runs; without it, the first
+   * failure (the first time a Schedule sees the clock)
+   */
+  readonly startedAt?: number | undefined
+  readonly given?: GivenDecisions | undefined
+}
+
+/**
+ * The policy as a `Schedule` over the failures of a request: each step is `decide` (the backoff with
+ * jitter from `Random`, `Retry-After` with the floor, the ceiling, the attempts, the budget) on the
+ * error that just ended an attempt; a `Retry` continues at `nextAt`, a `GiveUp` is done. The output is
+ * the latest `RetryStep`, the `GiveUp` included: `Effect.retryOrElse` hands it over with the last error.
+ */
+export const policy = (
+  options: RetryOptions,
+  policyOptions: PolicyOptions = {}
+): Schedule.Schedule<RetryStep, ModelError> => {
+  const o = resolve(options)
+  return Schedule.makeWithState<
+    { readonly attempt: number; readonly startedAt: number | undefined },
+    ModelError,
+    RetryStep
+  >({ attempt: 1, startedAt: policyOptions.startedAt }, (now, error, state) =>
+    Effect.map(Random.next, (random) => {
+      const startedAt = state.startedAt ?? now
+      const given = policyOptions.given?.({ error, attempt: state.attempt, now })
+      const decision = given ?? decide(o, { attempt: state.attempt, error, now, startedAt, random })
+      const step: RetryStep = { _tag: "RetryStep", attempts: state.attempt, decision }
+      return decision._tag === "Retry"
+        ? ([
+            { attempt: decision.attempt, startedAt },
+            step,
+            ScheduleDecision.continueWith(ScheduleInterval.after(given === undefined ? decision.nextAt : now))
+          ] as const)
+        : ([{ attempt: state.attempt, startedAt }, step, ScheduleDecision.done] as const)
+    })
+  )
+}
+
+/** The kernel's schedule stopped because its `onRetry` hook failed: the hook's error. */
+interface HookFailed<E> {
+  readonly _tag: "HookFailed"
+  readonly error: E
+}
+
+/**
+ * The policy with the `onRetry` hook run before each wait, from the schedule's step: `model.retry`
+ * is written from the decision the Schedule took. The wait still ends at `nextAt` (the time the hook
+ * took is taken off it), and a failing hook stops the schedule with its error.
+ */
+const withHook = <E, R>(
+  self: Schedule.Schedule<RetryStep, ModelError>,
+  maxAttempts: number,
+  onRetry: (info: RetryInfo) => Effect.Effect<void, E, R>
+): Schedule.Schedule<RetryStep | HookFailed<E>, ModelError, R> =>
+  Schedule.makeWithState<unknown, ModelError, RetryStep | HookFailed<E>, R>(self.initial, (now, error, state) =>
+    Effect.flatMap(self.step(now, error, state), ([next, step, decision]) => {
+      const d = step.decision
+      if (d._tag !== "Retry" || ScheduleDecision.isDone(decision))
+        return Effect.succeed([next, step, decision] as const)
+      const info: RetryInfo = {
+        attempt: d.attempt,
+        maxAttempts,
+        delayMs: d.delayMs,
+        nextAt: d.nextAt,
+        error,
+        message: d.message
+      }
+      return Effect.matchEffect(onRetry(info), {
+        onFailure: (e) =>
+          Effect.succeed([next, { _tag: "HookFailed", error: e } as HookFailed<E>, ScheduleDecision.done] as const),
+        onSuccess: () =>
+          Effect.map(Clock.currentTimeMillis, (after) => {
+            const start = ScheduleIntervals.start(decision.intervals) - (after - now)
+            return [next, step, ScheduleDecision.continueWith(ScheduleInterval.after(start))] as const
+          })
+      })
+    })
+  )
+
+/**
+ * Runs `effect`, retrying it by a policy `Schedule` (`policy`, or one with given decisions):
+ * `Effect.retryOrElse`, the hook run from the schedule before each wait. Fails with `RetryGaveUp`
+ * (why retrying stopped, the last `ModelError`) or with the hook's error.
+ */
+export const retryWith = <A, R, E2 = never, R2 = never>(
+  effect: Effect.Effect<A, ModelError, R>,
+  schedule: Schedule.Schedule<RetryStep, ModelError>,
+  maxAttempts: number,
+  hooks: RetryHooks<E2, R2> = {}
+): Effect.Effect<A, RetryGaveUp | E2, R | R2> => {
+  const onRetry = hooks.onRetry
+  const driver: Schedule.Schedule<RetryStep | HookFailed<E2>, ModelError, R2> =
+    onRetry === undefined ? schedule : withHook(schedule, maxAttempts, onRetry)
+  return Effect.retryOrElse(effect, driver, (error, out): Effect.Effect<never, RetryGaveUp | E2> => {
+    if (out._tag === "HookFailed") return Effect.fail(out.error)
+    const decision = out.decision
+    return decision._tag === "GiveUp"
+      ? Effect.fail(
+          new RetryGaveUp({ attempts: out.attempts, reason: decision.reason, message: decision.message, error })
+        )
+      : Effect.dieMessage("the retry policy stopped without giving up")
+  })
+}
+
+/**
+ * Runs `effect`, retrying it by the policy, the budget counted from the start of the first attempt.
+ * Each wait: `onRetry`, then sleep until `nextAt`. Fails with `RetryGaveUp` (carrying the last
+ * `ModelError`) when retrying stops, or with the hook's error.
  */
 export const withRetry = <A, R, E2 = never, R2 = never>(
   effect: Effect.Effect<A, ModelError, R>,
   options: RetryOptions,
-  hooks: RetryHooks<E2, R2> = {}
-): Effect.Effect<A, RetryGaveUp | E2, R | R2> =>
-  Effect.gen(function* () {
-    const o = resolve(options)
-    const startedAt = yield* Clock.currentTimeMillis
-    let attempt = 1
-    while (true) {
-      const result = yield* Effect.either(effect)
-      if (result._tag === "Right") return result.right
-      const error = result.left
-      const now = yield* Clock.currentTimeMillis
-      const random = yield* Random.next
-      const decision = decide(o, { attempt, error, now, startedAt, random })
-      if (decision._tag === "GiveUp") {
-        return yield* new RetryGaveUp({ attempts: attempt, reason: decision.reason, message: decision.message, error })
-      }
-      if (hooks.onRetry !== undefined) {
-        yield* hooks.onRetry({
-          attempt: decision.attempt,
-          maxAttempts: o.maxAttempts,
-          delayMs: decision.delayMs,
-          nextAt: decision.nextAt,
-          error,
-          message: decision.message
-        })
-      }
-      const after = yield* Clock.currentTimeMillis
-      yield* Effect.sleep(Duration.millis(Math.max(0, decision.nextAt - after)))
-      attempt = decision.attempt
-    }
-  })
-
-// ---------------------------------------------------------------------------------------------
-// the Schedule form
+  hooks: RetryHooks<E2, R2> = {},
+  given?: GivenDecisions
+): Effect.Effect<A, RetryGaveUp | E2, R | R2> => {
+  const o = resolve(options)
+  return Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+    retryWith(effect, policy(o, { startedAt, given }), o.maxAttempts, hooks)
+  )
+}
 
 /**
- * The same policy as a `Schedule` over `ModelError`s, for `Effect.retry(request, Retry.schedule(o))`.
- * Its output is the latest decision. Two differences from `withRetry`, which the kernel uses: the
- * budget runs from the first failure (a Schedule first sees time then), and when it stops,
- * `Effect.retry` fails with the bare last `ModelError`, not with a `RetryGaveUp` saying why.
+ * The policy's decisions as a plain `Schedule` over `ModelError`s, for `Effect.retry(request,
+ * Retry.schedule(o))`: the budget runs from the first failure, and when it stops, `Effect.retry`
+ * fails with the bare last `ModelError` (`withRetry` gives the `RetryGaveUp` that says why).
  */
 export const schedule = (options: RetryOptions): Schedule.Schedule<RetryDecision, ModelError> =>
-  Schedule.makeWithState<
-    { readonly attempt: number; readonly startedAt: number | undefined },
-    ModelError,
-    RetryDecision
-  >({ attempt: 1, startedAt: undefined }, (now, error, state) =>
-    Effect.map(Random.next, (random) => {
-      const startedAt = state.startedAt ?? now
-      const decision = decide(options, { attempt: state.attempt, error, now, startedAt, random })
-      return decision._tag === "Retry"
-        ? ([
-            { attempt: decision.attempt, startedAt },
-            decision,
-            ScheduleDecision.continueWith(ScheduleInterval.after(decision.nextAt))
-          ] as const)
-        : ([{ attempt: state.attempt, startedAt }, decision, ScheduleDecision.done] as const)
-    })
-  )
+  Schedule.map(policy(options), (step) => step.decision)
 
 // ---------------------------------------------------------------------------------------------
 // the service
@@ -584,11 +669,12 @@ export class Retry extends Context.Tag("logbook/Retry")<
     readonly schedule: Schedule.Schedule<RetryDecision, ModelError>
   }
 >() {
-  static readonly make = (options: RetryOptions): Context.Tag.Service<Retry> => {
+  /** the service of `options`; `given` decisions (a re-run's recorded ones) take the policy's place where they are known */
+  static readonly make = (options: RetryOptions, given?: GivenDecisions): Context.Tag.Service<Retry> => {
     const resolved = resolve(options)
     return {
       options: resolved,
-      withRetry: (effect, hooks) => withRetry(effect, resolved, hooks),
+      withRetry: (effect, hooks) => withRetry(effect, resolved, hooks, given),
       schedule: schedule(resolved)
     }
   }

@@ -49,7 +49,7 @@ import type { Envelope } from "../domain/Events.js"
 import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
 import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
-import { defaultRetryOptions, Retry, RetryGaveUp, type RetryOptions } from "../model/Retry.js"
+import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
 import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
@@ -645,43 +645,23 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       )
   }
 
-  const policy = Retry.make(options.agent.retry ?? defaultRetryOptions)
-  const replayedRetry: Retry["Type"] = {
-    options: policy.options,
-    schedule: policy.schedule,
-    withRetry: (effect, hooks) =>
-      Effect.gen(function* () {
-        let attempt = 1
-        while (true) {
-          const result = yield* Effect.either(effect)
-          if (Either.isRight(result)) return result.right
-          const error = result.left
-          // (a failure is proxied with its span on the way: the original is the one the cassette failed with)
-          const decision = decisions.get(Cause.originalError(error))
-          // a live model's failure (a fork): the policy decides, from here
-          if (decision === undefined) return yield* policy.withRetry(effect, hooks)
-          if (decision._tag === "gaveUp") {
-            return yield* new RetryGaveUp({
-              attempts: attempt,
-              reason: decision.retryable ? "max-attempts" : "not-retryable",
-              message: decision.message,
-              error
-            })
-          }
-          if (hooks?.onRetry !== undefined) {
-            yield* hooks.onRetry({
-              attempt: decision.attempt,
-              maxAttempts: policy.options.maxAttempts,
-              delayMs: decision.delayMs,
-              nextAt: Date.now() + decision.delayMs,
-              error,
-              message: decision.message
-            })
-          }
-          attempt = decision.attempt
+  // the policy's Schedule, with the decisions the original's log records: a recorded retry is taken
+  // without a wait; a failure the log does not know (a live model's, in a fork) the policy decides
+  const replayedRetry = Retry.make(options.agent.retry ?? defaultRetryOptions, ({ error, now }) => {
+    // (a failure is proxied with its span on the way: the original is the one the cassette failed with)
+    const decision = decisions.get(Cause.originalError(error))
+    if (decision === undefined) return undefined
+    return decision._tag === "gaveUp"
+      ? { _tag: "GiveUp", reason: decision.retryable ? "max-attempts" : "not-retryable", message: decision.message }
+      : {
+          _tag: "Retry",
+          attempt: decision.attempt,
+          delayMs: decision.delayMs,
+          nextAt: now + decision.delayMs,
+          fromServer: false,
+          message: decision.message
         }
-      })
-  }
+  })
 
   const replies = new Map<string, Envelope & { readonly type: "permission.replied" }>()
   for (const env of envelopes) if (env.type === "permission.replied") replies.set(env.payload.permissionId, env)

@@ -8,6 +8,7 @@ import {
   defaultRetryOptions,
   describe as describeError,
   fastFailPolicy,
+  policy,
   Retry,
   RetryGaveUp,
   type RetryInfo,
@@ -560,6 +561,98 @@ describe("withRetry", () => {
       expect(calls).toBe(3)
     }).pipe(Effect.provide(Retry.layer({ ...defaultRetryOptions, maxAttempts: 3, minRetryAfterMs: undefined })))
   )
+  it.effect("a hook that takes time does not lengthen the wait: the next attempt starts at nextAt", () =>
+    Effect.gen(function* () {
+      const calls: Array<number> = []
+      const hooks: Array<RetryInfo> = []
+      const request = Effect.gen(function* () {
+        calls.push(yield* Clock.currentTimeMillis)
+        return calls.length < 3 ? yield* http(503) : "ok"
+      })
+      const retried = withRetry(request, options(), {
+        // appending takes 300 ms
+        onRetry: (info) => Effect.sleep(300).pipe(Effect.tap(() => hooks.push(info)))
+      }).pipe(Effect.withRandom(Random.fixed([1])))
+      const fiber = yield* Effect.fork(retried)
+      yield* TestClock.adjust("1 hour")
+      expect(yield* Fiber.await(fiber)).toEqual(Exit.succeed("ok"))
+      expect(calls).toEqual([0, 1000, 3000])
+      expect(hooks.map((h) => h.nextAt)).toEqual([1000, 3000])
+    })
+  )
+
+  it.effect("an interrupt during the wait stops the retrying: no further attempt", () =>
+    Effect.gen(function* () {
+      let calls = 0
+      const hooks: Array<number> = []
+      const request = Effect.suspend(() => {
+        calls++
+        return Effect.fail(http(503))
+      })
+      const fiber = yield* Effect.fork(
+        withRetry(request, options(), { onRetry: (info) => Effect.sync(() => hooks.push(info.attempt)) }).pipe(
+          Effect.withRandom(Random.fixed([1]))
+        )
+      )
+      // the first wait is 1 s: interrupt half-way through it
+      yield* TestClock.adjust(500)
+      expect(calls).toBe(1)
+      expect(hooks).toEqual([2])
+      const exit = yield* Fiber.interrupt(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      yield* TestClock.adjust("1 hour")
+      expect(calls).toBe(1)
+      expect(hooks).toEqual([2])
+    })
+  )
+
+  it.effect("given decisions take the policy's place: a given retry is taken at once, a given end ends it", () =>
+    Effect.gen(function* () {
+      const replayed = http(503, {}, "replayed")
+      const ended = http(429, {}, "ended")
+      const script = failing(replayed, replayed, http(503), ended)
+      const seen: Array<{ readonly attempt: number; readonly now: number }> = []
+      const calls: Array<number> = []
+      const hooks: Array<RetryInfo> = []
+      const request = Effect.gen(function* () {
+        calls.push(yield* Clock.currentTimeMillis)
+        const error = script(calls.length)
+        return error === undefined ? "ok" : yield* error
+      })
+      const retried = withRetry(
+        request,
+        options(),
+        { onRetry: (info) => Effect.sync(() => hooks.push(info)) },
+        ({ error, attempt, now }) => {
+          seen.push({ attempt, now })
+          if (error === replayed)
+            return {
+              _tag: "Retry",
+              attempt: attempt + 1,
+              delayMs: 7000,
+              nextAt: now + 7000,
+              fromServer: false,
+              message: "recorded"
+            }
+          if (error === ended) return { _tag: "GiveUp", reason: "max-attempts", message: "recorded end" }
+          return undefined
+        }
+      ).pipe(Effect.withRandom(Random.fixed([1])))
+      const fiber = yield* Effect.fork(retried)
+      yield* TestClock.adjust("1 hour")
+      // two given retries without a wait, then the policy's own (attempt 3 failed: 4 s), then a given end
+      expect(calls).toEqual([0, 0, 0, 4000])
+      expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3, 4])
+      expect(hooks.map((h) => [h.attempt, h.delayMs, h.message])).toEqual([
+        [2, 7000, "recorded"],
+        [3, 7000, "recorded"],
+        [4, 4000, "503 service unavailable"]
+      ])
+      const error = gaveUp(yield* Fiber.await(fiber))
+      expect(error).toMatchObject({ reason: "max-attempts", attempts: 4, message: "recorded end" })
+      expect(error.error).toBe(ended)
+    })
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -772,6 +865,38 @@ describe("schedule", () => {
       const { calls, exit } = yield* run(always(http(503)), options({ maxAttempts: 4 }))
       expect(calls).toEqual([0, 1000, 3000, 7000])
       expect(exit).toEqual(Exit.fail(http(503)))
+    })
+  )
+
+  it.effect("policy: the output is the latest step, the GiveUp included, so retryOrElse gets why it stopped", () =>
+    Effect.gen(function* () {
+      // the first attempt started at 0; each attempt takes 2 s: the budget is counted from 0, not from the first failure
+      const calls: Array<number> = []
+      const request = Effect.gen(function* () {
+        calls.push(yield* Clock.currentTimeMillis)
+        yield* Effect.sleep(2000)
+        return yield* http(500)
+      })
+      const fiber = yield* Effect.fork(
+        Effect.retryOrElse(request, policy(options({ budgetMs: 10_000 }), { startedAt: 0 }), (error, step) =>
+          Effect.succeed({ error, step })
+        ).pipe(Effect.withRandom(Random.fixed([1])))
+      )
+      yield* TestClock.adjust("1 hour")
+      const exit = yield* Fiber.await(fiber)
+      expect(calls).toEqual([0, 3000, 7000])
+      expect(exit).toMatchObject({
+        _tag: "Success",
+        value: {
+          error: http(500),
+          step: { _tag: "RetryStep", attempts: 3, decision: { _tag: "GiveUp", reason: "budget" } }
+        }
+      })
+      // a first error that is final: the GiveUp is there too
+      const final = yield* Effect.retryOrElse(Effect.fail(http(401)), policy(options()), (_, step) =>
+        Effect.succeed(step)
+      )
+      expect(final).toMatchObject({ attempts: 1, decision: { _tag: "GiveUp", reason: "not-retryable" } })
     })
   )
 
