@@ -10,9 +10,10 @@
  * start of the first attempt. A host that does not resolve or a refused connection gets the short
  * `fastFail` policy (a few attempts within seconds), then a sentence naming the host and port.
  *
- * `withRetry` is what the kernel uses: it calls `onRetry` before every wait (to append `model.retry`
- * and set `session.status retry`) and fails with a `RetryGaveUp` that says why retrying stopped.
- * `schedule` is the same policy as an Effect `Schedule`, for `Effect.retry`, where neither is needed.
+ * The one driver is the policy's `Schedule` (`policy`): `withRetry` is `Effect.retryOrElse(effect,
+ * policy)`, with `onRetry` run from the schedule before every wait (to append `model.retry` and set
+ * `session.status retry`), and fails with a `RetryGaveUp` that says why retrying stopped, built from
+ * the schedule's last output. `schedule` is the policy's decisions alone, for a plain `Effect.retry`.
  * Both use `Clock` and `Random`, so `TestClock` and `Random.fixed` drive them in tests.
  * See docs/retry.md.
  */
