@@ -25,6 +25,12 @@
  * - The library bundle keeps every package external: a program that embeds logbook brings its own
  *   `effect`, and two copies of effect in one process break its runtime. It is one file.
  * - The version is injected from package.json as `__LOGBOOK_VERSION__`.
+ * - `--types` also writes the library's type declarations, dist/types/ (`tsc -p tsconfig.types.json`:
+ *   one `.d.ts` per module reachable from src/index.ts, the tree of src/), which package.json's
+ *   `types` and the `types` condition of `exports` name. They import only `effect`, the `@effect/*`
+ *   peers, `ai` and `node:*` (test/package/packed.test.ts type-checks a consumer against them). It
+ *   takes about 15 s, so `npm run build` skips it; `prepare` and `prepack` pass it. dist/types/ is
+ *   replaced whole, so a removed module leaves no stale declaration.
  *
  * Replacing a running build. Everything is built into a private directory first (a sibling of dist/,
  * so the relative source paths in the maps stay right), then renamed into dist/ file by file: the
@@ -36,15 +42,17 @@
  * (and unwritten) for `retiredChunkGraceMs`. `--clean` deletes retired chunks at once (`npm pack`
  * runs it, so a package ships no stale chunk).
  *
- * Usage: `node scripts/build.mjs [--quiet] [--clean]` (also run by `npm run build` and `npm install`'s
+ * Usage: `node scripts/build.mjs [--quiet] [--clean] [--types]` (also run by `npm run build` and `npm install`'s
  * `prepare`). `--quiet` prints only warnings and errors. Importable:
  * `import { build } from "./scripts/build.mjs"` resolves with the written files.
  */
 
+import { execFile } from "node:child_process"
 import { existsSync } from "node:fs"
 import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import * as esbuild from "esbuild"
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -126,7 +134,7 @@ export const build = async (options = {}) => {
   await mkdir(outdir, { recursive: true })
   await mkdir(join(dist, chunksDir), { recursive: true })
   try {
-    return await buildInto({ root, outdir, dist, pkg, clean: options.clean === true })
+    return await buildInto({ root, outdir, dist, pkg, clean: options.clean === true, types: options.types === true })
   } finally {
     await rm(outdir, { recursive: true, force: true })
   }
@@ -215,10 +223,29 @@ export const retireChunks = async (dist, current, options = {}) => {
 }
 
 /**
- * @param {{ readonly root: string, readonly outdir: string, readonly dist: string,
- *   readonly pkg: { readonly version: string }, readonly clean: boolean }} options
+ * The library's declarations (tsconfig.types.json) into `tmp`, then moved to `target` (replaced whole).
+ * @param {string} root
+ * @param {string} tmp
+ * @param {string} target
  */
-const buildInto = async ({ root, outdir, dist, pkg, clean }) => {
+const buildTypes = async (root, tmp, target) => {
+  const tsc = join(root, "node_modules", "typescript", "bin", "tsc")
+  try {
+    await promisify(execFile)(process.execPath, [tsc, "-p", join(root, "tsconfig.types.json"), "--outDir", tmp], {
+      cwd: root
+    })
+  } catch (error) {
+    throw new Error(`the type declarations failed to build:\n${error.stdout || error.stderr || error.message}`)
+  }
+  await rm(target, { recursive: true, force: true })
+  await rename(tmp, target)
+}
+
+/**
+ * @param {{ readonly root: string, readonly outdir: string, readonly dist: string,
+ *   readonly pkg: { readonly version: string }, readonly clean: boolean, readonly types: boolean }} options
+ */
+const buildInto = async ({ root, outdir, dist, pkg, clean, types }) => {
   /** @type {import("esbuild").BuildOptions} */
   const common = {
     absWorkingDir: root,
@@ -260,6 +287,8 @@ const buildInto = async ({ root, outdir, dist, pkg, clean }) => {
     })
   }
 
+  if (types) await buildTypes(root, join(outdir, "types"), join(dist, "types"))
+
   // chunks first, bin.js last: whoever reads a bin.js finds all of its chunks
   const built = await listFiles(outdir)
   const rank = (file) => (file.startsWith(`${chunksDir}/`) ? 0 : file === "bin.js" ? 2 : 1)
@@ -284,8 +313,9 @@ const buildInto = async ({ root, outdir, dist, pkg, clean }) => {
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const quiet = process.argv.includes("--quiet")
   const clean = process.argv.includes("--clean")
+  const types = process.argv.includes("--types")
   const started = performance.now()
-  build({ clean })
+  build({ clean, types })
     .then(async ({ outputs }) => {
       if (quiet) return
       let chunks = 0

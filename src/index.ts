@@ -1,43 +1,15 @@
 /**
  * logbook as a library: the services, layers and schemas that the CLI is built from, for programs
- * that embed the agent (or only its event log) in their own Effect programs. The agent:
+ * that embed the agent (or only its event log) in their own Effect programs.
  *
- * ```ts
- * import { Effect, Layer } from "effect"
- * import { builtinTools, EventStore, layerAiSdk, makeAgentLayer, Secrets, Sessions } from "logbook"
+ * Two examples, shown in the README ("Using it as a library") and type-checked and run against the
+ * packed package by test/package/packed.test.ts: examples/agent.ts (`makeAgentLayer` with a model,
+ * `Secrets` and a store, then `Sessions.create` / `send` / `wait`) and examples/event-log.ts (the
+ * `EventStore` alone: append events, fold them with `Snapshots.restore`).
  *
- * const Agent = makeAgentLayer({
- *   sessions: { maxSteps: 50 },
- *   tools: { tools: builtinTools({ bash: { timeoutMs: 120_000, maxTimeoutMs: 600_000 } }) }
- * }).pipe(
- *   Layer.provide(layerAiSdk({ name: "openai/gpt-4.1", type: "openai", modelId: "gpt-4.1", apiKey: process.env.OPENAI_API_KEY })),
- *   // the key variables hidden from commands and masked in the log: no default, a program chooses
- *   Layer.provide(Secrets.layerFromEnv),
- *   Layer.provideMerge(EventStore.layerSqlite({ filename: "logbook.db" }))
- * )
- * const program = Effect.gen(function* () {
- *   const sessions = yield* Sessions
- *   const id = yield* sessions.create({ cwd: process.cwd() })
- *   yield* sessions.send(id, "list the TODOs in src/")
- *   return yield* sessions.wait(id)
- * })
- * Effect.runPromise(program.pipe(Effect.provide(Agent)))
- * ```
- *
- * The event log alone:
- *
- * ```ts
- * import { Effect } from "effect"
- * import { EventStore, Events, SessionId, Snapshots } from "logbook"
- *
- * const program = Effect.gen(function* () {
- *   const store = yield* EventStore
- *   const id = SessionId.make("my-session")
- *   yield* store.append(id, [Events.make("session.created", { title: "hello" })])
- *   return yield* Snapshots.restore(id)
- * })
- * Effect.runPromise(program.pipe(Effect.provide(EventStore.layerSqlite({ filename: "logbook.db" }))))
- * ```
+ * `effect` and the `@effect/*` packages this API is made of (`@effect/platform`, `@effect/sql`,
+ * `@effect/sql-sqlite-node`, `@effect/experimental`) are peer dependencies: the program brings them,
+ * and dist/index.js imports them (one copy of the Effect runtime in the process).
  */
 
 export { escapeHtml, exportSessionHtml, renderMarkdown, renderSessionHtml } from "./cli/exportHtml.js"
