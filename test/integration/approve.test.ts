@@ -217,9 +217,12 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: the approval prompt", () =
     expect(ofType(await readLog(ws.db, session), "permission.asked").map((e) => e.payload.input)).toEqual([
       { command: "rm keep.txt" }
     ])
+    // the node process, not the shell around it: by its executable (Node 24 names its main thread
+    // `MainThread`, so /proc/<pid>/comm is not "node" there)
+    const node = fs.realpathSync(process.execPath)
     const nodes = spawnSync("pgrep", ["-f", ws.db], { encoding: "utf8" })
       .stdout.split("\n")
-      .filter((pid) => pid !== "" && fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node")
+      .filter((pid) => pid !== "" && fs.readlinkSync(`/proc/${pid}/exe`) === node)
     expect(nodes).toHaveLength(1)
     process.kill(Number(nodes[0]), "SIGKILL")
     expect(await run.exited()).toBe(137)
