@@ -182,23 +182,30 @@ export interface SandboxPlan {
 }
 
 /**
- * The bwrap options (everything before `--`) of a plan. Later mounts cover earlier ones, so the
- * order is: the root read-only, fresh `/dev` and `/proc`, the private `/tmp`, the writable paths,
- * and last what is hidden — so a secret inside the workspace stays hidden.
+ * The namespaces and the mounts every sandbox starts with (the commands' and the probe's): the shell
+ * leads a session and group of its own — the group the tool records and stops. No
+ * --die-with-parent: a command outlives a logbook killed with SIGKILL as it does unsandboxed, and
+ * the next run that opens the session stops its recorded group (docs/tools.md).
  */
-export const bwrapArgs = (plan: SandboxPlan): ReadonlyArray<string> => [
-  // the shell leads a session and group of its own: the group the tool records and stops. No
-  // --die-with-parent: a command outlives a logbook killed with SIGKILL as it does unsandboxed, and
-  // the next run that opens the session stops its recorded group (docs/tools.md)
+const baseArgs = (network: boolean): ReadonlyArray<string> => [
   "--new-session",
-  ...(plan.network ? [] : ["--unshare-net"]),
+  ...(network ? [] : ["--unshare-net"]),
   "--ro-bind",
   "/",
   "/",
   "--dev",
   "/dev",
   "--proc",
-  "/proc",
+  "/proc"
+]
+
+/**
+ * The bwrap options (everything before `--`) of a plan. Later mounts cover earlier ones, so the
+ * order is: the root read-only, fresh `/dev` and `/proc`, the private `/tmp`, the writable paths,
+ * and last what is hidden — so a secret inside the workspace stays hidden.
+ */
+export const bwrapArgs = (plan: SandboxPlan): ReadonlyArray<string> => [
+  ...baseArgs(plan.network),
   "--bind",
   plan.tmp,
   "/tmp",
@@ -317,21 +324,7 @@ const lastLine = (text: string): string =>
 /** Runs `true` in a sandbox of the same kind as the commands'; `undefined` when it works, else why not. */
 const probeRun = (bwrap: string, network: boolean, env: NodeJS.ProcessEnv): Effect.Effect<string | undefined> =>
   Effect.async<string | undefined>((resume) => {
-    const args = [
-      "--new-session",
-      ...(network ? [] : ["--unshare-net"]),
-      "--ro-bind",
-      "/",
-      "/",
-      "--dev",
-      "/dev",
-      "--proc",
-      "/proc",
-      "--tmpfs",
-      "/tmp",
-      "--",
-      "true"
-    ]
+    const args = [...baseArgs(network), "--tmpfs", "/tmp", "--", "true"]
     let stderr = ""
     const child = spawn(bwrap, args, { stdio: ["ignore", "ignore", "pipe"], env })
     child.stderr?.on("data", (chunk: Buffer) => {
