@@ -10,10 +10,11 @@
  * start of the first attempt. A host that does not resolve or a refused connection gets the short
  * `fastFail` policy (a few attempts within seconds), then a sentence naming the host and port.
  *
- * The one driver is the policy's `Schedule` (`policy`): `withRetry` is `Effect.retryOrElse(effect,
- * policy)`, with `onRetry` run from the schedule before every wait (to append `model.retry` and set
- * `session.status retry`), and fails with a `RetryGaveUp` that says why retrying stopped, built from
- * the schedule's last output. `schedule` is the policy's decisions alone, for a plain `Effect.retry`.
+ * The one driver is the policy's `Schedule` (`policy`): a request is retried by
+ * `Effect.retryOrElse(request, driver, gaveUp)`, where `driver` is the policy started now with
+ * `onRetry` run from the schedule before every wait (to append `model.retry` and set
+ * `session.status retry`), and `gaveUp` fails with a `RetryGaveUp` that says why retrying stopped,
+ * built from the schedule's last output. `schedule` is the policy's decisions alone, for a plain `Effect.retry`.
  * Both use `Clock` and `Random`, so `TestClock` and `Random.fixed` drive them in tests.
  * See docs/retry.md.
  */
@@ -605,52 +606,45 @@ const withHook = <E, R>(
     })
   )
 
-/**
- * Runs `effect`, retrying it by a policy `Schedule` (`policy`, or one with given decisions):
- * `Effect.retryOrElse`, the hook run from the schedule before each wait. Fails with `RetryGaveUp`
- * (why retrying stopped, the last `ModelError`) or with the hook's error.
- */
-export const retryWith = <A, R, E2 = never, R2 = never>(
-  effect: Effect.Effect<A, ModelError, R>,
-  schedule: Schedule.Schedule<RetryStep, ModelError>,
-  maxAttempts: number,
-  hooks: RetryHooks<E2, R2> = {}
-): Effect.Effect<A, RetryGaveUp | E2, R | R2> => {
-  const onRetry = hooks.onRetry
-  const driver: Schedule.Schedule<RetryStep | HookFailed<E2>, ModelError, R2> =
-    onRetry === undefined ? schedule : withHook(schedule, maxAttempts, onRetry)
-  return Effect.retryOrElse(effect, driver, (error, out): Effect.Effect<never, RetryGaveUp | E2> => {
-    if (out._tag === "HookFailed") return Effect.fail(out.error)
-    const decision = out.decision
-    return decision._tag === "GiveUp"
-      ? Effect.fail(
-          new RetryGaveUp({ attempts: out.attempts, reason: decision.reason, message: decision.message, error })
-        )
-      : Effect.dieMessage("the retry policy stopped without giving up")
-  })
-}
+/** The schedule a request is retried under: the policy's steps, or the hook's failure that stopped it. */
+export type RetryDriver<E2 = never, R2 = never> = Schedule.Schedule<RetryStep | HookFailed<E2>, ModelError, R2>
 
 /**
- * Runs `effect`, retrying it by the policy, the budget counted from the start of the first attempt.
- * Each wait: `onRetry`, then sleep until `nextAt`. Fails with `RetryGaveUp` (carrying the last
- * `ModelError`) when retrying stops, or with the hook's error.
+ * The schedule for `Effect.retryOrElse(request, driver, gaveUp)`: the policy with its budget counted
+ * from now (the start of the first attempt), and `onRetry` run from the schedule before each wait.
  */
-export const withRetry = <A, R, E2 = never, R2 = never>(
-  effect: Effect.Effect<A, ModelError, R>,
+export const driver = <E2 = never, R2 = never>(
   options: RetryOptions,
   hooks: RetryHooks<E2, R2> = {},
   given?: GivenDecisions
-): Effect.Effect<A, RetryGaveUp | E2, R | R2> => {
-  const o = resolve(options)
-  return Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
-    retryWith(effect, policy(o, { startedAt, given }), o.maxAttempts, hooks)
-  )
+): Effect.Effect<RetryDriver<E2, R2>> =>
+  Effect.map(Clock.currentTimeMillis, (startedAt) => {
+    const o = resolve(options)
+    const steps = policy(o, { startedAt, given })
+    return hooks.onRetry === undefined ? steps : withHook(steps, o.maxAttempts, hooks.onRetry)
+  })
+
+/**
+ * `Effect.retryOrElse`'s fallback once the driver stops: the hook's error, or a `RetryGaveUp` that
+ * says why retrying stopped, built from the schedule's last output, carrying the last `ModelError`.
+ */
+export const gaveUp = <E2>(
+  error: ModelError,
+  out: RetryStep | HookFailed<E2>
+): Effect.Effect<never, RetryGaveUp | E2> => {
+  if (out._tag === "HookFailed") return Effect.fail(out.error)
+  const decision = out.decision
+  return decision._tag === "GiveUp"
+    ? Effect.fail(
+        new RetryGaveUp({ attempts: out.attempts, reason: decision.reason, message: decision.message, error })
+      )
+    : Effect.dieMessage("the retry policy stopped without giving up")
 }
 
 /**
  * The policy's decisions as a plain `Schedule` over `ModelError`s, for `Effect.retry(request,
  * Retry.schedule(o))`: the budget runs from the first failure, and when it stops, `Effect.retry`
- * fails with the bare last `ModelError` (`withRetry` gives the `RetryGaveUp` that says why).
+ * fails with the bare last `ModelError` (`driver` with `gaveUp` gives the `RetryGaveUp` that says why).
  */
 export const schedule = (options: RetryOptions): Schedule.Schedule<RetryDecision, ModelError> =>
   Schedule.map(policy(options), (step) => step.decision)
@@ -663,10 +657,8 @@ export class Retry extends Context.Tag("logbook/Retry")<
   Retry,
   {
     readonly options: ResolvedRetryOptions
-    readonly withRetry: <A, R, E2 = never, R2 = never>(
-      effect: Effect.Effect<A, ModelError, R>,
-      hooks?: RetryHooks<E2, R2>
-    ) => Effect.Effect<A, RetryGaveUp | E2, R | R2>
+    /** the schedule to retry one request under (`Effect.retryOrElse(request, driver, gaveUp)`), its budget counted from now */
+    readonly driver: <E2 = never, R2 = never>(hooks?: RetryHooks<E2, R2>) => Effect.Effect<RetryDriver<E2, R2>>
     readonly schedule: Schedule.Schedule<RetryDecision, ModelError>
   }
 >() {
@@ -675,7 +667,7 @@ export class Retry extends Context.Tag("logbook/Retry")<
     const resolved = resolve(options)
     return {
       options: resolved,
-      withRetry: (effect, hooks) => withRetry(effect, resolved, hooks, given),
+      driver: (hooks) => driver(resolved, hooks, given),
       schedule: schedule(resolved)
     }
   }

@@ -56,7 +56,7 @@ export const makeAgentLayer = (
   const retry = options.retry ?? defaultRetryOptions
   const base = Layer.mergeAll(
     Tools.layer(options.tools),
-    "withRetry" in retry ? Layer.succeed(Retry, retry) : Retry.layer(retry)
+    "driver" in retry ? Layer.succeed(Retry, retry) : Retry.layer(retry)
   )
   const actions = Actions.layer({
     ...options.actions,

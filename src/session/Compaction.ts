@@ -23,8 +23,8 @@ import { Effect, Schema, Stream } from "effect"
 import { type CompactionTrigger, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { emptyUsage, type Usage } from "../domain/Message.js"
-import type { Model, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "../model/Model.js"
-import type { Retry, RetryGaveUp } from "../model/Retry.js"
+import type { Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "../model/Model.js"
+import { gaveUp, type Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { providerOf, toModelMessages } from "./History.js"
@@ -270,31 +270,31 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
     })
 
   /** One summary request with the retry policy; its text and usage. */
-  const summarize = (journal: SessionJournal, request: ModelRequest) =>
-    retry
-      .withRetry(
-        Stream.runFold(
-          model.stream(request),
-          { text: "", usage: undefined as ModelUsage | undefined },
-          (acc, event: ModelEvent) =>
-            event._tag === "TextDelta"
-              ? { ...acc, text: acc.text + event.delta }
-              : event._tag === "Finish"
-                ? { ...acc, usage: event.usage }
-                : acc
-        ),
-        { onRetry: recordRetry(journal) }
+  const summarize = (journal: SessionJournal, request: ModelRequest) => {
+    const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
+      Stream.runFold(
+        model.stream(request),
+        { text: "", usage: undefined as ModelUsage | undefined },
+        (acc, event: ModelEvent) =>
+          event._tag === "TextDelta"
+            ? { ...acc, text: acc.text + event.delta }
+            : event._tag === "Finish"
+              ? { ...acc, usage: event.usage }
+              : acc
       )
-      .pipe(
-        Effect.catchTag("RetryGaveUp", (gaveUp: RetryGaveUp) =>
-          Effect.fail(
-            new CompactionFailed({
-              reason: "model-failed",
-              message: `the summary request failed: ${gaveUp.message}`
-            })
-          )
+    return Effect.flatMap(retry.driver({ onRetry: recordRetry(journal) }), (driver) =>
+      Effect.retryOrElse(once, driver, gaveUp)
+    ).pipe(
+      Effect.catchTag("RetryGaveUp", (stopped: RetryGaveUp) =>
+        Effect.fail(
+          new CompactionFailed({
+            reason: "model-failed",
+            message: `the summary request failed: ${stopped.message}`
+          })
         )
       )
+    )
+  }
 
   /**
    * Compacts: the summary of what `compactionPoint` covers, recorded as `compaction.done`. Fails

@@ -28,7 +28,7 @@ import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import type { Price } from "../model/Catalog.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
-import { Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
+import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
@@ -548,7 +548,8 @@ const makeProcessor = (
             error._tag === "ModelError" ? Effect.fail(error) : Effect.succeed({ _tag: "Carried", error })
         )
       )
-      const result = yield* retry.withRetry(once, { onRetry: recordRetry(input.journal) })
+      const driver = yield* retry.driver({ onRetry: recordRetry(input.journal) })
+      const result = yield* Effect.retryOrElse(once, driver, gaveUp)
       if ("_tag" in result && result._tag === "Carried") return yield* Effect.fail(result.error)
       return result as StepResult
     })

@@ -7,19 +7,30 @@ import {
   decide,
   defaultRetryOptions,
   describe as describeError,
+  driver,
   fastFailPolicy,
+  type GivenDecisions,
   policy,
   Retry,
   RetryGaveUp,
+  type RetryHooks,
   type RetryInfo,
   type RetryOptions,
   retryAfterMs,
   schedule,
-  withRetry
+  gaveUp as stopRetrying
 } from "../../src/model/Retry.js"
 
 // ---------------------------------------------------------------------------------------------
 // helpers
+
+/** How the kernel retries a request: `Effect.retryOrElse` over the policy's driver, started now. */
+const retrying = <A, R, E2 = never, R2 = never>(
+  request: Effect.Effect<A, ModelError, R>,
+  options: RetryOptions,
+  hooks: RetryHooks<E2, R2> = {},
+  given?: GivenDecisions
+) => Effect.flatMap(driver(options, hooks, given), (d) => Effect.retryOrElse(request, d, stopRetrying))
 
 const http = (status: number, headers: Record<string, string> = {}, body?: string) =>
   new ModelError({
@@ -81,7 +92,7 @@ interface Trace {
   readonly exit: Exit.Exit<string, RetryGaveUp>
 }
 
-/** Runs a scripted request under withRetry in a fiber, drives the TestClock far ahead, records everything. */
+/** Runs a scripted request under the retry driver in a fiber, drives the TestClock far ahead, records everything. */
 const drive = (
   script: Script,
   opts: RetryOptions,
@@ -100,7 +111,7 @@ const drive = (
       if (error !== undefined) return yield* error
       return "ok"
     })
-    const retried = withRetry(request, opts, {
+    const retried = retrying(request, opts, {
       onRetry: (info) =>
         Effect.map(Clock.currentTimeMillis, (at) => {
           hooks.push({ ...info, at })
@@ -270,7 +281,7 @@ describe("retryAfterMs", () => {
 // ---------------------------------------------------------------------------------------------
 // the policy, under TestClock
 
-describe("withRetry", () => {
+describe("retrying by the policy driver", () => {
   it.effect("backs off exponentially up to maxDelayMs (jitter at its maximum)", () =>
     Effect.gen(function* () {
       const trace = yield* drive(always(http(503)), options({ maxAttempts: 8, budgetMs: 10 * 60_000 }))
@@ -539,7 +550,7 @@ describe("withRetry", () => {
         calls++
         return Effect.fail(http(503))
       })
-      const exit = yield* Effect.exit(withRetry(request, options(), { onRetry: () => new StoreDown() }))
+      const exit = yield* Effect.exit(retrying(request, options(), { onRetry: () => new StoreDown() }))
       expect(exit).toEqual(Exit.fail(new StoreDown()))
       expect(calls).toBe(1)
     })
@@ -554,7 +565,9 @@ describe("withRetry", () => {
         calls++
         return Effect.fail(http(503))
       })
-      const fiber = yield* Effect.fork(retry.withRetry(request))
+      const fiber = yield* Effect.fork(
+        Effect.flatMap(retry.driver(), (d) => Effect.retryOrElse(request, d, stopRetrying))
+      )
       yield* TestClock.adjust("1 hour")
       const error = gaveUp(yield* Fiber.await(fiber))
       expect(error.attempts).toBe(3)
@@ -569,7 +582,7 @@ describe("withRetry", () => {
         calls.push(yield* Clock.currentTimeMillis)
         return calls.length < 3 ? yield* http(503) : "ok"
       })
-      const retried = withRetry(request, options(), {
+      const retried = retrying(request, options(), {
         // appending takes 300 ms
         onRetry: (info) => Effect.sleep(300).pipe(Effect.tap(() => hooks.push(info)))
       }).pipe(Effect.withRandom(Random.fixed([1])))
@@ -590,7 +603,7 @@ describe("withRetry", () => {
         return Effect.fail(http(503))
       })
       const fiber = yield* Effect.fork(
-        withRetry(request, options(), { onRetry: (info) => Effect.sync(() => hooks.push(info.attempt)) }).pipe(
+        retrying(request, options(), { onRetry: (info) => Effect.sync(() => hooks.push(info.attempt)) }).pipe(
           Effect.withRandom(Random.fixed([1]))
         )
       )
@@ -619,7 +632,7 @@ describe("withRetry", () => {
         const error = script(calls.length)
         return error === undefined ? "ok" : yield* error
       })
-      const retried = withRetry(
+      const retried = retrying(
         request,
         options(),
         { onRetry: (info) => Effect.sync(() => hooks.push(info)) },
@@ -860,7 +873,7 @@ describe("schedule", () => {
       return { calls, exit: yield* Fiber.await(fiber) }
     })
 
-  it.effect("waits the same delays as withRetry and stops at maxAttempts with the last ModelError", () =>
+  it.effect("waits the same delays as the policy driver and stops at maxAttempts with the last ModelError", () =>
     Effect.gen(function* () {
       const { calls, exit } = yield* run(always(http(503)), options({ maxAttempts: 4 }))
       expect(calls).toEqual([0, 1000, 3000, 7000])
