@@ -504,7 +504,11 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
           new ToolFailure({
             message: `Could not start the command: ${error instanceof Error ? error.message : String(error)}`
           })
-      )
+      ),
+      // the group, so that a later run can stop it if this process dies (kill -9) while it runs;
+      // recorded in the (uninterruptible) acquire: an interrupt right after the spawn finds it recorded
+      // (when the record cannot be written, the command is stopped: nothing runs unrecorded)
+      Effect.tap((running) => context.recordProcess(running.group).pipe(Effect.onError(() => release(running))))
     ),
     (running, exit) =>
       Exit.isInterrupted(exit)
@@ -519,8 +523,6 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
           )
         : release(running)
   )
-  // the group, so that a later run can stop it if this process dies (kill -9) while it runs
-  yield* context.recordProcess(running.group)
   const { stopped, report } = yield* awaitEnd(running, output, context.progress)
   const metadata = yield* recordOf(input.command, running, output, started, context, stopped, confinement, report)
   const text = formatOutput(output, metadata.exitCode, metadata.signal, stopped, report)

@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import {
   type BashInput,
   type BashMetadata,
@@ -9,6 +9,7 @@ import {
   OUTPUT_HEAD_BYTES,
   OUTPUT_TAIL_BYTES
 } from "../../src/tools/bash.js"
+import { groupAlive } from "../../src/tools/processGroup.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
 import { testContext } from "../support/toolContext.js"
@@ -236,6 +237,52 @@ describe("bash", () => {
       expect(ctx.processes[0]!.pgid).toBe(Number(shell))
       expect(ctx.processes[0]!.token).toBe(token)
       expect(token).toMatch(/^[0-9a-f-]{36}$/)
+    })
+  )
+
+  it.live("an interrupt while the group is being recorded waits for the record, then stops the group", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-record-race-")
+      const base = testContext(dir)
+      const entered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      // the record's write is slow (a busy store): the interrupt comes while it is under way
+      const ctx: typeof base = {
+        ...base,
+        recordProcess: (group) =>
+          Deferred.succeed(entered, undefined).pipe(
+            Effect.zipRight(Deferred.await(gate)),
+            Effect.zipRight(base.recordProcess(group))
+          )
+      }
+      const fiber = yield* Effect.fork(bash.execute({ command: "echo $$ > pids; sleep 30" }, ctx))
+      yield* Deferred.await(entered)
+      // the interrupt is sent (not awaited) before the gate opens: the fiber holds it first
+      yield* Fiber.interruptAsFork(fiber, yield* Effect.fiberId)
+      yield* Deferred.succeed(gate, undefined)
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      // recorded although the interrupt came first: a later run could stop it after a kill -9
+      expect(ctx.processes).toHaveLength(1)
+      expect(ctx.stoppedRecords).toHaveLength(1)
+      expect(groupAlive(ctx.processes[0]!.pgid)).toBe(false)
+    })
+  )
+
+  it.live("a command whose group cannot be recorded is stopped, and the call fails", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("logbook-bash-record-fails-")
+      const base = testContext(dir)
+      const ctx: typeof base = {
+        ...base,
+        recordProcess: (group) =>
+          Effect.sync(() => fs.writeFileSync(path.join(dir, "group"), String(group.pgid))).pipe(
+            Effect.zipRight(Effect.dieMessage("the store is gone"))
+          )
+      }
+      const exit = yield* Effect.exit(bash.execute({ command: "sleep 30" }, ctx))
+      expect(Exit.isFailure(exit) && !Exit.isInterrupted(exit)).toBe(true)
+      expect(groupAlive(Number(fs.readFileSync(path.join(dir, "group"), "utf8")))).toBe(false)
     })
   )
 
