@@ -12,7 +12,6 @@
  * and dist/index.js imports them (one copy of the Effect runtime in the process).
  */
 
-export { escapeHtml, exportSessionHtml, renderMarkdown, renderSessionHtml } from "./cli/exportHtml.js"
 export * as Config from "./config/Config.js"
 export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"
@@ -29,6 +28,7 @@ export {
 } from "./model/Model.js"
 export * as Retry from "./model/Retry.js"
 export { layerScripted, Script, ScriptedModel } from "./model/Scripted.js"
+export { escapeHtml, exportSessionHtml, renderMarkdown, renderSessionHtml } from "./present/exportHtml.js"
 export { Actions, type ActionsOptions, type BatchInput, type BatchResult } from "./session/Actions.js"
 export { type AgentOptions, type AgentServices, makeAgentLayer } from "./session/Agent.js"
 export * as History from "./session/History.js"

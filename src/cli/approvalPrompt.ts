@@ -20,9 +20,10 @@
  * arrives as a key) is turned back into SIGINT: the run is interrupted as anywhere else.
  */
 import { type Context, Deferred, Effect } from "effect"
+import { oneLine, truncate, visibleWidth } from "../present/text.js"
 import type { ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver } from "../tools/Approver.js"
 import { eraseRows, rowsOf } from "./liveRegion.js"
-import { oneLine, type Style, truncate, visibleWidth } from "./render.js"
+import type { Style } from "./render.js"
 
 /** Where the prompt is shown and read: a terminal in raw mode, or a script in tests. */
 export interface PromptTerminal {

@@ -10,6 +10,8 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Clock, Console, Effect, Either, Option } from "effect"
+import { sanitize } from "../present/sanitize.js"
+import { formatCount, formatDuration, formatLocalTime } from "../present/text.js"
 import {
   type AuditEntry,
   type AuditKind,
@@ -27,10 +29,9 @@ import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
-import { formatCount, formatDuration, formatLocalTime, type Style, stdoutStyle } from "./render.js"
+import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { parseSince } from "./since.js"
-import { sanitize } from "./tui/sanitize.js"
 
 const sessionArgOptional = Args.text({ name: "session" }).pipe(
   Args.withDescription("The session id, a unique prefix of it, or `latest`; leave it out with --cwd or --since."),

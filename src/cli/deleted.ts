@@ -5,8 +5,8 @@
  */
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { SessionId } from "../domain/Ids.js"
+import { formatLocalTime } from "../present/text.js"
 import { EventStore } from "../store/EventStore.js"
-import { formatLocalTime } from "./render.js"
 
 /** When the session was deleted (the first `session.deleted`; an indexed query, no payload read). */
 export const deletedAt = Effect.fn("cli.deletedAt")(function* (sessionId: SessionId) {

@@ -6,13 +6,14 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
+import { sanitize } from "../present/sanitize.js"
+import { formatCost, formatCount, formatDuration, padEnd, truncate } from "../present/text.js"
 import { diffSessions, type SessionDiff, type SessionFigures, type TraceItem } from "../session/SessionDiff.js"
 import type { SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore } from "./db.js"
 import { formatOption } from "./options.js"
-import { formatCost, formatCount, formatDuration, padEnd, type Style, stdoutStyle, truncate } from "./render.js"
+import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-import { sanitize } from "./tui/sanitize.js"
 
 const sideArg = (name: string) =>
   Args.text({ name }).pipe(Args.withDescription("A session id, a unique prefix of it, or latest."))

@@ -2,6 +2,7 @@
  * One-line summaries of events for `logbook events --format text`. They work on raw JSON payloads,
  * so events of a type this version does not know (written by a newer logbook) are still shown.
  */
+
 import {
   compactJson,
   formatCost,
@@ -9,9 +10,9 @@ import {
   formatLocalTimestamp,
   oneLine,
   quoted,
-  type Style,
   truncate
-} from "./render.js"
+} from "../present/text.js"
+import type { Style } from "./render.js"
 
 type Fields = Readonly<Record<string, unknown>>
 

@@ -44,7 +44,7 @@ export const exportText = (
     ? exportSession(sessionId)
     : Stream.unwrap(
         Effect.map(
-          Effect.promise(() => import("./exportHtml.js")),
+          Effect.promise(() => import("../present/exportHtml.js")),
           (html) => Stream.fromEffect(html.exportSessionHtml(sessionId))
         )
       )

@@ -14,11 +14,11 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Console, Effect, Option, type Stream } from "effect"
+import { formatCount } from "../present/text.js"
 import { EventStore, type EventStoreError } from "../store/EventStore.js"
 import { readSessionFile } from "../store/SessionFile.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
-import { formatCount } from "./render.js"
 
 const fileArg = Args.text({ name: "file" }).pipe(
   Args.withDescription("The session file to import (written by logbook export); - reads it from stdin.")

@@ -8,6 +8,7 @@ import * as Args from "@effect/cli/Args"
 import type { CliApp } from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
+import { version } from "../version.js"
 import { audit, blob } from "./audit.js"
 import { chat } from "./chat.js"
 import { compact } from "./compact.js"
@@ -25,7 +26,6 @@ import { run } from "./run.js"
 import { sessions } from "./sessions.js"
 import { statsCommand } from "./stats.js"
 import { verify } from "./verify.js"
-import { version } from "./version.js"
 
 /** `logbook help [command…]`: the help of the command (`logbook help sessions show`), or of logbook. */
 const help = Command.make(

@@ -8,14 +8,15 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect, Option } from "effect"
 import type { ModelMessage } from "../model/Model.js"
+import { sanitize } from "../present/sanitize.js"
+import { formatLocalTimestamp } from "../present/text.js"
 import { type ReplayedRequest, ReplayUnavailable, replayRequest } from "../session/Replay.js"
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
-import { formatLocalTimestamp, type Style, stdoutStyle } from "./render.js"
+import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
-import { sanitize } from "./tui/sanitize.js"
 
 const atOption = seqOption("at", "The request of the step running at this seq (the last one started at or before it).")
 const stepOption = Options.integer("step").pipe(

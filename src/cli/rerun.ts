@@ -16,6 +16,7 @@ import { Console, Context, Effect, Layer, Option } from "effect"
 import type { Envelope } from "../domain/Events.js"
 import { layerAiSdk } from "../model/AiSdk.js"
 import { Model } from "../model/Model.js"
+import { sanitize } from "../present/sanitize.js"
 import {
   type RerunFork,
   type RerunReport,
@@ -33,7 +34,6 @@ import { formatOption, sessionArg } from "./options.js"
 import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { modelOption, yesOption } from "./run.js"
-import { sanitize } from "./tui/sanitize.js"
 
 const fromStepOption = Options.integer("from-step").pipe(
   Options.optional,

@@ -14,9 +14,10 @@
 import type { Envelope } from "../domain/Events.js"
 import type { Usage } from "../domain/Message.js"
 import { formatMs } from "../model/Retry.js"
+import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, truncate } from "../present/text.js"
 import type { TurnOutcome } from "../session/Sessions.js"
 import { type LiveRow, lastLine } from "./liveRegion.js"
-import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, type Style, truncate } from "./render.js"
+import type { Style } from "./render.js"
 
 export { fitWidth } from "./liveRegion.js"
 

@@ -6,6 +6,14 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect, Either, Option } from "effect"
 import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.js"
+import {
+  compactJson,
+  formatCount,
+  formatDuration,
+  formatLocalTime,
+  formatUsageCost,
+  truncateLines
+} from "../present/text.js"
 import * as Projection from "../store/Projection.js"
 import * as Snapshots from "../store/Snapshots.js"
 import { dbOption, existingStore } from "./db.js"
@@ -13,16 +21,7 @@ import { deletedAt, deletedText } from "./deleted.js"
 import { CliError } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
-import {
-  compactJson,
-  formatCount,
-  formatDuration,
-  formatLocalTime,
-  formatUsageCost,
-  type Style,
-  stdoutStyle,
-  truncateLines
-} from "./render.js"
+import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 
 const atOption = seqOption("at", "Show the session as it was after event <seq> (replay to that point).")

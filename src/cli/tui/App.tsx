@@ -15,11 +15,11 @@
 import { Box, Static, Text, useInput, useStdout } from "ink"
 import type React from "react"
 import { useEffect, useRef, useState, useSyncExternalStore } from "react"
+import { sanitize } from "../../present/sanitize.js"
+import { finalPrefix, pendingMessages, type Screen } from "../../present/screen.js"
 import type { ApprovalAnswer, ApprovalRequest } from "../../tools/Approver.js"
 import * as Editor from "./editor.js"
 import { ItemView, oneLineCut, StatusLine } from "./Parts.js"
-import { sanitize } from "./sanitize.js"
-import { finalPrefix, pendingMessages, type Screen } from "./screen.js"
 import { type Theme, ThemeContext, useTheme } from "./theme.js"
 
 export type Overlay =

@@ -7,10 +7,10 @@
  */
 import { EventEmitter } from "node:events"
 import type { UiState, UiStore } from "../../../src/cli/tui/App.js"
-import { makeScreenFolder, type Screen, type ScreenFolder } from "../../../src/cli/tui/screen.js"
 import type { Envelope, EventType, PayloadOf } from "../../../src/domain/Events.js"
 import { CallId, EventId, MessageId, PartId, SessionId, TurnId } from "../../../src/domain/Ids.js"
 import type { Usage } from "../../../src/domain/Message.js"
+import { makeScreenFolder, type Screen, type ScreenFolder } from "../../../src/present/screen.js"
 
 export const SID = SessionId.make("01JTESTSESSION")
 /** The scripted log's clock starts here (UTC ms). */

@@ -6,7 +6,7 @@
  * (bench/render.ts measures that).
  */
 import { afterEach, describe, expect, it } from "vitest"
-import { makeScreenFolder } from "../../../src/cli/tui/screen.js"
+import { makeScreenFolder } from "../../../src/present/screen.js"
 import { checked, Log, type Mounted, makeStore, mount, SID, settle, uiState, untilShown, usage } from "./support.js"
 
 const DELTAS = 10_000

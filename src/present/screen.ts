@@ -9,12 +9,12 @@
  * `snapshot()` to the view.
  */
 import { Either } from "effect"
-import type { Envelope } from "../../domain/Events.js"
-import type { CallId, MessageId, SessionId } from "../../domain/Ids.js"
-import type { ToolPart, UserMessage } from "../../domain/Message.js"
-import { empty, type Folder, folder, isToolFinal, type SessionState } from "../../store/Projection.js"
-import { formatDuration } from "../render.js"
+import type { Envelope } from "../domain/Events.js"
+import type { CallId, MessageId, SessionId } from "../domain/Ids.js"
+import type { ToolPart, UserMessage } from "../domain/Message.js"
+import { empty, type Folder, folder, isToolFinal, type SessionState } from "../store/Projection.js"
 import { sanitize } from "./sanitize.js"
+import { formatDuration } from "./text.js"
 
 export type NoticeTone = "info" | "warn" | "error"
 

@@ -1,10 +1,10 @@
 /**
- * The screen model (src/cli/tui/screen.ts): what the transcript holds, in which order, when an
+ * The screen model (src/present/screen.ts): what the transcript holds, in which order, when an
  * item is final, and that it is the projection that decides which logs are legal.
  */
 import { describe, expect, it } from "vitest"
-import { finalPrefix, isFinal, MAX_PART_CHARS, makeScreenFolder, pendingMessages } from "../../../src/cli/tui/screen.js"
-import { CONTROL, cid, fold, Log, mid, pid, SID, tid, usage } from "./support.js"
+import { finalPrefix, isFinal, MAX_PART_CHARS, makeScreenFolder, pendingMessages } from "../../src/present/screen.js"
+import { CONTROL, cid, fold, Log, mid, pid, SID, tid, usage } from "../cli/tui/support.js"
 
 const summary = (log: Log) =>
   fold(log.all()).items.map((item) =>

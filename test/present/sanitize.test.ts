@@ -1,11 +1,11 @@
 /**
- * What reaches the screen from the model, commands and files (src/cli/tui/sanitize.ts): no escape
+ * What reaches the screen from the model, commands and files (src/present/sanitize.ts): no escape
  * sequence and no control character but the newline; a carriage return leaves what a terminal
  * would show of its line.
  */
 import { describe, expect, it } from "vitest"
-import { sanitize } from "../../../src/cli/tui/sanitize.js"
-import { CONTROL } from "./support.js"
+import { sanitize } from "../../src/present/sanitize.js"
+import { CONTROL } from "../cli/tui/support.js"
 
 const ESC = "\u001b"
 const BEL = "\u0007"

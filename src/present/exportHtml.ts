@@ -21,9 +21,9 @@ import type { Envelope } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import type { ToolPart, Usage } from "../domain/Message.js"
 import { EventStore } from "../store/EventStore.js"
-import { formatCount, formatDuration, formatUsageCost } from "./render.js"
-import { type FileChangeRef, type Item, makeScreenFolder, type Screen } from "./tui/screen.js"
-import { version } from "./version.js"
+import { version } from "../version.js"
+import { type FileChangeRef, type Item, makeScreenFolder, type Screen } from "./screen.js"
+import { formatCount, formatDuration, formatUsageCost } from "./text.js"
 
 /** The most bytes of one blob read to draw a diff (a larger file is named, not drawn). */
 export const MAX_DIFF_BLOB_BYTES = 2 * 1024 * 1024
