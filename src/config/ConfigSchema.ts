@@ -12,6 +12,7 @@
  */
 import { type ParseResult, Schema } from "effect"
 import { AiSdkProviderType } from "../model/AiSdk.js"
+import * as ModelPrice from "../model/Price.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
 import { PermissionRules } from "../tools/Permissions.js"
 import { looksLikeSecret, showValue } from "../tools/showValue.js"
@@ -61,15 +62,11 @@ const Millis = (description: string) =>
   )
 
 const UsdPerMillion = (description: string) =>
-  Schema.Number.pipe(
-    Schema.finite(),
-    Schema.nonNegative(),
-    Schema.annotations({
-      description,
-      message: expected("a price in USD per million tokens (a number, 0 or more)"),
-      jsonSchema: { type: "number", minimum: 0, description }
-    })
-  )
+  ModelPrice.UsdPerMillion.annotations({
+    description,
+    message: expected("a price in USD per million tokens (a number, 0 or more)"),
+    jsonSchema: { type: "number", minimum: 0, description }
+  })
 
 const providerIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 
@@ -182,12 +179,13 @@ const optionalFields = <F extends Record<string, Schema.Schema.All>>(
   return out as never
 }
 
+// the fields of model/Price.ts's `Price` (its keys: a field added there must be described here)
 const priceFields = {
   input: UsdPerMillion("USD per million input tokens."),
   output: UsdPerMillion("USD per million output tokens."),
   cacheRead: UsdPerMillion("USD per million input tokens read from the provider's prompt cache."),
   cacheWrite: UsdPerMillion("USD per million input tokens written to the provider's prompt cache.")
-} satisfies Fields
+} satisfies { readonly [K in ModelPrice.PriceKind]: Schema.Schema<number> } & Fields
 
 export const Price = Schema.Struct(optionalFields(priceFields)).annotations({
   message: expectedObject("an object of prices"),
@@ -195,7 +193,8 @@ export const Price = Schema.Struct(optionalFields(priceFields)).annotations({
     "Prices in USD per million tokens, used to compute the cost of each step. Each one given here wins over the " +
     "model catalog's; a price neither gives is unknown (and so is the cost of the tokens it would price)."
 })
-export type Price = typeof Price.Type
+// the same type as the model's: the config file's prices are the ones a step is priced with
+export type Price = ModelPrice.Price
 
 export const ModelSettings = Schema.Struct({
   contextWindow: Schema.optionalWith(

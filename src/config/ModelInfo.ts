@@ -14,6 +14,7 @@
  */
 import { Effect, Option } from "effect"
 import * as Catalog from "../model/Catalog.js"
+import type { Price, PriceKind } from "../model/Price.js"
 import { ConfigError, type ConfigSource, describeSource, formatPath, type ResolvedModel } from "./Config.js"
 import type { ProviderType } from "./ConfigSchema.js"
 
@@ -33,7 +34,7 @@ export type CatalogMatch =
   /** the catalog could not be read (a broken install): only the config's settings apply */
   | { readonly _tag: "Failed"; readonly provider: string; readonly message: string }
 
-export type PriceKey = keyof Catalog.Price
+export type PriceKey = PriceKind
 export const priceKeys: ReadonlyArray<PriceKey> = ["input", "output", "cacheRead", "cacheWrite"]
 
 export interface ModelInfo {
@@ -76,7 +77,7 @@ export const combine = (resolved: ResolvedModel, catalog: CatalogMatch): ModelIn
 }
 
 /** The prices to compute costs with; `undefined` when none is known. */
-export const effectivePrice = (info: ModelInfo): Catalog.Price | undefined => {
+export const effectivePrice = (info: ModelInfo): Price | undefined => {
   const out: { -readonly [K in PriceKey]?: number } = {}
   for (const key of priceKeys) {
     const value = info.price[key]

@@ -20,17 +20,13 @@
  * milliseconds to evaluate: it is imported on first use, so only the commands that need it pay.
  */
 import { Effect, Option, Schema } from "effect"
+import type { Price, PriceKind } from "./Price.js"
+
+/** (the public name: `Catalog.Price`) */
+export type { Price } from "./Price.js"
 
 /** The catalog's package and version (a test checks it against the installed one). */
 export const catalogSource = { package: "@pydantic/genai-prices", version: "0.1.8" } as const
-
-/** Prices in USD per million tokens; a missing one is unknown. */
-export interface Price {
-  readonly input?: number | undefined
-  readonly output?: number | undefined
-  readonly cacheRead?: number | undefined
-  readonly cacheWrite?: number | undefined
-}
 
 /** What the catalog knows about one model. */
 export interface CatalogEntry {
@@ -102,13 +98,16 @@ export const lookup = Effect.fn("Catalog.lookup")(function* (
       })
       if (result === null) return Option.none()
       const prices = result.model_price
-      const price: { -readonly [K in keyof Price]: number | undefined } = {
+      const rates: Record<PriceKind, number | undefined> = {
         input: rate(prices.input_mtok),
         output: rate(prices.output_mtok),
         cacheRead: rate(prices.cache_read_mtok),
         cacheWrite: rate(prices.cache_write_mtok)
       }
-      for (const key of Object.keys(price) as Array<keyof Price>) if (price[key] === undefined) delete price[key]
+      const price: { -readonly [K in PriceKind]?: number } = {}
+      for (const [key, value] of Object.entries(rates) as Array<[PriceKind, number | undefined]>) {
+        if (value !== undefined) price[key] = value
+      }
       return Option.some({
         provider: found.id,
         model: result.model.id,

@@ -65,8 +65,8 @@ import {
   uuidV7
 } from "../domain/Ids.js"
 import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
-import type { Price } from "../model/Catalog.js"
 import { Model, type ModelRequest } from "../model/Model.js"
+import type { Price } from "../model/Price.js"
 import { classify, Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
