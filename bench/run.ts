@@ -395,16 +395,29 @@ const startupMarkdown = (r: StartupResult): string => {
   return lines.join("\n")
 }
 
-const KERNEL_GOAL = 2
+const KERNEL_GOAL = 1.3
 
 const kernelRows = (k: KernelResult): Array<Row> => [
   {
     figure:
       `kernel: ${int(k.shape.deltas)} text deltas + ${int(k.shape.calls)} tool calls through the kernel ` +
-      `(${ms(k.kernelMs)} ms) / the same ${int(k.baselineEvents)} events straight to the EventStore (${ms(k.baselineMs)} ms)`,
+      `(${ms(k.kernelMs)} ms) / the same model streams drained alone + the same ${int(k.baselineEvents)} events ` +
+      `through a SessionJournal (${ms(k.baselineMs)} ms)`,
     value: ratio(k.ratio),
     goal: `≤ ${KERNEL_GOAL}`,
     result: verdict(k.ratio <= KERNEL_GOAL)
+  },
+  {
+    figure: "kernel: its own time (kernel − baseline) per model step",
+    value: `${k.overheadPerStepMs.toFixed(2)} ms`,
+    goal: "(reported)",
+    result: ""
+  },
+  {
+    figure: `kernel: its own time per model event (${int(k.modelEvents)} events: deltas, tool chunks, finishes)`,
+    value: `${k.overheadPerModelEventUs.toFixed(1)} µs`,
+    goal: "(reported)",
+    result: ""
   }
 ]
 
@@ -418,30 +431,41 @@ const kernelMarkdown = (k: KernelResult): string => {
       "in-process `echo` tool), one event per stream chunk, through `makeAgentLayer` on a fresh SQLite file, timed " +
       `from \`send\` to the end of \`wait\`: ${int(k.timedEvents)} events, handed to the store in ` +
       `${int(k.appendLaterCalls)} \`appendLater\` and ${int(k.appendCalls)} awaited \`append\` calls; the journal ` +
-      `saved ${k.snapshots} snapshots (${bytes(k.snapshotBytes)} of JSON). The baseline appends the same events ` +
-      "(type and payload, read back from the kernel's database) straight to a fresh `EventStore` in the same calls, " +
-      "then `flush`. Events in each database: kernel " +
-      `${int(k.kernelEvents)}, baseline ${int(k.baselineEvents)} (asserted equal in every round).`,
+      `saved ${k.snapshots} snapshots (${bytes(k.snapshotBytes)} of JSON). The baseline is what the kernel cannot ` +
+      `avoid: the same ${k.steps} model streams (${int(k.modelEvents)} events) drained alone, plus the same events ` +
+      "(type and payload, read back from the kernel's database) written through a `SessionJournal` on a fresh file " +
+      "in the same calls, then `flush`. Events in each database: kernel " +
+      `${int(k.kernelEvents)}, replay ${int(k.baselineEvents)} (asserted equal in every round).`,
     "",
     table(
       ["", "median ms", "range (ms)"],
       [
         ["kernel (`send` … `wait`)", ms(k.kernelMs), range(k.kernelRange, ms)],
-        ["baseline: straight to the `EventStore` (… `flush`)", ms(k.baselineMs), range(k.baselineRange, ms)],
+        [
+          "baseline: model streams drained + the events through a `SessionJournal`",
+          ms(k.baselineMs),
+          range(k.baselineRange, ms)
+        ],
+        ["  the model streams alone, drained", ms(k.modelMs), range(k.modelRange, ms)],
+        [
+          "  the same calls through a `SessionJournal` (fold + snapshots + store)",
+          ms(k.journalMs),
+          range(k.journalRange, ms)
+        ],
         [
           `**kernel / baseline** (goal ≤ ${KERNEL_GOAL})`,
           `**${ratio(k.ratio)}** ${verdict(k.ratio <= KERNEL_GOAL)}`,
           `${range(k.ratioRange, x2)} (per round)`
         ],
         [
-          "(not judged) the same calls through a `SessionJournal`: fold + snapshots",
-          ms(k.journalMs),
-          `${range(k.journalRange, ms)}; ${x2(k.journalMs / k.baselineMs)}× the baseline`
+          "the kernel's own time (kernel − baseline)",
+          ms(k.kernelMs - k.baselineMs),
+          `${x2(k.overheadPerStepMs)} ms per step, ${k.overheadPerModelEventUs.toFixed(1)} µs per model event`
         ],
         [
-          "(not judged) the scripted model's streams alone, drained (in the kernel's time, not the baseline's)",
-          ms(k.modelMs),
-          `${range(k.modelRange, ms)}; ${x2(k.modelMs / k.baselineMs)}× the baseline`
+          "(not judged) the same calls straight to the `EventStore`",
+          ms(k.storeMs),
+          `${range(k.storeRange, ms)}; the journal adds ${x2(k.journalMs / k.storeMs)}×`
         ]
       ]
     )
