@@ -25,8 +25,20 @@ import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./res
 import { benchSnapshot, type SnapshotResult } from "./snapshot.js"
 import { benchStartup, type StartupResult } from "./startup.js"
 import { benchStats, type StatsResult } from "./stats.js"
+import { type AgentSteps, benchSteps, PI_VERSION, type StepsResult } from "./steps.js"
 
-const NAMES = ["append", "restore", "stats", "coldstart", "startup", "kernel", "grep", "render", "snapshot"] as const
+const NAMES = [
+  "append",
+  "restore",
+  "stats",
+  "coldstart",
+  "startup",
+  "kernel",
+  "steps",
+  "grep",
+  "render",
+  "snapshot"
+] as const
 type Name = (typeof NAMES)[number]
 
 const BEGIN = "<!-- bench:begin -->"
@@ -40,7 +52,7 @@ interface Args {
 }
 
 const usage =
-  "usage: npm run bench -- [append] [restore] [stats] [coldstart] [startup] [kernel] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
+  "usage: npm run bench -- [append] [restore] [stats] [coldstart] [startup] [kernel] [steps] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -472,6 +484,112 @@ const kernelMarkdown = (k: KernelResult): string => {
   ].join("\n")
 }
 
+const STEP_OVERHEAD_GOAL_MS = 6
+const FLAT_GOAL = 1.1
+const RESUME_GOAL = 1.05
+
+const mib = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`
+
+const stepsRows = (r: StepsResult): Array<Row> => {
+  if (r._tag === "Skipped") return [{ figure: "steps", value: "-", goal: "(skipped)", result: r.reason }]
+  const logbook = r.agents.find((a) => a.agent === "logbook")!
+  const pi = r.agents.find((a) => a.agent === "pi")
+  const short = logbook.shortOverhead ?? logbook.short
+  const start = logbook.longStartOverhead ?? logbook.longStart
+  const end = logbook.longEndOverhead ?? logbook.longEnd
+  const rows: Array<Row> = [
+    {
+      figure: `steps: logbook's overhead per step (cycle − tool), ${r.shortSteps}-step sessions, median`,
+      value: `${ms(short.medianMs)} ms`,
+      goal: `≤ ${STEP_OVERHEAD_GOAL_MS} ms`,
+      result: verdict(short.medianMs <= STEP_OVERHEAD_GOAL_MS)
+    },
+    {
+      figure: `steps: logbook's overhead per step at steps ${int(r.longSteps - 40)}–${int(r.longSteps - 1)} of ${int(r.longSteps)}, median`,
+      value: `${ms(end.medianMs)} ms`,
+      goal: `≤ ${STEP_OVERHEAD_GOAL_MS} ms`,
+      result: verdict(end.medianMs <= STEP_OVERHEAD_GOAL_MS)
+    },
+    {
+      figure: `steps: flat — logbook's overhead at the end of ${int(r.longSteps)} steps over at the start (steps 2–41)`,
+      value: ratio(end.medianMs / start.medianMs),
+      goal: `≤ ${FLAT_GOAL}`,
+      result: verdict(end.medianMs / start.medianMs <= FLAT_GOAL)
+    },
+    {
+      figure:
+        `resume: one step in the ${int(r.longSteps)}-step session (${int(logbook.longEvents ?? 0)} events, ` +
+        `${ms(logbook.resumeMs)} ms) / one step in a fresh database (${ms(logbook.freshMs)} ms)`,
+      value: ratio(logbook.resumeMs / logbook.freshMs),
+      goal: `≤ ${RESUME_GOAL}`,
+      result: verdict(logbook.resumeMs / logbook.freshMs <= RESUME_GOAL)
+    }
+  ]
+  if (pi === undefined) {
+    rows.push({ figure: "steps: against pi", value: "-", goal: "(skipped)", result: r.piSkipped ?? "" })
+    return rows
+  }
+  rows.push(
+    {
+      figure: `steps: cycle per step, logbook (${ms(logbook.short.medianMs)} ms) / pi ${PI_VERSION} (${ms(pi.short.medianMs)} ms), ${r.shortSteps}-step sessions`,
+      value: ratio(logbook.short.medianMs / pi.short.medianMs),
+      goal: "(reported)",
+      result: ""
+    },
+    {
+      figure: `steps: peak RSS over ${int(r.longSteps)} steps, logbook (${mib(logbook.peakRssBytes)}) / pi (${mib(pi.peakRssBytes)})`,
+      value: ratio(logbook.peakRssBytes / pi.peakRssBytes),
+      goal: "≤ 1",
+      result: verdict(logbook.peakRssBytes <= pi.peakRssBytes)
+    }
+  )
+  return rows
+}
+
+const stepsMarkdown = (r: StepsResult): string => {
+  if (r._tag === "Skipped")
+    return `### Steps through the binary
+
+Skipped: ${r.reason}.`
+  const window = (w: { readonly medianMs: number; readonly p90Ms: number } | undefined) =>
+    w === undefined ? "—" : `${ms(w.medianMs)} (p90 ${ms(w.p90Ms)})`
+  const row = (a: AgentSteps) => [
+    a.agent === "pi" ? `pi ${PI_VERSION}` : "logbook",
+    window(a.short),
+    window(a.shortOverhead),
+    window(a.longStart),
+    window(a.longEnd),
+    window(a.longEndOverhead),
+    `${(a.longWallMs / 1000).toFixed(1)} s`,
+    mib(a.peakRssBytes),
+    `${ms(a.resumeMs)} / ${ms(a.freshMs)} = ${ratio(a.resumeMs / a.freshMs)}`
+  ]
+  return [
+    `### Steps through the binary (${r.shortSteps}-step sessions × ${r.rounds}, one ${int(r.longSteps)}-step session each)`,
+    "",
+    "Cycle: the time between two requests at the scripted server (answer read, events written, `read` of a " +
+      "12-byte file, next request sent); overhead: the cycle minus the tool's own time from logbook's log. " +
+      `Start: steps 2–41 of the ${int(r.longSteps)}; end: the last 40. Resume: a one-step answer in the long ` +
+      "session against one in a fresh workspace, spawn to exit. Medians in ms.",
+    "",
+    table(
+      [
+        "agent",
+        `cycle, ${r.shortSteps} steps`,
+        `overhead, ${r.shortSteps} steps`,
+        "cycle, start",
+        "cycle, end",
+        "overhead, end",
+        `${int(r.longSteps)} steps, wall`,
+        "peak RSS",
+        "resume / fresh (ms)"
+      ],
+      r.agents.map(row)
+    ),
+    ...(r.piSkipped !== undefined ? ["", `pi was not run: ${r.piSkipped}.`] : [])
+  ].join("\n")
+}
+
 const grepRows = (g: GrepResult): Array<Row> => {
   if (g._tag === "Skipped") return [{ figure: "grep", value: "-", goal: "(skipped)", result: g.reason }]
   const rows: Array<Row> = g.cases.map((c) => {
@@ -743,6 +861,15 @@ const main = async () => {
         const r = await benchKernel(sub, { shape, rounds, log: console.log })
         rows.push(...kernelRows(r))
         sections.push(kernelMarkdown(r))
+      } else if (name === "steps") {
+        console.log("\nsteps: logbook and pi through their binaries on the scripted server …")
+        const sub = fs.mkdtempSync(path.join(dir, "steps-"))
+        const r = await benchSteps(
+          sub,
+          args.quick ? { shortSteps: 10, longSteps: 60, rounds: 2, log: console.log } : { log: console.log }
+        )
+        rows.push(...stepsRows(r))
+        sections.push(stepsMarkdown(r))
       } else if (name === "grep") {
         console.log("\ngrep: JavaScript and ripgrep searches alternated on generated trees …")
         const sub = fs.mkdtempSync(path.join(dir, "grep-"))

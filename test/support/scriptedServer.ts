@@ -100,6 +100,13 @@ export interface RecordedRequest {
   readonly finished: Promise<void>
   /** resolves when the connection closed before the response was complete (the client went away or a cut) */
   readonly aborted: Promise<void>
+  /** `performance.now()` when the request arrived (its headers), for benchmarks that time the client's steps */
+  readonly receivedAt: number
+}
+
+export interface ScriptedServerOptions {
+  /** keep each request's parsed body (default true); a benchmark of a long session keeps none */
+  readonly recordBodies?: boolean
 }
 
 export interface ScriptedServer {
@@ -251,7 +258,8 @@ const deferred = () => {
   return { promise, resolve }
 }
 
-export const startScriptedServer = async (): Promise<ScriptedServer> => {
+export const startScriptedServer = async (options: ScriptedServerOptions = {}): Promise<ScriptedServer> => {
+  const recordBodies = options.recordBodies ?? true
   const queue: Array<ScriptedResponse> = []
   const requests: Array<RecordedRequest> = []
   const waiters: Array<{ n: number; resolve: (r: RecordedRequest) => void }> = []
@@ -310,6 +318,7 @@ export const startScriptedServer = async (): Promise<ScriptedServer> => {
   }
 
   const server = http.createServer((req, res) => {
+    const receivedAt = performance.now()
     const finished = deferred()
     const aborted = deferred()
     res.on("finish", () => finished.resolve())
@@ -322,9 +331,10 @@ export const startScriptedServer = async (): Promise<ScriptedServer> => {
           method: req.method ?? "",
           url: req.url ?? "",
           headers: { ...req.headers },
-          body: parse(text),
+          body: recordBodies ? parse(text) : undefined,
           finished: finished.promise,
-          aborted: aborted.promise
+          aborted: aborted.promise,
+          receivedAt
         }
         requests.push(record)
         for (const waiter of waiters.filter((w) => w.n < requests.length)) {

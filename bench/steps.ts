@@ -1,0 +1,410 @@
+/**
+ * Steps through the built binary (issue 13 §2): what one agent step costs beyond its tool, at the
+ * start of a session and at step 1,000; what resuming a long session costs against a fresh run;
+ * and the peak memory of a 1,000-step session — logbook (`node dist/bin.js run`) and, side by side
+ * on the same scripted server and the same script, pi (`@mariozechner/pi-coding-agent`, its
+ * `pi -p`), when it is installed (`PI_BENCH_DIR`, default `~/.cache/logbook-bench/pi-<version>`;
+ * `npm run bench -- steps` installs it there on first use when the registry can be reached).
+ *
+ * The script: every step but the last calls `read` on a 12-byte file (`{"path":"note.txt"}`, which
+ * both agents' `read` tools take) after a few words of text; the last answers and stops. The
+ * scripted OpenAI-compatible server (test/support/scriptedServer.ts, real HTTP and SSE on
+ * 127.0.0.1) notes when each request arrives: a step's **cycle** is the time between two requests
+ * — the client reading the streamed answer, writing its events, running the tool, building and
+ * sending the next request. logbook's **overhead** is the cycle minus the tool's own time (from its
+ * log: `tool.invoked` to `tool.finished`, whole milliseconds); for pi the tool's time is not known
+ * and its cycle is reported (reading a 12-byte file is well under a millisecond in both).
+ *
+ * - `40 steps`: a fresh session of 40 steps, `rounds` times per agent, alternated; the median cycle
+ *   of each run's steps 2–39 (the first request follows the start-up, the last one ends the run).
+ * - `1,000 steps`: one session of 1,000 steps per agent; the median cycle of steps 2–41 (the start)
+ *   and of steps 960–999 (the end): a step must cost the same at step 1,000 as at step 1.
+ * - `resume`: with that session's database (≈ 12 events per step), a one-step answer in it
+ *   (`run --session <id>`) against a one-step answer in a fresh database, alternated, spawn to exit.
+ * - `peak RSS`: `process.resourceUsage().maxRSS` of the agent's process at exit, read by a module
+ *   preloaded with `NODE_OPTIONS=--import` (the same for both), over the 1,000-step session.
+ *
+ *   node --import tsx bench/steps.ts [--quick]     this benchmark alone (npm run build first)
+ */
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import Database from "better-sqlite3"
+import { Reply, type ScriptedServer, startScriptedServer } from "../test/support/scriptedServer.js"
+import { median, percentile } from "./util.js"
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "..")
+const logbookBin = path.join(root, "dist", "bin.js")
+
+/** The pi release compared with (issue 13 names it). */
+export const PI_VERSION = "0.73.1"
+const PI_PACKAGE = "@mariozechner/pi-coding-agent"
+
+export const piDir = (): string =>
+  process.env.PI_BENCH_DIR ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "logbook-bench", `pi-${PI_VERSION}`)
+
+const piCli = (dir: string): string => path.join(dir, "node_modules", ...PI_PACKAGE.split("/"), "dist", "cli.js")
+
+/** pi's CLI, installed into `piDir()` when it is not there yet; `undefined` (with the reason) when it cannot be. */
+export const ensurePi = (log: (line: string) => void): { readonly cli?: string; readonly reason?: string } => {
+  const dir = piDir()
+  const cli = piCli(dir)
+  if (fs.existsSync(cli)) return { cli }
+  log(`  installing ${PI_PACKAGE}@${PI_VERSION} into ${dir} …`)
+  fs.mkdirSync(dir, { recursive: true })
+  const result = spawnSync(
+    "npm",
+    ["install", "--no-audit", "--no-fund", "--prefix", dir, `${PI_PACKAGE}@${PI_VERSION}`],
+    { encoding: "utf8", timeout: 600_000 }
+  )
+  if (result.status === 0 && fs.existsSync(cli)) return { cli }
+  return { reason: `could not install ${PI_PACKAGE}@${PI_VERSION}: ${(result.stderr ?? "").trim().slice(-300)}` }
+}
+
+export type Agent = "logbook" | "pi"
+
+const NOTE = "hello world\n"
+
+/** `steps` scripted answers: all but the last call `read` on note.txt, the last one stops. */
+const script = (steps: number) =>
+  Array.from({ length: steps }, (_, i) =>
+    i < steps - 1
+      ? Reply.stream({
+          text: [`Step ${i + 1}: `, "reading the note."],
+          toolCalls: [{ id: `call_${i + 1}`, name: "read", arguments: ['{"path":', '"note.txt"}'] }],
+          usage: { prompt_tokens: 1_000 + i * 40, completion_tokens: 20 }
+        })
+      : Reply.stream({
+          text: ["Done: ", "the note says hello."],
+          usage: { prompt_tokens: 1_000, completion_tokens: 8 }
+        })
+  )
+
+/** Preloaded into the agent (`NODE_OPTIONS=--import`): writes its peak RSS (KiB) to `BENCH_RSS_FILE` at exit. */
+const rssModule = (dir: string): string => {
+  const file = path.join(dir, "rss.mjs")
+  fs.writeFileSync(
+    file,
+    [
+      'import { writeFileSync } from "node:fs"',
+      "const out = process.env.BENCH_RSS_FILE",
+      "if (out) process.on('exit', () => { try { writeFileSync(out, String(process.resourceUsage().maxRSS)) } catch {} })",
+      ""
+    ].join("\n")
+  )
+  return file
+}
+
+interface Setup {
+  readonly dir: string
+  readonly server: ScriptedServer
+  readonly rss: string
+  readonly pi?: string | undefined
+}
+
+interface Run {
+  /** spawn to exit (ms) */
+  readonly wallMs: number
+  /** request arrival times (performance.now(), ms) */
+  readonly arrivals: ReadonlyArray<number>
+  /** peak RSS (bytes) */
+  readonly rssBytes: number
+}
+
+/** A workspace with note.txt and each agent's config pointed at the scripted server. */
+const makeWorkspace = (setup: Setup, name: string) => {
+  const ws = fs.mkdtempSync(path.join(setup.dir, `${name}-`))
+  fs.writeFileSync(path.join(ws, "note.txt"), NOTE)
+  const home = path.join(ws, ".home")
+  fs.mkdirSync(path.join(home, "config", "logbook"), { recursive: true })
+  fs.mkdirSync(path.join(home, "pi"), { recursive: true })
+  fs.writeFileSync(
+    path.join(ws, "logbook.json"),
+    JSON.stringify({
+      model: "local/scripted",
+      maxSteps: 5_000,
+      provider: { local: { type: "openai-compatible", baseURL: `${setup.server.url}/v1` } }
+    })
+  )
+  fs.writeFileSync(
+    path.join(home, "pi", "models.json"),
+    JSON.stringify({
+      providers: {
+        local: {
+          baseUrl: `${setup.server.url}/v1`,
+          api: "openai-completions",
+          apiKey: "none",
+          compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+          models: [{ id: "scripted", contextWindow: 1_000_000, maxTokens: 1_000 }]
+        }
+      }
+    })
+  )
+  return { ws, home, db: path.join(ws, ".home", "logbook.db") }
+}
+
+type Workspace = ReturnType<typeof makeWorkspace>
+
+/** One run of `agent` in `ws` with `prompt`, against what is queued on the server; checks it answered. */
+const runAgent = async (
+  setup: Setup,
+  agent: Agent,
+  ws: Workspace,
+  prompt: string,
+  options: { readonly session?: string | undefined } = {}
+): Promise<Run> => {
+  const rssFile = path.join(ws.home, `rss-${Date.now()}-${Math.random()}`)
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: ws.home,
+    XDG_CONFIG_HOME: path.join(ws.home, "config"),
+    NODE_OPTIONS: `--import=${pathToFileURL(setup.rss).href}`,
+    BENCH_RSS_FILE: rssFile,
+    NO_COLOR: "1"
+  }
+  const args =
+    agent === "logbook"
+      ? [
+          logbookBin,
+          "run",
+          "--db",
+          ws.db,
+          "--cwd",
+          ws.ws,
+          ...(options.session !== undefined ? ["--session", options.session] : []),
+          prompt
+        ]
+      : [
+          setup.pi!,
+          "-p",
+          "--provider",
+          "local",
+          "--model",
+          "scripted",
+          "--tools",
+          "read",
+          "--no-extensions",
+          "--session-dir",
+          path.join(ws.home, "pi-sessions"),
+          ...(options.session !== undefined ? ["--continue"] : []),
+          prompt
+        ]
+  if (agent === "pi") Object.assign(env, { PI_CODING_AGENT_DIR: path.join(ws.home, "pi"), PI_OFFLINE: "1" })
+  const before = setup.server.requests.length
+  const start = performance.now()
+  const child = spawn(process.execPath, args, { cwd: ws.ws, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString()
+  })
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000)
+  })
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
+  const wallMs = performance.now() - start
+  if (code !== 0 || !stdout.includes("the note says hello")) {
+    throw new Error(`${agent} exited ${code} without the scripted answer:\n${stdout.slice(-1_000)}\n${stderr}`)
+  }
+  if (setup.server.pending() !== 0) throw new Error(`${agent} left ${setup.server.pending()} scripted answers unread`)
+  const arrivals = setup.server.requests.slice(before).map((r) => r.receivedAt)
+  return { wallMs, arrivals, rssBytes: Number(fs.readFileSync(rssFile, "utf8")) * 1024 }
+}
+
+/** The cycles between requests `from`..`to` (0-based request indexes, cycle i = arrival[i+1] − arrival[i]). */
+const cycles = (arrivals: ReadonlyArray<number>, from: number, to: number): Array<number> => {
+  const out: Array<number> = []
+  for (let i = from; i < to && i + 1 < arrivals.length; i++) out.push(arrivals[i + 1]! - arrivals[i]!)
+  return out
+}
+
+/** logbook's tool time per step, from its log (tool.invoked → tool.finished of each call, in order). */
+const logbookToolTimes = (db: string): { readonly times: ReadonlyArray<number>; readonly events: number } => {
+  const conn = new Database(db, { readonly: true })
+  try {
+    const rows = conn
+      .prepare(
+        "SELECT type, at, payload FROM events WHERE type IN ('tool.invoked', 'tool.finished') ORDER BY session_id, seq"
+      )
+      .all() as ReadonlyArray<{ type: string; at: number; payload: string }>
+    const started = new Map<string, number>()
+    const times: Array<number> = []
+    for (const row of rows) {
+      const callId = (JSON.parse(row.payload) as { callId: string }).callId
+      if (row.type === "tool.invoked") started.set(callId, row.at)
+      else times.push(row.at - (started.get(callId) ?? row.at))
+    }
+    const events = (conn.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n
+    return { times, events }
+  } finally {
+    conn.close()
+  }
+}
+
+const latestSessionId = (db: string): string => {
+  const conn = new Database(db, { readonly: true })
+  try {
+    return (conn.prepare("SELECT id FROM sessions ORDER BY updated_at DESC LIMIT 1").get() as { id: string }).id
+  } finally {
+    conn.close()
+  }
+}
+
+export interface Window {
+  readonly medianMs: number
+  readonly p90Ms: number
+}
+
+const windowOf = (xs: ReadonlyArray<number>): Window => ({ medianMs: median(xs), p90Ms: percentile(xs, 90) })
+
+export interface AgentSteps {
+  readonly agent: Agent
+  /** 40-step sessions: the median cycle of each run, then their median */
+  readonly short: Window
+  /** logbook only: the same minus the tool's time */
+  readonly shortOverhead?: Window | undefined
+  /** the 1,000-step session: steps 2–41 and 960–999 */
+  readonly longStart: Window
+  readonly longEnd: Window
+  readonly longStartOverhead?: Window | undefined
+  readonly longEndOverhead?: Window | undefined
+  readonly longWallMs: number
+  readonly longEvents?: number | undefined
+  readonly peakRssBytes: number
+  /** resume (one step in the long session) and a fresh one-step run, spawn to exit, medians */
+  readonly resumeMs: number
+  readonly freshMs: number
+}
+
+export type StepsResult =
+  | {
+      readonly _tag: "Done"
+      readonly shortSteps: number
+      readonly longSteps: number
+      readonly rounds: number
+      readonly agents: ReadonlyArray<AgentSteps>
+      readonly piSkipped?: string | undefined
+    }
+  | { readonly _tag: "Skipped"; readonly reason: string }
+
+export const benchSteps = async (
+  dir: string,
+  options: {
+    readonly shortSteps?: number
+    readonly longSteps?: number
+    readonly rounds?: number
+    readonly withPi?: boolean
+    readonly log?: (line: string) => void
+  } = {}
+): Promise<StepsResult> => {
+  const log = options.log ?? (() => {})
+  if (!fs.existsSync(logbookBin)) return { _tag: "Skipped", reason: "dist/bin.js is missing: npm run build first" }
+  const shortSteps = options.shortSteps ?? 40
+  const longSteps = options.longSteps ?? 1_000
+  const rounds = options.rounds ?? 5
+  const pi = options.withPi === false ? { reason: "not asked for" } : ensurePi(log)
+  if (pi.reason !== undefined) log(`  pi: ${pi.reason}`)
+  const server = await startScriptedServer({ recordBodies: false })
+  const setup: Setup = { dir, server, rss: rssModule(dir), pi: pi.cli }
+  const agents: ReadonlyArray<Agent> = pi.cli === undefined ? ["logbook"] : ["logbook", "pi"]
+  const edge = Math.min(40, Math.floor(longSteps / 3))
+  try {
+    // warm-up: one short run each (file caches, the bundle compiled once)
+    for (const agent of agents) {
+      server.enqueue(...script(3))
+      await runAgent(setup, agent, makeWorkspace(setup, `warm-${agent}`), "go")
+    }
+    const short = new Map<Agent, Array<number>>(agents.map((a) => [a, []]))
+    const shortOverhead: Array<number> = []
+    for (let r = 0; r < rounds; r++) {
+      for (let i = 0; i < agents.length; i++) {
+        const agent = agents[(i + r) % agents.length]!
+        const ws = makeWorkspace(setup, `short-${agent}-${r}`)
+        server.enqueue(...script(shortSteps))
+        const run = await runAgent(setup, agent, ws, "go")
+        const c = cycles(run.arrivals, 1, shortSteps - 1)
+        short.get(agent)!.push(median(c))
+        if (agent === "logbook") {
+          const tools = logbookToolTimes(ws.db).times
+          shortOverhead.push(median(c.map((x, k) => x - (tools[k + 1] ?? 0))))
+        }
+        log(`  ${shortSteps} steps, round ${r + 1}, ${agent}: median cycle ${median(c).toFixed(2)} ms`)
+      }
+    }
+    const results: Array<AgentSteps> = []
+    for (const agent of agents) {
+      const ws = makeWorkspace(setup, `long-${agent}`)
+      server.enqueue(...script(longSteps))
+      const long = await runAgent(setup, agent, ws, "go")
+      const start = cycles(long.arrivals, 1, 1 + edge)
+      const end = cycles(long.arrivals, longSteps - 1 - edge, longSteps - 1)
+      let extra: Partial<AgentSteps> = {}
+      if (agent === "logbook") {
+        const { times, events } = logbookToolTimes(ws.db)
+        extra = {
+          longStartOverhead: windowOf(start.map((x, k) => x - (times[k + 1] ?? 0))),
+          longEndOverhead: windowOf(end.map((x, k) => x - (times[longSteps - 1 - edge + k] ?? 0))),
+          longEvents: events,
+          shortOverhead: windowOf(shortOverhead)
+        }
+      }
+      log(
+        `  ${longSteps} steps, ${agent}: ${(long.wallMs / 1000).toFixed(1)} s; cycle at the start ` +
+          `${median(start).toFixed(2)} ms, at the end ${median(end).toFixed(2)} ms; peak RSS ` +
+          `${(long.rssBytes / 2 ** 20).toFixed(0)} MiB`
+      )
+      // resume: one step in the long session against one in a fresh workspace, alternated
+      const session = agent === "logbook" ? latestSessionId(ws.db) : "continue"
+      const resume: Array<number> = []
+      const fresh: Array<number> = []
+      for (let r = 0; r < rounds; r++) {
+        for (const side of r % 2 === 0 ? (["resume", "fresh"] as const) : (["fresh", "resume"] as const)) {
+          server.enqueue(...script(1))
+          if (side === "resume") resume.push((await runAgent(setup, agent, ws, "again", { session })).wallMs)
+          else fresh.push((await runAgent(setup, agent, makeWorkspace(setup, `fresh-${agent}-${r}`), "go")).wallMs)
+        }
+      }
+      log(`  resume ${agent}: ${median(resume).toFixed(0)} ms, fresh ${median(fresh).toFixed(0)} ms`)
+      results.push({
+        agent,
+        short: windowOf(short.get(agent)!),
+        longStart: windowOf(start),
+        longEnd: windowOf(end),
+        longWallMs: long.wallMs,
+        peakRssBytes: long.rssBytes,
+        resumeMs: median(resume),
+        freshMs: median(fresh),
+        ...extra
+      })
+    }
+    return {
+      _tag: "Done",
+      shortSteps,
+      longSteps,
+      rounds,
+      agents: results,
+      ...(pi.reason !== undefined ? { piSkipped: pi.reason } : {})
+    }
+  } finally {
+    await server.close()
+  }
+}
+
+// `node --import tsx bench/steps.ts [--quick] [--no-pi]`: this benchmark alone
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename ?? "")) {
+  const quick = process.argv.includes("--quick")
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-bench-steps-"))
+  try {
+    const r = await benchSteps(dir, {
+      ...(quick ? { shortSteps: 10, longSteps: 60, rounds: 2 } : {}),
+      withPi: !process.argv.includes("--no-pi"),
+      log: console.log
+    })
+    console.log(JSON.stringify(r, null, 2))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
