@@ -24,6 +24,7 @@ import type { SessionState } from "../store/Projection.js"
 import { interruptedError } from "../store/Recovery.js"
 import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
 import { Approver, answerParts } from "../tools/Approver.js"
+import { capText } from "../tools/boundedOutput.js"
 import {
   defaultRules,
   evaluate,
@@ -34,7 +35,6 @@ import {
   stricter
 } from "../tools/Permissions.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
-import { capText } from "../tools/shared.js"
 import {
   type AnyTool,
   type FileChange,

@@ -24,7 +24,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Duration, Effect } from "effect"
-import { onPath } from "./shared.js"
+import { onPath } from "./executables.js"
 
 /** `auto`: sandboxed when bubblewrap works, else unconfined; `on`: sandboxed or not at all; `off`: unconfined. */
 export type SandboxMode = "auto" | "on" | "off"

@@ -27,8 +27,9 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { ContentOmitted, type SnapshotLimitHit } from "../domain/Events.js"
+import { isOwnTempFile } from "./fileChanges.js"
+import { tryFs } from "./fsErrors.js"
 import { walkFilesUpTo } from "./ignore.js"
-import { isOwnTempFile, tryFs } from "./shared.js"
 
 export interface SnapshotLimits {
   /** a file larger than this is hashed but its content not stored (bytes) */

@@ -27,6 +27,10 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as os from "node:os"
 import { Chunk, Clock, Duration, Effect, Exit, Option, Queue, Schema } from "effect"
+import { HeadTailBuffer } from "./boundedOutput.js"
+import { onPath } from "./executables.js"
+import { errnoCode } from "./fsErrors.js"
+import { statPath } from "./notFound.js"
 import {
   AFTER_KILL_MS,
   groupAlive,
@@ -54,8 +58,8 @@ import {
   sandboxHint
 } from "./Sandbox.js"
 import type { SecretsService } from "./Secrets.js"
-import { errnoCode, HeadTailBuffer, intAtLeast, nonEmptyString, onPath, statPath } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { intAtLeast, nonEmptyString } from "./toolInput.js"
 
 /** The first bytes of the output the model reads. */
 export const OUTPUT_HEAD_BYTES = 10 * 1024

@@ -10,22 +10,15 @@
  */
 import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
+import { confinedPath, readExisting } from "./confinedFiles.js"
 import { crashPoint } from "./crashPoint.js"
+import { fileStamp, requireFreshRead, tempPathFor, writeFileAtomic } from "./fileChanges.js"
+import { fsFailure, tryFs } from "./fsErrors.js"
+import { notFoundFailure } from "./notFound.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
 import { refuseMaskedSecret } from "./Secrets.js"
-import {
-  confinedPath,
-  fileStamp,
-  fsFailure,
-  nonEmptyString,
-  notFoundFailure,
-  readExisting,
-  requireFreshRead,
-  tempPathFor,
-  tryFs,
-  writeFileAtomic
-} from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { nonEmptyString } from "./toolInput.js"
 
 /** Lines of context shown before and after a change. */
 export const CONTEXT_LINES = 3

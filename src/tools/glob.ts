@@ -12,9 +12,12 @@ import type { Stats } from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { confinedPath, displayPath, openConfined } from "./confinedFiles.js"
+import { compareNames } from "./directoryTree.js"
+import { tryFs } from "./fsErrors.js"
 import { compileGlob, InvalidGlob, walkFiles } from "./ignore.js"
-import { compareNames, confinedPath, displayPath, nonEmptyString, openConfined, tryFs } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure } from "./Tools.js"
+import { nonEmptyString } from "./toolInput.js"
 
 /** The most paths one call shows. */
 export const MAX_RESULTS = 100

@@ -18,13 +18,16 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import { Effect, Option, Schema } from "effect"
 import type { YieldWrap } from "effect/Utils"
+import { formatBytes } from "./boundedOutput.js"
 import { openCheckedScoped, openCheckedSync } from "./confine.js"
+import { confinedPath } from "./confinedFiles.js"
+import { fsFailure, tryFs } from "./fsErrors.js"
 import { formatCount, globMatcher, rootRelative, type SearchStart, searchStart } from "./glob.js"
 import { walkFiles } from "./ignore.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
 import { locateRipgrep, RIPGREP_ENV, RipgrepError, searchWithRipgrep, translatePattern } from "./ripgrep.js"
-import { confinedPath, formatBytes, fsFailure, nonEmptyString, tryFs } from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure } from "./Tools.js"
+import { nonEmptyString } from "./toolInput.js"
 
 /** The most matching lines one call shows. */
 export const MAX_MATCHES = 100

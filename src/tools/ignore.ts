@@ -20,7 +20,8 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { readdirChecked, readdirCheckedSync } from "./confine.js"
-import { compareNames, SKIPPED_DIRECTORIES, tryFs } from "./shared.js"
+import { compareNames, SKIPPED_DIRECTORIES } from "./directoryTree.js"
+import { tryFs } from "./fsErrors.js"
 
 // ---------------------------------------------------------------------------------------------
 // glob patterns

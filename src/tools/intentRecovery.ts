@@ -15,7 +15,8 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import type { IntentFinding, OpenIntent } from "../store/Recovery.js"
-import { errnoCode, sha256Hex, TEMP_SUFFIX, tryFs } from "./shared.js"
+import { sha256Hex, TEMP_SUFFIX } from "./fileChanges.js"
+import { errnoCode, tryFs } from "./fsErrors.js"
 
 const absoluteIn = (cwd: string, path: string): string => (nodePath.isAbsolute(path) ? path : nodePath.join(cwd, path))
 

@@ -7,8 +7,11 @@
  * the top one.
  */
 import { Effect, Schema } from "effect"
-import { confinedPath, displayPath, fsFailure, intAtLeast, openConfined, readTree, renderTree } from "./shared.js"
+import { confinedPath, displayPath, openConfined } from "./confinedFiles.js"
+import { readTree, renderTree } from "./directoryTree.js"
+import { fsFailure } from "./fsErrors.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { intAtLeast } from "./toolInput.js"
 
 /** The most entries one listing shows. */
 export const MAX_ENTRIES = 500

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import { Duration, Effect } from "effect"
-import { errnoCode } from "./shared.js"
+import { errnoCode } from "./fsErrors.js"
 
 /** How long a process group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 1500

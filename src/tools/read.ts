@@ -12,18 +12,12 @@ import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
 import type { FileHandle } from "node:fs/promises"
 import { Effect, Schema } from "effect"
+import { formatBytes } from "./boundedOutput.js"
+import { confinedPath, displayPath, openConfined } from "./confinedFiles.js"
+import { fsFailure, tryFs } from "./fsErrors.js"
 import { listDirectory } from "./list.js"
-import {
-  confinedPath,
-  displayPath,
-  formatBytes,
-  fsFailure,
-  intAtLeast,
-  nonEmptyString,
-  openConfined,
-  tryFs
-} from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { intAtLeast, nonEmptyString } from "./toolInput.js"
 
 /** How many lines one call shows when it gives no `limit`. */
 export const DEFAULT_LIMIT = 2000

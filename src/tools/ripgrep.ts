@@ -22,7 +22,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as nodePath from "node:path"
 import { Deferred, Duration, Effect, Exit, Option, Schema } from "effect"
-import { isExecutableFile, onPath } from "./shared.js"
+import { isExecutableFile, onPath } from "./executables.js"
 
 /** The environment variable that picks the ripgrep binary, or turns ripgrep off (`0`). */
 export const RIPGREP_ENV = "LOGBOOK_RIPGREP"

@@ -4,8 +4,8 @@
  */
 import { Effect, Schema } from "effect"
 import { TodoStatus } from "../domain/Events.js"
-import { nonEmptyString } from "./shared.js"
 import { defineTool, ToolFailure, type ToolOutput } from "./Tools.js"
+import { nonEmptyString } from "./toolInput.js"
 
 /** At most this many items: a task list, not a backlog. */
 export const MAX_TODOS = 50

@@ -11,24 +11,15 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { formatBytes } from "./boundedOutput.js"
 import { makeDirectoryChecked } from "./confine.js"
+import { confinedPath, openFailure, readExisting } from "./confinedFiles.js"
 import { crashPoint } from "./crashPoint.js"
+import { countLines, fileStamp, requireFreshRead, tempPathFor, writeFileAtomic } from "./fileChanges.js"
+import { fsFailure, tryFs } from "./fsErrors.js"
 import { refuseMaskedSecret } from "./Secrets.js"
-import {
-  confinedPath,
-  countLines,
-  fileStamp,
-  formatBytes,
-  fsFailure,
-  nonEmptyString,
-  openFailure,
-  readExisting,
-  requireFreshRead,
-  tempPathFor,
-  tryFs,
-  writeFileAtomic
-} from "./shared.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { nonEmptyString } from "./toolInput.js"
 
 export const WriteInput = Schema.Struct({
   path: nonEmptyString(

@@ -7,8 +7,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { sha256Hex } from "../../src/tools/fileChanges.js"
 import { checkIntent } from "../../src/tools/intentRecovery.js"
-import { sha256Hex } from "../../src/tools/shared.js"
 import { workspaceWith } from "../support/toolContext.js"
 
 const update = { path: "a.txt", op: "update", beforeHash: sha256Hex("old\n"), afterHash: sha256Hex("new\n") } as const

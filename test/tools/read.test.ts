@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { sha256Hex } from "../../src/tools/fileChanges.js"
 import {
   BINARY_PROBE_BYTES,
   DEFAULT_LIMIT,
@@ -11,7 +12,6 @@ import {
   type ReadMetadata,
   read
 } from "../../src/tools/read.js"
-import { sha256Hex } from "../../src/tools/shared.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { testContext, workspaceWith } from "../support/toolContext.js"
 
