@@ -32,7 +32,8 @@ import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import * as Projection from "../store/Projection.js"
-import type { RestoreError, SessionJournal } from "../store/Snapshots.js"
+import type { SessionJournal } from "../store/SessionJournal.js"
+import type { RestoreError } from "../store/Snapshots.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
 import { type PromptVersion, promptVersionOf, requestDigestOf } from "./PromptVersion.js"
 

@@ -25,7 +25,7 @@ import { Effect } from "effect"
 import { type ContentOmitted, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { EventStore } from "../store/EventStore.js"
-import type { SessionJournal } from "../store/Snapshots.js"
+import type { SessionJournal } from "../store/SessionJournal.js"
 import type { SecretsService } from "../tools/Secrets.js"
 import {
   defaultSnapshotLimits,

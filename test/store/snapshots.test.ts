@@ -18,6 +18,7 @@ import type { EventBus } from "../../src/store/EventBus.js"
 import { EventStore, EventStoreError, SNAPSHOTS_KEPT } from "../../src/store/EventStore.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
+import * as SessionJournal from "../../src/store/SessionJournal.js"
 import * as Snapshots from "../../src/store/Snapshots.js"
 import { eventsArb, SESSION_ID, simulate, toEnvelopes } from "../support/arbitraries.js"
 
@@ -233,7 +234,7 @@ for (const [name, makeLayer] of layers) {
         run(
           Effect.gen(function* () {
             const events = session(150)
-            const journal = yield* Snapshots.makeJournal(SESSION_ID, { every: 25 })
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID, { every: 25 })
             const expected: Array<number> = []
             let i = 0
             let size = 1
@@ -260,7 +261,7 @@ for (const [name, makeLayer] of layers) {
         run(
           Effect.gen(function* () {
             const store = yield* EventStore
-            const journal = yield* Snapshots.makeJournal(SESSION_ID)
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID)
             yield* journal.append([e("session.created", { title: "x" })])
             const error = yield* Effect.flip(
               journal.append([
@@ -282,14 +283,14 @@ for (const [name, makeLayer] of layers) {
           Effect.gen(function* () {
             const store = yield* EventStore
             const redact = <A>(payload: A): A => JSON.parse(JSON.stringify(payload).replaceAll("secret", "***")) as A
-            const journal = yield* Snapshots.makeJournal(SESSION_ID, { redact })
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID, { redact })
             yield* journal.append([e("session.created", { title: "a secret title" })])
             expect((yield* journal.state).title).toBe("a *** title")
             const logged = yield* Stream.runCollect(store.read(SESSION_ID))
             expect(Array.from(logged)[0]!.payload).toMatchObject({ title: "a *** title" })
             // a redact that throws (it met a value it cannot read) leaves the payload as it is: writing
             // it then fails or not as it would have without redact — never a defect here
-            const throwing = Snapshots.makeJournal(SESSION_ID, {
+            const throwing = SessionJournal.makeJournal(SESSION_ID, {
               redact: () => {
                 throw new Error("unreadable")
               }
@@ -304,7 +305,7 @@ for (const [name, makeLayer] of layers) {
       it.effect("appendLater folds at once; a snapshot that fell due is taken after the flush", () =>
         run(
           Effect.gen(function* () {
-            const journal = yield* Snapshots.makeJournal(SESSION_ID, { every: 10 })
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID, { every: 10 })
             const A = MessageId.make("a1")
             const U = MessageId.make("u1")
             yield* journal.append([
@@ -334,7 +335,7 @@ for (const [name, makeLayer] of layers) {
         run(
           Effect.gen(function* () {
             const store = yield* EventStore
-            const journal = yield* Snapshots.makeJournal(SESSION_ID)
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID)
             yield* journal.append([e("session.created", { title: "a" })])
             // a writer that bypasses the journal (a second process without the lease)
             yield* store.append(SESSION_ID, [e("session.titled", { title: "b" })])
@@ -367,7 +368,7 @@ for (const [name, makeLayer] of layers) {
             }))
           ).pipe(Layer.provideMerge(makeLayer()))
           yield* Effect.gen(function* () {
-            const journal = yield* Snapshots.makeJournal(SESSION_ID)
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID)
             yield* journal.append([e("session.created", { title: "kept" })])
             yield* journal.appendLater([e("session.titled", { title: "lost" })])
             expect((yield* journal.state).title).toBe("lost")
@@ -389,7 +390,7 @@ for (const [name, makeLayer] of layers) {
           Effect.gen(function* () {
             const events = session(60)
             yield* appendAll(events)
-            const journal = yield* Snapshots.makeJournal(SESSION_ID)
+            const journal = yield* SessionJournal.makeJournal(SESSION_ID)
             expect(yield* journal.state).toEqual(pureFold(events))
             yield* journal.snapshot
             expect(yield* snapshotSeqs).toEqual([events.length])
@@ -426,7 +427,7 @@ describe("Snapshots (sqlite file)", () => {
       const filename = tempDb()
       const events = session(200)
       yield* Effect.gen(function* () {
-        const journal = yield* Snapshots.makeJournal(SESSION_ID, { every: 50 })
+        const journal = yield* SessionJournal.makeJournal(SESSION_ID, { every: 50 })
         for (const event of events) yield* journal.append([event])
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename })))
       const reopened = Effect.gen(function* () {

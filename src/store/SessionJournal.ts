@@ -1,0 +1,232 @@
+/**
+ * The `SessionJournal`: the write side of one session, the one way the kernel appends. It keeps
+ * the projection of the session up to date with every batch (an event the projection rejects never
+ * reaches the log), masks payloads (`redact`), fences appends by the lease owner, and takes the
+ * snapshots `Snapshots.shouldSnapshot` calls for.
+ *
+ * Only `EventStore` methods are used (append, appendLater, flush, saveSnapshot, read), so this works
+ * the same on every store layer.
+ */
+import { Clock, Effect, Ref } from "effect"
+import { type Envelope, type NewEvent, PAYLOAD_VERSION } from "../domain/Events.js"
+import { EventId, type SessionId } from "../domain/Ids.js"
+import type { EventStoreError } from "./Errors.js"
+import { EventStore } from "./EventStore.js"
+import type { ProjectionError, SessionState } from "./Projection.js"
+import * as Projection from "./Projection.js"
+import { DEFAULT_SNAPSHOT_EVERY, type RestoreError, restore, shouldSnapshot, takeSnapshot } from "./Snapshots.js"
+
+/**
+ * The write side of one session: appends events through `EventStore`, keeps the projection up
+ * to date, and takes snapshots per `shouldSnapshot`.
+ *
+ * Every batch is folded into the cached state BEFORE it is appended (with the seqs it will get),
+ * so an event the projection would reject never reaches the log: `append` fails with
+ * `ProjectionError` and writes nothing. Calls are serialised; the session's lease (see
+ * `Recovery`) makes sure no other process appends to the same session. If the store assigned
+ * other seqs than predicted anyway, the cached state is rebuilt from the store.
+ */
+export interface SessionJournal {
+  readonly sessionId: SessionId
+  /** The projection after everything handed to this journal (`appendLater` included). */
+  readonly state: Effect.Effect<SessionState>
+  /** Appends and waits for the commit; returns the committed envelopes. */
+  readonly append: (events: ReadonlyArray<NewEvent>) => Effect.Effect<ReadonlyArray<Envelope>, RestoreError>
+  /**
+   * `append` of the events `decide` returns for the state as it is when this call's turn comes: no
+   * other append of this journal runs between the read and the commit. For an event that depends on
+   * the state another fiber changes (which steered messages a step delivers, while the user may
+   * withdraw one).
+   */
+  readonly appendWith: (
+    decide: (state: SessionState) => ReadonlyArray<NewEvent>
+  ) => Effect.Effect<ReadonlyArray<Envelope>, RestoreError>
+  /**
+   * Hands events to the store's writer without waiting (text deltas). They are in `state` at
+   * once; snapshots that fall due wait until the next `append` or `flush` has them committed.
+   */
+  readonly appendLater: (events: ReadonlyArray<NewEvent>) => Effect.Effect<void, EventStoreError | ProjectionError>
+  /** Waits until everything handed over is committed, then takes a snapshot if one is due. */
+  readonly flush: Effect.Effect<void, RestoreError>
+  /** Takes a snapshot of the current (committed) state now. */
+  readonly snapshot: Effect.Effect<void, RestoreError>
+}
+
+export interface JournalOptions {
+  /** snapshot every this many events (default `DEFAULT_SNAPSHOT_EVERY`) */
+  readonly every?: number | undefined
+  /** the current state, when the caller already has it (e.g. from `Recovery.openSession`) */
+  readonly initial?: SessionState | undefined
+  /** the lease owner the journal writes for: every append is fenced by it (`AppendOptions.owner`) */
+  readonly owner?: string | undefined
+  /**
+   * Applied to each event's payload before it is committed: `Secrets.redact`, so no API key reaches
+   * the log (or the model, which reads the log). Default: none.
+   */
+  readonly redact?: (<A>(payload: A) => A) | undefined
+  /** Runs when an append is fenced off (`EventStoreError.fenced`): the owner lost the lease. */
+  readonly onFenced?: Effect.Effect<void> | undefined
+}
+
+const placeholderId = EventId.make("uncommitted")
+
+/**
+ * `redact(payload)`, or the payload as it is when reading it throws (a getter of a tool's metadata):
+ * writing it as JSON then fails the same way, with the store's typed error instead of a defect here.
+ */
+const redactOrKeep = <A>(redact: <B>(payload: B) => B, payload: A): A => {
+  try {
+    return redact(payload)
+  } catch {
+    return payload
+  }
+}
+
+export const makeJournal = Effect.fn("SessionJournal.make")(function* (
+  sessionId: SessionId,
+  options: JournalOptions = {}
+) {
+  const store = yield* EventStore
+  const every = options.every ?? DEFAULT_SNAPSHOT_EVERY
+  const fence = { owner: options.owner }
+  const initial = options.initial ?? (yield* restore(sessionId))
+  const cached = yield* Ref.make(initial)
+  /** a snapshot fell due for events handed over with `appendLater` */
+  const snapshotDue = yield* Ref.make(false)
+  const lock = yield* Effect.makeSemaphore(1)
+
+  /** Stamps the events' time and folds them with the seqs they will get. */
+  const prepare = (state: SessionState, events: ReadonlyArray<NewEvent>) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const redact = options.redact
+      const stamped = events.map((e): NewEvent => {
+        const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
+        // the payload masked is still the same event type's payload
+        return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
+      })
+      const predicted = stamped.map(
+        (e, i) =>
+          ({
+            id: e.id ?? placeholderId,
+            sessionId,
+            seq: state.lastSeq + i + 1,
+            at: e.at,
+            parentId: e.parentId ?? null,
+            v: PAYLOAD_VERSION,
+            type: e.type,
+            payload: e.payload
+          }) as Envelope
+      )
+      const next = yield* Projection.applyAll(state, predicted)
+      return { stamped, predicted, next }
+    })
+
+  const snapshotLogged = (state: SessionState) =>
+    takeSnapshot(state).pipe(
+      Effect.catchAll((error) =>
+        // a snapshot is a cache: the events are committed, so a failed snapshot only costs time later
+        Effect.logWarning(`could not save a snapshot of session ${sessionId} at seq ${state.lastSeq}`, error)
+      ),
+      Effect.provideService(EventStore, store)
+    )
+
+  /** The cached state is wrong (the store assigned other seqs): rebuild it from the store. */
+  const resync = (atSeq: number) =>
+    restore(sessionId, { atSeq }).pipe(
+      Effect.provideService(EventStore, store),
+      Effect.tap((state) => Ref.set(cached, state))
+    )
+
+  /**
+   * After a failed commit the cache may hold events that never reached the log (handed over with
+   * `appendLater`): rebuild it from what is committed. The original failure is what the caller sees.
+   */
+  const recoverCache = Effect.flatMap(store.lastSeq(sessionId), resync).pipe(
+    Effect.catchAll((error) => Effect.logWarning(`could not rebuild the state of session ${sessionId}`, error))
+  )
+
+  // append and appendLater are uninterruptible: an interrupt after the store took the events but
+  // before the cache was updated would leave the cache behind the log. No span per call: the kernel
+  // appends a few times per model step, and a span cost about as much as the rest of the call
+  // (measured: ~20 µs of ~45 µs on the memory store).
+  const appendWith = (decide: (state: SessionState) => ReadonlyArray<NewEvent>) =>
+    lock.withPermits(1)(
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          const before = yield* Ref.get(cached)
+          const events = decide(before)
+          if (events.length === 0) return [] as ReadonlyArray<Envelope>
+          const { stamped, predicted, next } = yield* prepare(before, events)
+          const envelopes = yield* store
+            .append(sessionId, stamped, fence)
+            .pipe(
+              Effect.tapError((error) =>
+                error.fenced === true && options.onFenced !== undefined
+                  ? Effect.zipRight(options.onFenced, recoverCache)
+                  : recoverCache
+              )
+            )
+          const matches =
+            envelopes.length === predicted.length &&
+            envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
+          const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
+          if (matches) yield* Ref.set(cached, state)
+          const due = yield* Ref.getAndSet(snapshotDue, false)
+          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
+          return envelopes
+        })
+      )
+    )
+
+  const append = (events: ReadonlyArray<NewEvent>) => appendWith(() => events)
+
+  const appendLater = (events: ReadonlyArray<NewEvent>) =>
+    lock.withPermits(1)(
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          if (events.length === 0) return
+          const before = yield* Ref.get(cached)
+          const { stamped, predicted, next } = yield* prepare(before, events)
+          yield* store.appendLater(sessionId, stamped, fence)
+          yield* Ref.set(cached, next)
+          if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted }))
+            yield* Ref.set(snapshotDue, true)
+        })
+      )
+    )
+
+  /** Waits for the commit of everything handed over and checks the cached state against the log. */
+  const settle = Effect.gen(function* () {
+    yield* store.flush.pipe(Effect.tapError(() => recoverCache))
+    const state = yield* Ref.get(cached)
+    const lastSeq = yield* store.lastSeq(sessionId)
+    return lastSeq === state.lastSeq ? state : yield* resync(lastSeq)
+  })
+
+  const flush = lock.withPermits(1)(
+    Effect.gen(function* () {
+      const state = yield* settle
+      if (yield* Ref.getAndSet(snapshotDue, false)) yield* snapshotLogged(state)
+    })
+  )
+
+  const snapshot = lock.withPermits(1)(
+    Effect.gen(function* () {
+      const state = yield* settle
+      yield* Ref.set(snapshotDue, false)
+      yield* takeSnapshot(state).pipe(Effect.provideService(EventStore, store))
+    })
+  )
+
+  const journal: SessionJournal = {
+    sessionId,
+    state: Ref.get(cached),
+    append,
+    appendWith,
+    appendLater,
+    flush,
+    snapshot
+  }
+  return journal
+})
