@@ -75,7 +75,7 @@ export {
   type SessionSummary,
   type Snapshot
 } from "./store/EventStore.js"
-export type { StoreOptions } from "./store/internal/core.js"
+export type { StoreOptions } from "./store/internal/storeService.js"
 export * as Projection from "./store/Projection.js"
 export * as Recovery from "./store/Recovery.js"
 export * as SessionFile from "./store/SessionFile.js"

@@ -9,7 +9,7 @@ import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope 
 import type { SessionId } from "../domain/Ids.js"
 import type { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import { EventBus } from "./EventBus.js"
-import { type ChainMark, type ChainRow, makeService, type SeqCounts, type StoreOptions } from "./internal/core.js"
+import { type ChainMark, type ChainRow, makeService, type SeqCounts, type StoreOptions } from "./internal/storeService.js"
 import type {
   AppendOptions,
   EventQuery,
@@ -25,7 +25,7 @@ import { makeMemoryBackend } from "./Memory.js"
 import { layerClient, makeSqliteBackend, type SqliteOptions } from "./Sqlite.js"
 
 export { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
-export type { ChainMark, ChainRow, SeqCounts } from "./internal/core.js"
+export type { ChainMark, ChainRow, SeqCounts } from "./internal/storeService.js"
 export type {
   AppendOptions,
   EventQuery,

@@ -16,7 +16,7 @@ import {
   sessionExistsError,
   storeError,
   summarize
-} from "./internal/core.js"
+} from "./internal/storeService.js"
 import type { Lease, SessionSummary } from "./internal/records.js"
 
 interface SnapshotRow {

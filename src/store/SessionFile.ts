@@ -21,7 +21,7 @@ import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Even
 import { SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
 import { EventStore, type ImportedEvent, type SessionSummary } from "./EventStore.js"
-import { hashContent } from "./internal/core.js"
+import { hashContent } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
 
 /** The `format` of a session file's header. */

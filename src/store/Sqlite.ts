@@ -38,7 +38,7 @@ import {
   storeError,
   summarize,
   summarizeEvent
-} from "./internal/core.js"
+} from "./internal/storeService.js"
 import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
 import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./internal/records.js"
 import {

@@ -17,7 +17,7 @@ import type { SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
 import { type ChainMark, type ChainRow, EventStore } from "./EventStore.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
-import { rowToRaw } from "./internal/core.js"
+import { rowToRaw } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
 
 /** One thing wrong with a session's log, and where. */

@@ -9,7 +9,7 @@ import { Cause, Chunk, Effect, Either, Exit, FastCheck, Option, Stream } from "e
 import type { Event } from "../../src/domain/Events.js"
 import { SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { hashContent } from "../../src/store/internal/core.js"
+import { hashContent } from "../../src/store/internal/storeService.js"
 import {
   blobReferences,
   exportSession,

@@ -9,7 +9,7 @@ import type { Envelope } from "../../src/domain/Events.js"
 import type { EventId } from "../../src/domain/Ids.js"
 import { isCostKnown } from "../../src/domain/Message.js"
 import type { SessionSummary } from "../../src/store/EventStore.js"
-import { type PreparedEvent, summarize } from "../../src/store/internal/core.js"
+import { type PreparedEvent, summarize } from "../../src/store/internal/storeService.js"
 import * as Projection from "../../src/store/Projection.js"
 import { envelopesArb, SESSION_ID } from "../support/arbitraries.js"
 
