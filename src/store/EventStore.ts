@@ -9,7 +9,6 @@ import type { Envelope, EnvelopeHeader, EventDecodeError, NewEvent, RawEnvelope 
 import type { SessionId } from "../domain/Ids.js"
 import type { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import { EventBus } from "./EventBus.js"
-import { type ChainMark, type ChainRow, makeService, type SeqCounts, type StoreOptions } from "./internal/storeService.js"
 import type {
   AppendOptions,
   EventQuery,
@@ -21,11 +20,17 @@ import type {
   SessionSummary,
   Snapshot
 } from "./internal/records.js"
+import {
+  type ChainMark,
+  type ChainRow,
+  makeService,
+  type SeqCounts,
+  type StoreOptions
+} from "./internal/storeService.js"
 import { makeMemoryBackend } from "./Memory.js"
 import { layerClient, makeSqliteBackend, type SqliteOptions } from "./Sqlite.js"
 
 export { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
-export type { ChainMark, ChainRow, SeqCounts } from "./internal/storeService.js"
 export type {
   AppendOptions,
   EventQuery,
@@ -41,6 +46,7 @@ export type {
   TurnEndSummary
 } from "./internal/records.js"
 export { SNAPSHOTS_KEPT } from "./internal/records.js"
+export type { ChainMark, ChainRow, SeqCounts } from "./internal/storeService.js"
 
 export class EventStore extends Context.Tag("logbook/EventStore")<
   EventStore,

@@ -6,6 +6,7 @@ import { Effect, Option } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
+import type { Lease, SessionSummary } from "./internal/records.js"
 import {
   type Backend,
   type ChainMark,
@@ -17,7 +18,6 @@ import {
   storeError,
   summarize
 } from "./internal/storeService.js"
-import type { Lease, SessionSummary } from "./internal/records.js"
 
 interface SnapshotRow {
   readonly seq: number

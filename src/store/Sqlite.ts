@@ -22,6 +22,17 @@ import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
+import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
+import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./internal/records.js"
+import {
+  deriveStats,
+  emptyCursor,
+  STATS_SCHEMA,
+  STATS_SQL,
+  STATS_TYPES,
+  type StatsCursor,
+  sqlSink
+} from "./internal/statsIndex.js"
 import {
   type Backend,
   type ChainMark,
@@ -39,17 +50,6 @@ import {
   summarize,
   summarizeEvent
 } from "./internal/storeService.js"
-import { layerReadOnly, type ReadPlan } from "./internal/readOnly.js"
-import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./internal/records.js"
-import {
-  deriveStats,
-  emptyCursor,
-  STATS_SCHEMA,
-  STATS_SQL,
-  STATS_TYPES,
-  type StatsCursor,
-  sqlSink
-} from "./internal/statsIndex.js"
 
 /** Thrown inside the commit transaction (which rolls it back) when a request is fenced off. */
 class Fenced extends Error {
