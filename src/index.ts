@@ -12,6 +12,7 @@
  * and dist/index.js imports them (one copy of the Effect runtime in the process).
  */
 
+export * as AgentLayer from "./config/AgentLayer.js"
 export * as Config from "./config/Config.js"
 export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"

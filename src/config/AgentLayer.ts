@@ -1,0 +1,138 @@
+/**
+ * The composition root of an agent from the config (`layerFromConfig`): the config of the
+ * workspace, the model it names, the API key it reads, the prices and limits (the config's, else the
+ * model catalog's), the tools' secrets and sandbox, and the layers of the agent over the SQLite log —
+ * built once here, so every front end (the CLI's `run`, `chat`, `compact`, `rerun`, a server) gets
+ * the same agent from the same config. What the user should hear before the session starts (a
+ * setting ignored, the sandbox's state) goes to `notify`.
+ */
+import { homedir } from "node:os"
+import * as NodePath from "node:path"
+import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
+import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
+import type { ReasoningSetting } from "../model/Reasoning.js"
+import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
+import { makeInstructions } from "../session/Instructions.js"
+import { EventStore } from "../store/EventStore.js"
+import type { Approver } from "../tools/Approver.js"
+import { builtinTools } from "../tools/builtins.js"
+import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
+import { makeSecrets, Secrets } from "../tools/Secrets.js"
+import { Config, type ConfigInput, sandboxSettings, toolSecrets, userInstructionsFile } from "./Config.js"
+import { effectivePrice, modelInfo } from "./ModelInfo.js"
+
+export interface LayerFromConfigOptions {
+  /** the workspace (absolute) */
+  readonly cwd: string
+  /** settings over the config's (the CLI's `--model`, `--max-steps`) */
+  readonly flags: ConfigInput
+  /** over the model's `reasoning` in the config (the CLI's `--reasoning`) */
+  readonly reasoning?: ReasoningSetting | undefined
+  /** the SQLite log (absolute) */
+  readonly filename: string
+  readonly approver: Layer.Layer<Approver>
+  /** what the user should hear before the session starts; default: a `logbook: ` line on stderr */
+  readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
+}
+
+const stderrNotice = (message: string): Effect.Effect<void> => Console.error(`logbook: ${message}`)
+
+export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function* (options: LayerFromConfigOptions) {
+  const notify = options.notify ?? stderrNotice
+  const filename = options.filename
+  const config = yield* Effect.provide(Config, Config.layer({ cwd: options.cwd, flags: options.flags }))
+  const resolved = yield* config.resolveModel()
+  const key = yield* resolved.apiKey
+  const modelOptions: AiSdkOptions = {
+    name: resolved.ref,
+    type: resolved.provider.type,
+    baseURL: resolved.provider.baseURL,
+    apiKey: Option.getOrUndefined(Option.map(key, Redacted.value)),
+    modelId: resolved.modelId,
+    reasoning: options.reasoning ?? resolved.model.reasoning,
+    streamIdleTimeoutMs: resolved.provider.streamIdleTimeoutMs
+  }
+  // a provider that cannot be built (no baseURL …) fails here (a `ModelError`), before anything runs
+  yield* languageModel(modelOptions)
+  const settings = config.config
+  // the limits and prices: the config's, else the model catalog's (prices in force now)
+  const info = yield* modelInfo(resolved, {
+    at: new Date(yield* Clock.currentTimeMillis),
+    originOf: config.originOf
+  })
+  if (info.catalog._tag === "Failed") {
+    yield* notify(`${info.catalog.message}; only the config's prices and limits apply`)
+  }
+
+  const keys = toolSecrets(config)
+  // one service for the agent and for the session's title
+  const secrets = makeSecrets(keys)
+  if (keys.ignoredPass.length > 0) {
+    const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+    yield* notify(
+      `ignoring tools.bash.passEnv ${keys.ignoredPass.join(", ")} of ${project}: only your own ` +
+        "config may let commands see API keys"
+    )
+  }
+
+  // the sandbox of the commands: probed once, here, so the user hears before the session whether
+  // commands will be confined, and the model's description of bash says what holds
+  const home = yield* EffectConfig.string("HOME").pipe(EffectConfig.withDefault(homedir()))
+  const sandbox = sandboxSettings(config, home)
+  if (sandbox.ignored.length > 0) {
+    const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
+    yield* notify(
+      `ignoring ${sandbox.ignored.join("; ")} of ${project}: a project's logbook.json may make the ` +
+        "sandbox stricter, not looser"
+    )
+  }
+  const globalFile = config.files.find((file) => file.kind === "global")?.path
+  const sandboxOptions = {
+    ...sandbox.settings,
+    // the session's own log and the user's config directory, wherever they are
+    hidden: [
+      ...sandbox.settings.hidden,
+      ...databaseFiles(filename),
+      ...(globalFile === undefined ? [] : [NodePath.dirname(globalFile)])
+    ],
+    status: sandbox.settings.mode === "off" ? undefined : yield* probeSandbox({ network: sandbox.settings.network })
+  }
+  const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
+  if (notice !== undefined) yield* notify(notice)
+
+  const agentOptions = {
+    sessions: {
+      maxSteps: settings.maxSteps,
+      snapshotEvery: settings.snapshotEvery,
+      price: effectivePrice(info),
+      // only the config's: the catalog has none, and the SDK's default suits the model
+      maxOutputTokens: info.maxOutput?.value,
+      compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
+      onLeftoverCommands: () => notify("stopping commands the session's last run left running when it died…")
+    },
+    tools: {
+      tools: builtinTools({
+        bash: {
+          timeoutMs: settings.tools.bash.timeoutMs,
+          maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
+          sandbox: sandboxOptions
+        }
+      })
+    },
+    // a log kept inside the workspace is not part of what its commands change
+    actions: { snapshot: { exclude: [filename] } },
+    retry: settings.retry,
+    permissions: settings.permission,
+    permissionLimit: config.trustedPermission,
+    // the workspace's AGENTS.md files and the user's own, read at the start of the turn
+    instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
+  } satisfies Omit<AgentOptions, "approver">
+  const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(layerAiSdk(modelOptions)),
+    // the keys of the config's providers (`toolSecrets`), not only the built-in ones
+    Layer.provide(Layer.succeed(Secrets, secrets)),
+    Layer.provideMerge(EventStore.layerSqlite({ filename }))
+  )
+
+  return { config, settings, resolved, info, secrets, layer, agentOptions, modelOptions, filename }
+})
