@@ -6,8 +6,9 @@
  * `pi -p`), when it is installed (`PI_BENCH_DIR`, default `~/.cache/logbook-bench/pi-<version>`;
  * `npm run bench -- steps` installs it there on first use when the registry can be reached).
  *
- * The script: every step but the last calls `read` on a 12-byte file (`{"path":"note.txt"}`, which
- * both agents' `read` tools take) after a few words of text; the last answers and stops. The
+ * The script: every step but the last calls `read` on a 12-byte file of its own (`{"path":"notes/7.txt"}`,
+ * which both agents' `read` tools take; the same call three times in a row would need approval in
+ * logbook) after a few words of text; the last answers and stops. The
  * scripted OpenAI-compatible server (test/support/scriptedServer.ts, real HTTP and SSE on
  * 127.0.0.1) notes when each request arrives: a step's **cycle** is the time between two requests
  * — the client reading the streamed answer, writing its events, running the tool, building and
@@ -74,7 +75,8 @@ const script = (steps: number) =>
     i < steps - 1
       ? Reply.stream({
           text: [`Step ${i + 1}: `, "reading the note."],
-          toolCalls: [{ id: `call_${i + 1}`, name: "read", arguments: ['{"path":', '"note.txt"}'] }],
+          // a file of its own each step: the same call three times in a row needs approval (a loop)
+          toolCalls: [{ id: `call_${i + 1}`, name: "read", arguments: ['{"path":', `"notes/${i + 1}.txt"}`] }],
           usage: { prompt_tokens: 1_000 + i * 40, completion_tokens: 20 }
         })
       : Reply.stream({
@@ -114,10 +116,11 @@ interface Run {
   readonly rssBytes: number
 }
 
-/** A workspace with note.txt and each agent's config pointed at the scripted server. */
-const makeWorkspace = (setup: Setup, name: string) => {
+/** A workspace with `steps` notes and each agent's config pointed at the scripted server. */
+const makeWorkspace = (setup: Setup, name: string, steps: number) => {
   const ws = fs.mkdtempSync(path.join(setup.dir, `${name}-`))
-  fs.writeFileSync(path.join(ws, "note.txt"), NOTE)
+  fs.mkdirSync(path.join(ws, "notes"))
+  for (let i = 1; i <= steps; i++) fs.writeFileSync(path.join(ws, "notes", `${i}.txt`), NOTE)
   const home = path.join(ws, ".home")
   fs.mkdirSync(path.join(home, "config", "logbook"), { recursive: true })
   fs.mkdirSync(path.join(home, "pi"), { recursive: true })
@@ -206,7 +209,8 @@ const runAgent = async (
   })
   const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
   const wallMs = performance.now() - start
-  if (code !== 0 || !stdout.includes("the note says hello")) {
+  // logbook marks a call that failed or was refused with ✗: every read must have worked
+  if (code !== 0 || !stdout.includes("the note says hello") || (agent === "logbook" && stdout.includes("✗"))) {
     throw new Error(`${agent} exited ${code} without the scripted answer:\n${stdout.slice(-1_000)}\n${stderr}`)
   }
   if (setup.server.pending() !== 0) throw new Error(`${agent} left ${setup.server.pending()} scripted answers unread`)
@@ -315,14 +319,14 @@ export const benchSteps = async (
     // warm-up: one short run each (file caches, the bundle compiled once)
     for (const agent of agents) {
       server.enqueue(...script(3))
-      await runAgent(setup, agent, makeWorkspace(setup, `warm-${agent}`), "go")
+      await runAgent(setup, agent, makeWorkspace(setup, `warm-${agent}`, 3), "go")
     }
     const short = new Map<Agent, Array<number>>(agents.map((a) => [a, []]))
     const shortOverhead: Array<number> = []
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < agents.length; i++) {
         const agent = agents[(i + r) % agents.length]!
-        const ws = makeWorkspace(setup, `short-${agent}-${r}`)
+        const ws = makeWorkspace(setup, `short-${agent}-${r}`, shortSteps)
         server.enqueue(...script(shortSteps))
         const run = await runAgent(setup, agent, ws, "go")
         const c = cycles(run.arrivals, 1, shortSteps - 1)
@@ -336,7 +340,7 @@ export const benchSteps = async (
     }
     const results: Array<AgentSteps> = []
     for (const agent of agents) {
-      const ws = makeWorkspace(setup, `long-${agent}`)
+      const ws = makeWorkspace(setup, `long-${agent}`, longSteps)
       server.enqueue(...script(longSteps))
       const long = await runAgent(setup, agent, ws, "go")
       const start = cycles(long.arrivals, 1, 1 + edge)
@@ -364,7 +368,7 @@ export const benchSteps = async (
         for (const side of r % 2 === 0 ? (["resume", "fresh"] as const) : (["fresh", "resume"] as const)) {
           server.enqueue(...script(1))
           if (side === "resume") resume.push((await runAgent(setup, agent, ws, "again", { session })).wallMs)
-          else fresh.push((await runAgent(setup, agent, makeWorkspace(setup, `fresh-${agent}-${r}`), "go")).wallMs)
+          else fresh.push((await runAgent(setup, agent, makeWorkspace(setup, `fresh-${agent}-${r}`, 1), "go")).wallMs)
         }
       }
       log(`  resume ${agent}: ${median(resume).toFixed(0)} ms, fresh ${median(fresh).toFixed(0)} ms`)
