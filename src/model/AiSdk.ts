@@ -756,7 +756,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
         return Stream.concat(mapped, ended)
       })
     )
-  return { name: options.name, stream }
+  return { name: options.name, provider: options.type, modelId: options.modelId, stream }
 }
 
 /** `Model` from a provider through the `ai` package. */

@@ -23,6 +23,7 @@ import { Effect, Schema, Stream } from "effect"
 import { type CompactionTrigger, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { emptyUsage, type Usage } from "../domain/Message.js"
+import { annotateFinish, chatSpan } from "../model/GenAi.js"
 import type { Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "../model/Model.js"
 import { gaveUp, type Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
@@ -274,13 +275,19 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
     const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
       Stream.runFold(
         model.stream(request),
-        { text: "", usage: undefined as ModelUsage | undefined },
+        { text: "", usage: undefined as ModelUsage | undefined, finishReason: undefined as string | undefined },
         (acc, event: ModelEvent) =>
           event._tag === "TextDelta"
             ? { ...acc, text: acc.text + event.delta }
             : event._tag === "Finish"
-              ? { ...acc, usage: event.usage }
+              ? { ...acc, usage: event.usage, finishReason: event.finishReason }
               : acc
+      ).pipe(
+        Effect.tap(({ usage, finishReason }) =>
+          usage === undefined || finishReason === undefined ? Effect.void : annotateFinish({ finishReason, usage })
+        ),
+        // the summary request is a model call like a step's (`chat <model>`), marked as compaction's
+        chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.operation": "compaction" })
       )
     return Effect.flatMap(retry.driver({ onRetry: recordRetry(journal) }), (driver) =>
       Effect.retryOrElse(once, driver, gaveUp)

@@ -27,6 +27,7 @@ import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import type { Price } from "../model/Catalog.js"
+import { annotateFinish, chatSpan } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
@@ -453,15 +454,22 @@ const makeProcessor = (
       // each batch is handled whole; a steered message stops the stream between batches. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
       const consume = consumeBatched(stream, (events) => Effect.uninterruptible(handle(events)))
-      if (steer === undefined) yield* consume
-      else {
-        // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
-        // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
-        const consuming = yield* Effect.fork(consume)
-        yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
-          Effect.onExit(() => Fiber.interrupt(consuming))
-        )
-      }
+      const streamed =
+        steer === undefined
+          ? consume
+          : Effect.gen(function* () {
+              // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
+              // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
+              const consuming = yield* Effect.fork(consume)
+              yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
+                Effect.onExit(() => Fiber.interrupt(consuming))
+              )
+            })
+      // the request is one span (`chat <model>`, GenAI conventions), its tokens recorded at its end
+      yield* streamed.pipe(
+        Effect.ensuring(Effect.suspend(() => (st.finish === undefined ? Effect.void : annotateFinish(st.finish)))),
+        chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.step": step })
+      )
 
       const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
       if (st.finish === undefined && !steered) {
