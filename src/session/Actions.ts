@@ -712,7 +712,8 @@ const makeActions = (
       return { actionId, failed, outcomes }
     })
 
-  return { run }
+  // a span per batch; each call in it has its `execute_tool <tool>` span
+  return { run: Effect.fn("Actions.run")(run) }
 }
 
 /** The execution session: runs the tool calls of one model step. */

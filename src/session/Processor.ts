@@ -562,7 +562,8 @@ const makeProcessor = (
       return result as StepResult
     })
 
-  return { attempt, run }
+  // a span per step and per attempt (the attempt's model request has its own `chat <model>` span)
+  return { attempt: Effect.fn("Processor.attempt")(attempt), run: Effect.fn("Processor.run")(run) }
 }
 
 /** One model step: stream -> events, ToolPart transitions, retry, cleanup. */

@@ -212,8 +212,23 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     const toolError = log.find((e) => e.type === "tool.failed")?.payload as { readonly error: string } | undefined
     expect(toolError?.error).toContain("nope.txt")
     expect(JSON.stringify(failed)).not.toContain(toolError!.error)
-    // the tool spans are under the run's trace, and not under a chat span (a call runs after its step)
-    for (const tool of tools) expect(chats.map((c) => c.spanId)).not.toContain(tool.parentSpanId)
+    // the services' spans (Effect.fn): a chat span is under its step's, a tool span under its batch's
+    const names = new Set(spans.map((s) => s.name))
+    for (const name of [
+      "Sessions.create",
+      "Sessions.send",
+      "Processor.run",
+      "Actions.run",
+      "EventStore.acquireLease"
+    ]) {
+      expect(names.has(name)).toBe(true)
+    }
+    for (const chat of chats) expect(byId.get(chat.parentSpanId!)?.name).toBe("Processor.run")
+    for (const tool of tools) expect(byId.get(tool.parentSpanId!)?.name).toBe("Actions.run")
+    // no span per journal append or per delta (docs/benchmarks.md), none from inside a tool
+    for (const name of ["EventStore.append", "EventStore.appendLater", "EventStore.flush", "tools.read"]) {
+      expect(names.has(name)).toBe(false)
+    }
 
     // no key anywhere but the export request's header: not in a span, the output or the log
     const bodies = receiver.received.map((r) => r.body).join("\n")
