@@ -662,7 +662,13 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
     }
     case "finish-step":
       state.finished = true
-      return events(ModelEvent.Finish({ finishReason: part.finishReason, usage: toModelUsage(part.usage) }))
+      return events(
+        ModelEvent.Finish({
+          finishReason: part.finishReason,
+          usage: toModelUsage(part.usage),
+          ...(part.response?.modelId ? { responseModel: part.response.modelId } : {})
+        })
+      )
     case "error":
       return { _tag: "error", error: part.error }
     case "abort":

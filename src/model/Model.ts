@@ -87,7 +87,12 @@ export type ModelEvent = Data.TaggedEnum<{
    */
   ToolCall: { readonly callId: string; readonly tool: string; readonly input: unknown; readonly inputText: string }
   /** the step ended */
-  Finish: { readonly finishReason: string; readonly usage: ModelUsage }
+  Finish: {
+    readonly finishReason: string
+    readonly usage: ModelUsage
+    /** the model that answered, when the provider says (for traces: `gen_ai.response.model`) */
+    readonly responseModel?: string | undefined
+  }
 }>
 export const ModelEvent = Data.taggedEnum<ModelEvent>()
 

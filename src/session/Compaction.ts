@@ -23,7 +23,7 @@ import { Effect, Schema, Stream } from "effect"
 import { type CompactionTrigger, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { emptyUsage, type Usage } from "../domain/Message.js"
-import { annotateFinish, chatSpan } from "../model/GenAi.js"
+import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import type { Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "../model/Model.js"
 import { gaveUp, type Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
@@ -275,17 +275,15 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
     const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
       Stream.runFold(
         model.stream(request),
-        { text: "", usage: undefined as ModelUsage | undefined, finishReason: undefined as string | undefined },
+        { text: "", usage: undefined as ModelUsage | undefined, finish: undefined as ChatFinish | undefined },
         (acc, event: ModelEvent) =>
           event._tag === "TextDelta"
             ? { ...acc, text: acc.text + event.delta }
             : event._tag === "Finish"
-              ? { ...acc, usage: event.usage, finishReason: event.finishReason }
+              ? { ...acc, usage: event.usage, finish: event }
               : acc
       ).pipe(
-        Effect.tap(({ usage, finishReason }) =>
-          usage === undefined || finishReason === undefined ? Effect.void : annotateFinish({ finishReason, usage })
-        ),
+        Effect.tap(({ finish }) => (finish === undefined ? Effect.void : annotateFinish(finish))),
         // the summary request is a model call like a step's (`chat <model>`), marked as compaction's
         chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.operation": "compaction" })
       )

@@ -27,7 +27,7 @@ import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import type { Price } from "../model/Catalog.js"
-import { annotateFinish, chatSpan } from "../model/GenAi.js"
+import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
@@ -268,7 +268,7 @@ export const consumeBatched = <E, E2>(
   )
 
 interface AttemptState {
-  finish: { readonly finishReason: string; readonly usage: ModelUsage } | undefined
+  finish: ChatFinish | undefined
   readonly calls: Array<StepCall>
   /** model call id -> the call id in the log */
   readonly ids: Map<string, CallId>
@@ -437,7 +437,7 @@ const makeProcessor = (
                 break
               }
               case "Finish":
-                st.finish = { finishReason: event.finishReason, usage: event.usage }
+                st.finish = { finishReason: event.finishReason, usage: event.usage, responseModel: event.responseModel }
                 break
             }
           }

@@ -107,7 +107,9 @@ const scriptedTurn = async () => {
         toolCall("call_read", "read", { path: "a.txt" }),
         toolCall("call_missing", "read", { path: "nope.txt" })
       ],
-      usage: { prompt_tokens: 120, completion_tokens: 17 }
+      usage: { prompt_tokens: 120, completion_tokens: 17 },
+      // the model the provider says answered (its chunks' "model")
+      model: "scripted-2026-01"
     }),
     Reply.text("a.txt holds hello.", { usage: { prompt_tokens: 240, completion_tokens: 9 } })
   )
@@ -182,6 +184,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
       "gen_ai.system": "openai-compatible",
       "gen_ai.provider.name": "openai-compatible",
       "gen_ai.request.model": "scripted",
+      "gen_ai.response.model": "scripted-2026-01",
       "gen_ai.usage.input_tokens": 120,
       "gen_ai.usage.output_tokens": 17,
       "gen_ai.response.finish_reasons": ["tool-calls"],
@@ -190,6 +193,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
       "logbook.model": "keyed/scripted"
     })
     expect(attrs(second!)).toMatchObject({
+      "gen_ai.response.model": "scripted",
       "gen_ai.usage.input_tokens": 240,
       "gen_ai.usage.output_tokens": 9,
       "gen_ai.response.finish_reasons": ["stop"],
