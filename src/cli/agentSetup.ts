@@ -10,6 +10,7 @@ import { Config, type ConfigInput, sandboxSettings, toolSecrets, userInstruction
 import { effectivePrice, modelInfo } from "../config/ModelInfo.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
+import * as Tracing from "../observability/Tracing.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
 import { makeInstructions } from "../session/Instructions.js"
 import { EventStore } from "../store/EventStore.js"
@@ -59,8 +60,8 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
   const filename = yield* resolveDbPath(options.db)
 
   const keys = toolSecrets(config)
-  // one service for the agent and for the session's title
-  const secrets = makeSecrets(keys)
+  // one service for the agent and for the session's title; the trace export's headers are keys too
+  const secrets = makeSecrets({ ...keys, hide: [...keys.hide, ...Tracing.secretVariables] })
   if (keys.ignoredPass.length > 0) {
     const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
     yield* Console.error(

@@ -29,6 +29,15 @@ export interface TracingSettings {
   readonly serviceVersion: string
 }
 
+/**
+ * The variables that may hold API keys (the export headers): the composition root hides them from
+ * the tools' commands and masks their values in the log, like a provider's key variable.
+ */
+export const secretVariables: ReadonlyArray<string> = [
+  "OTEL_EXPORTER_OTLP_HEADERS",
+  "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+]
+
 /** What the environment asks for: export (`Export`), nothing (`Off`), or a setting logbook cannot use. */
 export type TracingRequest =
   | { readonly _tag: "Off" }

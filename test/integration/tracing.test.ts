@@ -105,7 +105,9 @@ const scriptedTurn = async () => {
     Reply.stream({
       toolCalls: [
         toolCall("call_read", "read", { path: "a.txt" }),
-        toolCall("call_missing", "read", { path: "nope.txt" })
+        toolCall("call_missing", "read", { path: "nope.txt" }),
+        // what a command sees: not the export headers
+        toolCall("call_env", "bash", { command: "env" })
       ],
       usage: { prompt_tokens: 120, completion_tokens: 17 },
       // the model the provider says answered (its chunks' "model")
@@ -247,6 +249,12 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     for (const file of [ws.db, `${ws.db}-wal`]) {
       if (fs.existsSync(file)) expect(fs.readFileSync(file).includes(EXPORT_SECRET)).toBe(false)
     }
+    // the agent's commands do not see the export headers (hidden like a provider's key variable)
+    const envOutput = log.find((e) => e.type === "tool.finished" && e.payload.callId === "call_env")?.payload as
+      | { readonly output: string }
+      | undefined
+    expect(envOutput?.output).toContain("HOME=")
+    expect(envOutput?.output).not.toContain("OTEL_EXPORTER_OTLP_HEADERS")
     // the model server got the API key, and nothing of the export's
     expect(server.requests.every((r) => !JSON.stringify(r).includes(EXPORT_SECRET))).toBe(true)
   })
