@@ -3,6 +3,7 @@
  * Direction (DESIGN §1): bin -> cli -> config -> session -> (model, tools) -> store -> domain;
  * present (what logbook shows: text formatting, the screen model, the HTML export) sits beside
  * session, over store and domain, so that the CLI and the library share it.
+ * observability (trace export) beside the root, imported by bin.ts and cli/agentSetup.ts only.
  * Type-only imports count for the layering rules (a type couples the layers too) but not for
  * cycles: an `import type` is erased, so it cannot make modules load in the wrong order.
  * @type {import("dependency-cruiser").IConfiguration}
@@ -70,6 +71,24 @@ module.exports = {
       to: { path: "^src/(session|model|tools|config|cli)/" }
     },
     {
+      name: "observability-only-effect",
+      severity: "error",
+      comment:
+        "src/observability (trace export) imports only effect and @effect/* (and itself): it sits beside " +
+        "the composition root and knows nothing of the agent.",
+      from: { path: "^src/observability/" },
+      to: { pathNot: ["^src/observability/", "(^|/)node_modules/(effect|@effect/[^/]+)/"] }
+    },
+    {
+      name: "observability-at-the-root",
+      severity: "error",
+      comment:
+        "Only the composition root (src/bin.ts, src/cli/agentSetup.ts) imports src/observability; the " +
+        "kernel makes spans with effect's own Effect.fn / Effect.withSpan.",
+      from: { path: "^src/", pathNot: ["^src/observability/", "^src/bin\\.ts$", "^src/cli/agentSetup\\.ts$"] },
+      to: { path: "^src/observability/" }
+    },
+    {
       name: "not-to-unresolvable",
       severity: "error",
       comment: "An import the cruiser cannot resolve: the rules above would not see where it goes.",
@@ -78,8 +97,8 @@ module.exports = {
     }
   ],
   options: {
+    // packages are not followed, but kept in the graph: observability-only-effect checks which ones are imported
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] }

@@ -2,7 +2,8 @@
 /**
  * The `logbook` executable: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
  * Each command opens the store it needs (the database path comes from its flags), so this entry
- * only provides the platform.
+ * only provides the platform, and the trace exporter when the environment asks for one
+ * (`observability/Tracing.ts`).
  *
  * The exit code comes from the program (0 done, 1 failed, 2 usage or config error); an interrupt
  * (SIGINT, SIGTERM, SIGHUP: `cli/signals.ts`) gives 130 and a defect 1. Errors are printed by the program as one sentence,
@@ -21,6 +22,8 @@ import { Cause, Effect, Exit } from "effect"
 import { ExitCode } from "./cli/errors.js"
 import { main } from "./cli/main.js"
 import { installSignals } from "./cli/signals.js"
+import * as Tracing from "./observability/Tracing.js"
+import { version } from "./version.js"
 
 // the ai package prints provider warnings to the console; logbook reports what matters itself
 ;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
@@ -47,6 +50,9 @@ const teardown: Teardown = (exit, onExit) => {
 }
 
 main(process.argv).pipe(
+  // spans to the OTLP receiver of OTEL_EXPORTER_OTLP_ENDPOINT, if one is set (docs/observability.md);
+  // its scope closes when the command is done, which flushes what is pending
+  Effect.provide(Tracing.layer({ serviceVersion: version })),
   Effect.provide(NodeContext.layer),
   NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true, teardown })
 )

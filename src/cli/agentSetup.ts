@@ -7,6 +7,7 @@ import { Effect, type Layer, type Option } from "effect"
 import { layerFromConfig } from "../config/AgentLayer.js"
 import type { ConfigInput } from "../config/Config.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
+import * as Tracing from "../observability/Tracing.js"
 import type { Approver } from "../tools/Approver.js"
 import { resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
@@ -30,6 +31,8 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     flags: options.flags,
     reasoning: options.reasoning,
     filename,
-    approver: options.approver
+    approver: options.approver,
+    // the trace export's headers may hold keys too (bin.ts exports the spans)
+    secretVariables: Tracing.secretVariables
   }).pipe(Effect.catchTag("ModelError", (error) => CliError.usage(error.message)))
 })

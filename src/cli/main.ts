@@ -171,8 +171,30 @@ const commandNames = new Set(
     .concat("help")
 )
 
-/** Runs the CLI on `process.argv` and yields the exit code; interruption is left to the runtime. */
-export const main = (argv: ReadonlyArray<string>) =>
-  toExitCode(
-    cli(hoistDbOption(routeDefault(argv, commandNames, process.stdin.isTTY === true && process.stdout.isTTY === true)))
-  ).pipe(withCliLogger, withTerminalAwareConsole)
+/**
+ * The command a (routed) command line runs, for the name of its span: its first word when that is a
+ * command, else `logbook` (`--version`, `--help`). Never an argument: a message may hold anything.
+ */
+export const commandOf = (argv: ReadonlyArray<string>): string => {
+  const first = argv[2]
+  return first !== undefined && commandNames.has(first) ? first : "logbook"
+}
+
+/**
+ * Runs the CLI on `process.argv` and yields the exit code; interruption is left to the runtime. The
+ * whole command is one span (`logbook run`, `logbook events` …), the root of the run's trace.
+ */
+export const main = (argv: ReadonlyArray<string>) => {
+  const routed = hoistDbOption(
+    routeDefault(argv, commandNames, process.stdin.isTTY === true && process.stdout.isTTY === true)
+  )
+  const command = commandOf(routed)
+  return toExitCode(cli(routed)).pipe(
+    Effect.tap((code) => Effect.annotateCurrentSpan("process.exit.code", code)),
+    Effect.withSpan(command === "logbook" ? "logbook" : `logbook ${command}`, {
+      attributes: { "logbook.command": command }
+    }),
+    withCliLogger,
+    withTerminalAwareConsole
+  )
+}

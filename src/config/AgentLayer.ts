@@ -31,6 +31,11 @@ export interface LayerFromConfigOptions {
   /** the SQLite log (absolute) */
   readonly filename: string
   readonly approver: Layer.Layer<Approver>
+  /**
+   * Variables that hold secrets beyond the config's providers' keys (a trace exporter's headers):
+   * hidden from the tools' commands and their values masked in the log, like an API key.
+   */
+  readonly secretVariables?: ReadonlyArray<string> | undefined
   /** what the user should hear before the session starts; default: a `logbook: ` line on stderr */
   readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
 }
@@ -66,7 +71,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
 
   const keys = toolSecrets(config)
   // one service for the agent and for the session's title
-  const secrets = makeSecrets(keys)
+  const secrets = makeSecrets({ ...keys, hide: [...keys.hide, ...(options.secretVariables ?? [])] })
   if (keys.ignoredPass.length > 0) {
     const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
     yield* notify(

@@ -662,7 +662,13 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
     }
     case "finish-step":
       state.finished = true
-      return events(ModelEvent.Finish({ finishReason: part.finishReason, usage: toModelUsage(part.usage) }))
+      return events(
+        ModelEvent.Finish({
+          finishReason: part.finishReason,
+          usage: toModelUsage(part.usage),
+          ...(part.response?.modelId ? { responseModel: part.response.modelId } : {})
+        })
+      )
     case "error":
       return { _tag: "error", error: part.error }
     case "abort":
@@ -756,7 +762,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
         return Stream.concat(mapped, ended)
       })
     )
-  return { name: options.name, stream }
+  return { name: options.name, provider: options.type, modelId: options.modelId, stream }
 }
 
 /** `Model` from a provider through the `ai` package. */

@@ -87,7 +87,12 @@ export type ModelEvent = Data.TaggedEnum<{
    */
   ToolCall: { readonly callId: string; readonly tool: string; readonly input: unknown; readonly inputText: string }
   /** the step ended */
-  Finish: { readonly finishReason: string; readonly usage: ModelUsage }
+  Finish: {
+    readonly finishReason: string
+    readonly usage: ModelUsage
+    /** the model that answered, when the provider says (for traces: `gen_ai.response.model`) */
+    readonly responseModel?: string | undefined
+  }
 }>
 export const ModelEvent = Data.taggedEnum<ModelEvent>()
 
@@ -135,6 +140,13 @@ export class Model extends Context.Tag("logbook/Model")<
   {
     /** the `provider/model` name, for events and cost */
     readonly name: string
+    /**
+     * how the provider is spoken to, for traces (`gen_ai.system`: `openai`, `anthropic`,
+     * `openai-compatible` …); unset: the part of `name` before the first `/`
+     */
+    readonly provider?: string | undefined
+    /** the provider's id of the model (`gpt-4.1`), for traces; unset: the part of `name` after the first `/` */
+    readonly modelId?: string | undefined
     readonly stream: (request: ModelRequest) => Stream.Stream<ModelEvent, ModelError>
   }
 >() {}

@@ -18,6 +18,7 @@ import * as nodePath from "node:path"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { type FileRead, make, type NewEvent } from "../domain/Events.js"
 import { type ActionId, type CallId, type MessageId, makeActionId, uuidV7 } from "../domain/Ids.js"
+import { toolSpan } from "../model/GenAi.js"
 import { formatMs } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
@@ -604,6 +605,9 @@ const makeActions = (
         stopped = done
         return prepared.tool.execute(prepared.input, context)
       }).pipe(
+        // the tool's own spans are not traced: a tool's failure message (a span's status) may quote
+        // the file or the output it concerns; the call's `execute_tool` span says how it ended
+        Effect.withTracerEnabled(false),
         // what the call changed is recorded once it stopped (its process group gone), before it counts as stopped
         Effect.ensuring(endObserved),
         Effect.ensuring(Deferred.succeed(done, undefined))
@@ -685,7 +689,12 @@ const makeActions = (
       }
       const outcomes = yield* Effect.forEach(
         input.calls,
-        (call) => runCall(batchInput, call).pipe(Effect.tapError(() => Ref.set(batchFailed, true))),
+        (call) =>
+          runCall(batchInput, call).pipe(
+            // one span per call (`execute_tool <tool>`), status error when the call failed
+            toolSpan(call, { "logbook.session.id": input.journal.sessionId }),
+            Effect.tapError(() => Ref.set(batchFailed, true))
+          ),
         { concurrency }
       ).pipe(
         Effect.onExit((exit) =>
@@ -704,7 +713,8 @@ const makeActions = (
       return { actionId, failed, outcomes }
     })
 
-  return { run }
+  // a span per batch; each call in it has its `execute_tool <tool>` span
+  return { run: Effect.fn("Actions.run")(run) }
 }
 
 /** The execution session: runs the tool calls of one model step. */

@@ -23,6 +23,7 @@ import { Effect, Schema, Stream } from "effect"
 import { type CompactionTrigger, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { emptyUsage, type Usage } from "../domain/Message.js"
+import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import type { Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelUsage } from "../model/Model.js"
 import { gaveUp, type Retry, type RetryGaveUp } from "../model/Retry.js"
 import type { SessionState } from "../store/Projection.js"
@@ -275,13 +276,17 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
     const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
       Stream.runFold(
         model.stream(request),
-        { text: "", usage: undefined as ModelUsage | undefined },
+        { text: "", usage: undefined as ModelUsage | undefined, finish: undefined as ChatFinish | undefined },
         (acc, event: ModelEvent) =>
           event._tag === "TextDelta"
             ? { ...acc, text: acc.text + event.delta }
             : event._tag === "Finish"
-              ? { ...acc, usage: event.usage }
+              ? { ...acc, usage: event.usage, finish: event }
               : acc
+      ).pipe(
+        Effect.tap(({ finish }) => (finish === undefined ? Effect.void : annotateFinish(finish))),
+        // the summary request is a model call like a step's (`chat <model>`), marked as compaction's
+        chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.operation": "compaction" })
       )
     return Effect.flatMap(retry.driver({ onRetry: recordRetry(journal) }), (driver) =>
       Effect.retryOrElse(once, driver, gaveUp)

@@ -26,6 +26,7 @@ import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } f
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
+import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import type { Price } from "../model/Price.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
@@ -268,7 +269,7 @@ export const consumeBatched = <E, E2>(
   )
 
 interface AttemptState {
-  finish: { readonly finishReason: string; readonly usage: ModelUsage } | undefined
+  finish: ChatFinish | undefined
   readonly calls: Array<StepCall>
   /** model call id -> the call id in the log */
   readonly ids: Map<string, CallId>
@@ -437,7 +438,7 @@ const makeProcessor = (
                 break
               }
               case "Finish":
-                st.finish = { finishReason: event.finishReason, usage: event.usage }
+                st.finish = { finishReason: event.finishReason, usage: event.usage, responseModel: event.responseModel }
                 break
             }
           }
@@ -454,15 +455,22 @@ const makeProcessor = (
       // each batch is handled whole; a steered message stops the stream between batches. The steer
       // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
       const consume = consumeBatched(stream, (events) => Effect.uninterruptible(handle(events)))
-      if (steer === undefined) yield* consume
-      else {
-        // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
-        // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
-        const consuming = yield* Effect.fork(consume)
-        yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
-          Effect.onExit(() => Fiber.interrupt(consuming))
-        )
-      }
+      const streamed =
+        steer === undefined
+          ? consume
+          : Effect.gen(function* () {
+              // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
+              // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
+              const consuming = yield* Effect.fork(consume)
+              yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
+                Effect.onExit(() => Fiber.interrupt(consuming))
+              )
+            })
+      // the request is one span (`chat <model>`, GenAI conventions), its tokens recorded at its end
+      yield* streamed.pipe(
+        Effect.ensuring(Effect.suspend(() => (st.finish === undefined ? Effect.void : annotateFinish(st.finish)))),
+        chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.step": step })
+      )
 
       const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
       if (st.finish === undefined && !steered) {
@@ -555,7 +563,8 @@ const makeProcessor = (
       return result as StepResult
     })
 
-  return { attempt, run }
+  // a span per step and per attempt (the attempt's model request has its own `chat <model>` span)
+  return { attempt: Effect.fn("Processor.attempt")(attempt), run: Effect.fn("Processor.run")(run) }
 }
 
 /** One model step: stream -> events, ToolPart transitions, retry, cleanup. */

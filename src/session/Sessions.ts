@@ -859,17 +859,20 @@ export const makeSessions = (options: SessionsOptions) =>
         )
       })
 
+    // a span per call (`Sessions.send` …); a turn started by `send` runs under its span
     const service: SessionsService = {
-      create,
-      open,
-      send,
-      withdraw,
-      sendPending,
-      interrupt,
-      wait,
-      compact,
-      state: (sessionId) => Effect.flatMap(driverOf(sessionId), (driver) => driver.journal.state),
-      close
+      create: Effect.fn("Sessions.create")(create),
+      open: Effect.fn("Sessions.open")(open),
+      send: Effect.fn("Sessions.send")(send),
+      withdraw: Effect.fn("Sessions.withdraw")(withdraw),
+      sendPending: Effect.fn("Sessions.sendPending")(sendPending),
+      interrupt: Effect.fn("Sessions.interrupt")(interrupt),
+      wait: Effect.fn("Sessions.wait")(wait),
+      compact: Effect.fn("Sessions.compact")(compact),
+      state: Effect.fn("Sessions.state")((sessionId: SessionId) =>
+        Effect.flatMap(driverOf(sessionId), (driver) => driver.journal.state)
+      ),
+      close: Effect.fn("Sessions.close")(close)
     }
     return service
   })

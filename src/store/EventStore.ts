@@ -164,7 +164,7 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
   /** The in-memory log (with its own EventBus): tests and embedders without durable history. */
   static readonly layerMemory: Layer.Layer<EventStore | EventBus> = Layer.scoped(
     EventStore,
-    Effect.flatMap(makeMemoryBackend, (backend) => makeService(backend))
+    Effect.flatMap(makeMemoryBackend, (backend) => Effect.map(makeService(backend), withSpans))
   ).pipe(Layer.provideMerge(EventBus.layer))
 
   /** The default: a SQLite file (with its own EventBus). Fails with `DatabaseError` for a file it must not touch. */
@@ -173,8 +173,32 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
   ): Layer.Layer<EventStore | EventBus, DatabaseError> =>
     Layer.scoped(
       EventStore,
-      Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend, options))
+      Effect.flatMap(makeSqliteBackend(options), (backend) => Effect.map(makeService(backend, options), withSpans))
     ).pipe(Layer.provide(layerClient(options)), Layer.provideMerge(EventBus.layer))
 }
 
 export type EventStoreService = Context.Tag.Service<EventStore>
+
+/**
+ * A span per call (`EventStore.lastSeq` …) on the methods off the write path. `append`,
+ * `appendLater`, `flush` and `putBlob` have none: they run several times per model step, and a span
+ * per journal append was measured to cost (docs/benchmarks.md); the streams (`read`, `follow` …)
+ * have none either (their SQL statements have `sql.execute` spans of their own).
+ */
+const withSpans = (service: EventStoreService): EventStoreService => ({
+  ...service,
+  chainInfo: Effect.fn("EventStore.chainInfo")(service.chainInfo),
+  seqGaps: Effect.fn("EventStore.seqGaps")(service.seqGaps),
+  snapshotSeqs: Effect.fn("EventStore.snapshotSeqs")(service.snapshotSeqs),
+  lastSeq: Effect.fn("EventStore.lastSeq")(service.lastSeq),
+  sessions: Effect.fn("EventStore.sessions")(service.sessions),
+  session: Effect.fn("EventStore.session")(service.session),
+  sessionIds: Effect.withSpan(service.sessionIds, "EventStore.sessionIds"),
+  saveSnapshot: Effect.fn("EventStore.saveSnapshot")(service.saveSnapshot),
+  loadSnapshot: Effect.fn("EventStore.loadSnapshot")(service.loadSnapshot),
+  getBlob: Effect.fn("EventStore.getBlob")(service.getBlob),
+  importSession: Effect.fn("EventStore.importSession")(service.importSession),
+  acquireLease: Effect.fn("EventStore.acquireLease")(service.acquireLease),
+  releaseLease: Effect.fn("EventStore.releaseLease")(service.releaseLease),
+  lease: Effect.fn("EventStore.lease")(service.lease)
+})

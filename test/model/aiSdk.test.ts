@@ -86,7 +86,9 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
         {
           _tag: "Finish",
           finishReason: "stop",
-          usage: { input: 120, output: 30, reasoning: 4, cacheRead: 100, cacheWrite: 0 }
+          usage: { input: 120, output: 30, reasoning: 4, cacheRead: 100, cacheWrite: 0 },
+          // the model the provider says answered (the scripted server's "model")
+          responseModel: "scripted"
         }
       ])
       expect(server.requests).toHaveLength(1)
@@ -102,7 +104,9 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       expect(events.at(-1)).toEqual({
         _tag: "Finish",
         finishReason: "stop",
-        usage: { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+        usage: { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
+        // the model the provider says answered (the scripted server's "model")
+        responseModel: "scripted"
       })
     })
   )
@@ -148,7 +152,9 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
         {
           _tag: "Finish",
           finishReason: "tool-calls",
-          usage: { input: 50, output: 20, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+          usage: { input: 50, output: 20, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
+          // the model the provider says answered (the scripted server's "model")
+          responseModel: "scripted"
         }
       ])
       expect(server.requests).toHaveLength(1)

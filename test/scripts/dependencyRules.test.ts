@@ -1,8 +1,8 @@
 /**
  * The dependency rules `npm run lint` checks (.dependency-cruiser.cjs, docs/architecture.md): run
  * on a small tree with one wrong-way import per rule, they report each of them and nothing else
- * (a type-only cycle, config importing a service, bin.ts importing cli, index.ts and cli importing
- * present are allowed); on src/ they report none.
+ * (a type-only cycle, config importing a service, bin.ts importing cli or observability, index.ts
+ * and cli importing present, observability importing effect are allowed); on src/ they report none.
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -32,8 +32,17 @@ const cruise = (cwd: string): ReadonlyArray<string> => {
 }
 
 const fixture: Record<string, string> = {
-  "src/bin.ts": 'import "./cli/main.js"\n',
+  "src/bin.ts": 'import "./cli/main.js"\nimport "./observability/Tracing.js"\n',
   "src/index.ts": 'export { main } from "./cli/main.js"\nexport { html } from "./present/Html.js"\n',
+  "src/observability/Tracing.ts": 'import "effect"\nimport "./internal/exporter.js"\n',
+  "src/observability/Package.ts": 'import "leftpad"\n',
+  "node_modules/effect/package.json": JSON.stringify({ name: "effect", type: "module", main: "index.js" }),
+  "node_modules/effect/index.js": "export const e = 1\n",
+  "node_modules/leftpad/package.json": JSON.stringify({ name: "leftpad", type: "module", main: "index.js" }),
+  "node_modules/leftpad/index.js": "export const l = 1\n",
+  "src/observability/internal/exporter.ts": "export const e = 1\n",
+  "src/observability/Bad.ts": 'import { s } from "../store/S.js"\nexport const bad = s\n',
+  "src/session/Traced.ts": 'import "../observability/Tracing.js"\n',
   "src/cli/main.ts": 'import { c } from "../config/Config.js"\nexport const main = c\n',
   "src/config/Config.ts": 'import { m } from "../model/M.js"\nexport type C = number\nexport const c = m\n',
   "src/domain/Ids.ts": "export type Id = string\n",
@@ -79,6 +88,9 @@ describe("the dependency rules", () => {
         "domain-imports-only-domain: src/domain/Bad.ts -> src/store/S.ts",
         "no-circular: src/store/A.ts -> src/store/B.ts", // one report per cycle; T1 <-> T2 (types only) is none
         "not-to-unresolvable: src/tools/Missing.ts -> ./nope.js",
+        "observability-at-the-root: src/session/Traced.ts -> src/observability/Tracing.ts",
+        "observability-only-effect: src/observability/Bad.ts -> src/store/S.ts",
+        "observability-only-effect: src/observability/Package.ts -> node_modules/leftpad/index.js",
         "parts-below-session: src/tools/Up.ts -> src/session/Agent.ts",
         "present-over-the-log: src/present/Up.ts -> src/session/Agent.ts",
         "session-not-cli: src/session/Shell.ts -> src/cli/main.ts",

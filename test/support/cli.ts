@@ -63,9 +63,9 @@ export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`
 /** The environment CLI runs get: this one without logbook's variables, a scratch HOME, `TEST_TZ`. */
 export const baseEnv = (extra: RunOptions["env"] = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
-  // nothing of the machine's own set-up reaches the CLI: its settings, config and keys (a test sets
-  // what it needs in `extra`)
-  for (const name of Object.keys(env)) if (name.startsWith("LOGBOOK_")) delete env[name]
+  // nothing of the machine's own set-up reaches the CLI: its settings, config, keys and trace
+  // export (a test sets what it needs in `extra`)
+  for (const name of Object.keys(env)) if (name.startsWith("LOGBOOK_") || name.startsWith("OTEL_")) delete env[name]
   for (const name of [
     "XDG_DATA_HOME",
     "XDG_CONFIG_HOME",
