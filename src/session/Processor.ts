@@ -25,14 +25,14 @@
 import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
-import { emptyUsage, mergeProviderMetadata, type Usage } from "../domain/Message.js"
+import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import type { Price } from "../model/Price.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
+import { endOpenStep as endOpenStepOf, endOpenToolParts } from "../store/openParts.js"
 import type { SessionState } from "../store/Projection.js"
-import * as Projection from "../store/Projection.js"
 import type { SessionJournal } from "../store/SessionJournal.js"
 import type { RestoreError } from "../store/Snapshots.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
@@ -145,28 +145,13 @@ export const endOpenStep = (
 ) =>
   Effect.gen(function* () {
     const state = yield* journal.state
-    const events: Array<NewEvent> = []
-    for (const part of Projection.openToolParts(state)) {
-      if (part.messageId !== messageId || part.state._tag !== "pending") continue
-      events.push(make("tool.failed", { callId: part.callId, error, interrupted: true, reason }))
-    }
-    const message = state.messages.find((m) => m.id === messageId)
-    if (message?.role === "assistant") {
-      const last = message.steps[message.steps.length - 1]
-      if (last !== undefined && last.endedAt === undefined) {
-        events.push(
-          make("step.finished", {
-            messageId,
-            step: last.step,
-            finishReason: reason,
-            usage: emptyUsage,
-            aborted: true,
-            ...(sent.promptVersion === undefined ? {} : { promptVersion: sent.promptVersion }),
-            ...(sent.requestDigest === undefined ? {} : { requestDigest: sent.requestDigest })
-          })
-        )
-      }
-    }
+    const events: Array<NewEvent> = endOpenToolParts(state, {
+      reason,
+      which: (part) => part.messageId === messageId && part.state._tag === "pending",
+      end: () => ({ error })
+    })
+    const step = endOpenStepOf(state, messageId, reason, sent)
+    if (step !== undefined) events.push(step)
     if (events.length > 0) yield* journal.append(events)
   })
 
@@ -483,18 +468,18 @@ const makeProcessor = (
       if (steered) {
         // calls whose input never fully arrived cannot run; the complete ones run, then the steered message goes in
         const state = yield* journal.state
-        for (const part of Projection.openToolParts(state)) {
-          if (part.messageId !== messageId || part.state._tag !== "pending") continue
-          if (st.calls.some((call) => call.callId === part.callId)) continue
-          closing.push(
-            make("tool.failed", {
-              callId: part.callId,
-              error: "The model was stopped by a new user message before this call's input fully arrived.",
-              interrupted: true,
-              reason: STEERED
+        closing.push(
+          ...endOpenToolParts(state, {
+            reason: STEERED,
+            which: (part) =>
+              part.messageId === messageId &&
+              part.state._tag === "pending" &&
+              !st.calls.some((call) => call.callId === part.callId),
+            end: () => ({
+              error: "The model was stopped by a new user message before this call's input fully arrived."
             })
-          )
-        }
+          })
+        )
         closing.push(make("chat.state", { state: "interrupted" }))
       }
       const finishReason = st.finish?.finishReason ?? STEERED

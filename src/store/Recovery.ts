@@ -12,9 +12,10 @@
 import { Clock, Deferred, Duration, Effect, Schedule } from "effect"
 import { type Envelope, type FileRead, type FileRecoveryOutcome, make, type NewEvent } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
-import { emptyUsage, type ToolState } from "../domain/Message.js"
+import type { ToolState } from "../domain/Message.js"
 import { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
+import { endOpenStep, endOpenToolParts } from "./openParts.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
 import { restore } from "./Snapshots.js"
@@ -144,15 +145,16 @@ export const sweepEvents = (
         ? interruptedError(reason, ran)
         : `The process running this tool stopped before it finished (${reason}). ${found.map(([intent, finding]) => findingSentence(intent, finding)).join(" ")}`
     events.push(
-      make("tool.failed", {
-        callId: part.callId,
-        error: error + (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
-        interrupted: true,
-        ...(part.state._tag === "running" && part.state.timedOut ? { timedOut: true } : {}),
-        // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
-        ...(part.state._tag === "pending" && part.state.input !== undefined ? { input: part.state.input } : {}),
+      ...endOpenToolParts(state, {
         reason,
-        ...(reads.length > 0 ? { reads } : {})
+        which: (open) => open.callId === part.callId,
+        end: (open) => ({
+          error: error + (stopped.has(open.callId) ? " Its command was still running and was stopped." : ""),
+          timedOut: open.state._tag === "running" && open.state.timedOut === true,
+          // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
+          input: open.state._tag === "pending" ? open.state.input : undefined,
+          reads
+        })
       })
     )
   }
@@ -161,18 +163,8 @@ export const sweepEvents = (
   }
   for (const message of state.messages) {
     if (message.role !== "assistant" || message.completedAt !== undefined) continue
-    const last = message.steps[message.steps.length - 1]
-    if (last !== undefined && last.endedAt === undefined) {
-      events.push(
-        make("step.finished", {
-          messageId: message.id,
-          step: last.step,
-          finishReason: reason,
-          usage: emptyUsage,
-          aborted: true
-        })
-      )
-    }
+    const step = endOpenStep(state, message.id, reason)
+    if (step !== undefined) events.push(step)
     events.push(make("assistant.completed", { messageId: message.id, finishReason: reason }))
   }
   if (state.turn !== null || state.chatState !== "idle" || state.status._tag !== "idle") {
