@@ -8,8 +8,7 @@
 import { type FileRead, make, type NewEvent } from "../domain/Events.js"
 import type { MessageId } from "../domain/Ids.js"
 import { emptyUsage, type ToolPart } from "../domain/Message.js"
-import type { SessionState } from "./Projection.js"
-import { openToolParts } from "./Projection.js"
+import { openToolParts, type SessionState } from "./SessionState.js"
 
 /** What a `tool.failed` that ends an open call says beyond its call, `interrupted` and `reason`. */
 export interface OpenCallEnd {
