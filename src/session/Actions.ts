@@ -43,7 +43,9 @@ import {
   type FileIntent,
   type FileReads,
   type FileStamp,
+  LOG_UNAVAILABLE,
   type ToolContext,
+  ToolFailure,
   type ToolOutput,
   Tools
 } from "../tools/Tools.js"
@@ -378,7 +380,7 @@ const makeActions = (
 
   /**
    * The contents as blobs, then `file.changed` (awaited). A failure here is a broken store: the
-   * call ends as crashed, saying the change could not be recorded.
+   * call stops, and the turn fails with the store's error (`recorded` in `runCall`).
    */
   const blob = (content: string | Uint8Array | undefined) =>
     content === undefined ? Effect.succeed(undefined) : store.putBlob(content)
@@ -406,12 +408,12 @@ const makeActions = (
           callId
         })
       ])
-    }).pipe(Effect.orDieWith((error) => new Error(`could not record the change of ${change.path}: ${error.message}`)))
+    })
 
   /**
    * The contents as blobs, then `file.intent` (awaited), before the tool writes anything: a crash
    * from here to the change's `file.changed` is settled by the next run's sweep. A failure here is
-   * a broken store: the call ends as crashed and nothing is written.
+   * a broken store: the call stops, nothing is written, and the turn fails with the store's error.
    */
   const recordFileIntent = (input: BatchInput, callId: CallId, intent: FileIntent) =>
     Effect.gen(function* () {
@@ -427,15 +429,15 @@ const makeActions = (
           temp: loggedPath(input.cwd, intent.temp)
         })
       ])
-    }).pipe(
-      Effect.orDieWith((error) => new Error(`could not record the intended change of ${intent.path}: ${error.message}`))
-    )
+    })
 
   const runCall = (input: BatchInput, call: StepCall): Effect.Effect<CallOutcome, RestoreError> => {
     const { journal } = input
     const callId = call.callId
     /** the file stamps the call recorded (`ToolContext.reads`), written with its end, failed or not */
     const recordedReads: Array<FileRead> = []
+    /** the first record of the call the log could not take (`recorded`) */
+    let recordFailure: RestoreError | undefined
     const readsMade = () => (recordedReads.length > 0 ? { reads: recordedReads } : {})
     const fail = (error: string, extra: { readonly timedOut?: boolean; readonly metadata?: unknown } = {}) =>
       journal
@@ -543,31 +545,35 @@ const makeActions = (
           if (!isRunning(state, callId)) return
           yield* journal.appendLater([make("tool.progress", { callId, output })])
         }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
+      /**
+       * A record the log could not take: the tool is stopped with a `ToolFailure`, and the call then
+       * fails the batch with the store's own error (the turn ends with it; nothing is told to the
+       * model that the log does not hold).
+       */
+      const recorded = <A>(effect: Effect.Effect<A, RestoreError>): Effect.Effect<A, ToolFailure> =>
+        Effect.catchAll(effect, (error) => {
+          recordFailure ??= error
+          return Effect.fail(new ToolFailure({ message: LOG_UNAVAILABLE }))
+        })
       const context: ToolContext = {
         sessionId: journal.sessionId,
         callId,
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
-        recordFileChange: (change) => recordFileChange(input, callId, change),
-        recordFileIntent: (intent) => recordFileIntent(input, callId, intent),
+        recordFileChange: (change) => recorded(recordFileChange(input, callId, change)),
+        recordFileIntent: (intent) => recorded(recordFileIntent(input, callId, intent)),
         updateTodos: (items) =>
-          input.journal.append([make("todo.updated", { items, callId })]).pipe(
-            Effect.asVoid,
-            Effect.orDieWith((error) => new Error(`could not record the task list: ${error.message}`))
-          ),
+          recorded(input.journal.append([make("todo.updated", { items, callId })])).pipe(Effect.asVoid),
         secrets,
         storeBlob: (content) =>
-          store
+          recorded(
             // a command's output, say: masked like everything else that is logged (Secrets)
-            .putBlob(typeof content === "string" ? secrets.redactText(content) : secrets.redactBytes(content))
-            .pipe(Effect.orDieWith((error) => new Error(`could not store a blob: ${error.message}`))),
+            store.putBlob(typeof content === "string" ? secrets.redactText(content) : secrets.redactBytes(content))
+          ),
         reads: readsOf(journal, recordedReads),
         outsideAllowed: permission.outsideAllowed,
         recordProcess: (group) =>
-          journal.append([make("tool.process", { callId, ...group })]).pipe(
-            Effect.asVoid,
-            Effect.orDieWith((error) => new Error(`could not record the command's process group: ${error.message}`))
-          ),
+          recorded(journal.append([make("tool.process", { callId, ...group })])).pipe(Effect.asVoid),
         recordStopped: (metadata) =>
           Effect.sync(() => {
             stoppedRecord = { metadata }
@@ -627,6 +633,8 @@ const makeActions = (
         Effect.raceFirst(timeout),
         Effect.either
       )
+      // the log failed under the tool: the turn fails with the store's error (typed, not a defect)
+      if (recordFailure !== undefined) return yield* Effect.fail(recordFailure)
       if (executed._tag === "Left") {
         const error = executed.left
         if (error instanceof TimedOut) {

@@ -21,6 +21,13 @@ export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure"
   metadata: Schema.optional(Schema.Unknown)
 }) {}
 
+/**
+ * The message of the `ToolFailure` a record of `ToolContext` (`recordFileChange`, `storeBlob` …)
+ * fails with when the session's log cannot take it: the call stops there, and the caller fails the
+ * turn with the store's own error instead of telling the model the call failed.
+ */
+export const LOG_UNAVAILABLE = "The session's log could not record this call's work, so the call was stopped."
+
 /** What a finished call returns: the text the model reads, and metadata for the log and the UI. */
 export interface ToolOutput {
   readonly output: string
@@ -49,7 +56,7 @@ export interface ToolContext {
    * are stored as content-addressed blobs and `file.changed {path, op, beforeHash, afterHash}` is
    * committed. `path` is the real absolute path; it is logged relative to the workspace when inside.
    */
-  readonly recordFileChange: (change: FileChange) => Effect.Effect<void>
+  readonly recordFileChange: (change: FileChange) => Effect.Effect<void, ToolFailure>
   /**
    * Records a change the tool is about to make, before it writes anything (write-ahead): the
    * contents before and after as blobs and `file.intent {path, op, beforeHash, afterHash, temp}`,
@@ -58,11 +65,11 @@ export interface ToolContext {
    * (`intentRecovery.ts`). `temp` is the temporary file the tool writes first (and renames over
    * `path`): the sweep removes it when it is left.
    */
-  readonly recordFileIntent: (intent: FileIntent) => Effect.Effect<void>
+  readonly recordFileIntent: (intent: FileIntent) => Effect.Effect<void, ToolFailure>
   /** Replaces the session's task list (commits `todo.updated`). */
-  readonly updateTodos: (items: ReadonlyArray<TodoItem>) => Effect.Effect<void>
+  readonly updateTodos: (items: ReadonlyArray<TodoItem>) => Effect.Effect<void, ToolFailure>
   /** Stores content as a content-addressed blob of the log and returns its hash (e.g. a command's whole output). */
-  readonly storeBlob: (content: string | Uint8Array) => Effect.Effect<string>
+  readonly storeBlob: (content: string | Uint8Array) => Effect.Effect<string, ToolFailure>
   /** What this session's agent last read of each file (to refuse editing a file changed on disk since). */
   readonly reads: FileReads
   /**
@@ -82,7 +89,7 @@ export interface ToolContext {
    * Records a process group the call started (commits `tool.process`), so that a run that opens
    * the session after this process died can stop what is left of it (`processGroup.ts`).
    */
-  readonly recordProcess: (group: ProcessGroup) => Effect.Effect<void>
+  readonly recordProcess: (group: ProcessGroup) => Effect.Effect<void, ToolFailure>
 }
 
 /** What a call asks permission for: a command (`subject`) or a path, resolved by the caller. */

@@ -424,7 +424,7 @@ const recordOf = (
   stoppedBackground: boolean,
   sandbox: SandboxRecord,
   report: StopReport
-): Effect.Effect<BashMetadata> =>
+): Effect.Effect<BashMetadata, ToolFailure> =>
   Effect.gen(function* () {
     const durationMs = (yield* Clock.currentTimeMillis) - started
     const code = running.exit?.code ?? null
@@ -523,6 +523,8 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
               recordOf(input.command, running, output, started, context, false, confinement, sortedReport(report))
             ),
             Effect.flatMap(context.recordStopped),
+            // the log is failing (the caller fails the turn with its error): the group is stopped anyway
+            Effect.catchAll(() => Effect.void),
             Effect.ensuring(release(running))
           )
         : release(running)

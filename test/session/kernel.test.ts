@@ -14,10 +14,18 @@ import { layerScripted, Script, ScriptedModel, type ScriptStep, zeroUsage } from
 import { makeAgentLayer } from "../../src/session/Agent.js"
 import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
+import { EventStoreError } from "../../src/store/Errors.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { groupAlive, newProcessToken, PROCESS_TOKEN_ENV } from "../../src/tools/processGroup.js"
 import { redactionMarker, Secrets, type SecretsOptions } from "../../src/tools/Secrets.js"
-import { type AnyTool, defineTool, Hooks, ToolFailure, type ToolsOptions } from "../../src/tools/Tools.js"
+import {
+  type AnyTool,
+  defineTool,
+  Hooks,
+  LOG_UNAVAILABLE,
+  ToolFailure,
+  type ToolsOptions
+} from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 
@@ -1037,6 +1045,73 @@ describe("Tools: hooks and progress", () => {
       )
     })
   )
+})
+
+describe("a store that fails under a tool", () => {
+  it.live("stops the tool and fails the turn with the store's error, not a defect and not a call failure", () => {
+    let after = false
+    const storing = defineTool({
+      name: "store",
+      description: "stores its text as a blob",
+      input: Schema.Struct({ text: Schema.String }),
+      execute: (input, context) =>
+        context.storeBlob(input.text).pipe(
+          Effect.tap(() => {
+            after = true
+          }),
+          Effect.as({ output: "stored" })
+        )
+    })
+    const script: ReadonlyArray<ScriptStep> = [
+      {
+        events: [
+          ...Script.toolCall({ callId: "s1", tool: "store", input: { text: "the tool's blob" } }),
+          Script.finish("tool-calls")
+        ]
+      },
+      Script.text("never")
+    ]
+    // the memory store, but the disk is full when the tool stores its blob (the kernel's own blobs,
+    // the requests it sends, go in)
+    const fullDisk = Layer.effect(
+      EventStore,
+      Effect.map(EventStore, (store) => ({
+        ...store,
+        putBlob: (content: string | Uint8Array) =>
+          content === "the tool's blob"
+            ? Effect.fail(new EventStoreError({ method: "putBlob", message: "putBlob: disk full" }))
+            : store.putBlob(content)
+      }))
+    )
+    const agent = makeAgentLayer({
+      sessions: { maxSteps: 10, system: () => "system" },
+      tools: { tools: [storing] },
+      retry: fastRetry
+    }).pipe(
+      Layer.provideMerge(layerScripted(script)),
+      Layer.provide(Secrets.layerFromEnv),
+      Layer.provide(fullDisk),
+      Layer.provideMerge(EventStore.layerMemory)
+    )
+    return Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd: "/tmp" })
+      yield* sessions.send(id, "go")
+      const outcome = Option.getOrThrow(yield* sessions.wait(id))
+      expect(outcome.reason).toBe("error")
+      expect(outcome.message).toContain("disk full")
+      expect(outcome.message).not.toContain("crashed")
+      expect(after).toBe(false)
+      const log = yield* events(id)
+      // the model was not told the call failed (the log could not hold what it did), and the call
+      // did not finish: the turn ended with the store's error, after its first step
+      expect(types(log)).not.toContain("tool.finished")
+      const failed = log.filter((x) => x.type === "tool.failed").map((x) => (x.payload as { error: string }).error)
+      expect(failed.every((error) => !error.includes(LOG_UNAVAILABLE))).toBe(true)
+      expect(log.filter((x) => x.type === "step.started")).toHaveLength(1)
+      expect(types(log)).toContain("tool.invoked")
+    }).pipe(Effect.provide(agent))
+  })
 })
 
 describe("Sessions: no message is stranded, no turn is stuck", () => {
