@@ -259,6 +259,46 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(server.requests.every((r) => !JSON.stringify(r).includes(EXPORT_SECRET))).toBe(true)
   })
 
+  it("a failed request's chat span is an error that shows the error's kind, not the provider's message; compaction's request is a chat span too", async () => {
+    const receiver = await startReceiver()
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    server.enqueue(
+      // retried (fastRetry): the next attempt answers
+      Reply.error(500, { message: "overloaded while reading PROVIDER-SAYS-THIS" }),
+      Reply.text("first answer", { usage: { prompt_tokens: 11, completion_tokens: 2 } })
+    )
+    const run = await runCli([...ws.runArgs, "first"], { env })
+    expect(run.code).toBe(0)
+    const chats = spansOf(receiver.received).filter((s) => s.name === "chat scripted")
+    expect(chats.map((s) => s.status.code).sort()).toEqual([1, 2])
+    const failed = chats.find((s) => s.status.code === 2)!
+    expect(attrs(failed)["error.type"]).toBe("ModelError.http.500")
+    expect(failed.status.message).toBe("ModelError.http.500")
+    expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("PROVIDER-SAYS-THIS")
+    // the span names the session
+    const sessionId = await latestSession(ws.db, ws.dir)
+    expect(attrs(failed)["logbook.session.id"]).toBe(sessionId)
+
+    const before = receiver.received.length
+    server.enqueue(Reply.text("SUMMARY of everything", { usage: { prompt_tokens: 30, completion_tokens: 4 } }))
+    const compacted = await runCli(["compact", "--db", ws.db, "--cwd", ws.dir], { env })
+    expect(compacted.code).toBe(0)
+    const spans = spansOf(receiver.received.slice(before))
+    expect(spans.filter((s) => s.parentSpanId === undefined).map((s) => s.name)).toEqual(["logbook compact"])
+    const summary = spans.filter((s) => s.name === "chat scripted")
+    expect(summary).toHaveLength(1)
+    expect(attrs(summary[0]!)).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.usage.input_tokens": 30,
+      "gen_ai.usage.output_tokens": 4,
+      "logbook.operation": "compaction",
+      "logbook.session.id": sessionId
+    })
+    expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("SUMMARY of everything")
+  })
+
   it("a receiver that is not there changes nothing: same exit code, same output, no notice", async () => {
     const port = await closedPort()
     const runs = []
