@@ -12,9 +12,22 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import { type RunOptions, root, runCli, scratchDir } from "../support/cli.js"
+import { type RunOptions, root, runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { keyedProviderEnv, latestSession, makeJanitor, makeWorkspace, notices, readLog, toolCall } from "./support.js"
+import {
+  bashReply,
+  fileLines,
+  keyedProviderEnv,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog,
+  toolCall,
+  until,
+  writableEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -297,6 +310,36 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
       "logbook.session.id": sessionId
     })
     expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("SUMMARY of everything")
+  })
+
+  it("Ctrl-C: the spans of the interrupted run are still sent before it exits, with 130", async () => {
+    const receiver = await startReceiver()
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const pidFile = path.join(scratchDir(), "shell.pid")
+    janitor.killGroupIn(pidFile)
+    server.enqueue(bashReply("call_sleep", `echo $$ > ${pidFile}; sleep 300`), Reply.text("after"))
+    const live = spawnCli([...ws.runArgs, "run it"], {
+      env: { ...writableEnv(path.dirname(pidFile)), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    })
+    janitor.defer(() => live.child.kill("SIGKILL"))
+    await fileLines(pidFile, 1)
+    const session = await latestSession(ws.db, ws.dir)
+    await until("the command's group recorded", async () =>
+      ofType(await readLog(ws.db, session), "tool.process").length === 1 ? true : undefined
+    )
+    // nothing was sent yet: the first export is due 5 s after the start, or at the exit
+    const sentBefore = receiver.received.length
+    live.child.kill("SIGINT")
+    expect((await live.exited).code).toBe(130)
+    expect(receiver.received.length).toBeGreaterThan(sentBefore)
+    const spans = spansOf(receiver.received)
+    const root = spans.find((s) => s.parentSpanId === undefined && s.name === "logbook run")
+    expect(root).toBeDefined()
+    expect(attrs(root!)["process.exit.code"]).toBe(130)
+    const tool = spans.find((s) => s.name === "execute_tool bash")
+    expect(tool && attrs(tool)["gen_ai.tool.call.id"]).toBe("call_sleep")
+    expect(spans.filter((s) => s.name === "chat scripted")).toHaveLength(1)
   })
 
   it("a receiver that is not there changes nothing: same exit code, same output, no notice", async () => {
