@@ -115,15 +115,24 @@ export const tracingRequest = (serviceVersion: string): Effect.Effect<TracingReq
     if (exporters?.split(",").some((name) => name.trim().toLowerCase() === "none")) {
       return { _tag: "Off" } as const
     }
-    const url = tracesUrl(
-      yield* optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-      yield* optionalString("OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
+    const traces = yield* optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    const url = tracesUrl(traces, yield* optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"))
     if (url === undefined) return { _tag: "Off" } as const
+    // messages name the variable, not its value: a URL may hold a password
+    const name =
+      tracesUrl(traces, undefined) === undefined ? "OTEL_EXPORTER_OTLP_ENDPOINT" : "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
     if (!/^https?:\/\/[^/]/i.test(url) || !URL.canParse(url)) {
       return {
         _tag: "Unusable",
-        message: `the OTLP endpoint ${JSON.stringify(url)} is not an http(s) URL; no traces are exported`
+        message: `${name} is not an http(s) URL; no traces are exported`
+      } as const
+    }
+    const parsed = new URL(url)
+    if (parsed.username !== "" || parsed.password !== "") {
+      // fetch refuses such a URL; a header is where a key goes
+      return {
+        _tag: "Unusable",
+        message: `${name} holds a user name or password (credentials go in OTEL_EXPORTER_OTLP_HEADERS); no traces are exported`
       } as const
     }
     const protocolText = (

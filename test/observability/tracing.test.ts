@@ -126,6 +126,14 @@ describe("tracingRequest", () => {
       ).toBe("http/json")
       expect((yield* request({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }))._tag).toBe("Unusable")
       expect((yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }))._tag).toBe("Unusable")
+      // the message names the variable, not its value (a URL may hold a password)
+      expect(yield* request({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "ftp://me:pw-123@h" })).toEqual({
+        _tag: "Unusable",
+        message: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not an http(s) URL; no traces are exported"
+      })
+      const withPassword = yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://me:pw-123@h:4318" })
+      expect(withPassword._tag).toBe("Unusable")
+      expect(JSON.stringify(withPassword)).not.toContain("pw-123")
       expect((yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://h" }))._tag).toBe("Unusable")
     })
   )
