@@ -33,6 +33,12 @@ const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
 const EXPORT_SECRET = "sk-secret-123"
+
+/**
+ * The export at exit may take up to 10 s here (default 1 s): a CI machine under load must not lose
+ * the spans a test looks for. A receiver that answers takes milliseconds.
+ */
+const patientExport = { OTEL_BSP_EXPORT_TIMEOUT: "10000" }
 const API_KEY = "sk-test-tracing-0123456789abcdef"
 
 interface Received {
@@ -139,6 +145,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     const result = await runCli([...ws.runArgs, "what", "is", "in", "a.txt?"], {
       env: {
         ...env,
+        ...patientExport,
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20sk-secret-123"
       }
@@ -276,7 +283,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     const receiver = await startReceiver()
     const server = await janitor.server()
     const ws = makeWorkspace(server)
-    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    const env = { ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
     server.enqueue(
       // retried (fastRetry): the next attempt answers
       Reply.error(500, { message: "overloaded while reading PROVIDER-SAYS-THIS" }),
@@ -320,7 +327,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     janitor.killGroupIn(pidFile)
     server.enqueue(bashReply("call_sleep", `echo $$ > ${pidFile}; sleep 300`), Reply.text("after"))
     const live = spawnCli([...ws.runArgs, "run it"], {
-      env: { ...writableEnv(path.dirname(pidFile)), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+      env: { ...writableEnv(path.dirname(pidFile)), ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
     })
     janitor.defer(() => live.child.kill("SIGKILL"))
     await fileLines(pidFile, 1)
@@ -412,7 +419,7 @@ describe("without OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     for (const tracing of [false, true]) {
       const { ws, env } = await scriptedTurn()
       const { result, files } = await loadedBy([...ws.runArgs, "what", "is", "in", "a.txt?"], {
-        env: tracing ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : env
+        env: tracing ? { ...env, ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : env
       })
       expect(result.code).toBe(0)
       // the recorder saw the start (else "not loaded" would hold trivially)

@@ -101,6 +101,23 @@ describe("tracingRequest", () => {
     })
   )
 
+  it.effect("reads the export interval and the exit's export timeout from OTEL_BSP_*, 5 s and 1 s by default", () =>
+    Effect.gen(function* () {
+      const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://h:4318" }
+      expect(yield* exported(base)).toMatchObject({ scheduleDelayMs: 5000, exportTimeoutMs: 1000 })
+      expect(
+        yield* exported({ ...base, OTEL_BSP_SCHEDULE_DELAY: "250", OTEL_BSP_EXPORT_TIMEOUT: " 10000 " })
+      ).toMatchObject({ scheduleDelayMs: 250, exportTimeoutMs: 10000 })
+      // not whole milliseconds: the default
+      expect(yield* exported({ ...base, OTEL_BSP_SCHEDULE_DELAY: "1.5", OTEL_BSP_EXPORT_TIMEOUT: "-3" })).toMatchObject(
+        {
+          scheduleDelayMs: 5000,
+          exportTimeoutMs: 1000
+        }
+      )
+    })
+  )
+
   it.effect("is Off when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none", () =>
     Effect.gen(function* () {
       const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://h:4318" }
