@@ -47,8 +47,8 @@ interface Received {
   readonly body: string
 }
 
-/** An OTLP/HTTP receiver on 127.0.0.1 that answers 200 to every POST and keeps what it got. */
-const startReceiver = async () => {
+/** An OTLP/HTTP receiver on 127.0.0.1 that answers `status` (200) to every POST and keeps what it got. */
+const startReceiver = async (status = 200) => {
   const received: Array<Received> = []
   const server = http.createServer((req, res) => {
     let body = ""
@@ -58,7 +58,7 @@ const startReceiver = async () => {
     })
     req.on("end", () => {
       received.push({ url: req.url ?? "", headers: req.headers, body })
-      res.writeHead(200, { "content-type": "application/json" })
+      res.writeHead(status, { "content-type": "application/json" })
       res.end("{}")
     })
   })
@@ -349,21 +349,27 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(spans.filter((s) => s.name === "chat scripted")).toHaveLength(1)
   })
 
-  it("a receiver that is not there changes nothing: same exit code, same output, no notice", async () => {
+  it("a receiver that is not there, or answers 500, changes nothing: same exit code, same output, no notice", async () => {
     const port = await closedPort()
+    const failing = await startReceiver(500)
     const runs = []
-    for (const tracing of [false, true]) {
+    for (const endpoint of [undefined, `http://127.0.0.1:${port}`, failing.url]) {
       const { ws, env } = await scriptedTurn()
       const options: RunOptions = {
-        env: tracing ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` } : env
+        env: endpoint === undefined ? env : { ...env, ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }
       }
       runs.push(await runCli([...ws.runArgs, "what", "is", "in", "a.txt?"], options))
     }
-    const [plain, traced] = runs
+    const [plain, ...traced] = runs
     expect(plain!.code).toBe(0)
-    expect(traced!.code).toBe(plain!.code)
-    expect(traced!.stdout).toBe(plain!.stdout)
-    expect(notices(traced!.stderr)).toEqual(notices(plain!.stderr))
+    expect(plain!.stdout).toBe("a.txt holds hello.\n")
+    for (const run of traced) {
+      expect(run.code).toBe(plain!.code)
+      expect(run.stdout).toBe(plain!.stdout)
+      expect(notices(run.stderr)).toEqual(notices(plain!.stderr))
+    }
+    // the failing receiver was asked (once: a failed export is not retried, and export pauses)
+    expect(failing.received).toHaveLength(1)
   })
 })
 
