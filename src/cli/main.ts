@@ -14,7 +14,7 @@ import { chat } from "./chat.js"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { diff } from "./diff.js"
-import { CliError, toExitCode, withCliLogger } from "./errors.js"
+import { CliError, ExitCode, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
@@ -191,6 +191,7 @@ export const main = (argv: ReadonlyArray<string>) => {
   const command = commandOf(routed)
   return toExitCode(cli(routed)).pipe(
     Effect.tap((code) => Effect.annotateCurrentSpan("process.exit.code", code)),
+    Effect.onInterrupt(() => Effect.annotateCurrentSpan("process.exit.code", ExitCode.interrupted)),
     Effect.withSpan(command === "logbook" ? "logbook" : `logbook ${command}`, {
       attributes: { "logbook.command": command }
     }),

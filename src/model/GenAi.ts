@@ -126,4 +126,4 @@ export const toolSpan =
         (error): error is ToolFailed<A> => error instanceof ToolFailed,
         (failed) => Effect.succeed(failed.outcome)
       )
-    ) as Effect.Effect<A, E, R>
+    )

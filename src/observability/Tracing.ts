@@ -10,7 +10,7 @@
  * `Redacted` values and go on the export requests only, never into a span, a log line or the event
  * log. An export that fails (receiver down, refused, an error status) is dropped quietly and never
  * fails or holds up the run; at exit the spans still pending are flushed for at most
- * `flushTimeout` (1 s, `internal/exporter.ts`).
+ * `exportTimeoutMs` (1 s unless `OTEL_BSP_EXPORT_TIMEOUT` says otherwise).
  *
  * This module imports only effect; the composition root (`src/bin.ts`) provides its layer around
  * every command.
@@ -27,7 +27,20 @@ export interface TracingSettings {
   readonly headers: Redacted.Redacted<Readonly<Record<string, string>>>
   readonly serviceName: string
   readonly serviceVersion: string
+  /** how often spans are sent while the command runs (`OTEL_BSP_SCHEDULE_DELAY`, default 5000) */
+  readonly scheduleDelayMs: number
+  /** how long the export at exit may take (`OTEL_BSP_EXPORT_TIMEOUT`, default 1000 here) */
+  readonly exportTimeoutMs: number
 }
+
+/** `OTEL_BSP_SCHEDULE_DELAY`'s default (the spec's). */
+export const defaultScheduleDelayMs = 5000
+
+/**
+ * `OTEL_BSP_EXPORT_TIMEOUT`'s default here: 1 s, not the spec's 30 s — a receiver that accepts
+ * the connection and never answers would hold every command up for half a minute.
+ */
+export const defaultExportTimeoutMs = 1000
 
 /**
  * The variables that may hold API keys (the export headers): the composition root hides them from
@@ -96,6 +109,13 @@ const optionalString = (name: string) =>
     Config.map((value) => Option.getOrUndefined(value))
   )
 
+/** A variable of whole milliseconds (`OTEL_BSP_*`); unset, empty or not a non-negative integer: `fallback`. */
+const millis = (name: string, fallback: number) =>
+  Config.map(optionalString(name), (text) => {
+    const value = text === undefined || !/^\s*\d+\s*$/.test(text) ? Number.NaN : Number(text)
+    return Number.isSafeInteger(value) ? value : fallback
+  })
+
 const optionalSecret = (name: string) =>
   Config.redacted(name).pipe(
     Config.option,
@@ -115,15 +135,24 @@ export const tracingRequest = (serviceVersion: string): Effect.Effect<TracingReq
     if (exporters?.split(",").some((name) => name.trim().toLowerCase() === "none")) {
       return { _tag: "Off" } as const
     }
-    const url = tracesUrl(
-      yield* optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-      yield* optionalString("OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
+    const traces = yield* optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    const url = tracesUrl(traces, yield* optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"))
     if (url === undefined) return { _tag: "Off" } as const
+    // messages name the variable, not its value: a URL may hold a password
+    const name =
+      tracesUrl(traces, undefined) === undefined ? "OTEL_EXPORTER_OTLP_ENDPOINT" : "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
     if (!/^https?:\/\/[^/]/i.test(url) || !URL.canParse(url)) {
       return {
         _tag: "Unusable",
-        message: `the OTLP endpoint ${JSON.stringify(url)} is not an http(s) URL; no traces are exported`
+        message: `${name} is not an http(s) URL; no traces are exported`
+      } as const
+    }
+    const parsed = new URL(url)
+    if (parsed.username !== "" || parsed.password !== "") {
+      // fetch refuses such a URL; a header is where a key goes
+      return {
+        _tag: "Unusable",
+        message: `${name} holds a user name or password (credentials go in OTEL_EXPORTER_OTLP_HEADERS); no traces are exported`
       } as const
     }
     const protocolText = (
@@ -151,7 +180,15 @@ export const tracingRequest = (serviceVersion: string): Effect.Effect<TracingReq
       "logbook"
     return {
       _tag: "Export",
-      settings: { url, protocol: protocolText, headers: Redacted.make(headers), serviceName, serviceVersion }
+      settings: {
+        url,
+        protocol: protocolText,
+        headers: Redacted.make(headers),
+        serviceName,
+        serviceVersion,
+        scheduleDelayMs: Math.max(1, yield* millis("OTEL_BSP_SCHEDULE_DELAY", defaultScheduleDelayMs)),
+        exportTimeoutMs: yield* millis("OTEL_BSP_EXPORT_TIMEOUT", defaultExportTimeoutMs)
+      }
     } as const
   }).pipe(
     // a variable that cannot be read is no reason to fail a run

@@ -12,14 +12,33 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import { type RunOptions, root, runCli, scratchDir } from "../support/cli.js"
+import { type RunOptions, root, runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { keyedProviderEnv, latestSession, makeJanitor, makeWorkspace, notices, readLog, toolCall } from "./support.js"
+import {
+  bashReply,
+  fileLines,
+  keyedProviderEnv,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog,
+  toolCall,
+  until,
+  writableEnv
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
 
 const EXPORT_SECRET = "sk-secret-123"
+
+/**
+ * The export at exit may take up to 10 s here (default 1 s): a CI machine under load must not lose
+ * the spans a test looks for. A receiver that answers takes milliseconds.
+ */
+const patientExport = { OTEL_BSP_EXPORT_TIMEOUT: "10000" }
 const API_KEY = "sk-test-tracing-0123456789abcdef"
 
 interface Received {
@@ -28,8 +47,8 @@ interface Received {
   readonly body: string
 }
 
-/** An OTLP/HTTP receiver on 127.0.0.1 that answers 200 to every POST and keeps what it got. */
-const startReceiver = async () => {
+/** An OTLP/HTTP receiver on 127.0.0.1 that answers `status` (200) to every POST and keeps what it got. */
+const startReceiver = async (status = 200) => {
   const received: Array<Received> = []
   const server = http.createServer((req, res) => {
     let body = ""
@@ -39,7 +58,7 @@ const startReceiver = async () => {
     })
     req.on("end", () => {
       received.push({ url: req.url ?? "", headers: req.headers, body })
-      res.writeHead(200, { "content-type": "application/json" })
+      res.writeHead(status, { "content-type": "application/json" })
       res.end("{}")
     })
   })
@@ -126,6 +145,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     const result = await runCli([...ws.runArgs, "what", "is", "in", "a.txt?"], {
       env: {
         ...env,
+        ...patientExport,
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20sk-secret-123"
       }
@@ -259,21 +279,97 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(server.requests.every((r) => !JSON.stringify(r).includes(EXPORT_SECRET))).toBe(true)
   })
 
-  it("a receiver that is not there changes nothing: same exit code, same output, no notice", async () => {
+  it("a failed request's chat span is an error that shows the error's kind, not the provider's message; compaction's request is a chat span too", async () => {
+    const receiver = await startReceiver()
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const env = { ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    server.enqueue(
+      // retried (fastRetry): the next attempt answers
+      Reply.error(500, { message: "overloaded while reading PROVIDER-SAYS-THIS" }),
+      Reply.text("first answer", { usage: { prompt_tokens: 11, completion_tokens: 2 } })
+    )
+    const run = await runCli([...ws.runArgs, "first"], { env })
+    expect(run.code).toBe(0)
+    const chats = spansOf(receiver.received).filter((s) => s.name === "chat scripted")
+    expect(chats.map((s) => s.status.code).sort()).toEqual([1, 2])
+    const failed = chats.find((s) => s.status.code === 2)!
+    expect(attrs(failed)["error.type"]).toBe("ModelError.http.500")
+    expect(failed.status.message).toBe("ModelError.http.500")
+    expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("PROVIDER-SAYS-THIS")
+    // the span names the session
+    const sessionId = await latestSession(ws.db, ws.dir)
+    expect(attrs(failed)["logbook.session.id"]).toBe(sessionId)
+
+    const before = receiver.received.length
+    server.enqueue(Reply.text("SUMMARY of everything", { usage: { prompt_tokens: 30, completion_tokens: 4 } }))
+    const compacted = await runCli(["compact", "--db", ws.db, "--cwd", ws.dir], { env })
+    expect(compacted.code).toBe(0)
+    const spans = spansOf(receiver.received.slice(before))
+    expect(spans.filter((s) => s.parentSpanId === undefined).map((s) => s.name)).toEqual(["logbook compact"])
+    const summary = spans.filter((s) => s.name === "chat scripted")
+    expect(summary).toHaveLength(1)
+    expect(attrs(summary[0]!)).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.usage.input_tokens": 30,
+      "gen_ai.usage.output_tokens": 4,
+      "logbook.operation": "compaction",
+      "logbook.session.id": sessionId
+    })
+    expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("SUMMARY of everything")
+  })
+
+  it("Ctrl-C: the spans of the interrupted run are still sent before it exits, with 130", async () => {
+    const receiver = await startReceiver()
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const pidFile = path.join(scratchDir(), "shell.pid")
+    janitor.killGroupIn(pidFile)
+    server.enqueue(bashReply("call_sleep", `echo $$ > ${pidFile}; sleep 300`), Reply.text("after"))
+    const live = spawnCli([...ws.runArgs, "run it"], {
+      env: { ...writableEnv(path.dirname(pidFile)), ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    })
+    janitor.defer(() => live.child.kill("SIGKILL"))
+    await fileLines(pidFile, 1)
+    const session = await latestSession(ws.db, ws.dir)
+    await until("the command's group recorded", async () =>
+      ofType(await readLog(ws.db, session), "tool.process").length === 1 ? true : undefined
+    )
+    // nothing was sent yet: the first export is due 5 s after the start, or at the exit
+    const sentBefore = receiver.received.length
+    live.child.kill("SIGINT")
+    expect((await live.exited).code).toBe(130)
+    expect(receiver.received.length).toBeGreaterThan(sentBefore)
+    const spans = spansOf(receiver.received)
+    const root = spans.find((s) => s.parentSpanId === undefined && s.name === "logbook run")
+    expect(root).toBeDefined()
+    expect(attrs(root!)["process.exit.code"]).toBe(130)
+    const tool = spans.find((s) => s.name === "execute_tool bash")
+    expect(tool && attrs(tool)["gen_ai.tool.call.id"]).toBe("call_sleep")
+    expect(spans.filter((s) => s.name === "chat scripted")).toHaveLength(1)
+  })
+
+  it("a receiver that is not there, or answers 500, changes nothing: same exit code, same output, no notice", async () => {
     const port = await closedPort()
+    const failing = await startReceiver(500)
     const runs = []
-    for (const tracing of [false, true]) {
+    for (const endpoint of [undefined, `http://127.0.0.1:${port}`, failing.url]) {
       const { ws, env } = await scriptedTurn()
       const options: RunOptions = {
-        env: tracing ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` } : env
+        env: endpoint === undefined ? env : { ...env, ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }
       }
       runs.push(await runCli([...ws.runArgs, "what", "is", "in", "a.txt?"], options))
     }
-    const [plain, traced] = runs
+    const [plain, ...traced] = runs
     expect(plain!.code).toBe(0)
-    expect(traced!.code).toBe(plain!.code)
-    expect(traced!.stdout).toBe(plain!.stdout)
-    expect(notices(traced!.stderr)).toEqual(notices(plain!.stderr))
+    expect(plain!.stdout).toBe("a.txt holds hello.\n")
+    for (const run of traced) {
+      expect(run.code).toBe(plain!.code)
+      expect(run.stdout).toBe(plain!.stdout)
+      expect(notices(run.stderr)).toEqual(notices(plain!.stderr))
+    }
+    // the failing receiver was asked (once: a failed export is not retried, and export pauses)
+    expect(failing.received).toHaveLength(1)
   })
 })
 
@@ -329,7 +425,7 @@ describe("without OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     for (const tracing of [false, true]) {
       const { ws, env } = await scriptedTurn()
       const { result, files } = await loadedBy([...ws.runArgs, "what", "is", "in", "a.txt?"], {
-        env: tracing ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : env
+        env: tracing ? { ...env, ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : env
       })
       expect(result.code).toBe(0)
       // the recorder saw the start (else "not loaded" would hold trivially)

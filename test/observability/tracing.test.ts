@@ -101,6 +101,23 @@ describe("tracingRequest", () => {
     })
   )
 
+  it.effect("reads the export interval and the exit's export timeout from OTEL_BSP_*, 5 s and 1 s by default", () =>
+    Effect.gen(function* () {
+      const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://h:4318" }
+      expect(yield* exported(base)).toMatchObject({ scheduleDelayMs: 5000, exportTimeoutMs: 1000 })
+      expect(
+        yield* exported({ ...base, OTEL_BSP_SCHEDULE_DELAY: "250", OTEL_BSP_EXPORT_TIMEOUT: " 10000 " })
+      ).toMatchObject({ scheduleDelayMs: 250, exportTimeoutMs: 10000 })
+      // not whole milliseconds: the default
+      expect(yield* exported({ ...base, OTEL_BSP_SCHEDULE_DELAY: "1.5", OTEL_BSP_EXPORT_TIMEOUT: "-3" })).toMatchObject(
+        {
+          scheduleDelayMs: 5000,
+          exportTimeoutMs: 1000
+        }
+      )
+    })
+  )
+
   it.effect("is Off when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none", () =>
     Effect.gen(function* () {
       const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://h:4318" }
@@ -126,6 +143,14 @@ describe("tracingRequest", () => {
       ).toBe("http/json")
       expect((yield* request({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }))._tag).toBe("Unusable")
       expect((yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }))._tag).toBe("Unusable")
+      // the message names the variable, not its value (a URL may hold a password)
+      expect(yield* request({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "ftp://me:pw-123@h" })).toEqual({
+        _tag: "Unusable",
+        message: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not an http(s) URL; no traces are exported"
+      })
+      const withPassword = yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://me:pw-123@h:4318" })
+      expect(withPassword._tag).toBe("Unusable")
+      expect(JSON.stringify(withPassword)).not.toContain("pw-123")
       expect((yield* request({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://h" }))._tag).toBe("Unusable")
     })
   )

@@ -5,21 +5,15 @@
  * The client fails fast: a request that fails (nothing listens, a reset, an error status) is not
  * retried — `OtlpTracer` would otherwise retry for seconds, at exit too — but ends as a defect
  * that names no URL and no header, which `OtlpTracer` drops (it stops exporting for a minute). The
- * export at exit is bounded by `flushTimeout`.
+ * export at exit is bounded by `TracingSettings.exportTimeoutMs`.
  */
 
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Duration, Effect, Layer, Logger, Redacted } from "effect"
 import type { TracingSettings } from "../Tracing.js"
-
-/** How often spans are sent while the run goes on (the spec's `OTEL_BSP_SCHEDULE_DELAY` default). */
-export const exportInterval = "5 seconds"
-
-/** How long the last export at exit may take (a receiver that accepts and never answers). */
-export const flushTimeout = "1 second"
 
 /** An export request that failed; it says nothing of the request (its headers may hold a key). */
 class ExportFailed extends Error {
@@ -51,8 +45,8 @@ export const layer = (settings: TracingSettings): Layer.Layer<never> =>
     url: settings.url,
     resource: { serviceName: settings.serviceName, serviceVersion: settings.serviceVersion },
     headers: Redacted.value(settings.headers),
-    exportInterval,
-    shutdownTimeout: flushTimeout
+    exportInterval: Duration.millis(settings.scheduleDelayMs),
+    shutdownTimeout: Duration.millis(settings.exportTimeoutMs)
   }).pipe(
     Layer.provide(clientLayer),
     Layer.provide(
