@@ -6,9 +6,10 @@
  * logbook database this version understands; a foreign, corrupt or newer file gets a
  * `DatabaseError` naming the file and is never modified.
  *
- * Every write runs in `BEGIN IMMEDIATE`, so two processes appending to the same session queue on
- * SQLite's write lock (with the busy timeout) instead of failing on a stale read snapshot; seqs
- * are computed inside that transaction and stay gapless.
+ * Reads and writes share the one connection of the `SqlClient`. Every write runs in `BEGIN
+ * IMMEDIATE` (`immediate`), so two processes appending to the same session queue on SQLite's write
+ * lock (with the busy timeout) instead of failing on a stale read snapshot; seqs are computed
+ * inside that transaction and stay gapless.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -460,6 +461,13 @@ interface SessionRow {
   readonly stat_turn_seq: number | null
 }
 
+/** A row of `SELECT_COMMIT_STATE`: the session's columns are all NULL when it has no index row. */
+type CommitStateRow = { readonly [K in keyof SessionRow]: SessionRow[K] | null } & {
+  readonly lease_owner: string | null
+  readonly last_row_seq: number | null
+  readonly last_row_hash: string | null
+}
+
 const toCursor = (r: SessionRow | undefined): StatsCursor =>
   r === undefined
     ? emptyCursor()
@@ -508,9 +516,15 @@ const EVENT_COLUMNS = 10
 const INSERT_PREFIX =
   "INSERT INTO events (session_id, seq, id, type, at, parent_id, v, payload, prev_hash, hash) VALUES "
 const INSERT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-const SELECT_SESSION = "SELECT * FROM sessions WHERE id = ?"
-/** the session's last row: its seq and hash, what the next row chains from (one primary-key lookup) */
-const SELECT_LAST_ROW = "SELECT seq, hash FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1"
+/**
+ * What a commit reads of a session, in one statement: its index row (all NULL when it has none),
+ * its lease holder, and its last row's seq and hash, what the next row chains from (primary-key
+ * lookups). Parameters: the session id three times.
+ */
+const SELECT_COMMIT_STATE = `SELECT s.*, (SELECT owner FROM leases WHERE session_id = ?) AS lease_owner,
+    l.seq AS last_row_seq, l.hash AS last_row_hash
+  FROM (SELECT ? AS id) AS k LEFT JOIN sessions AS s ON s.id = k.id
+  LEFT JOIN (SELECT seq, hash FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1) AS l ON 1`
 /** what a row whose predecessor has no hash (a row written around logbook) is chained to */
 export const UNCHAINED_PREV = "0".repeat(64)
 const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
@@ -592,14 +606,14 @@ export const immediate =
  * The writes, on the `SqlClient`'s one connection: each write is one `immediate` transaction whose
  * statements run on the transaction's connection with the client's prepared-statement cache
  * (`Connection.execute`), as few per commit as the data allows. Not `sql.unsafe`: its span,
- * compile and scope per statement cost ~20–50 µs each against ~4 µs for `execute` (docs/benchmarks.md
- * §1), and a commit runs several. Reads go through the same client; while a write is open they
+ * compile and scope per statement cost ~20–50 µs each against ~4 µs for `execute` (docs/benchmarks.md,
+ * "One write connection"), and a commit runs several. Reads go through the same client; while a write is open they
  * wait for it (the client's semaphore).
  */
 const makeWriter = (sql: SqlClient.SqlClient) => {
   const transact = immediate(sql)
 
-  /** The body of a commit (one transaction, also nested in an import's). */
+  /** The statements of a commit (its own transaction, or part of an import's). */
   const commitBody = (conn: Connection, requests: ReadonlyArray<CommitRequest>) =>
     Effect.gen(function* () {
       const run = (statement: string, params: ReadonlyArray<unknown>) => conn.execute(statement, params, undefined)
@@ -612,20 +626,17 @@ const makeWriter = (sql: SqlClient.SqlClient) => {
       })
       const out: Array<number> = new Array(requests.length)
       for (const [sessionId, indexes] of bySession) {
+        const state: CommitStateRow = (yield* run(SELECT_COMMIT_STATE, [sessionId, sessionId, sessionId]))[0]
         // the fence: a request written for a lease owner goes in only while that owner holds the
         // lease (one lease read per session, not per request)
-        let holder: string | undefined | null = null
+        const holder = state.lease_owner ?? undefined
         for (const i of indexes) {
           const owner = requests[i]!.owner
-          if (owner === undefined) continue
-          if (holder === null)
-            holder = ((yield* run(SELECT_LEASE, [sessionId]))[0] as { owner: string } | undefined)?.owner
-          if (holder !== owner) return yield* Effect.fail(fencedError(sessionId, owner, holder))
+          if (owner !== undefined && holder !== owner) return yield* Effect.fail(fencedError(sessionId, owner, holder))
         }
-        const current: SessionRow | undefined = (yield* run(SELECT_SESSION, [sessionId]))[0]
-        const lastRow: { seq: number; hash: string | null } | undefined = (yield* run(SELECT_LAST_ROW, [sessionId]))[0]
-        let seq = lastRow?.seq ?? 0
-        let prev = lastRow === undefined ? genesisHash(sessionId) : (lastRow.hash ?? UNCHAINED_PREV)
+        const current: SessionRow | undefined = state.id === null ? undefined : (state as SessionRow)
+        let seq = state.last_row_seq ?? 0
+        let prev = state.last_row_seq === null ? genesisHash(sessionId) : (state.last_row_hash ?? UNCHAINED_PREV)
         let summary = current ? toSummary(current) : undefined
         const cursor = toCursor(current)
         const stats: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
