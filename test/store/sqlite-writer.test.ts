@@ -108,6 +108,22 @@ describe("SQLite writes through the SqlClient", () => {
       })
   )
 
+  it.scoped("the connection the writes use has synchronous=NORMAL, WAL and the busy timeout asked for", () =>
+    Effect.gen(function* () {
+      const { sql } = yield* open({ filename: tempDb(), busyTimeoutMs: 1234 })
+      const pragma = (name: string) => Effect.map(sql.unsafe(`PRAGMA ${name}`), (rows) => Object.values(rows[0]!)[0])
+      // inside a write transaction: on the very connection a commit runs on
+      const seen = yield* immediate(sql)(() =>
+        Effect.all({
+          synchronous: pragma("synchronous"),
+          journal: pragma("journal_mode"),
+          busy: pragma("busy_timeout")
+        })
+      )
+      expect(seen).toEqual({ synchronous: 1, journal: "wal", busy: 1234 })
+    })
+  )
+
   it.scoped("an interrupt mid-transaction rolls it back and leaves no transaction open", () =>
     Effect.gen(function* () {
       const file = tempDb()
