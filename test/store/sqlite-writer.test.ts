@@ -1,0 +1,223 @@
+/**
+ * The SQLite write path: every write is one `BEGIN IMMEDIATE` transaction on the `SqlClient`'s
+ * single connection (`immediate` in src/store/Sqlite.ts), the connection the reads use too.
+ */
+
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import Database from "better-sqlite3"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
+import * as Events from "../../src/domain/Events.js"
+import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
+import { EventBus } from "../../src/store/EventBus.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { makeService } from "../../src/store/internal/core.js"
+import { immediate, layerClient, makeSqliteBackend, type SqliteOptions } from "../../src/store/Sqlite.js"
+import { tempDb } from "../support/tmp.js"
+
+const sid = SessionId.make("s1")
+const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
+
+/** The store of `EventStore.layerSqlite` and its `SqlClient`, open for the rest of the test's scope. */
+const open = (options: SqliteOptions) =>
+  Effect.map(
+    Layer.build(
+      Layer.scoped(
+        EventStore,
+        Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend))
+      ).pipe(Layer.provideMerge(layerClient(options)), Layer.provideMerge(EventBus.layer))
+    ),
+    (context) => ({ sql: Context.get(context, SqlClient.SqlClient), store: Context.get(context, EventStore) })
+  )
+
+/** What another process sees: the committed state of the file, through a connection of its own. */
+const committedTitle = (file: string) => {
+  const db = new Database(file, { readonly: true })
+  try {
+    return (db.prepare("SELECT title FROM sessions WHERE id = ?").get(sid) as { title: string | null }).title
+  } finally {
+    db.close()
+  }
+}
+
+/** Whether another process can take the write lock right now (no wait). */
+const writeLockFree = (file: string) => {
+  const db = new Database(file, { timeout: 0 })
+  try {
+    db.exec("BEGIN IMMEDIATE")
+    db.exec("ROLLBACK")
+    return true
+  } catch (e) {
+    if ((e as { code?: string }).code === "SQLITE_BUSY") return false
+    throw e
+  } finally {
+    db.close()
+  }
+}
+
+const setTitle = (sql: SqlClient.SqlClient, title: string) =>
+  sql`UPDATE sessions SET title = ${title} WHERE id = ${sid}`
+const titleOf = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql<{ title: string }>`SELECT title FROM sessions WHERE id = ${sid}`, (rows) => rows[0]?.title)
+
+/** Lets every other fiber that can run, run (a blocked one stays blocked however often). */
+const letOthersRun = Effect.repeatN(Effect.yieldNow(), 50)
+
+describe("SQLite writes through the SqlClient", () => {
+  it.scoped(
+    "one connection: an append and a read wait for this process's open transaction instead of failing busy",
+    () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        const {
+          sql,
+          store
+        } = // no busy wait: a second connection of this process would fail at once on the lock
+          yield* open({ filename: file, busyTimeoutMs: 0 })
+        yield* store.append(sid, [Events.make("session.created", { title: "before" })])
+        const inside = yield* Deferred.make<string | undefined>()
+        const gate = yield* Deferred.make<void>()
+        const transaction = yield* Effect.fork(
+          immediate(sql)(() =>
+            Effect.gen(function* () {
+              yield* setTitle(sql, "inside")
+              // the transaction reads its own write: it is on the connection the statement used
+              yield* Deferred.succeed(inside, yield* titleOf(sql))
+              yield* Deferred.await(gate)
+            })
+          )
+        )
+        expect(yield* Deferred.await(inside)).toBe("inside")
+        // another process sees neither the write nor a free lock while the transaction is open
+        expect(committedTitle(file)).toBe("before")
+        expect(writeLockFree(file)).toBe(false)
+        const append = yield* Effect.fork(store.append(sid, [progress(1)]))
+        const read = yield* Effect.fork(store.session(sid))
+        yield* letOthersRun
+        // both queue on the client's connection: no busy failure, no read past the open transaction
+        expect(Option.isNone(yield* Fiber.poll(append))).toBe(true)
+        expect(Option.isNone(yield* Fiber.poll(read))).toBe(true)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(transaction)
+        expect((yield* Fiber.join(append)).map((e) => e.seq)).toEqual([2])
+        // the read ran after the commit: it sees the transaction's write, never a half state
+        const session = Option.getOrThrow(yield* Fiber.join(read))
+        expect(session.title).toBe("inside")
+        expect(committedTitle(file)).toBe("inside")
+        expect(yield* store.lastSeq(sid)).toBe(2)
+      })
+  )
+
+  it.scoped("the connection the writes use has synchronous=NORMAL, WAL and the busy timeout asked for", () =>
+    Effect.gen(function* () {
+      const { sql } = yield* open({ filename: tempDb(), busyTimeoutMs: 1234 })
+      const pragma = (name: string) => Effect.map(sql.unsafe(`PRAGMA ${name}`), (rows) => Object.values(rows[0]!)[0])
+      // inside a write transaction: on the very connection a commit runs on
+      const seen = yield* immediate(sql)(() =>
+        Effect.all({
+          synchronous: pragma("synchronous"),
+          journal: pragma("journal_mode"),
+          busy: pragma("busy_timeout")
+        })
+      )
+      expect(seen).toEqual({ synchronous: 1, journal: "wal", busy: 1234 })
+    })
+  )
+
+  it.scoped("an interrupt mid-transaction rolls it back and leaves no transaction open", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const { sql, store } = yield* open({ filename: file, busyTimeoutMs: 0 })
+      yield* store.append(sid, [Events.make("session.created", { title: "before" })])
+      const written = yield* Deferred.make<void>()
+      const transaction = yield* Effect.fork(
+        immediate(sql)(() =>
+          Effect.gen(function* () {
+            yield* setTitle(sql, "half")
+            yield* sql`INSERT INTO blobs (hash, size, data) VALUES ('h', 1, x'00')`
+            yield* Deferred.succeed(written, undefined)
+            return yield* Effect.never
+          })
+        )
+      )
+      yield* Deferred.await(written)
+      expect(writeLockFree(file)).toBe(false)
+      yield* Fiber.interrupt(transaction)
+      // rolled back: nothing of it in the file, the lock given back
+      expect(committedTitle(file)).toBe("before")
+      expect(writeLockFree(file)).toBe(true)
+      // and on this process's connection: no transaction left open (a BEGIN inside one would fail)
+      expect(Option.getOrThrow(yield* store.session(sid)).title).toBe("before")
+      expect(Option.isNone(yield* store.getBlob("h"))).toBe(true)
+      expect((yield* store.append(sid, [progress(1)])).map((e) => e.seq)).toEqual([2])
+      expect(yield* store.lastSeq(sid)).toBe(2)
+    })
+  )
+
+  it.scoped("a failure or a defect inside rolls back everything the transaction wrote", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const { sql, store } = yield* open({ filename: file, busyTimeoutMs: 0 })
+      yield* store.append(sid, [Events.make("session.created", { title: "before" })])
+      const failed = yield* Effect.exit(
+        immediate(sql)(() => Effect.zipRight(setTitle(sql, "failed"), Effect.fail("no" as const)))
+      )
+      expect(failed).toEqual(Exit.fail("no"))
+      const died = yield* Effect.exit(
+        immediate(sql)(() => Effect.zipRight(setTitle(sql, "died"), Effect.dieMessage("boom")))
+      )
+      expect(Exit.isFailure(died) && !Exit.isInterrupted(died)).toBe(true)
+      expect(committedTitle(file)).toBe("before")
+      expect(writeLockFree(file)).toBe(true)
+      expect((yield* store.append(sid, [progress(1)])).map((e) => e.seq)).toEqual([2])
+    })
+  )
+
+  it.scoped("a refused commit writes nothing (rows, index, stats) and the next one goes in", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const { store } = yield* open({ filename: file })
+      const [created] = yield* store.append(sid, [Events.make("session.created", { title: "t" })])
+      const invoked = Events.make("tool.invoked", {
+        messageId: MessageId.make("m1"),
+        callId: CallId.make("c1"),
+        tool: "read",
+        input: { path: "a" }
+      })
+      // the second event reuses the first one's id: the events_id index refuses the commit
+      const error = yield* Effect.flip(store.append(sid, [invoked, { ...progress(1), id: created!.id }]))
+      expect(error).toMatchObject({ _tag: "EventStoreError", method: "append", refused: true })
+      const db = new Database(file, { readonly: true })
+      const counts = () => ({
+        events: db.prepare("SELECT count(*) FROM events").pluck().get(),
+        tools: db.prepare("SELECT count(*) FROM stat_tools").pluck().get(),
+        last: db.prepare("SELECT last_seq FROM sessions WHERE id = ?").pluck().get(sid)
+      })
+      // neither row, nor the stats row of the first, nor the index update went in
+      expect(counts()).toEqual({ events: 1, tools: 0, last: 1 })
+      expect(writeLockFree(file)).toBe(true)
+      expect((yield* store.append(sid, [invoked])).map((e) => e.seq)).toEqual([2])
+      expect(counts()).toEqual({ events: 2, tools: 1, last: 2 })
+      db.close()
+    })
+  )
+
+  it.scoped(
+    "a write that cannot get another process's lock in time fails typed (busy), and writes once it is free",
+    () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        const { store } = yield* open({ filename: file, busyTimeoutMs: 50 })
+        yield* store.append(sid, [Events.make("session.created", { title: "t" })])
+        const holder = new Database(file)
+        holder.exec("BEGIN IMMEDIATE")
+        const error = yield* Effect.flip(store.append(sid, [progress(1)]))
+        holder.exec("ROLLBACK")
+        holder.close()
+        expect(error).toMatchObject({ _tag: "EventStoreError", method: "append" })
+        expect(error.refused).toBeUndefined()
+        expect(error.message).toMatch(/locked by another process/)
+        expect((yield* store.append(sid, [progress(2)])).map((e) => e.seq)).toEqual([2])
+      })
+  )
+})
