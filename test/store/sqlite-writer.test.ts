@@ -11,7 +11,7 @@ import * as Events from "../../src/domain/Events.js"
 import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { makeService } from "../../src/store/internal/core.js"
+import { makeService } from "../../src/store/internal/storeService.js"
 import { immediate, layerClient, makeSqliteBackend, type SqliteOptions } from "../../src/store/Sqlite.js"
 import { tempDb } from "../support/tmp.js"
 
