@@ -55,7 +55,7 @@ export const importCommand = Command.make(
       Effect.catchTag(
         "EventStoreError",
         (error): Effect.Effect<never, CliError | EventStoreError> =>
-          error.refused === true
+          error.reason === "refused"
             ? Effect.fail(CliError.usage(`cannot import ${name} into ${dbFile}: ${error.message}; ${nothing}`))
             : Effect.fail(error)
       ),

@@ -7,23 +7,27 @@ export class EventStoreError extends Schema.TaggedError<EventStoreError>()("Even
   method: Schema.String,
   message: Schema.String,
   /**
-   * true when the database refused the data itself (a constraint, such as an event id that exists
-   * already): the same request will always fail, while others may succeed. Otherwise the database
-   * failed (busy, disk full, damaged) and any request may fail the same way.
+   * What kind of failure it is (default `failed`):
+   * - `failed`: the database failed (busy, disk full, damaged, opened read-only): any request may
+   *   fail the same way;
+   * - `refused`: the database refused the data itself (a constraint, such as an event id that exists
+   *   already): the same request will always fail, while others may succeed;
+   * - `fenced`: an append written for a lease owner that no longer holds the session's lease
+   *   (`AppendOptions.owner`): refused for that session; the writer must stop driving it.
    */
-  refused: Schema.optional(Schema.Boolean),
-  /**
-   * true when an append was fenced off: written for a lease owner that no longer holds the
-   * session's lease (`AppendOptions.owner`). The writer must stop driving the session.
-   */
-  fenced: Schema.optional(Schema.Boolean),
+  reason: Schema.optionalWith(Schema.Literal("failed", "refused", "fenced"), { default: () => "failed" as const }),
   /**
    * set when the database file turned out damaged while it was used (a bad page deep in it, found
    * by a query): the file, so the failure is told as a damaged file's is (`DatabaseError` `corrupt`)
    */
   damagedFile: Schema.optional(Schema.String),
   cause: Schema.optional(Schema.Defect)
-}) {}
+}) {
+  /** The request itself was refused (`refused` or `fenced`): other requests may still succeed. */
+  get isRefusal(): boolean {
+    return this.reason !== "failed"
+  }
+}
 
 /**
  * The database file cannot be used. `reason`:

@@ -280,7 +280,7 @@ export interface LeaseHandle {
   readonly isLost: Effect.Effect<boolean>
   /**
    * Marks the lease lost before a renewal finds out: an append written for it was fenced off
-   * (`EventStoreError.fenced`), so another process holds the session now.
+   * (`EventStoreError` `fenced`), so another process holds the session now.
    */
   readonly markLost: Effect.Effect<void>
 }

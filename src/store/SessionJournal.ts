@@ -64,7 +64,7 @@ export interface JournalOptions {
    * the log (or the model, which reads the log). Default: none.
    */
   readonly redact?: (<A>(payload: A) => A) | undefined
-  /** Runs when an append is fenced off (`EventStoreError.fenced`): the owner lost the lease. */
+  /** Runs when an append is fenced off (`EventStoreError` `fenced`): the owner lost the lease. */
   readonly onFenced?: Effect.Effect<void> | undefined
 }
 
@@ -162,7 +162,7 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
             .append(sessionId, stamped, fence)
             .pipe(
               Effect.tapError((error) =>
-                error.fenced === true && options.onFenced !== undefined
+                error.reason === "fenced" && options.onFenced !== undefined
                   ? Effect.zipRight(options.onFenced, recoverCache)
                   : recoverCache
               )

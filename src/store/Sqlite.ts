@@ -780,7 +780,7 @@ export const makeSqliteBackend = (
       return new EventStoreError({
         method: error.method,
         message: error.message,
-        ...(error.refused !== undefined ? { refused: error.refused } : {}),
+        reason: error.reason,
         cause: error.cause,
         damagedFile: path.resolve(options.filename)
       })

@@ -186,7 +186,7 @@ describe("SQLite writes through the SqlClient", () => {
       })
       // the second event reuses the first one's id: the events_id index refuses the commit
       const error = yield* Effect.flip(store.append(sid, [invoked, { ...progress(1), id: created!.id }]))
-      expect(error).toMatchObject({ _tag: "EventStoreError", method: "append", refused: true })
+      expect(error).toMatchObject({ _tag: "EventStoreError", method: "append", reason: "refused" })
       const db = new Database(file, { readonly: true })
       const counts = () => ({
         events: db.prepare("SELECT count(*) FROM events").pluck().get(),
@@ -215,7 +215,7 @@ describe("SQLite writes through the SqlClient", () => {
         holder.exec("ROLLBACK")
         holder.close()
         expect(error).toMatchObject({ _tag: "EventStoreError", method: "append" })
-        expect(error.refused).toBeUndefined()
+        expect(error.reason).toBe("failed")
         expect(error.message).toMatch(/locked by another process/)
         expect((yield* store.append(sid, [progress(2)])).map((e) => e.seq)).toEqual([2])
       })

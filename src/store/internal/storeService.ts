@@ -56,7 +56,7 @@ export const RELEASED_LEASE = "nobody (the lease was released)"
 
 /**
  * The refusal of a request written for an owner that no longer holds the session's lease (another
- * process took the session over): refused (`refused: true`), so only that session's requests fail.
+ * process took the session over): `fenced`, a refusal, so only that session's requests fail.
  */
 export const fencedError = (sessionId: SessionId, owner: string, holder: string | undefined): EventStoreError =>
   new EventStoreError({
@@ -64,8 +64,7 @@ export const fencedError = (sessionId: SessionId, owner: string, holder: string 
     message:
       `append: session ${sessionId} is no longer driven by this process (${owner}): ` +
       (holder === undefined ? "its lease was released" : `its lease is held by ${holder}`),
-    refused: true,
-    fenced: true
+    reason: "fenced"
   })
 
 /** Rows as a backend returns them: the stored columns. */
@@ -211,7 +210,7 @@ export const storeError = (
   new EventStoreError({
     method,
     message: message ?? (cause instanceof Error ? cause.message : String(cause)),
-    ...(refused ? { refused: true } : {}),
+    reason: refused === true ? "refused" : "failed",
     cause
   })
 
@@ -220,7 +219,7 @@ export const sessionExistsError = (sessionId: SessionId): EventStoreError =>
   new EventStoreError({
     method: "importSession",
     message: `session ${sessionId} already exists in this database`,
-    refused: true
+    reason: "refused"
   })
 
 /** The refusal of an import one of whose event ids the database holds already (ids are unique across it). */
@@ -228,7 +227,7 @@ export const eventExistsError = (id: string, seq: number, otherSession: string):
   new EventStoreError({
     method: "importSession",
     message: `event ${seq} has the id ${id}, which this database already holds (in session ${otherSession})`,
-    refused: true
+    reason: "refused"
   })
 
 /** SHA-256 of the content, lowercase hex. */
@@ -452,7 +451,7 @@ export const makeService = (
       if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
       // fenced off: not written on purpose (another process drives the session now); reporting it to
       // the session's next append would fail that one — which may be this process's next driving
-      if (error.fenced === true) {
+      if (error.reason === "fenced") {
         // once per session: a driver that lost its lease may hand over many events before it stops
         if (fencedLogged.has(p.request.sessionId)) return Effect.void
         fencedLogged.add(p.request.sessionId)
@@ -478,7 +477,7 @@ export const makeService = (
     const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
       Effect.flatMap(commitOnce(batch), (result): Effect.Effect<void> => {
         if (Either.isLeft(result)) {
-          if (batch.length === 1 || result.left.refused !== true) {
+          if (batch.length === 1 || !result.left.isRefusal) {
             const error = result.left
             return Effect.forEach(batch, (p) => settleFailure(p, error), { discard: true })
           }
