@@ -33,6 +33,7 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     filename,
     approver: options.approver,
     // the trace export's headers may hold keys too (bin.ts exports the spans)
-    secretVariables: Tracing.secretVariables
+    secretVariables: Tracing.secretVariables,
+    secretValues: Tracing.headerSecrets(process.env)
   }).pipe(Effect.catchTag("ModelError", (error) => CliError.usage(error.message)))
 })

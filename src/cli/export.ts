@@ -1,7 +1,7 @@
 /**
  * `logbook export <session> [-o <file>] [--format jsonl|html]`: one session as a file — the JSONL
  * session file `logbook import` reads (`store/SessionFile.ts`), or one self-contained HTML page to
- * read it in a browser (`exportHtml.ts`, loaded only for `--format html`).
+ * read it in a browser (`present/exportHtml.ts`, loaded only for `--format html`).
  *
  * `-o` writes a temporary file next to the target (mode 0600: a session holds code and command
  * output) and renames it into place once it is whole, so a failed export leaves no half file.

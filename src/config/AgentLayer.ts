@@ -36,6 +36,8 @@ export interface LayerFromConfigOptions {
    * hidden from the tools' commands and their values masked in the log, like an API key.
    */
   readonly secretVariables?: ReadonlyArray<string> | undefined
+  /** secret values inside such variables (a header's token), masked as the variable's */
+  readonly secretValues?: ReadonlyArray<{ readonly name: string; readonly value: string }> | undefined
   /** what the user should hear before the session starts; default: a `logbook: ` line on stderr */
   readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
 }
@@ -71,7 +73,11 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
 
   const keys = toolSecrets(config)
   // one service for the agent and for the session's title
-  const secrets = makeSecrets({ ...keys, hide: [...keys.hide, ...(options.secretVariables ?? [])] })
+  const secrets = makeSecrets({
+    ...keys,
+    hide: [...keys.hide, ...(options.secretVariables ?? [])],
+    values: options.secretValues
+  })
   if (keys.ignoredPass.length > 0) {
     const project = config.files.find((file) => file.kind === "project")?.path ?? "logbook.json"
     yield* notify(

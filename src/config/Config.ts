@@ -43,10 +43,30 @@ import type { LoadedConfig, LoadOptions } from "./ConfigSources.js"
 import { ConfigError, load, providerFor, readVar, resolveSources } from "./ConfigSources.js"
 import { checkDestination } from "./ConfigTrust.js"
 
+// the config's parts, as the library's `Config` has them (helpers of the service stay internal)
 export * from "./ConfigDisplay.js"
 export * from "./ConfigSchema.js"
-export * from "./ConfigSources.js"
-export * from "./ConfigTrust.js"
+export {
+  ConfigError,
+  type ConfigFile,
+  type ConfigSource,
+  describeSource,
+  envSources,
+  envVars,
+  findSecretField,
+  flagName,
+  flagSources,
+  formatPath,
+  globalConfigPath,
+  type LoadedConfig,
+  type LoadOptions,
+  load,
+  type RawSource,
+  resolveSources,
+  userInstructionsFile,
+  validateSource
+} from "./ConfigSources.js"
+export { isLoopbackUrl, sandboxSettings, type TrustedSandbox, toolSecrets } from "./ConfigTrust.js"
 
 // ---------------------------------------------------------------------------------------------
 // models and keys

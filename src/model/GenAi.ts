@@ -56,8 +56,11 @@ export const errorType = (error: unknown): string => {
 /** What reaches a span of a failed effect: `errorType` of the failure, nothing more. */
 class SpanFailure<E> extends Error {
   override readonly name = "SpanFailure"
+  /** the kind, as a tracer that exports failures by their tag shows it (observability's exporter) */
+  readonly _tag: string
   constructor(readonly failure: E) {
     super(errorType(failure))
+    this._tag = errorType(failure)
   }
 }
 

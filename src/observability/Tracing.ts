@@ -51,6 +51,15 @@ export const secretVariables: ReadonlyArray<string> = [
   "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
 ]
 
+/**
+ * The header values in `env`'s export header variables (`secretVariables`), each with the variable
+ * it is in: masked in the log like the variables' whole values (a token may show up on its own).
+ */
+export const headerSecrets = (
+  env: Readonly<Record<string, string | undefined>>
+): ReadonlyArray<{ readonly name: string; readonly value: string }> =>
+  secretVariables.flatMap((name) => Object.values(parseHeaders(env[name])).map((value) => ({ name, value })))
+
 /** What the environment asks for: export (`Export`), nothing (`Off`), or a setting logbook cannot use. */
 export type TracingRequest =
   | { readonly _tag: "Off" }

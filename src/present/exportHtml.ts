@@ -5,7 +5,7 @@
  * same bytes: times are the log's, in UTC).
  *
  * What it shows comes from the log only: the transcript as the interactive screen folds it
- * (`tui/screen.ts`: user messages where they were delivered, assistant text as markdown, reasoning
+ * (`screen.ts`: user messages where they were delivered, assistant text as markdown, reasoning
  * collapsed, tool parts with their state, input and output, notices), the diffs of the files each
  * call changed (from the blobs), the timeline of retries, errors, interruptions, timeouts, crash
  * recoveries and compactions, and a header with the model, tokens, cost and duration.

@@ -548,7 +548,8 @@ const makeProcessor = (
       return result as StepResult
     })
 
-  // a span per step and per attempt (the attempt's model request has its own `chat <model>` span)
+  // spans for the callers of these methods: `run` calls its own `attempt` directly, so a turn's
+  // attempts are not spans of their own (each attempt's model request has its `chat <model>` span)
   return { attempt: Effect.fn("Processor.attempt")(attempt), run: Effect.fn("Processor.run")(run) }
 }
 

@@ -41,6 +41,11 @@ export interface SecretsOptions {
   readonly pass?: ReadonlyArray<string> | undefined
   /** the environment (default `process.env`) */
   readonly env?: Readonly<Record<string, string | undefined>> | undefined
+  /**
+   * secret values that are a part of a variable, not its whole value (a header's value inside
+   * `OTEL_EXPORTER_OTLP_HEADERS`): masked as `name`'s are
+   */
+  readonly values?: ReadonlyArray<{ readonly name: string; readonly value: string }> | undefined
 }
 
 export interface SecretsService {
@@ -101,12 +106,13 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   const names = [...new Set(options.hide)]
   const pass = new Set(options.pass ?? [])
   const values: Array<{ readonly value: string; readonly marker: string }> = []
-  for (const name of names) {
-    const value = env[name]
+  const add = (name: string, value: string | undefined) => {
     if (value !== undefined && value.length >= MIN_SECRET_LENGTH && !values.some((v) => v.value === value)) {
       values.push({ value, marker: redactionMarker(name) })
     }
   }
+  for (const name of names) add(name, env[name])
+  for (const { name, value } of options.values ?? []) add(name, value)
   // a longer value first: one that contains a shorter one is masked whole
   values.sort((a, b) => b.value.length - a.value.length)
 

@@ -319,6 +319,24 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("SUMMARY of everything")
   })
 
+  it("a turn that fails: no span of the run carries the provider's message, only the failure's kind", async () => {
+    const receiver = await startReceiver()
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const env = { ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }
+    // not retried: the turn fails, and every span on the way up (Processor.run, Sessions, the
+    // command's root) ends failed
+    server.enqueue(Reply.error(400, { message: "bad request: PROVIDER-GAVE-UP-HERE" }))
+    const run = await runCli([...ws.runArgs, "first"], { env })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("PROVIDER-GAVE-UP-HERE")
+    const spans = spansOf(receiver.received)
+    const failedSpans = spans.filter((s) => s.status.code === 2)
+    expect(failedSpans.map((s) => s.name)).toEqual(expect.arrayContaining(["chat scripted", "Processor.run"]))
+    for (const span of failedSpans) expect(span.status.message ?? "").not.toMatch(/bad request/)
+    expect(receiver.received.map((r) => r.body).join("\n")).not.toContain("PROVIDER-GAVE-UP-HERE")
+  })
+
   it("Ctrl-C: the spans of the interrupted run are still sent before it exits, with 130", async () => {
     const receiver = await startReceiver()
     const server = await janitor.server()

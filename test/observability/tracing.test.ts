@@ -6,7 +6,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Redacted } from "effect"
 import { vi } from "vitest"
-import { layer, parseHeaders, type TracingRequest, tracesUrl, tracingRequest } from "../../src/observability/Tracing.js"
+import {
+  headerSecrets,
+  layer,
+  parseHeaders,
+  type TracingRequest,
+  tracesUrl,
+  tracingRequest
+} from "../../src/observability/Tracing.js"
+import { makeSecrets, redactionMarker } from "../../src/tools/Secrets.js"
 
 const loads = vi.hoisted(() => ({ count: 0, settings: [] as Array<unknown> }))
 
@@ -62,6 +70,32 @@ describe("parseHeaders", () => {
   it("leaves out an entry without a name or =, and one whose value does not decode", () => {
     expect(parseHeaders("novalue,=x,bad=%E0%A4%A,ok=1")).toEqual({ ok: "1" })
     expect(parseHeaders(undefined)).toEqual({})
+  })
+})
+
+describe("headerSecrets", () => {
+  it("gives each header value of both header variables, so a token is masked on its own too", () => {
+    const env = {
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20sk-otlp-token-1234,x-team=observability-team",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "api-key=trace-key-5678-abcdef-0123",
+      OTHER: "k=not-a-secret-value"
+    }
+    const found = headerSecrets(env)
+    expect(found).toEqual([
+      { name: "OTEL_EXPORTER_OTLP_HEADERS", value: "Bearer sk-otlp-token-1234" },
+      { name: "OTEL_EXPORTER_OTLP_HEADERS", value: "observability-team" },
+      { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", value: "trace-key-5678-abcdef-0123" }
+    ])
+    // with the variables hidden and their values given, a token alone in a tool's output is masked
+    const secrets = makeSecrets({
+      hide: ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"],
+      env,
+      values: found
+    })
+    const masked = secrets.redactText("token: trace-key-5678-abcdef-0123 and Bearer sk-otlp-token-1234")
+    expect(masked).not.toContain("trace-key-5678-abcdef-0123")
+    expect(masked).not.toContain("sk-otlp-token-1234")
+    expect(masked).toContain(redactionMarker("OTEL_EXPORTER_OTLP_TRACES_HEADERS"))
   })
 })
 
