@@ -1,0 +1,36 @@
+/**
+ * bench/steps.ts on a tiny script, logbook only (pi is not installed by tests): it runs the built
+ * binary against the scripted server, times each step from the requests' arrivals, reads the tool
+ * times and the event count from the log, resumes the long session, and reads the peak RSS the
+ * preloaded module wrote. The figures themselves are the benchmark's, not asserted here; that
+ * each was measured (and that a run which does not answer fails the benchmark) is.
+ */
+import * as fs from "node:fs"
+import { describe, expect, it } from "vitest"
+import { benchSteps } from "../../bench/steps.js"
+import { tempDir } from "../support/tmp.js"
+
+describe("benchSteps", () => {
+  it("measures cycles, overheads, resume and peak RSS of logbook through the built binary", async () => {
+    const dir = tempDir("logbook-bench-steps-")
+    const result = await benchSteps(dir, { shortSteps: 4, longSteps: 9, rounds: 1, withPi: false })
+    fs.rmSync(dir, { recursive: true, force: true })
+    expect(result._tag).toBe("Done")
+    if (result._tag !== "Done") return
+    expect(result.piSkipped).toBe("not asked for")
+    expect(result.agents.map((a) => a.agent)).toEqual(["logbook"])
+    const logbook = result.agents[0]!
+    for (const window of [logbook.short, logbook.longStart, logbook.longEnd]) {
+      expect(window.medianMs).toBeGreaterThan(0)
+      expect(window.p90Ms).toBeGreaterThanOrEqual(window.medianMs)
+    }
+    // the overhead is the cycle minus the tool's own time: never more than the cycle
+    expect(logbook.shortOverhead!.medianMs).toBeLessThanOrEqual(logbook.short.medianMs)
+    expect(logbook.longEndOverhead!.medianMs).toBeLessThanOrEqual(logbook.longEnd.medianMs)
+    // 9 steps, each with its events (and the session's opening ones)
+    expect(logbook.longEvents).toBeGreaterThan(9 * 5)
+    expect(logbook.resumeMs).toBeGreaterThan(0)
+    expect(logbook.freshMs).toBeGreaterThan(0)
+    expect(logbook.peakRssBytes).toBeGreaterThan(10 * 2 ** 20)
+  })
+})
