@@ -20,7 +20,7 @@
  *   of each run's steps 2–39 (the first request follows the start-up, the last one ends the run).
  * - `1,000 steps`: one session of 1,000 steps per agent; the median cycle of steps 2–41 (the start)
  *   and of steps 960–999 (the end): a step must cost the same at step 1,000 as at step 1.
- * - `resume`: with that session's database (≈ 12 events per step), a one-step answer in it
+ * - `resume`: with that session's database (≈ 11 events per step), a one-step answer in it
  *   (`run --session <id>`) against a one-step answer in a fresh database, alternated, spawn to exit.
  * - `peak RSS`: `process.resourceUsage().maxRSS` of the agent's process at exit, read by a module
  *   preloaded with `NODE_OPTIONS=--import` (the same for both), over the 1,000-step session.
