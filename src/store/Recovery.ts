@@ -15,7 +15,7 @@ import type { SessionId } from "../domain/Ids.js"
 import type { ToolState } from "../domain/Message.js"
 import { LeaseHeld } from "./Errors.js"
 import { EventStore, type Lease } from "./EventStore.js"
-import { endOpenStep, endOpenToolParts } from "./openParts.js"
+import { endOpenStep, endOpenToolPart } from "./openParts.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
 import { restore } from "./Snapshots.js"
@@ -145,16 +145,12 @@ export const sweepEvents = (
         ? interruptedError(reason, ran)
         : `The process running this tool stopped before it finished (${reason}). ${found.map(([intent, finding]) => findingSentence(intent, finding)).join(" ")}`
     events.push(
-      ...endOpenToolParts(state, {
-        reason,
-        which: (open) => open.callId === part.callId,
-        end: (open) => ({
-          error: error + (stopped.has(open.callId) ? " Its command was still running and was stopped." : ""),
-          timedOut: open.state._tag === "running" && open.state.timedOut === true,
-          // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
-          input: open.state._tag === "pending" ? open.state.input : undefined,
-          reads
-        })
+      endOpenToolPart(part, reason, {
+        error: error + (stopped.has(part.callId) ? " Its command was still running and was stopped." : ""),
+        timedOut: part.state._tag === "running" && part.state.timedOut === true,
+        // a call that waited for an answer: the input the model sent, which no `tool.invoked` holds
+        input: part.state._tag === "pending" ? part.state.input : undefined,
+        reads
       })
     )
   }

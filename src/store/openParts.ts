@@ -20,6 +20,18 @@ export interface OpenCallEnd {
   readonly reads?: ReadonlyArray<FileRead> | undefined
 }
 
+/** `tool.failed {interrupted: true, reason}` for the open tool part `part`, saying what `end` says. */
+export const endOpenToolPart = (part: ToolPart, reason: string, end: OpenCallEnd): NewEvent =>
+  make("tool.failed", {
+    callId: part.callId,
+    error: end.error,
+    interrupted: true,
+    ...(end.timedOut === true ? { timedOut: true } : {}),
+    ...(end.input !== undefined ? { input: end.input } : {}),
+    reason,
+    ...(end.reads !== undefined && end.reads.length > 0 ? { reads: end.reads } : {})
+  })
+
 /**
  * `tool.failed {interrupted: true, reason}` for every open tool part `which` selects (default: all),
  * saying what `end` returns for it.
@@ -34,18 +46,7 @@ export const endOpenToolParts = (
 ): Array<NewEvent> =>
   openToolParts(state)
     .filter((part) => options.which === undefined || options.which(part))
-    .map((part) => {
-      const end = options.end(part)
-      return make("tool.failed", {
-        callId: part.callId,
-        error: end.error,
-        interrupted: true,
-        ...(end.timedOut === true ? { timedOut: true } : {}),
-        ...(end.input !== undefined ? { input: end.input } : {}),
-        reason: options.reason,
-        ...(end.reads !== undefined && end.reads.length > 0 ? { reads: end.reads } : {})
-      })
-    })
+    .map((part) => endOpenToolPart(part, options.reason, options.end(part)))
 
 /**
  * `step.finished {aborted: true}` for the step of assistant message `messageId` that never finished
