@@ -96,6 +96,8 @@ export interface RecordedRequest {
   /** the parsed JSON body (the raw text when it is not JSON) */
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary request JSON
   readonly body: any
+  /** the body as it was sent, byte for byte (empty when `recordBodies` is off) */
+  readonly text: string
   /** resolves when the response has been written completely */
   readonly finished: Promise<void>
   /** resolves when the connection closed before the response was complete (the client went away or a cut) */
@@ -332,6 +334,7 @@ export const startScriptedServer = async (options: ScriptedServerOptions = {}): 
           url: req.url ?? "",
           headers: { ...req.headers },
           body: recordBodies ? parse(text) : undefined,
+          text: recordBodies ? text : "",
           finished: finished.promise,
           aborted: aborted.promise,
           receivedAt

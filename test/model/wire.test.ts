@@ -1,0 +1,182 @@
+/**
+ * What goes over the wire, pinned byte for byte: for each provider type, the request body (and
+ * headers) the model layer sends for a history with every kind of part, and the events it makes of
+ * a streamed answer with every kind of chunk. The files under `__wire__/` were recorded from the
+ * layer when it went through the SDK's `streamText`; the layer now calls the provider's
+ * `LanguageModelV3.doStream` itself (issue 13 §2) and must send exactly the same bytes and read the
+ * same events. CI (`CI=true`) never writes a missing file: it fails.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Stream } from "effect"
+import { type AiSdkOptions, makeAiSdkModel } from "../../src/model/AiSdk.js"
+import type { ModelEvent, ModelMessage, ModelRequest } from "../../src/model/Model.js"
+import { anthropicReply } from "../support/recorded.js"
+import { type RecordedRequest, Reply, type ScriptedResponse, startScriptedServer } from "../support/scriptedServer.js"
+
+const tools = [
+  {
+    name: "read",
+    description: "Read a file",
+    inputSchema: {
+      type: "object",
+      properties: { path: { type: "string", description: "the file" }, offset: { type: "integer", minimum: 1 } },
+      required: ["path"],
+      additionalProperties: false
+    }
+  },
+  {
+    name: "bash",
+    description: "Run a command",
+    inputSchema: { type: "object", properties: { command: { type: "string" } }, required: ["command"] }
+  }
+]
+
+/** Every kind of part the kernel sends, for every provider's way of taking reasoning back. */
+const history: ReadonlyArray<ModelMessage> = [
+  { role: "user", content: "Fix the bug in a.ts" },
+  {
+    role: "assistant",
+    parts: [
+      {
+        type: "reasoning",
+        text: "Let me look at the file first.",
+        metadata: { anthropic: { signature: "sig-1" }, deepseek: { note: "kept" }, other: { x: 1 } }
+      },
+      { type: "text", text: "I'll read it." },
+      { type: "tool-call", callId: "call_1", tool: "read", input: { path: "a.ts" } },
+      // a call whose input was not JSON
+      { type: "tool-call", callId: "call_2", tool: "bash", input: undefined }
+    ]
+  },
+  {
+    role: "tool",
+    results: [
+      { callId: "call_1", tool: "read", output: "1: const a = 1\n", isError: false },
+      { callId: "call_2", tool: "bash", output: "the input is not JSON", isError: true }
+    ]
+  },
+  {
+    role: "assistant",
+    parts: [
+      { type: "reasoning", text: "", metadata: { anthropic: { redactedData: "opaque-data" } } },
+      { type: "tool-call", callId: "call_3", tool: "bash", input: { command: "npm test" } }
+    ]
+  },
+  { role: "tool", results: [{ callId: "call_3", tool: "bash", output: "ok ✓ ünïcode", isError: false }] },
+  { role: "assistant", parts: [{ type: "text", text: "Done: the bug was on line 1." }] },
+  { role: "user", content: "now explain" },
+  // a step a steered message stopped mid-thinking: no signature, no call
+  { role: "assistant", parts: [{ type: "reasoning", text: "Let me think about" }] },
+  { role: "user", content: "please, briefly" }
+]
+
+const request: ModelRequest = {
+  system: "You are a test.\nBe brief.",
+  messages: history,
+  tools,
+  maxOutputTokens: 1_000,
+  cacheKey: "session-1"
+}
+
+interface Case {
+  readonly name: string
+  readonly options: Omit<AiSdkOptions, "baseURL">
+  readonly reply: ScriptedResponse
+}
+
+const cases: ReadonlyArray<Case> = [
+  {
+    name: "openai-compatible",
+    options: {
+      name: "deepseek/chat",
+      type: "openai-compatible",
+      apiKey: "sk-wire",
+      modelId: "deepseek-chat",
+      reasoning: "high",
+      headers: { "x-extra": "1" }
+    },
+    reply: Reply.stream({
+      reasoning: ["Thinking ", "hard."],
+      text: ["Reading ", "the file."],
+      toolCalls: [
+        { id: "call_a", name: "read", arguments: ['{"path":', '"b.ts"}'] },
+        { id: "call_b", name: "bash", arguments: ["not json"] },
+        { id: "call_c", name: "nope", arguments: [""] }
+      ],
+      usage: { prompt_tokens: 1_200, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 1_000 } }
+    })
+  },
+  {
+    name: "openai",
+    options: { name: "openai/gpt", type: "openai", apiKey: "sk-wire", modelId: "gpt-4.1", reasoning: "low" },
+    reply: Reply.stream({
+      text: ["Done."],
+      usage: {
+        prompt_tokens: 900,
+        completion_tokens: 12,
+        prompt_tokens_details: { cached_tokens: 800 },
+        completion_tokens_details: { reasoning_tokens: 4 }
+      }
+    })
+  },
+  {
+    name: "anthropic",
+    options: { name: "claude/c", type: "anthropic", apiKey: "sk-wire", modelId: "claude-c", reasoning: "low" },
+    reply: anthropicReply(
+      [
+        { thinking: ["a ", "plan"], signature: "sig-2" },
+        { redacted: "opaque-2" },
+        { text: ["Running ", "it."] },
+        { toolUse: { id: "toolu_1", name: "bash", input: ['{"command"', ':"ls"}'] } }
+      ],
+      {
+        stopReason: "tool_use",
+        usage: { input_tokens: 50, output_tokens: 20, cache_read_input_tokens: 40, cache_creation_input_tokens: 5 },
+        model: "claude-c-20260101"
+      }
+    )
+  }
+]
+
+/** The headers the SDK sends, with the runtime's version (which differs between CI's Node versions) masked. */
+const sentHeaders = (recorded: RecordedRequest) =>
+  Object.fromEntries(
+    Object.entries(recorded.headers)
+      .filter(([name]) => !["host", "content-length", "connection"].includes(name))
+      .map(([name, value]) => [name, String(value).replace(/runtime\/node\.js\/v?[\d.]+/, "runtime/node.js/*")])
+      .sort(([a], [b]) => a!.localeCompare(b!))
+  )
+
+const events = (stream: Stream.Stream<ModelEvent, unknown>) =>
+  Effect.gen(function* () {
+    const out: Array<ModelEvent> = []
+    const exit = yield* Stream.runForEach(stream, (event) => Effect.sync(() => out.push(event))).pipe(Effect.exit)
+    return { out, exit }
+  })
+
+describe("the wire, byte for byte", () => {
+  for (const c of cases) {
+    it.live(`${c.name}: the request body and headers, and the events of the answer`, () =>
+      Effect.gen(function* () {
+        const server = yield* Effect.acquireRelease(
+          Effect.promise(() => startScriptedServer()),
+          (s) => Effect.promise(() => s.close())
+        )
+        server.enqueue(c.reply)
+        const model = makeAiSdkModel({ ...c.options, baseURL: `${server.url}/v1` })
+        const { out, exit } = yield* events(model.stream(request))
+        expect(Exit.isSuccess(exit)).toBe(true)
+        expect(server.requests).toHaveLength(1)
+        const sent = server.requests[0]!
+        yield* Effect.promise(() =>
+          expect(
+            `${sent.method} ${sent.url}\n${JSON.stringify(sentHeaders(sent), null, 2)}\n${sent.text}\n`
+          ).toMatchFileSnapshot(`__wire__/${c.name}.request.txt`)
+        )
+        yield* Effect.promise(() =>
+          expect(`${JSON.stringify(out, null, 2)}\n`).toMatchFileSnapshot(`__wire__/${c.name}.events.json`)
+        )
+      }).pipe(Effect.scoped)
+    )
+  }
+})
