@@ -25,9 +25,6 @@ import { installSignals } from "./cli/signals.js"
 import * as Tracing from "./observability/Tracing.js"
 import { version } from "./version.js"
 
-// the ai package prints provider warnings to the console; logbook reports what matters itself
-;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
-
 // `logbook events … | head` closes stdout early: stop quietly instead of crashing on EPIPE.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0)

@@ -2,27 +2,32 @@
  * `Model` through the `ai` package (DESIGN §7): `openai-compatible` (any base URL), `openai` and
  * `anthropic`.
  *
- * One `stream` call = one `streamText` step: tools are declared with their JSON Schema and no
- * `execute` (the kernel runs tools), the SDK's own retries are off (`maxRetries: 0`, `Retry` owns
- * retrying), and interrupting the stream aborts the HTTP request. Every `fullStream` part is mapped to
+ * One `stream` call = one call of the provider's `LanguageModelV3.doStream` (the provider interface
+ * `streamText` itself calls, one step of it): our history becomes the provider's prompt directly,
+ * without the SDK's re-validation of the whole prompt on every step (`toSdkMessages`); tools are
+ * declared with their JSON Schema (the kernel runs them); nothing retries below `Retry`; and
+ * interrupting the stream aborts the HTTP request. Every part of the provider's stream is mapped to
  * a `ModelEvent`; every failure to a `ModelError` whose message, body, headers and cause never contain
  * the API key (request headers are never copied, and the key's value is redacted from every string).
+ * test/model/wire.test.ts pins the bytes sent and the events read to what `streamText` sent and read.
  *
- * The SDK is loaded when it is first needed, not with this module: `languageModel` imports the
- * provider's package, `stream` the `ai` package (`loadSdk`). Only type imports of them are at the
- * top, so the CLI's bundle keeps them in chunks of their own that `logbook --version` and the read
- * commands never load (scripts/build.mjs).
+ * The provider's package is loaded when it is first needed, not with this module (`languageModel`,
+ * `loadSdk`); only type imports are at the top, so the CLI's bundle keeps it in a chunk of its own
+ * that `logbook --version` and the read commands never load (scripts/build.mjs). The `ai` package
+ * itself is not loaded at all.
  */
 import type {
   APICallError,
   JSONSchema7,
-  LanguageModel,
-  LanguageModelUsage,
-  ModelMessage as SdkMessage,
-  SystemModelMessage,
-  TextStreamPart,
-  ToolSet
-} from "ai"
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+  SharedV3ProviderOptions
+} from "@ai-sdk/provider"
 import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
@@ -104,10 +109,8 @@ const loadSdk = <A>(specifier: string, load: () => Promise<A>): Effect.Effect<A,
       })
   })
 
-const loadAi = loadSdk("ai", () => import("ai"))
-
 /** Builds the SDK model, or says why it cannot be built (reason `config`, before the SDK is loaded). */
-export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageModel, ModelError> =>
+export const languageModel = (options: AiSdkOptions): Effect.Effect<LanguageModelV3, ModelError> =>
   Effect.suspend(() => {
     const provider = providerName(options.name)
     const headers = options.headers === undefined ? {} : { headers: { ...options.headers } }
@@ -191,7 +194,8 @@ const metadataOf = (providerMetadata: unknown): ProviderMetadata | undefined => 
   return Object.keys(out).length > 0 ? out : undefined
 }
 
-type SdkAssistantPart = Exclude<Extract<SdkMessage, { role: "assistant" }>["content"], string>[number]
+type SdkMessage = LanguageModelV3Message
+type SdkAssistantPart = Extract<SdkMessage, { role: "assistant" }>["content"][number]
 
 /**
  * A reasoning part as the target's API takes it back, or nothing:
@@ -227,32 +231,57 @@ const toSdkReasoning = (
   }
 }
 
-const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage => {
-  switch (message.role) {
-    case "user":
-      return { role: "user", content: message.content }
-    case "assistant": {
-      const withToolCalls = message.parts.some((part) => part.type === "tool-call")
-      const content: Array<SdkAssistantPart> = []
-      for (const part of message.parts) {
-        if (part.type === "tool-call") {
-          // a call whose input was not JSON still needs an input object, or the provider rejects the history
-          content.push({ type: "tool-call", toolCallId: part.callId, toolName: part.tool, input: part.input ?? {} })
-        } else if (part.type === "text") {
-          content.push({ type: "text", text: part.text })
-        } else if (target === undefined) {
-          content.push({ type: "reasoning", text: part.text })
-        } else {
-          const reasoning = toSdkReasoning(part, target, withToolCalls)
-          if (reasoning !== undefined) content.push(reasoning)
-        }
-      }
-      return { role: "assistant", content }
+/** An assistant message's parts the target takes (an empty text part is never sent, as the SDK drops it). */
+const toSdkAssistantParts = (
+  parts: ReadonlyArray<ModelAssistantPart>,
+  target: SdkTarget | undefined
+): Array<SdkAssistantPart> => {
+  const withToolCalls = parts.some((part) => part.type === "tool-call")
+  const content: Array<SdkAssistantPart> = []
+  for (const part of parts) {
+    if (part.type === "tool-call") {
+      // a call whose input was not JSON still needs an input object, or the provider rejects the history
+      content.push({ type: "tool-call", toolCallId: part.callId, toolName: part.tool, input: part.input ?? {} })
+    } else if (part.type === "text") {
+      if (part.text !== "") content.push({ type: "text", text: part.text })
+    } else if (target === undefined) {
+      content.push({ type: "reasoning", text: part.text })
+    } else {
+      const reasoning = toSdkReasoning(part, target, withToolCalls)
+      if (reasoning !== undefined) content.push(reasoning)
     }
-    case "tool":
-      return {
-        role: "tool",
-        content: message.results.map((result) => ({
+  }
+  return content
+}
+
+/**
+ * Our conversation as the provider interface takes it (`LanguageModelV3Prompt`, what `streamText`
+ * makes of a prompt before it calls the provider). With a `target`, reasoning parts become what that
+ * provider takes back (see `toSdkReasoning`); without one, every reasoning part is passed as text.
+ * An assistant message left with nothing the target takes (only reasoning it cannot take back, e.g.
+ * the unsigned thinking of a step a steered message stopped) is left out: Anthropic refuses an
+ * empty message. It has no calls, so no tool message follows it. Tool messages in a row become one,
+ * as the SDK joins them.
+ *
+ * Nothing here is validated again: the history is ours, built from the log by our own Schemas. The
+ * SDK's `streamText` re-validates the whole prompt with zod on every call (its cost grew with the
+ * session: issue 13 §2); calling the provider directly skips that and changes no byte on the wire
+ * (test/model/wire.test.ts).
+ */
+export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> => {
+  const out: Array<SdkMessage> = []
+  for (const message of messages) {
+    switch (message.role) {
+      case "user":
+        out.push({ role: "user", content: [{ type: "text", text: message.content }] })
+        break
+      case "assistant": {
+        const content = toSdkAssistantParts(message.parts, target)
+        if (content.length > 0) out.push({ role: "assistant", content })
+        break
+      }
+      case "tool": {
+        const content = message.results.map((result) => ({
           type: "tool-result" as const,
           toolCallId: result.callId,
           toolName: result.tool,
@@ -260,22 +289,15 @@ const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): Sdk
             ? { type: "error-text" as const, value: result.output }
             : { type: "text" as const, value: result.output }
         }))
+        const last = out.at(-1)
+        if (last?.role === "tool") last.content.push(...content)
+        else out.push({ role: "tool", content })
+        break
       }
+    }
   }
+  return out
 }
-
-/**
- * Our conversation in the SDK's message shape. With a `target`, reasoning parts become what that
- * provider takes back (see `toSdkReasoning`); without one, every reasoning part is passed as text.
- * An assistant message left with nothing the target takes (only reasoning it cannot take back, e.g.
- * the unsigned thinking of a step a steered message stopped) is left out: Anthropic refuses an
- * empty message. It has no calls, so no tool message follows it.
- */
-export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> =>
-  messages.flatMap((message) => {
-    const sdk = toSdkMessage(message, target)
-    return sdk.role === "assistant" && sdk.content.length === 0 ? [] : [sdk]
-  })
 
 /** How many of the newest messages get an Anthropic cache breakpoint (with the system prompt's: 3 of the 4 allowed). */
 export const CACHED_TAIL = 2
@@ -283,8 +305,8 @@ export const CACHED_TAIL = 2
 const ephemeral = { anthropic: { cacheControl: { type: "ephemeral" } } } as const
 
 /**
- * The request's prompt for the SDK: `system` (for Anthropic, a system message with a cache
- * breakpoint) and `messages`.
+ * The request's prompt for the provider: the system prompt (for Anthropic, with a cache breakpoint)
+ * and the messages.
  *
  * Anthropic prompt caching: a breakpoint (`cache_control: ephemeral`) on the system prompt — the
  * stable prefix: tools, then the system prompt, are cached up to it — and on the last
@@ -296,29 +318,41 @@ const ephemeral = { anthropic: { cacheControl: { type: "ephemeral" } } } as cons
 export const toSdkPrompt = (
   request: Pick<ModelRequest, "system" | "messages">,
   target: SdkTarget
-): { readonly system?: string | SystemModelMessage; readonly messages: Array<SdkMessage> } => {
+): LanguageModelV3Prompt => {
   const messages = toSdkMessages(request.messages, target)
   if (target.type !== "anthropic") {
-    return { ...(request.system === undefined ? {} : { system: request.system }), messages }
+    return request.system === undefined ? messages : [{ role: "system", content: request.system }, ...messages]
   }
   for (let i = Math.max(0, messages.length - CACHED_TAIL); i < messages.length; i++) {
-    messages[i] = { ...messages[i]!, providerOptions: ephemeral } as SdkMessage
+    messages[i] = { ...messages[i]!, providerOptions: ephemeral }
   }
-  if (request.system === undefined || request.system === "") return { messages }
-  return { system: { role: "system", content: request.system, providerOptions: ephemeral }, messages }
+  if (request.system === undefined || request.system === "") return messages
+  return [{ role: "system", content: request.system, providerOptions: ephemeral }, ...messages]
 }
 
-/**
- * Tools as the SDK declares them: JSON Schema input, no `execute` (the kernel runs tools).
- * `jsonSchema` is the `ai` package's (loaded by the caller).
- */
-export const toSdkTools = (tools: ReadonlyArray<ModelTool>, jsonSchema: typeof import("ai").jsonSchema): ToolSet =>
-  Object.fromEntries(
-    tools.map((tool) => [
-      tool.name,
-      { description: tool.description, inputSchema: jsonSchema(tool.inputSchema as JSONSchema7) }
-    ])
-  )
+/** Tools as the provider declares them: JSON Schema input, no `execute` (the kernel runs tools). */
+export const toSdkTools = (tools: ReadonlyArray<ModelTool>): Array<LanguageModelV3FunctionTool> =>
+  tools.map((tool) => ({
+    type: "function",
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema as JSONSchema7
+  }))
+
+/** The provider call of a request: the prompt, the tools, the settings and the provider options. */
+export const toCallOptions = (
+  request: ModelRequest,
+  target: SdkTarget,
+  providerOptions: ProviderMetadata | undefined,
+  abortSignal: AbortSignal
+): LanguageModelV3CallOptions => ({
+  prompt: toSdkPrompt(request, target),
+  ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
+  ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools), toolChoice: { type: "auto" } }),
+  ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as SharedV3ProviderOptions }),
+  abortSignal,
+  includeRawChunks: false
+})
 
 // -----------------------------------------------------------------------------------------------
 // errors
@@ -576,12 +610,12 @@ export const inStreamStatus = (error: object): number | undefined => {
 
 const count = (n: number | undefined): number => (n === undefined || !Number.isFinite(n) ? 0 : n)
 
-export const toModelUsage = (usage: LanguageModelUsage | undefined): ModelUsage => ({
-  input: count(usage?.inputTokens),
-  output: count(usage?.outputTokens),
-  reasoning: count(usage?.outputTokenDetails?.reasoningTokens ?? usage?.reasoningTokens),
-  cacheRead: count(usage?.inputTokenDetails?.cacheReadTokens ?? usage?.cachedInputTokens),
-  cacheWrite: count(usage?.inputTokenDetails?.cacheWriteTokens)
+export const toModelUsage = (usage: LanguageModelV3Usage | undefined): ModelUsage => ({
+  input: count(usage?.inputTokens.total),
+  output: count(usage?.outputTokens.total),
+  reasoning: count(usage?.outputTokens.reasoning),
+  cacheRead: count(usage?.inputTokens.cacheRead),
+  cacheWrite: count(usage?.inputTokens.cacheWrite)
 })
 
 const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
@@ -592,12 +626,42 @@ const parseJson = (text: string): { readonly ok: true; readonly value: unknown }
   }
 }
 
-/** Per-request state of the part → event mapping. */
+/**
+ * Per-request state of the part → event mapping. Text and reasoning part ids are made unique within
+ * the step, as `streamText` makes them: a provider that starts a second part under an id it used
+ * before gets `<id>-<n>` for it.
+ */
 interface MapState {
+  /** the response had begun (its first part after `stream-start`) */
   started: boolean
-  finished: boolean
+  /** the `finish` part, turned into the step's `Finish` event when the stream ends */
+  finish: ModelEvent | undefined
+  responseModel: string | undefined
   readonly inputText: Map<string, string>
+  readonly partIds: Map<string, string>
+  readonly usedIds: Set<string>
 }
+
+const newState = (): MapState => ({
+  started: false,
+  finish: undefined,
+  responseModel: undefined,
+  inputText: new Map(),
+  partIds: new Map(),
+  usedIds: new Set()
+})
+
+/** The id of a text or reasoning part that starts now: the provider's, unless this step used it already. */
+const startPart = (state: MapState, kind: "text" | "reasoning", id: string): string => {
+  let unique = id
+  for (let n = 1; state.usedIds.has(`${kind}:${unique}`); n++) unique = `${id}-${n}`
+  state.usedIds.add(`${kind}:${unique}`)
+  state.partIds.set(`${kind}:${id}`, unique)
+  return unique
+}
+
+const partId = (state: MapState, kind: "text" | "reasoning", id: string): string =>
+  state.partIds.get(`${kind}:${id}`) ?? id
 
 type Mapped =
   | { readonly _tag: "events"; readonly events: ReadonlyArray<ModelEvent> }
@@ -606,28 +670,55 @@ type Mapped =
 const events = (...list: ReadonlyArray<ModelEvent>): Mapped => ({ _tag: "events", events: list })
 const none: Mapped = events()
 
-/** One `fullStream` part → events (or the error it carries). */
-const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
+/** A reasoning part's metadata as a `ReasoningDelta` of its own, when there is any. */
+const reasoningMetadata = (id: string, providerMetadata: unknown): Mapped => {
+  // Anthropic's redacted_thinking comes as metadata on the start; other providers put item ids here
+  const metadata = metadataOf(providerMetadata)
+  return metadata === undefined ? none : events(ModelEvent.ReasoningDelta({ id, delta: "", metadata }))
+}
+
+/**
+ * A call as the kernel takes it. The provider sends the whole input text in the `tool-call` part;
+ * the text streamed before it is what the log keeps when there was any. Input that is empty is `{}`
+ * (a call without arguments); input that is not JSON is `undefined`, with the text kept, and the
+ * kernel answers the model with a tool error.
+ */
+const toolCall = (state: MapState, part: Extract<LanguageModelV3StreamPart, { type: "tool-call" }>): ModelEvent => {
+  const streamed = state.inputText.get(part.toolCallId)
+  const inputText = streamed !== undefined && streamed.length > 0 ? streamed : part.input
+  const parsed = inputText.trim() === "" ? { ok: true as const, value: {} } : parseJson(inputText)
+  return ModelEvent.ToolCall({
+    callId: part.toolCallId,
+    tool: part.toolName,
+    input: parsed.ok ? parsed.value : undefined,
+    inputText
+  })
+}
+
+/** One part of the provider's stream → events (or the error it carries). */
+const mapPart = (state: MapState, part: LanguageModelV3StreamPart, modelId: string): Mapped => {
+  if (part.type === "stream-start") return none
+  state.started = true
   switch (part.type) {
-    case "start-step":
-      state.started = true
+    case "text-start":
+      startPart(state, "text", part.id)
       return none
     case "text-delta":
-      return part.text.length === 0 ? none : events(ModelEvent.TextDelta({ id: part.id, delta: part.text }))
+      return part.delta.length === 0
+        ? none
+        : events(ModelEvent.TextDelta({ id: partId(state, "text", part.id), delta: part.delta }))
     case "reasoning-start":
-    case "reasoning-end": {
-      // Anthropic's redacted_thinking comes as metadata on the start; other providers put item ids here
-      const metadata = metadataOf(part.providerMetadata)
-      return metadata === undefined ? none : events(ModelEvent.ReasoningDelta({ id: part.id, delta: "", metadata }))
-    }
+      return reasoningMetadata(startPart(state, "reasoning", part.id), part.providerMetadata)
+    case "reasoning-end":
+      return reasoningMetadata(partId(state, "reasoning", part.id), part.providerMetadata)
     case "reasoning-delta": {
       // Anthropic's signature comes as an empty delta with metadata, at the end of its thinking block
       const metadata = metadataOf(part.providerMetadata)
-      if (part.text.length === 0 && metadata === undefined) return none
+      if (part.delta.length === 0 && metadata === undefined) return none
       return events(
         ModelEvent.ReasoningDelta({
-          id: part.id,
-          delta: part.text,
+          id: partId(state, "reasoning", part.id),
+          delta: part.delta,
           ...(metadata === undefined ? {} : { metadata })
         })
       )
@@ -642,39 +733,25 @@ const mapPart = (state: MapState, part: TextStreamPart<ToolSet>): Mapped => {
       state.inputText.set(part.id, sofar + part.delta)
       return events(ModelEvent.ToolInputDelta({ callId: part.id, delta: part.delta }))
     }
-    case "tool-call": {
-      if (part.providerExecuted === true) return none
-      const streamed = state.inputText.get(part.toolCallId)
-      const raw: unknown = part.input
-      const inputText =
-        streamed !== undefined && streamed.length > 0
-          ? streamed
-          : part.invalid === true && typeof raw === "string"
-            ? raw
-            : (JSON.stringify(raw ?? {}) ?? "")
-      let input: unknown = raw
-      if (part.invalid === true) {
-        // the SDK could not parse (or place) the call; it keeps the raw text as `input` when it is not JSON
-        const parsed = inputText.trim() === "" ? { ok: true as const, value: {} } : parseJson(inputText)
-        input = parsed.ok ? parsed.value : undefined
-      }
-      return events(ModelEvent.ToolCall({ callId: part.toolCallId, tool: part.toolName, input, inputText }))
+    case "tool-call":
+      return part.providerExecuted === true ? none : events(toolCall(state, part))
+    case "response-metadata":
+      if (part.modelId !== undefined) state.responseModel = part.modelId
+      return none
+    case "finish": {
+      // the step's Finish goes out when the stream has ended, after everything the provider sent
+      const responseModel = state.responseModel ?? modelId
+      state.finish = ModelEvent.Finish({
+        finishReason: part.finishReason.unified,
+        usage: toModelUsage(part.usage),
+        ...(responseModel ? { responseModel } : {})
+      })
+      return none
     }
-    case "finish-step":
-      state.finished = true
-      return events(
-        ModelEvent.Finish({
-          finishReason: part.finishReason,
-          usage: toModelUsage(part.usage),
-          ...(part.response?.modelId ? { responseModel: part.response.modelId } : {})
-        })
-      )
     case "error":
       return { _tag: "error", error: part.error }
-    case "abort":
-      return { _tag: "error", error: Object.assign(new Error("aborted"), { name: "AbortError" }) }
-    // `tool-error` follows an invalid `tool-call` (no tool has `execute`, so nothing else produces it);
-    // the ToolCall event above already carries what the kernel needs.
+    // the end of a text part or of a call's input, raw chunks (never asked for), files, sources,
+    // results of provider-executed tools, approval requests: nothing the kernel takes
     default:
       return none
   }
@@ -709,13 +786,11 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
     Stream.unwrapScoped(
       Effect.gen(function* () {
         const model = yield* languageModel(options)
-        const { jsonSchema, streamText } = yield* loadAi
-        const state: MapState = { started: false, finished: false, inputText: new Map() }
+        const state = newState()
         const controller = yield* Effect.acquireRelease(
           Effect.sync(() => new AbortController()),
           (controller) => Effect.sync(() => controller.abort())
         )
-        const prompt = toSdkPrompt(request, target)
         // per provider key, as metadata merges
         const providerOptions = mergeProviderMetadata(
           reasoningOptions,
@@ -724,34 +799,27 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
             ? { [target.optionsKey]: { promptCacheKey: request.cacheKey } }
             : undefined
         )
-        const result = yield* Effect.try({
-          try: () =>
-            streamText({
-              model,
-              ...prompt,
-              ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as never }),
-              ...(request.tools.length === 0 ? {} : { tools: toSdkTools(request.tools, jsonSchema) }),
-              ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
-              maxRetries: 0,
-              abortSignal: controller.signal,
-              // errors reach us as `error` parts; the default handler would print them
-              onError: () => {}
-            }),
+        // the provider sends the request and resolves once the response has begun (an HTTP error rejects)
+        const { stream: parts } = yield* Effect.tryPromise({
+          try: () => model.doStream(toCallOptions(request, target, providerOptions, controller.signal)),
           catch: (error) => toModelError(error, context(state))
         })
         // one part at a time: the events of earlier parts go out before an `error` part fails the stream
-        const mapped = Stream.fromAsyncIterable(result.fullStream, (error) => toModelError(error, context(state))).pipe(
+        const mapped = Stream.fromReadableStream({
+          evaluate: () => parts,
+          onError: (error) => toModelError(error, context(state))
+        }).pipe(
           // a stream that stalls is cut like a broken one (and retried): the wait for each part, the first included
           Stream.timeoutFailCause(() => Cause.fail(idleError(options, idleMs)), Duration.millis(idleMs)),
           Stream.mapEffect((part) => {
-            const m = mapPart(state, part)
+            const m = mapPart(state, part, options.modelId)
             return m._tag === "error" ? Effect.fail(toModelError(m.error, context(state))) : Effect.succeed(m.events)
           }),
           Stream.flattenIterables
         )
         const ended = Stream.suspend(() =>
-          state.finished
-            ? Stream.empty
+          state.finish !== undefined
+            ? Stream.make(state.finish)
             : Stream.fail(
                 new ModelError({
                   reason: "stream-cut",
