@@ -11,7 +11,7 @@
  * What a tool does with an outside path is its caller's decision: the built-in file tools use it
  * only when the `external_directory` permission allowed the call (`ToolContext.outsideAllowed`).
  */
-import * as fs from "node:fs/promises"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
@@ -50,12 +50,15 @@ const code = (error: unknown): string | undefined =>
 
 class Loop extends Error {}
 
-const lstatOrUndefined = (p: string) =>
-  fs.lstat(p).catch((error: unknown) => {
+const lstatOrUndefined = (p: string): fs.Stats | undefined => {
+  try {
+    return fs.lstatSync(p)
+  } catch (error) {
     const c = code(error)
     if (c === "ENOENT" || c === "ENOTDIR") return undefined
     throw error
-  })
+  }
+}
 
 const components = (p: string): Array<string> => p.split(nodePath.sep).filter((c) => c !== "" && c !== ".")
 
@@ -64,8 +67,13 @@ const components = (p: string): Array<string> => p.split(nodePath.sep).filter((c
  * the walk really is (after the symlinks before it), a symlink is replaced by its target (relative
  * targets from the link's real directory), also a dangling one. Past the first component that does
  * not exist, the rest cannot contain symlinks and is joined as written.
+ *
+ * Synchronous: one `lstat` per component (and a `readlink` per link) of a local path costs a few
+ * microseconds each, where the same calls through the thread pool cost a round trip of the event
+ * loop each — most of a `read` call's time (issue 13 §2). What a tool then opens is opened
+ * asynchronously and checked on the descriptor (confine.ts), so nothing here needs to wait.
  */
-const walk = async (from: string, parts: ReadonlyArray<string>, links: { n: number }): Promise<string> => {
+const walk = (from: string, parts: ReadonlyArray<string>, links: { n: number }): string => {
   let current = from
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!
@@ -74,15 +82,15 @@ const walk = async (from: string, parts: ReadonlyArray<string>, links: { n: numb
       continue
     }
     const next = nodePath.join(current, part)
-    const stat = await lstatOrUndefined(next)
+    const stat = lstatOrUndefined(next)
     if (stat === undefined) return nodePath.resolve(next, ...parts.slice(i + 1))
     if (stat.isSymbolicLink()) {
       links.n += 1
       if (links.n > MAX_LINKS) throw new Loop()
-      const target = await fs.readlink(next)
+      const target = fs.readlinkSync(next)
       current = nodePath.isAbsolute(target)
-        ? await walk(nodePath.parse(target).root, components(target), links)
-        : await walk(current, components(target), links)
+        ? walk(nodePath.parse(target).root, components(target), links)
+        : walk(current, components(target), links)
       continue
     }
     current = next
@@ -91,16 +99,9 @@ const walk = async (from: string, parts: ReadonlyArray<string>, links: { n: numb
 }
 
 /** The real path of the absolute path `p`: every symlink followed, also where `p` does not (fully) exist. */
-const realOf = async (
-  p: string,
-  links: { n: number }
-): Promise<{ readonly real: string; readonly exists: boolean }> => {
-  const real = await walk(nodePath.parse(p).root, components(p), links)
-  const exists = await fs.stat(real).then(
-    () => true,
-    () => false
-  )
-  return { real, exists }
+const realOf = (p: string, links: { n: number }): { readonly real: string; readonly exists: boolean } => {
+  const real = walk(nodePath.parse(p).root, components(p), links)
+  return { real, exists: fs.existsSync(real) }
 }
 
 /** `child` is `parent` or below it, by whole path segments. */
@@ -124,12 +125,12 @@ const unnormalized = (root: string, input: string): string => {
 
 /** Resolves `input` (relative to `root`, or absolute) and says whether it stays inside `root`. */
 export const resolveInWorkspace = (root: string, input: string): Effect.Effect<WorkspacePath, WorkspacePathError> =>
-  Effect.tryPromise({
-    try: async () => {
+  Effect.try({
+    try: () => {
       if (input.includes("\0")) throw new WorkspacePathError({ path: input, message: "the path contains a NUL byte" })
       const absolute = absoluteIn(root, input)
-      const rootReal = (await realOf(nodePath.resolve(root), { n: 0 })).real
-      const { real, exists } = await realOf(unnormalized(root, input), { n: 0 })
+      const rootReal = realOf(nodePath.resolve(root), { n: 0 }).real
+      const { real, exists } = realOf(unnormalized(root, input), { n: 0 })
       const inside = isWithin(rootReal, real)
       const relative = inside ? nodePath.relative(rootReal, real) || "." : undefined
       return { input, absolute, real, inside, relative, exists } satisfies WorkspacePath
