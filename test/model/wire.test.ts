@@ -180,3 +180,46 @@ describe("the wire, byte for byte", () => {
     )
   }
 })
+
+describe("part ids within a step", () => {
+  it.live(
+    "a provider that starts a second part under an id it used before: the second part gets an id of its own",
+    () =>
+      Effect.gen(function* () {
+        const server = yield* Effect.acquireRelease(
+          Effect.promise(() => startScriptedServer()),
+          (s) => Effect.promise(() => s.close())
+        )
+        // openai-compatible names every reasoning part `reasoning-0` and every text part `txt-0`
+        const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+          type: "chunk" as const,
+          chunk: Reply.chunk(delta, finish)
+        })
+        server.enqueue({
+          type: "sse",
+          steps: [
+            chunk({ role: "assistant", reasoning_content: "first thought" }),
+            chunk({ content: "first words" }),
+            chunk({ reasoning_content: "second thought" }),
+            chunk({ content: "second words" }),
+            chunk({}, "stop"),
+            { type: "done" }
+          ]
+        })
+        const model = makeAiSdkModel({ ...cases[0]!.options, baseURL: `${server.url}/v1` })
+        const { out, exit } = yield* events(model.stream(request))
+        expect(Exit.isSuccess(exit)).toBe(true)
+        expect(
+          out
+            .filter((e) => e._tag !== "Finish")
+            .map((e) => [e._tag, "id" in e ? e.id : "", "delta" in e ? e.delta : ""])
+        ).toEqual([
+          ["ReasoningDelta", "reasoning-0", "first thought"],
+          ["TextDelta", "txt-0", "first words"],
+          ["ReasoningDelta", "reasoning-0-1", "second thought"],
+          ["TextDelta", "txt-0-1", "second words"]
+        ])
+        expect(out.at(-1)).toMatchObject({ _tag: "Finish", finishReason: "stop" })
+      }).pipe(Effect.scoped)
+  )
+})
