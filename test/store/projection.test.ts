@@ -642,6 +642,20 @@ describe("Projection: purity and encoding", () => {
     expect(Either.isLeft(Projection.decodeState(null))).toBe(true)
   })
 
+  it("the state Schema has no transformations: a folded state encodes to itself (snapshots save it as it is)", () => {
+    FastCheck.assert(
+      FastCheck.property(envelopesArb({ maxLength: 150 }), (envelopes) => {
+        const s = Either.getOrThrow(Projection.applyAll(Projection.empty(SESSION_ID), envelopes))
+        const encoded = Either.getOrThrow(Projection.encodeState(s))
+        // the same JSON value (the encode writes keys in the Schema's order; key order is not part of it)
+        const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+        expect(asJson(s)).toStrictEqual(asJson(encoded))
+        expect(Either.getOrThrow(Projection.decodeState(JSON.parse(JSON.stringify(s))))).toEqual(s)
+      }),
+      { numRuns: 300, seed: 7 }
+    )
+  })
+
   it("resolveParts puts the tool parts in message order", () => {
     const s = ok([...prelude, e("text.delta", { messageId: A1, partId: P1, delta: "x" }), invoked])
     expect(Projection.resolveParts(s, assistant(s)).map((p) => p.type)).toEqual(["text", "tool"])
