@@ -5,6 +5,7 @@
  * (`MAX_STDIN_BYTES`): more is a usage error, and nothing is sent.
  */
 import { Console, Effect } from "effect"
+import { formatCount } from "../present/text.js"
 import { CliError } from "./errors.js"
 
 /** The most bytes read from stdin: 1 MiB. */
@@ -40,7 +41,7 @@ export const withStdin = (message: string, input: string): string =>
 
 const tooLarge = () =>
   CliError.usage(
-    `stdin holds more than ${MAX_STDIN_BYTES.toLocaleString("en-US")} bytes (1 MiB), the most logbook run reads: ` +
+    `stdin holds more than ${formatCount(MAX_STDIN_BYTES)} bytes (1 MiB), the most logbook run reads: ` +
       "pipe in less (e.g. through head -c 500000), or save it in a file of the workspace and name the file in the message"
   )
 

@@ -14,7 +14,7 @@ import type { CallId, MessageId, SessionId } from "../domain/Ids.js"
 import type { ToolPart, UserMessage } from "../domain/Message.js"
 import { empty, type Folder, folder, isToolFinal, type SessionState } from "../store/Projection.js"
 import { sanitize } from "./sanitize.js"
-import { formatDuration } from "./text.js"
+import { formatCount, formatDuration } from "./text.js"
 
 export type NoticeTone = "info" | "warn" | "error"
 
@@ -166,7 +166,7 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
         const what = p.messages === undefined ? "the conversation" : `${p.messages} messages`
         const tokens =
           p.tokensBefore !== undefined && p.tokensAfter !== undefined
-            ? ` (${p.tokensBefore.toLocaleString("en-US")} → ${p.tokensAfter.toLocaleString("en-US")} tokens)`
+            ? ` (${formatCount(p.tokensBefore)} → ${formatCount(p.tokensAfter)} tokens)`
             : ""
         return notice(env, "info", `compacted ${what} into a summary${tokens}`)
       }

@@ -18,6 +18,7 @@ import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
 import type { ReasoningSetting } from "../../model/Reasoning.js"
 import { makeScreenFolder, pendingMessages, type ScreenFolder } from "../../present/screen.js"
+import { formatCount } from "../../present/text.js"
 import { Sessions } from "../../session/Sessions.js"
 import { auditSession } from "../../store/Audit.js"
 import { EventBus } from "../../store/EventBus.js"
@@ -378,7 +379,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
             const info = modelInfo(agent)
             return flash(
               "info",
-              `model ${info.model}${info.contextWindow === undefined ? "" : ` · context ${info.contextWindow.toLocaleString("en-US")} tokens`} · /model <provider/model> switches`
+              `model ${info.model}${info.contextWindow === undefined ? "" : ` · context ${formatCount(info.contextWindow)} tokens`} · /model <provider/model> switches`
             )
           }
           if (busy) return needIdle("/model")
@@ -400,7 +401,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           const result = yield* sessions.compact(id)
           return flash(
             "info",
-            `compacted ${result.messages} messages into a summary (${result.tokensBefore.toLocaleString("en-US")} → ${result.tokensAfter.toLocaleString("en-US")} tokens)`
+            `compacted ${result.messages} messages into a summary (${formatCount(result.tokensBefore)} → ${formatCount(result.tokensAfter)} tokens)`
           )
         }
         case "/audit": {
