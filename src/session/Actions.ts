@@ -470,8 +470,18 @@ const makeActions = (
     let stopped: Deferred.Deferred<void> | undefined
 
     /** the snapshot after a call of a `snapshotWorkspace` tool, set once the snapshot before it was taken */
-    let observed: Effect.Effect<void> | undefined
-    const endObserved = Effect.suspend(() => observed ?? Effect.void)
+    let observed: Effect.Effect<void, RestoreError> | undefined
+    /**
+     * Runs it (once: it is idempotent) where the call ends, also in a finalizer; a log that cannot
+     * take what it found is the call's record failure, as a tool's own record is (`recorded`).
+     */
+    const endObserved = Effect.suspend(() => observed ?? Effect.void).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          recordFailure ??= error
+        })
+      )
+    )
 
     const interrupted = Effect.gen(function* () {
       // bounded: a tool whose stop never ends must not hang the interrupt

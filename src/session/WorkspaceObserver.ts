@@ -21,11 +21,12 @@
  */
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { type ContentOmitted, make, type NewEvent } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { EventStore } from "../store/EventStore.js"
 import type { SessionJournal } from "../store/SessionJournal.js"
+import type { RestoreError } from "../store/Snapshots.js"
 import type { SecretsService } from "../tools/Secrets.js"
 import {
   defaultSnapshotLimits,
@@ -67,9 +68,14 @@ export interface WorkspaceObserver {
   /**
    * The snapshot before a call. Hands `register` the `end` to run once the call stopped (idempotent,
    * uninterruptible), together with counting the call as running: an interrupt during `begin`
-   * leaves neither.
+   * leaves neither. Both fail with the store's error when the log cannot take a content or an
+   * event (the call then fails with it, as a tool's own record does); a workspace that cannot be
+   * read is no failure (the snapshot says so).
    */
-  readonly begin: (call: ObservedCall, register: (end: Effect.Effect<void>) => void) => Effect.Effect<void>
+  readonly begin: (
+    call: ObservedCall,
+    register: (end: Effect.Effect<void, RestoreError>) => void
+  ) => Effect.Effect<void, RestoreError>
   /** A change a file tool recorded itself (real absolute path): the manifest follows it. */
   readonly noteChange: (
     sessionId: SessionId,
@@ -154,9 +160,7 @@ export const makeWorkspaceObserver = (
 
   const storeContent = (content: Uint8Array) =>
     // masked like everything else the log keeps (Secrets)
-    store
-      .putBlob(secrets.redactBytes(content))
-      .pipe(Effect.orDieWith((error) => new Error(`could not store a file's content: ${error.message}`)))
+    store.putBlob(secrets.redactBytes(content))
 
   let excludeSet: ReadonlySet<string> | undefined
   const exclude = Effect.suspend(() =>
@@ -171,15 +175,16 @@ export const makeWorkspaceObserver = (
 
   const scan = (root: string, previous: Manifest | undefined) =>
     Effect.flatMap(exclude, (exclude) =>
-      scanWorkspace({ root, previous, limits, exclude, store: storeContent }).pipe(Effect.either)
+      // a workspace that cannot be read is recorded as such; a store that fails fails the call
+      scanWorkspace({ root, previous, limits, exclude, store: storeContent }).pipe(
+        Effect.map((result) => Either.right(result)),
+        Effect.catchTag("SnapshotError", (error) => Effect.succeed(Either.left(error)))
+      )
     )
 
   const limitFields = (result: ScanResult) => (result.limits.length > 0 ? { limits: result.limits } : {})
 
-  const append = (call: ObservedCall, events: ReadonlyArray<NewEvent>) =>
-    call.journal
-      .append(events)
-      .pipe(Effect.orDieWith((error) => new Error(`could not record the workspace snapshot: ${error.message}`)))
+  const append = (call: ObservedCall, events: ReadonlyArray<NewEvent>) => Effect.asVoid(call.journal.append(events))
 
   const begin: WorkspaceObserver["begin"] = (call, register) =>
     Effect.gen(function* () {

@@ -77,7 +77,7 @@ export interface SnapshotEntry {
 /** path (relative to the workspace, `/` separators) → entry */
 export type Manifest = ReadonlyMap<string, SnapshotEntry>
 
-export interface ScanOptions {
+export interface ScanOptions<E = never> {
   /** the workspace root (a real path) */
   readonly root: string
   /** the manifest of the last scan: files whose stat is unchanged are not read again */
@@ -85,8 +85,8 @@ export interface ScanOptions {
   readonly limits?: SnapshotLimits | undefined
   /** absolute paths never looked at (the log's own database files) */
   readonly exclude?: ReadonlySet<string> | undefined
-  /** stores a content in the blob store and returns its hash */
-  readonly store: (content: Uint8Array) => Effect.Effect<string>
+  /** stores a content in the blob store and returns its hash; its failure fails the scan as it is */
+  readonly store: (content: Uint8Array) => Effect.Effect<string, E>
 }
 
 export interface ScanResult {
@@ -138,7 +138,7 @@ const lstatOrUndefined = (path: string): fs.Stats | undefined => {
  * A manifest of the workspace, reusing `previous` for files whose stat did not change. Fails only
  * when the root cannot be read.
  */
-export const scanWorkspace = (options: ScanOptions): Effect.Effect<ScanResult, SnapshotError> =>
+export const scanWorkspace = <E = never>(options: ScanOptions<E>): Effect.Effect<ScanResult, SnapshotError | E> =>
   Effect.gen(function* () {
     const limits = options.limits ?? defaultSnapshotLimits
     const previous = options.previous

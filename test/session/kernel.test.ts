@@ -28,6 +28,7 @@ import {
 } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
+import { tempDir } from "../support/tmp.js"
 
 const C2 = "c2" as CallId
 
@@ -1110,6 +1111,69 @@ describe("a store that fails under a tool", () => {
       expect(failed.every((error) => !error.includes(LOG_UNAVAILABLE))).toBe(true)
       expect(log.filter((x) => x.type === "step.started")).toHaveLength(1)
       expect(types(log)).toContain("tool.invoked")
+    }).pipe(Effect.provide(agent))
+  })
+})
+
+describe("a store that fails under the workspace snapshot of a command", () => {
+  it.live("the call fails the turn with the store's error (typed, not a defect), and nothing says it finished", () => {
+    const cwd = tempDir()
+    // a command-like tool (its changes are found by the snapshots around it) that writes a file
+    const making = defineTool({
+      name: "make",
+      description: "writes a file the way a command would",
+      input: Schema.Struct({}),
+      snapshotWorkspace: true,
+      execute: () =>
+        Effect.sync(() => {
+          fs.writeFileSync(`${cwd}/made.txt`, "what the command made")
+          return { output: "made" }
+        })
+    })
+    const script: ReadonlyArray<ScriptStep> = [
+      {
+        events: [...Script.toolCall({ callId: "m1", tool: "make", input: {} }), Script.finish("tool-calls")]
+      },
+      Script.text("never")
+    ]
+    // the disk is full when the snapshot after the call stores the new file's content
+    const fullDisk = Layer.effect(
+      EventStore,
+      Effect.map(EventStore, (store) => ({
+        ...store,
+        putBlob: (content: string | Uint8Array) =>
+          typeof content !== "string" && Buffer.from(content).toString("utf8") === "what the command made"
+            ? Effect.fail(new EventStoreError({ method: "putBlob", message: "putBlob: disk full" }))
+            : store.putBlob(content)
+      }))
+    )
+    const agent = makeAgentLayer({
+      sessions: { maxSteps: 10, system: () => "system" },
+      tools: { tools: [making] },
+      retry: fastRetry
+    }).pipe(
+      Layer.provideMerge(layerScripted(script)),
+      Layer.provide(Secrets.layerFromEnv),
+      Layer.provide(fullDisk),
+      Layer.provideMerge(EventStore.layerMemory)
+    )
+    return Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd })
+      yield* sessions.send(id, "go")
+      const outcome = Option.getOrThrow(yield* sessions.wait(id))
+      expect(outcome.reason).toBe("error")
+      expect(outcome.message).toContain("disk full")
+      expect(outcome.message).not.toContain("crashed")
+      expect(fs.readFileSync(`${cwd}/made.txt`, "utf8")).toBe("what the command made")
+      const log = yield* events(id)
+      // the snapshot before the call was recorded; the one after it could not be, and the call did not finish
+      expect(
+        log.filter((x) => x.type === "workspace.snapshot").map((x) => (x.payload as { phase: string }).phase)
+      ).toEqual(["baseline"])
+      expect(types(log)).toContain("tool.invoked")
+      expect(types(log)).not.toContain("tool.finished")
+      expect(log.filter((x) => x.type === "step.started")).toHaveLength(1)
     }).pipe(Effect.provide(agent))
   })
 })
