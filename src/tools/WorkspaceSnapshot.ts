@@ -355,8 +355,8 @@ const safeRelative = (path: string): boolean =>
  * cannot be read.
  * The contents are the log's: API keys in them are masked.
  */
-export const restoreManifest = (
-  blobs: { readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, unknown> },
+export const restoreManifest = <E>(
+  blobs: { readonly getBlob: (hash: string) => Effect.Effect<Option.Option<Uint8Array>, E> },
   manifestHash: string,
   directory: string
 ): Effect.Effect<RestoreResult, SnapshotError> =>

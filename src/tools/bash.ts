@@ -29,6 +29,7 @@ import * as os from "node:os"
 import { Chunk, Clock, Duration, Effect, Exit, Option, Queue, Schema } from "effect"
 import { HeadTailBuffer } from "./boundedOutput.js"
 import { onPath } from "./executables.js"
+import { type FsError, toFsError } from "./FsError.js"
 import { errnoCode } from "./fsErrors.js"
 import { statPath } from "./notFound.js"
 import {
@@ -177,8 +178,9 @@ const spawnShell = (
   output: HeadTailBuffer,
   events: Queue.Queue<ShellEvent>,
   sandbox?: SandboxSpawn
-): Effect.Effect<Running, unknown> =>
-  Effect.async<Running, unknown>((resume) => {
+): Effect.Effect<Running, FsError> =>
+  // what fails is the spawn itself (no shell at the path, no such cwd, too many processes): errno errors
+  Effect.async<Running, FsError>((resume) => {
     // in every process of the command: tells them apart later from others of a reused group id
     const token = newProcessToken()
     const env = { ...secrets.env, TERM: "dumb", [PROCESS_TOKEN_ENV]: token }
@@ -209,7 +211,7 @@ const spawnShell = (
               }
             )
     } catch (error) {
-      resume(Effect.fail(error))
+      resume(Effect.fail(toFsError(error)))
       return
     }
     const state: Omit<Running, "pid" | "group"> = { child, events, exit: undefined, closed: false }
@@ -238,7 +240,7 @@ const spawnShell = (
       child.removeAllListeners("close")
       child.stdout?.destroy()
       child.stderr?.destroy()
-      resume(Effect.fail(error))
+      resume(Effect.fail(toFsError(error)))
     }
     child.once("error", onSpawnError)
     const started = (pgid: number) => {
@@ -503,12 +505,7 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
         (error) => sandbox === undefined && errnoCode(error) === "ENOENT",
         () => spawnShell("sh", script, context.cwd, context.secrets, output, events)
       ),
-      Effect.mapError(
-        (error) =>
-          new ToolFailure({
-            message: `Could not start the command: ${error instanceof Error ? error.message : String(error)}`
-          })
-      ),
+      Effect.mapError((error) => new ToolFailure({ message: `Could not start the command: ${error.message}` })),
       // the group, so that a later run can stop it if this process dies (kill -9) while it runs;
       // recorded in the (uninterruptible) acquire: an interrupt right after the spawn finds it recorded
       // (when the record cannot be written, the command is stopped: nothing runs unrecorded)

@@ -23,6 +23,7 @@ import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Duration, Effect, Schema } from "effect"
+import { type FsError, toFsError } from "./FsError.js"
 
 /** An open led somewhere else than the path that was checked: a name on the way changed. */
 export class PathMoved extends Schema.TaggedError<PathMoved>()("PathMoved", {
@@ -35,6 +36,10 @@ export class PathMoved extends Schema.TaggedError<PathMoved>()("PathMoved", {
     return `${this.expected} changed while it was being opened (it led to ${this.actual})`
   }
 }
+
+/** What a checked file-system call threw: its `PathMoved`, or the Node error as an `FsError`. */
+export const toCheckedError = (error: unknown): FsError | PathMoved =>
+  error instanceof PathMoved ? error : toFsError(error)
 
 const codeOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
@@ -55,8 +60,8 @@ export const descriptorLink = (fd: number): string => `/proc/self/fd/${fd}`
  * The real path the kernel gives descriptor `fd` (`/proc/self/fd/<fd>`); `undefined` where there is
  * no such `/proc`.
  */
-const descriptorRealPath = (fd: number): Effect.Effect<string | undefined, unknown> =>
-  Effect.tryPromise({ try: () => fsp.readlink(descriptorLink(fd)), catch: (error) => error }).pipe(
+const descriptorRealPath = (fd: number): Effect.Effect<string | undefined, FsError> =>
+  Effect.tryPromise({ try: () => fsp.readlink(descriptorLink(fd)), catch: toFsError }).pipe(
     Effect.catchIf(
       (error) => codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR",
       () => Effect.succeed(undefined)
@@ -79,7 +84,7 @@ const sameFile = (a: Stats, b: Stats): boolean => a.dev === b.dev && a.ino === b
  * with `PathMoved` when it is not; with the Node error when the check itself fails. `viaProc` says
  * whether `/proc` answered (names below the descriptor can then go through `descriptorLink`).
  */
-const verify = (fd: number, expected: string): Effect.Effect<{ readonly viaProc: boolean }, unknown> =>
+const verify = (fd: number, expected: string): Effect.Effect<{ readonly viaProc: boolean }, FsError | PathMoved> =>
   Effect.gen(function* () {
     const actual = yield* descriptorRealPath(fd)
     if (actual !== undefined) {
@@ -87,11 +92,11 @@ const verify = (fd: number, expected: string): Effect.Effect<{ readonly viaProc:
       return { viaProc: true }
     }
     // no /proc: check after the open, by name
-    const real = yield* Effect.tryPromise({ try: () => fsp.realpath(expected), catch: (error) => error }).pipe(
+    const real = yield* Effect.tryPromise({ try: () => fsp.realpath(expected), catch: toFsError }).pipe(
       Effect.catchAll(() => Effect.succeed("(gone)"))
     )
     if (real !== expected) return yield* new PathMoved({ expected, actual: real })
-    const named = yield* Effect.tryPromise({ try: () => fsp.stat(expected), catch: (error) => error })
+    const named = yield* Effect.tryPromise({ try: () => fsp.stat(expected), catch: toFsError })
     if (!sameFile(fs.fstatSync(fd), named))
       return yield* new PathMoved({ expected, actual: `another file at ${expected}` })
     return { viaProc: false }
@@ -148,8 +153,8 @@ export const betweenCheckAndOpen = (path: string): Effect.Effect<void> =>
 // ---------------------------------------------------------------------------------------------
 // opening
 
-const openFile = (path: string, flags: number, mode?: number): Effect.Effect<FileHandle, unknown> =>
-  Effect.tryPromise({ try: () => fsp.open(path, flags, mode), catch: (error) => error })
+const openFile = (path: string, flags: number, mode?: number): Effect.Effect<FileHandle, FsError> =>
+  Effect.tryPromise({ try: () => fsp.open(path, flags, mode), catch: toFsError })
 
 const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
   Effect.promise(() => handle.close().catch(() => undefined))
@@ -159,13 +164,16 @@ const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
  * descriptor is that path; closes it and fails with `PathMoved` when it is not. The caller closes
  * the handle.
  */
-export const openChecked = (expected: string, flags: number = READ_FLAGS): Effect.Effect<FileHandle, unknown> =>
+export const openChecked = (
+  expected: string,
+  flags: number = READ_FLAGS
+): Effect.Effect<FileHandle, FsError | PathMoved> =>
   Effect.map(openVerified(expected, flags), (opened) => opened.handle)
 
 const openVerified = (
   expected: string,
   flags: number
-): Effect.Effect<{ readonly handle: FileHandle; readonly viaProc: boolean }, unknown> =>
+): Effect.Effect<{ readonly handle: FileHandle; readonly viaProc: boolean }, FsError | PathMoved> =>
   Effect.gen(function* () {
     yield* betweenCheckAndOpen(expected)
     return yield* Effect.uninterruptible(
@@ -189,14 +197,14 @@ export const openCheckedScoped = (expected: string, flags: number = READ_FLAGS) 
  * be that directory (`readdir /proc/self/fd/<fd>`). Fails with `PathMoved` when the name led
  * elsewhere, with the Node error otherwise (`ENOTDIR` when it is not a directory).
  */
-export const readdirChecked = (directory: string): Effect.Effect<Array<Dirent>, unknown> =>
+export const readdirChecked = (directory: string): Effect.Effect<Array<Dirent>, FsError | PathMoved> =>
   Effect.scoped(
     Effect.gen(function* () {
       const { handle, viaProc } = yield* openVerifiedScoped(directory, DIRECTORY_FLAGS)
       const through = viaProc ? descriptorLink(handle.fd) : directory
       return yield* Effect.tryPromise({
         try: () => fsp.readdir(through, { withFileTypes: true }),
-        catch: (error) => error
+        catch: toFsError
       })
     })
   )
@@ -249,13 +257,13 @@ export const openDirectoryScoped = (directory: string) =>
  * through the checked descriptor of its parent (`mkdir /proc/self/fd/<parent>/<name>`): a parent
  * swapped for a symlink fails with `PathMoved` instead of creating directories where it leads.
  */
-export const makeDirectoryChecked = (directory: string): Effect.Effect<void, unknown> =>
+export const makeDirectoryChecked = (directory: string): Effect.Effect<void, FsError | PathMoved> =>
   Effect.gen(function* () {
     // the deepest ancestor that exists
     const missing: Array<string> = []
     let existing = directory
     while (true) {
-      const found = yield* Effect.tryPromise({ try: () => fsp.lstat(existing), catch: (error) => error }).pipe(
+      const found = yield* Effect.tryPromise({ try: () => fsp.lstat(existing), catch: toFsError }).pipe(
         Effect.map(() => true),
         Effect.catchIf(
           (error) => codeOf(error) === "ENOENT",
@@ -273,7 +281,7 @@ export const makeDirectoryChecked = (directory: string): Effect.Effect<void, unk
       yield* Effect.scoped(
         Effect.gen(function* () {
           const parent = yield* openDirectoryScoped(current)
-          yield* Effect.tryPromise({ try: () => fsp.mkdir(parent.at(name)), catch: (error) => error }).pipe(
+          yield* Effect.tryPromise({ try: () => fsp.mkdir(parent.at(name)), catch: toFsError }).pipe(
             Effect.catchIf(
               (error) => codeOf(error) === "EEXIST",
               () => Effect.void

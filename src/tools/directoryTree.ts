@@ -5,7 +5,8 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { readdirChecked } from "./confine.js"
+import { type PathMoved, readdirChecked } from "./confine.js"
+import type { FsError } from "./FsError.js"
 import { shortFsReason, tryFs } from "./fsErrors.js"
 
 /** Directories that are never descended into or listed (unless listed directly). */
@@ -61,7 +62,7 @@ interface Pending {
 export const readTree = (
   root: string,
   options: { readonly depth: number; readonly maxEntries: number }
-): Effect.Effect<Tree, unknown> =>
+): Effect.Effect<Tree, FsError | PathMoved> =>
   Effect.gen(function* () {
     const top: Array<Building> = []
     let count = 0

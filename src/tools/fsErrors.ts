@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { PathMoved } from "./confine.js"
+import { type FsError, toFsError } from "./FsError.js"
 import { ToolFailure } from "./Tools.js"
 
 /** The errno code of a Node error (`ENOENT`, `EACCES` …), if it has one. */
@@ -12,9 +13,9 @@ export const errnoCode = (error: unknown): string | undefined =>
     ? error.code
     : undefined
 
-/** A file-system call as an Effect that fails with the raw Node error (to be mapped by the caller). */
-export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, unknown> =>
-  Effect.tryPromise({ try: run, catch: (error) => error })
+/** A file-system call as an Effect that fails with an `FsError` (to be mapped by the caller). */
+export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, FsError> =>
+  Effect.tryPromise({ try: run, catch: toFsError })
 
 /** A sentence for a file-system error on `shown` (the path as the model wrote it). */
 export const describeFsError = (error: unknown, shown: string): string => {

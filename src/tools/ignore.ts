@@ -19,8 +19,9 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { readdirChecked, readdirCheckedSync } from "./confine.js"
+import { type PathMoved, readdirChecked, readdirCheckedSync, toCheckedError } from "./confine.js"
 import { compareNames, SKIPPED_DIRECTORIES } from "./directoryTree.js"
+import { type FsError, toFsError } from "./FsError.js"
 import { tryFs } from "./fsErrors.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -236,8 +237,8 @@ export const isIgnored = (files: ReadonlyArray<IgnoreFile>, relative: string, is
 
 /** How a walk reads the file system: with promises, or with the blocking calls (see `walkFilesUpTo`). */
 interface WalkFs {
-  readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, unknown>
-  readonly readText: (file: string) => Effect.Effect<string, unknown>
+  readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, FsError | PathMoved>
+  readonly readText: (file: string) => Effect.Effect<string, FsError>
 }
 // directories are read through a descriptor checked to be the directory walked (confine.ts): one
 // swapped for a symlink since its parent was read is not followed
@@ -246,8 +247,8 @@ const asyncFs: WalkFs = {
   readText: (file) => tryFs(() => fsp.readFile(file, "utf8"))
 }
 const syncFs: WalkFs = {
-  readdir: (directory) => Effect.try({ try: () => readdirCheckedSync(directory), catch: (e) => e }),
-  readText: (file) => Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => e })
+  readdir: (directory) => Effect.try({ try: () => readdirCheckedSync(directory), catch: toCheckedError }),
+  readText: (file) => Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: toFsError })
 }
 
 const readIgnoreFile = (
@@ -281,7 +282,7 @@ export interface WalkedFile {
  * skipped. The rules never apply to `start` itself. Fails with the Node error when `start` cannot
  * be read.
  */
-export const walkFiles = (root: string, start: string): Effect.Effect<Array<WalkedFile>, unknown> =>
+export const walkFiles = (root: string, start: string): Effect.Effect<Array<WalkedFile>, FsError | PathMoved> =>
   Effect.map(walkFilesUpTo(root, start, Number.POSITIVE_INFINITY), (walk) => walk.files)
 
 /**
@@ -295,7 +296,7 @@ export const walkFilesUpTo = (
   start: string,
   limit: number,
   options: { readonly blocking?: boolean } = {}
-): Effect.Effect<{ readonly files: Array<WalkedFile>; readonly truncated: boolean }, unknown> =>
+): Effect.Effect<{ readonly files: Array<WalkedFile>; readonly truncated: boolean }, FsError | PathMoved> =>
   Effect.gen(function* () {
     const io = options.blocking === true ? syncFs : asyncFs
     const startRelative = nodePath.relative(root, start).split(nodePath.sep).join("/")
@@ -317,7 +318,7 @@ export const walkFilesUpTo = (
       relative: string,
       rules: ReadonlyArray<IgnoreFile>,
       isStart: boolean
-    ): Effect.Effect<void, unknown> =>
+    ): Effect.Effect<void, FsError | PathMoved> =>
       Effect.gen(function* () {
         const read = yield* io.readdir(directory).pipe(Effect.either)
         if (read._tag === "Left") {

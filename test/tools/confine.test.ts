@@ -6,11 +6,14 @@
  * Every test also asserts that the swap happened, so it fails where the tools have no such point.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { openChecked, PathMoved, readdirChecked } from "../../src/tools/confine.js"
 import { edit } from "../../src/tools/edit.js"
+import { FsError } from "../../src/tools/FsError.js"
+import { describeFsError } from "../../src/tools/fsErrors.js"
 import { glob } from "../../src/tools/glob.js"
 import { grep } from "../../src/tools/grep.js"
 import { list } from "../../src/tools/list.js"
@@ -251,5 +254,23 @@ describe.skipIf(!onLinux)("confinement without races", () => {
     expect(seen).toContain(sub)
     if (Either.isLeft(outcome)) throw outcome.left
     expect(outcome.right.output).not.toContain("secret-name")
+  })
+})
+
+describe("the errors of checked opens are typed", () => {
+  it("a missing file is an FsError with its errno code, a swapped path a PathMoved, never a bare Node error", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-fserror-"))
+    const missing = await Effect.runPromise(Effect.either(openChecked(path.join(dir, "nope.txt"))))
+    expect(Either.isLeft(missing)).toBe(true)
+    const error = Either.getLeft(missing).pipe(Option.getOrThrow)
+    expect(error).toBeInstanceOf(FsError)
+    expect(error).toMatchObject({ _tag: "FsError", code: "ENOENT" })
+    // the sentence the model reads is the same as from the Node error itself
+    expect(describeFsError(error, "nope.txt")).toBe("File not found: nope.txt")
+    const listed = await Effect.runPromise(Effect.either(readdirChecked(dir)))
+    expect(Either.isRight(listed)).toBe(true)
+    fs.writeFileSync(path.join(dir, "file"), "x")
+    const readFile = await Effect.runPromise(Effect.either(readdirChecked(path.join(dir, "file"))))
+    expect(Either.getLeft(readFile).pipe(Option.getOrThrow)).toMatchObject({ _tag: "FsError", code: "ENOTDIR" })
   })
 })
