@@ -5,7 +5,7 @@
  * most `concurrency` at a time), then `archived` when every call completed or `failed` when one did
  * not (the errors go back to the model as tool results either way).
  *
- * Per call: the input is decoded (`Tools.decode`), the permission rules decide (see below), then the
+ * Per call: the input is decoded (`Tools.decode`), the permission gate decides (PermissionGate.ts), then the
  * `tool.execute.before` hooks run (`Tools.before`); a call that cannot run (not JSON, unknown tool,
  * invalid input, denied, blocked) ends `tool.failed` with an error the model can act on and never
  * starts. Otherwise `tool.invoked` is committed first (write-ahead),
@@ -17,7 +17,7 @@
 import * as nodePath from "node:path"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { type FileRead, make, type NewEvent } from "../domain/Events.js"
-import { type ActionId, type CallId, type MessageId, makeActionId, uuidV7 } from "../domain/Ids.js"
+import { type ActionId, type CallId, type MessageId, makeActionId } from "../domain/Ids.js"
 import { toolSpan } from "../model/GenAi.js"
 import { formatMs } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
@@ -25,20 +25,11 @@ import type { SessionState } from "../store/Projection.js"
 import { interruptedError } from "../store/Recovery.js"
 import type { SessionJournal } from "../store/SessionJournal.js"
 import type { RestoreError } from "../store/Snapshots.js"
-import { Approver, answerParts } from "../tools/Approver.js"
+import { Approver } from "../tools/Approver.js"
 import { capText } from "../tools/boundedOutput.js"
-import {
-  defaultRules,
-  evaluate,
-  explain,
-  type PermissionAction,
-  type PermissionResult,
-  type PermissionRules,
-  stricter
-} from "../tools/Permissions.js"
+import type { PermissionRules } from "../tools/Permissions.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import {
-  type AnyTool,
   type FileChange,
   type FileIntent,
   type FileReads,
@@ -49,23 +40,9 @@ import {
   type ToolOutput,
   Tools
 } from "../tools/Tools.js"
-import { resolveInWorkspace } from "../tools/Workspace.js"
+import { makePermissionGate, type Permission } from "./PermissionGate.js"
 import type { StepCall } from "./Processor.js"
 import { makeWorkspaceObserver, type WorkspaceSnapshotOptions } from "./WorkspaceObserver.js"
-
-/*
- * Permissions (DESIGN §6, issue 4 §2). A tool's `permission(input)` gives its subject: a command,
- * or a path that is resolved in the workspace (real paths) to its workspace-relative path, or its
- * absolute real path and `outside` when it leads outside. `evaluate(options.permissions, …)` then
- * decides with the built-in defaults below the user's rules:
- * - deny: `tool.failed` ("Denied: … Do not retry it; …"), no `tool.invoked`;
- * - ask: `permission.asked`, the `Approver`, `permission.replied`; reject ends like deny, once
- *   runs, always runs and allows that exact tool + subject for the rest of the session (read from
- *   the log: `permission.replied` folded into `SessionState.permissions`, so it outlives the process);
- * - allow: runs (a file tool may then use the outside path: `ToolContext.outsideAllowed`).
- * The loop guard: a call with the same tool and input (JSON) as the two calls just before it in the
- * session is asked about even when the rules allow it.
- */
 
 export interface BatchInput {
   readonly journal: SessionJournal
@@ -108,42 +85,6 @@ export interface ActionsOptions {
    * (`ToolDefinition.snapshotWorkspace`: `bash`); on by default (docs/workspace.md)
    */
   readonly snapshot?: WorkspaceSnapshotOptions | undefined
-}
-
-/** The loop guard: a call the same as this many calls just before it (same tool, same input) is asked about. */
-const LOOP_REPEATS = 2
-
-/** What the permission check decided for one call. */
-type Permission =
-  | { readonly _tag: "Run"; readonly outsideAllowed: boolean }
-  | { readonly _tag: "Denied"; readonly error: string }
-
-/**
- * Whether this session answered `always` to the same call (tool, subject, inside or outside) before:
- * read from the log (`SessionState.permissions`), so it holds after `--continue` in another process.
- */
-const answeredAlways = (state: SessionState, tool: string, subject: string, outside: boolean): boolean =>
-  Object.values(state.permissions).some(
-    (asked) =>
-      asked.reply === "always" &&
-      asked.tool === tool &&
-      asked.pattern === subject &&
-      (asked.outside ?? false) === outside
-  )
-
-/**
- * The signatures (tool + input JSON) of the session's last `LOOP_REPEATS` calls that ran (were
- * invoked), oldest first, from the log — calls denied or never complete carry no input there.
- */
-const lastCallsOf = (state: SessionState): Array<string> => {
-  const ran: Array<string> = []
-  for (const part of Object.values(state.toolParts)) {
-    const s = part.state
-    if (s._tag === "running" || s._tag === "completed" || (s._tag === "error" && s.startedAt !== undefined)) {
-      ran.push(JSON.stringify([part.tool, s.input]))
-    }
-  }
-  return ran.slice(-LOOP_REPEATS)
 }
 
 const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
@@ -209,160 +150,10 @@ const makeActions = (
 ) => {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8))
   const progressEveryMs = Math.max(0, options.progressEveryMs ?? 250)
-  const rules = options.permissions ?? {}
-  const limit = options.permissionLimit
   const observer =
     options.snapshot?.enabled === false ? undefined : makeWorkspaceObserver(store, secrets, options.snapshot)
 
-  /**
-   * The built-in rules, plus `allow` for every registered tool they do not name: a program that
-   * registers a tool means it to run (the user's rules, `"*"` included, still come first).
-   */
-  const defaults: PermissionRules = {
-    ...Object.fromEntries(tools.definitions.map((definition) => [definition.name, "allow" as const])),
-    ...defaultRules
-  }
-
-  /** per session: the signatures (tool + input JSON) of the latest calls, oldest first */
-  const recentCalls = new Map<string, Array<string>>()
-
-  /** per session: asks go to the Approver one at a time */
-  const askLocks = new Map<string, Effect.Semaphore>()
-  const askLockOf = (sessionId: string): Effect.Semaphore => {
-    let lock = askLocks.get(sessionId)
-    if (lock === undefined) {
-      lock = Effect.unsafeMakeSemaphore(1)
-      askLocks.set(sessionId, lock)
-    }
-    return lock
-  }
-
-  /**
-   * Records the call and says whether it repeats the `LOOP_REPEATS` calls just before it. The first
-   * call of a session in this process takes the calls before it from the log (`state`): the guard
-   * holds across `--continue`.
-   */
-  const repeats = (sessionId: string, call: StepCall, state: SessionState): boolean => {
-    const signature = JSON.stringify([call.tool, call.input])
-    let recent = recentCalls.get(sessionId)
-    if (recent === undefined) {
-      recent = lastCallsOf(state)
-      recentCalls.set(sessionId, recent)
-    }
-    const repeated = recent.length >= LOOP_REPEATS && recent.slice(-LOOP_REPEATS).every((s) => s === signature)
-    recent.push(signature)
-    if (recent.length > LOOP_REPEATS) recent.splice(0, recent.length - LOOP_REPEATS)
-    return repeated
-  }
-
-  /**
-   * The permission check of one decoded call (DESIGN §6: before the hooks): the rules decide allow,
-   * ask or deny; an ask (or the loop guard) goes to the Approver between `permission.asked` and
-   * `permission.replied`.
-   */
-  const checkPermission = (input: BatchInput, call: StepCall, tool: AnyTool, decoded: unknown) =>
-    Effect.gen(function* () {
-      const { journal } = input
-      const sessionId = journal.sessionId
-      const asked = tool.permission?.(decoded) ?? {}
-      let subject = asked.subject ?? ""
-      let outside = false
-      if (asked.path !== undefined) {
-        const resolved = yield* resolveInWorkspace(input.cwd, asked.path).pipe(Effect.option)
-        if (Option.isSome(resolved)) {
-          outside = !resolved.value.inside
-          subject = resolved.value.relative ?? resolved.value.real
-        } else {
-          // cannot be resolved: judged as written; the tool itself then fails with the reason
-          subject = asked.path
-        }
-      }
-      const loop = repeats(sessionId, call, yield* journal.state)
-      const request = { tool: call.tool, subject, outside }
-      const configured: PermissionResult = evaluate(rules, request, defaults)
-      const bound = limit === undefined ? undefined : evaluate(limit, request, defaults)
-      const limited = bound !== undefined && stricter(bound.action, configured.action) !== configured.action
-      const result = limited ? bound : configured
-      const explained = limited
-        ? `${explain(result)} (the project's logbook.json can tighten your rules, not loosen them)`
-        : explain(result)
-      const action: PermissionAction = result.action
-      if (action === "deny") {
-        return {
-          _tag: "Denied",
-          error:
-            `Denied: ${explained}. Do not retry it; do the task another way, ` +
-            "or tell the user what you need and why."
-        } satisfies Permission
-      }
-      if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-
-      // one ask at a time per session; a call answered "always" before (also by an earlier ask of
-      // this batch, while this one waited for the lock) is not asked again — unless the loop guard asks
-      return yield* askLockOf(sessionId).withPermits(1)(
-        Effect.gen(function* () {
-          if (!loop && answeredAlways(yield* journal.state, call.tool, subject, outside)) {
-            return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-          }
-          const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
-          const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
-          const permissionId = yield* uuidV7
-          yield* journal.append([
-            make("permission.asked", {
-              permissionId,
-              callId: call.callId,
-              tool: call.tool,
-              pattern: subject,
-              ...(outside ? { outside: true } : {}),
-              ...(call.input !== undefined ? { input: call.input } : {})
-            })
-          ])
-          const answer = yield* approver
-            .ask({
-              sessionId,
-              permissionId,
-              callId: call.callId,
-              tool: call.tool,
-              subject,
-              outside,
-              rule: loop ? undefined : result.rule,
-              reason
-            })
-            .pipe(
-              // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
-              Effect.onInterrupt(() =>
-                journal
-                  .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
-                  .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
-              )
-            )
-          const { reply, message } = answerParts(answer)
-          // who rejected, when it was not the user (a policy): the log says so too
-          const by = reply === "reject" ? approver.rejectedBy : undefined
-          yield* journal.append([
-            make("permission.replied", {
-              permissionId,
-              reply,
-              ...(message !== undefined ? { message } : {}),
-              ...(by !== undefined ? { by } : {})
-            })
-          ])
-          if (reply === "reject") {
-            const who = by ?? "the user"
-            return {
-              _tag: "Denied",
-              error:
-                message !== undefined
-                  ? `Denied: ${reason}, and ${who} rejected it, saying: ${message}\n` +
-                    "Do not retry it as it was; do what the message says."
-                  : `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
-                    "or tell the user what you need and why."
-            } satisfies Permission
-          }
-          return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-        })
-      )
-    })
+  const gate = makePermissionGate({ tools, approver, rules: options.permissions, limit: options.permissionLimit })
 
   /**
    * What the agent last saw of each file: the stamps this call recorded (`recorded`, written with
@@ -522,7 +313,7 @@ const makeActions = (
       const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
       const decoded = tools.decode(hookCall)
       if (decoded._tag === "Refused") return yield* refuse(decoded.error)
-      const permission: Permission = yield* checkPermission(input, call, decoded.tool, decoded.input)
+      const permission: Permission = yield* gate.check(input, call, decoded.tool, decoded.input)
       if (permission._tag === "Denied") return yield* refuse(permission.error)
       const prepared = yield* tools.before(hookCall, decoded).pipe(
         Effect.catchAllDefect((defect) =>

@@ -1048,6 +1048,33 @@ describe("Tools: hooks and progress", () => {
   )
 })
 
+/**
+ * The kernel on the memory store with one tool, where the disk is full for one content: storing a
+ * blob of exactly `fullFor` (as text or bytes) fails; every other blob goes in.
+ */
+const agentWithFullDisk = (script: ReadonlyArray<ScriptStep>, tool: AnyTool, fullFor: string) => {
+  const fullDisk = Layer.effect(
+    EventStore,
+    Effect.map(EventStore, (store) => ({
+      ...store,
+      putBlob: (content: string | Uint8Array) =>
+        (typeof content === "string" ? content : Buffer.from(content).toString("utf8")) === fullFor
+          ? Effect.fail(new EventStoreError({ method: "putBlob", message: "putBlob: disk full" }))
+          : store.putBlob(content)
+    }))
+  )
+  return makeAgentLayer({
+    sessions: { maxSteps: 10, system: () => "system" },
+    tools: { tools: [tool] },
+    retry: fastRetry
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    Layer.provide(Secrets.layerFromEnv),
+    Layer.provide(fullDisk),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
+}
+
 describe("a store that fails under a tool", () => {
   it.live("stops the tool and fails the turn with the store's error, not a defect and not a call failure", () => {
     let after = false
@@ -1074,26 +1101,7 @@ describe("a store that fails under a tool", () => {
     ]
     // the memory store, but the disk is full when the tool stores its blob (the kernel's own blobs,
     // the requests it sends, go in)
-    const fullDisk = Layer.effect(
-      EventStore,
-      Effect.map(EventStore, (store) => ({
-        ...store,
-        putBlob: (content: string | Uint8Array) =>
-          content === "the tool's blob"
-            ? Effect.fail(new EventStoreError({ method: "putBlob", message: "putBlob: disk full" }))
-            : store.putBlob(content)
-      }))
-    )
-    const agent = makeAgentLayer({
-      sessions: { maxSteps: 10, system: () => "system" },
-      tools: { tools: [storing] },
-      retry: fastRetry
-    }).pipe(
-      Layer.provideMerge(layerScripted(script)),
-      Layer.provide(Secrets.layerFromEnv),
-      Layer.provide(fullDisk),
-      Layer.provideMerge(EventStore.layerMemory)
-    )
+    const agent = agentWithFullDisk(script, storing, "the tool's blob")
     return Effect.gen(function* () {
       const sessions = yield* Sessions
       const id = yield* sessions.create({ cwd: "/tmp" })
@@ -1137,26 +1145,7 @@ describe("a store that fails under the workspace snapshot of a command", () => {
       Script.text("never")
     ]
     // the disk is full when the snapshot after the call stores the new file's content
-    const fullDisk = Layer.effect(
-      EventStore,
-      Effect.map(EventStore, (store) => ({
-        ...store,
-        putBlob: (content: string | Uint8Array) =>
-          typeof content !== "string" && Buffer.from(content).toString("utf8") === "what the command made"
-            ? Effect.fail(new EventStoreError({ method: "putBlob", message: "putBlob: disk full" }))
-            : store.putBlob(content)
-      }))
-    )
-    const agent = makeAgentLayer({
-      sessions: { maxSteps: 10, system: () => "system" },
-      tools: { tools: [making] },
-      retry: fastRetry
-    }).pipe(
-      Layer.provideMerge(layerScripted(script)),
-      Layer.provide(Secrets.layerFromEnv),
-      Layer.provide(fullDisk),
-      Layer.provideMerge(EventStore.layerMemory)
-    )
+    const agent = agentWithFullDisk(script, making, "what the command made")
     return Effect.gen(function* () {
       const sessions = yield* Sessions
       const id = yield* sessions.create({ cwd })
