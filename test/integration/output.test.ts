@@ -15,6 +15,19 @@ afterEach(() => janitor.release())
 
 const bash = (id: string, command: string) => ({ id, name: "bash", arguments: JSON.stringify({ command }) })
 
+/** The rows of the visible screen, captured again (every 20 ms, up to 20 s) until one of them is `wanted`. */
+const visibleWith = async (
+  run: ReturnType<typeof runInTmux>,
+  wanted: (row: string) => boolean
+): Promise<Array<string>> => {
+  for (let tries = 0; tries < 1_000; tries++) {
+    const rows = run.visible().split("\n")
+    if (rows.some(wanted)) return rows
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error(`no such row on the screen:\n${run.visible()}`)
+}
+
 describe.skipIf(!hasTmux)("logbook run on a terminal: where the output goes", () => {
   it("stdout to a file: the file holds exactly the answer; the terminal (stderr) shows the rest", async () => {
     const server = await janitor.server()
@@ -85,7 +98,9 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: where the output goes", ()
     const run = runInTmux([...ws.runArgs, "go"], { columns: 60, rows: 20 })
     janitor.defer(run.close)
     await run.waitFor(/⋯ bash echo a-long-output-line-/)
-    const rows = run.visible().split("\n")
+    // the visible screen at a moment the live row is drawn (a capture can fall between the erase
+    // and the redraw of the row, which is updated while the command runs)
+    const rows = await visibleWith(run, (row) => row.startsWith("⋯ bash"))
     const live = rows.filter((row) => row.startsWith("⋯ bash"))
     // one row, cut to 59 columns with an ellipsis, and no wrapped piece of it below
     expect(live).toHaveLength(1)
