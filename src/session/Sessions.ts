@@ -37,7 +37,6 @@
  * `idle` and `wait` returns.
  */
 
-import { hostname } from "node:os"
 import {
   Cause,
   Context,
@@ -70,12 +69,8 @@ import type { Price } from "../model/Price.js"
 import { classify, Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
-import type { RecoverOptions } from "../store/Recovery.js"
 import * as Recovery from "../store/Recovery.js"
-import { makeJournal, type SessionJournal } from "../store/SessionJournal.js"
 import type { RestoreError } from "../store/Snapshots.js"
-import { checkIntent } from "../tools/intentRecovery.js"
-import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
@@ -89,7 +84,10 @@ import {
 import { providerOf, toModelMessages } from "./History.js"
 import { Instructions, warnSkipped } from "./Instructions.js"
 import { Processor } from "./Processor.js"
+import { type Driver, leaseLostError, openDriver, ownerId, SessionUnavailable } from "./SessionOpen.js"
 import { fullSystemPrompt } from "./SystemPrompt.js"
+
+export { ownerId, ownerIsDead, SessionUnavailable } from "./SessionOpen.js"
 
 /** How a turn ended. */
 export interface TurnOutcome {
@@ -151,13 +149,6 @@ export interface SendOptions {
   readonly mode?: UserMode | undefined
 }
 
-/** Why the session cannot be driven: not open here, unknown, deleted, or held by another process. */
-export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()("SessionUnavailable", {
-  sessionId: Schema.String,
-  reason: Schema.Literal("not-open", "unknown", "deleted", "held", "lease-lost", "busy"),
-  message: Schema.String
-}) {}
-
 /** Why a user message cannot be withdrawn: no such message waiting, or a turn or step delivered it. */
 export class WithdrawRefused extends Schema.TaggedError<WithdrawRefused>()("WithdrawRefused", {
   sessionId: Schema.String,
@@ -165,47 +156,6 @@ export class WithdrawRefused extends Schema.TaggedError<WithdrawRefused>()("With
   reason: Schema.Literal("unknown", "delivered"),
   message: Schema.String
 }) {}
-
-interface Driver {
-  readonly id: SessionId
-  readonly cwd: string
-  readonly journal: SessionJournal
-  readonly lock: Effect.Semaphore
-  /** a turn fiber runs (or is about to) */
-  readonly running: Ref.Ref<boolean>
-  /** completes the current stream's steer signal */
-  readonly steer: Ref.Ref<Deferred.Deferred<void> | undefined>
-  readonly interruptReason: Ref.Ref<string>
-  /** `running` and the latest outcome, for `wait` */
-  readonly status: SubscriptionRef.SubscriptionRef<{
-    readonly running: boolean
-    readonly last: TurnOutcome | undefined
-  }>
-  readonly leaseLost: Effect.Effect<boolean>
-  /** set by `close`: no further turn starts */
-  readonly closed: Ref.Ref<boolean>
-  readonly scope: Scope.CloseableScope
-}
-
-/** The lease owner id of a process: `host:pid:random`. */
-export const ownerId = (random: string): string => `${hostname()}:${process.pid}:${random}`
-
-/**
- * Whether a lease owner is a process of this machine that no longer runs (its lease can be taken
- * over without waiting for it to expire): `host:pid:…` with this host name and a pid that is gone.
- */
-export const ownerIsDead = (owner: string): boolean => {
-  const [host, pidText] = owner.split(":")
-  const pid = Number(pidText)
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false
-  try {
-    process.kill(pid, 0)
-    // a killed process whose parent died too stays a zombie where nothing reaps orphans: it is gone
-    return isZombie(pid)
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH"
-  }
-}
 
 /** The step number after the last one of assistant message `messageId` (0 when it has none). */
 const nextStep = (state: SessionState, messageId: MessageId): number => {
@@ -290,41 +240,6 @@ export const makeSessions = (options: SessionsOptions) =>
       maxOutputTokens: options.maxOutputTokens
     })
 
-    /** `stopRecordedGroup` for the groups of one opening, telling `onLeftoverCommands` first */
-    const stopLeftovers = (sessionId: SessionId): RecoverOptions["stopGroup"] => {
-      const notify = options.onLeftoverCommands
-      if (notify === undefined) return stopRecordedGroup
-      let told = false
-      return (group) =>
-        Effect.gen(function* () {
-          if (!isRecordedGroup(group)) return false
-          // the groups are stopped at the same time: the first one found alive tells for all
-          if (!told) {
-            told = true
-            yield* notify(sessionId)
-          }
-          return yield* stopRecordedGroup(group)
-        })
-    }
-
-    const leaseLostError = (sessionId: SessionId) =>
-      new SessionUnavailable({
-        sessionId,
-        reason: "lease-lost",
-        message:
-          `lost the lease of session ${sessionId} to another process (this one stalled past it); ` +
-          "it writes nothing more to the session: close it and open it again to go on"
-      })
-
-    const deletedError = (sessionId: SessionId) =>
-      new SessionUnavailable({
-        sessionId,
-        reason: "deleted",
-        message:
-          `session ${sessionId} was deleted (logbook sessions delete), so it cannot be continued; ` +
-          "its events are kept (logbook sessions show reads them): start a new session instead"
-      })
-
     const unavailable = (sessionId: SessionId) =>
       new SessionUnavailable({
         sessionId,
@@ -347,70 +262,12 @@ export const makeSessions = (options: SessionsOptions) =>
             const existing = (yield* Ref.get(drivers)).get(sessionId)
             if (existing !== undefined) return yield* existing.journal.state
             const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
-            const opened = yield* Effect.gen(function* () {
-              const take = Recovery.holdLease(sessionId, owner, { ttlMs: leaseTtlMs })
-              const lease = yield* take.pipe(
-                Effect.catchTag("LeaseHeld", (held) =>
-                  // a lease left by a process of this machine that is gone (killed) is taken over at once
-                  ownerIsDead(held.owner)
-                    ? store.releaseLease(sessionId, held.owner).pipe(Effect.zipRight(take))
-                    : Effect.fail(held)
-                ),
-                Effect.catchTag("LeaseHeld", (held) =>
-                  Effect.fail(
-                    new SessionUnavailable({
-                      sessionId,
-                      reason: "held",
-                      message:
-                        `session ${sessionId} is being driven by another logbook process (${held.owner}); ` +
-                        "wait for it to finish or stop it (if it is gone, its lease runs out within " +
-                        `${Math.max(1, Math.ceil(leaseTtlMs / 1000))}s)`
-                    })
-                  )
-                )
-              )
-              // deleted (`sessions delete`, which holds the lease while it writes): refused before the
-              // crash sweep could append to it
-              const indexed = yield* store.session(sessionId)
-              if (Option.isSome(indexed) && indexed.value.deleted) return yield* Effect.fail(deletedError(sessionId))
-              // a command the dead process started may still run: stop it before the sweep ends its call;
-              // a file change it announced and never recorded is checked on disk (issue 12 §2)
-              const { state } = yield* Recovery.recover(sessionId, {
-                stopGroup: stopLeftovers(sessionId),
-                checkIntent,
-                owner
-              })
-              if (state.lastSeq === 0)
-                return yield* Effect.fail(
-                  new SessionUnavailable({ sessionId, reason: "unknown", message: `no session ${sessionId}` })
-                )
-              if (state.deleted) return yield* Effect.fail(deletedError(sessionId))
-              // every event of this driver is fenced by the lease: after losing it, nothing more is written
-              const journal = yield* makeJournal(sessionId, {
-                initial: state,
-                every: options.snapshotEvery,
-                owner,
-                redact: secrets.redact,
-                // a refused write means another process took the session: stop as a lost lease does
-                onFenced: lease.markLost
-              })
-              const driver: Driver = {
-                id: sessionId,
-                cwd: state.cwd ?? process.cwd(),
-                journal,
-                lock: yield* Effect.makeSemaphore(1),
-                running: yield* Ref.make(false),
-                steer: yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined),
-                interruptReason: yield* Ref.make("user"),
-                status: yield* SubscriptionRef.make<{ running: boolean; last: TurnOutcome | undefined }>({
-                  running: false,
-                  last: undefined
-                }),
-                leaseLost: lease.isLost,
-                closed: yield* Ref.make(false),
-                scope
-              }
-              return { driver, state }
+            const opened = yield* openDriver(sessionId, scope, {
+              owner,
+              leaseTtlMs,
+              snapshotEvery: options.snapshotEvery,
+              secrets,
+              onLeftoverCommands: options.onLeftoverCommands
             }).pipe(
               Scope.extend(scope),
               Effect.provideService(EventStore, store),
