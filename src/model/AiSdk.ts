@@ -1,6 +1,6 @@
 /**
- * `Model` through the `ai` package (DESIGN §7): `openai-compatible` (any base URL), `openai` and
- * `anthropic`.
+ * `Model` through the AI SDK's provider packages (`@ai-sdk/*`, DESIGN §7): `openai-compatible`
+ * (any base URL), `openai` and `anthropic`.
  *
  * One `stream` call = one call of the provider's `LanguageModelV3.doStream` (the provider interface
  * `streamText` itself calls, one step of it): our history becomes the provider's prompt directly,
@@ -833,5 +833,5 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   return { name: options.name, provider: options.type, modelId: options.modelId, stream }
 }
 
-/** `Model` from a provider through the `ai` package. */
+/** `Model` from a provider through its AI SDK provider package (`@ai-sdk/*`). */
 export const layerAiSdk = (options: AiSdkOptions): Layer.Layer<Model> => Layer.succeed(Model, makeAiSdkModel(options))
