@@ -146,7 +146,10 @@ const sentHeaders = (recorded: RecordedRequest) =>
   Object.fromEntries(
     Object.entries(recorded.headers)
       .filter(([name]) => !["host", "content-length", "connection"].includes(name))
-      .map(([name, value]) => [name, name === "user-agent" ? String(value).replace(/\/v?\d+(\.\d+)*/g, "/*") : String(value)])
+      .map(([name, value]) => [
+        name,
+        name === "user-agent" ? String(value).replace(/\/v?\d+(\.\d+)*/g, "/*") : String(value)
+      ])
       .sort(([a], [b]) => a!.localeCompare(b!))
   )
 
