@@ -136,9 +136,9 @@ export const takeSnapshot = Effect.fn("Snapshots.takeSnapshot")(function* (state
   // The state is saved as the fold made it, not through `encodeState`: the state Schema has no
   // transformations, so its encoding is the same JSON value as the state itself (only the key order
   // may differ; test/store/projection.test.ts checks it on random sessions), and the encode only
-  // repeated the fold's checks — tens of milliseconds for
-  // a long session, at every turn's end and every `DEFAULT_SNAPSHOT_EVERY` events. `logbook verify`
-  // still encodes (and so validates) the states it folds.
+  // repeated the fold's checks — tens of milliseconds for a long session, at every turn's end and
+  // every `DEFAULT_SNAPSHOT_EVERY` events. `logbook verify` still encodes (and so validates) the
+  // states it folds.
   const at = yield* Clock.currentTimeMillis
   yield* store.saveSnapshot({
     sessionId: state.sessionId,

@@ -13,7 +13,8 @@ export class FsError extends Schema.TaggedError<FsError>()("FsError", {
   cause: Schema.Defect
 }) {}
 
-const codeOf = (error: unknown): string | undefined =>
+/** The errno code of a Node error (`ENOENT`, `EACCES` …), if it has one (an `FsError`'s too). */
+export const errnoCode = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
     ? error.code
     : undefined
@@ -21,7 +22,7 @@ const codeOf = (error: unknown): string | undefined =>
 /** What a file-system call threw, as an `FsError` (an `FsError` stays itself). */
 export const toFsError = (error: unknown): FsError => {
   if (error instanceof FsError) return error
-  const code = codeOf(error)
+  const code = errnoCode(error)
   return new FsError({
     ...(code === undefined ? {} : { code }),
     message: error instanceof Error ? error.message : String(error),

@@ -15,6 +15,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { errnoCode } from "./FsError.js"
 
 /** A path that cannot be resolved at all (a NUL byte, a symlink loop, an unreadable directory). */
 export class WorkspacePathError extends Schema.TaggedError<WorkspacePathError>()("WorkspacePathError", {
@@ -43,18 +44,13 @@ export interface WorkspacePath {
 /** Symlinks followed at most, as the kernel's own limit (ELOOP). */
 const MAX_LINKS = 40
 
-const code = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined
-
 class Loop extends Error {}
 
 const lstatOrUndefined = (p: string): fs.Stats | undefined => {
   try {
     return fs.lstatSync(p)
   } catch (error) {
-    const c = code(error)
+    const c = errnoCode(error)
     if (c === "ENOENT" || c === "ENOTDIR") return undefined
     throw error
   }
@@ -140,7 +136,7 @@ export const resolveInWorkspace = (root: string, input: string): Effect.Effect<W
       if (error instanceof Loop) {
         return new WorkspacePathError({ path: input, message: `too many levels of symbolic links in ${input}` })
       }
-      const c = code(error)
+      const c = errnoCode(error)
       return new WorkspacePathError({
         path: input,
         message: `cannot resolve ${input}: ${c !== undefined ? `${c} ` : ""}${error instanceof Error ? error.message : String(error)}`

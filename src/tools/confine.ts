@@ -23,7 +23,7 @@ import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Duration, Effect, Schema } from "effect"
-import { type FsError, toFsError } from "./FsError.js"
+import { errnoCode, type FsError, toFsError } from "./FsError.js"
 
 /** An open led somewhere else than the path that was checked: a name on the way changed. */
 export class PathMoved extends Schema.TaggedError<PathMoved>()("PathMoved", {
@@ -40,11 +40,6 @@ export class PathMoved extends Schema.TaggedError<PathMoved>()("PathMoved", {
 /** What a checked file-system call threw: its `PathMoved`, or the Node error as an `FsError`. */
 export const toCheckedError = (error: unknown): FsError | PathMoved =>
   error instanceof PathMoved ? error : toFsError(error)
-
-const codeOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined
 
 const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
 const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0
@@ -63,7 +58,7 @@ export const descriptorLink = (fd: number): string => `/proc/self/fd/${fd}`
 const descriptorRealPath = (fd: number): Effect.Effect<string | undefined, FsError> =>
   Effect.tryPromise({ try: () => fsp.readlink(descriptorLink(fd)), catch: toFsError }).pipe(
     Effect.catchIf(
-      (error) => codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR",
+      (error) => errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR",
       () => Effect.succeed(undefined)
     )
   )
@@ -72,7 +67,7 @@ const descriptorRealPathSync = (fd: number): string | undefined => {
   try {
     return fs.readlinkSync(descriptorLink(fd))
   } catch (error) {
-    if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined
+    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return undefined
     throw error
   }
 }
@@ -266,7 +261,7 @@ export const makeDirectoryChecked = (directory: string): Effect.Effect<void, FsE
       const found = yield* Effect.tryPromise({ try: () => fsp.lstat(existing), catch: toFsError }).pipe(
         Effect.map(() => true),
         Effect.catchIf(
-          (error) => codeOf(error) === "ENOENT",
+          (error) => errnoCode(error) === "ENOENT",
           () => Effect.succeed(false)
         )
       )
@@ -283,7 +278,7 @@ export const makeDirectoryChecked = (directory: string): Effect.Effect<void, FsE
           const parent = yield* openDirectoryScoped(current)
           yield* Effect.tryPromise({ try: () => fsp.mkdir(parent.at(name)), catch: toFsError }).pipe(
             Effect.catchIf(
-              (error) => codeOf(error) === "EEXIST",
+              (error) => errnoCode(error) === "EEXIST",
               () => Effect.void
             )
           )

@@ -4,14 +4,10 @@
  */
 import { Effect } from "effect"
 import { PathMoved } from "./confine.js"
-import { type FsError, toFsError } from "./FsError.js"
+import { errnoCode, type FsError, toFsError } from "./FsError.js"
 import { ToolFailure } from "./Tools.js"
 
-/** The errno code of a Node error (`ENOENT`, `EACCES` …), if it has one. */
-export const errnoCode = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined
+export { errnoCode } from "./FsError.js"
 
 /** A file-system call as an Effect that fails with an `FsError` (to be mapped by the caller). */
 export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, FsError> =>
