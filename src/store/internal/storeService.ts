@@ -658,13 +658,22 @@ export const makeService = (
             Effect.forkScoped
           )
           let next = Math.max(1, from)
+          /**
+           * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
+           * newer from this process that the bus will not bring, so the next pull waits for it (or
+           * for the poll) without reading the store first — a read per commit saved while a session runs
+           */
+          let caughtUp = false
           const pull: Effect.Effect<Chunk.Chunk<RawEnvelope>, EventStoreError> = Effect.gen(function* () {
             while (true) {
-              const rows = yield* backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE)
-              if (rows.length > 0) {
-                next = rows[rows.length - 1]!.seq + 1
-                return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
+              if (!caughtUp) {
+                const rows = yield* backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE)
+                if (rows.length > 0) {
+                  next = rows[rows.length - 1]!.seq + 1
+                  return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
+                }
               }
+              caughtUp = false
               // nothing stored past `next`: wait for a commit in this process, or poll for another one
               const woken = yield* Effect.raceFirst(
                 Effect.map(Queue.take(live), Option.some),
@@ -679,6 +688,8 @@ export const makeService = (
                   out.push(e)
                   next++
                 }
+                // a gap inside what came (another process's commit between two of ours): read the store next
+                caughtUp = out.length === fresh.length
                 return Chunk.unsafeFromArray(out)
               }
             }

@@ -1,0 +1,98 @@
+/**
+ * `follow` while this process appends: once it has caught up, the bus brings each commit and the
+ * store is not read again for it (a read per commit was most of the CLI's follow cost while a
+ * session runs); a gap in what the bus brings still sends it to the store.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Fiber, Layer, Queue, Stream } from "effect"
+import * as Events from "../../src/domain/Events.js"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
+import { EventBus } from "../../src/store/EventBus.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { makeService } from "../../src/store/internal/storeService.js"
+import { makeMemoryBackend } from "../../src/store/Memory.js"
+
+const sid = SessionId.make("s1")
+const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
+
+type Backend = Effect.Effect.Success<typeof makeMemoryBackend>
+
+/** A store over `backend` with a bus of its own (another process, when two share a backend). */
+const storeOver = (backend: Backend) =>
+  Effect.map(
+    Layer.build(Layer.scoped(EventStore, makeService(backend)).pipe(Layer.provideMerge(EventBus.layer))),
+    (context) => Context.get(context, EventStore)
+  )
+
+/** A memory store whose backend counts the pages `follow` reads of `sid`. */
+const counted = Effect.gen(function* () {
+  const backend = yield* makeMemoryBackend
+  const reads = { count: 0 }
+  const countingBackend: Backend = {
+    ...backend,
+    readPage: (sessionId, from, to, limit) => {
+      if (sessionId === sid) reads.count++
+      return backend.readPage(sessionId, from, to, limit)
+    }
+  }
+  return { store: yield* storeOver(countingBackend), backend: countingBackend, reads }
+})
+
+describe("follow", () => {
+  it.scoped("reads the store once to catch up, then takes this process's commits from the bus", () =>
+    Effect.gen(function* () {
+      const { store, reads } = yield* counted
+      yield* store.append(sid, [progress(1), progress(2)])
+      const seen = yield* Queue.unbounded<number>()
+      const fiber = yield* Effect.fork(
+        store.follow(sid).pipe(
+          Stream.tap((e) => Queue.offer(seen, e.seq)),
+          Stream.take(22),
+          Stream.runDrain
+        )
+      )
+      // caught up: both stored events arrived through the first read
+      expect([yield* Queue.take(seen), yield* Queue.take(seen)]).toEqual([1, 2])
+      const before = reads.count
+      for (let n = 3; n <= 22; n++) {
+        yield* store.append(sid, [progress(n)])
+        // each commit is seen before the next one is made: one bus delivery per commit
+        expect(yield* Queue.take(seen)).toBe(n)
+      }
+      yield* Fiber.join(fiber)
+      // at most the read that found nothing more after catching up, none for the 20 commits (the
+      // follow before read the store again after almost every commit)
+      expect(reads.count - before).toBeLessThanOrEqual(1)
+    })
+  )
+
+  it.scoped("goes back to the store when the bus does not continue where it left off", () =>
+    Effect.gen(function* () {
+      const { store, backend } = yield* counted
+      // another process on the same log: its commits are not on this process's bus
+      const other = yield* storeOver(backend)
+      yield* store.append(sid, [progress(1)])
+      const first = yield* Deferred.make<void>()
+      const fiber = yield* Effect.fork(
+        store.follow(sid).pipe(
+          Stream.tap((e) => (e.seq === 1 ? Deferred.succeed(first, undefined) : Effect.void)),
+          Stream.take(4),
+          Stream.runCollect
+        )
+      )
+      yield* Deferred.await(first)
+      yield* store.append(sid, [progress(2)])
+      yield* other.append(sid, [progress(3)])
+      // seq 4 on the bus after 2: the follower reads 3 and 4 from the store at once (the TestClock
+      // never advances, so waiting for the poll instead would never end)
+      yield* store.append(sid, [progress(4)])
+      const all = yield* Fiber.join(fiber)
+      expect(Array.from(all, (e) => [e.seq, (e.payload as { output: string }).output])).toEqual([
+        [1, "line 1"],
+        [2, "line 2"],
+        [3, "line 3"],
+        [4, "line 4"]
+      ])
+    })
+  )
+})
