@@ -17,9 +17,16 @@
  * can use it as an assertion. The rules are written down in `docs/history.md`.
  */
 import type { MessageId } from "../domain/Ids.js"
-import type { AssistantMessage, ReasoningPart, StepInfo, ToolPart, UserMessage } from "../domain/Message.js"
+import type {
+  AssistantMessage,
+  AssistantPart,
+  ReasoningPart,
+  StepInfo,
+  ToolPart,
+  UserMessage
+} from "../domain/Message.js"
 import type { ModelAssistantPart, ModelMessage, ModelToolResult } from "../model/Model.js"
-import type { SessionState } from "../store/Projection.js"
+import type { Compaction, SessionState } from "../store/Projection.js"
 
 export interface HistoryOptions {
   /**
@@ -122,7 +129,7 @@ export const toModelMessages = (state: SessionState, options: HistoryOptions = {
   const out: Array<ModelMessage> = []
   let messages = state.messages
   if (state.compaction !== null) {
-    out.push({ role: "user", content: summaryContent(state.compaction.summary) })
+    out.push(summaryMessage(state.compaction))
     messages = messages.slice(state.compaction.keepFrom)
   }
   /** steered messages already sent inside an assistant message, between two of its steps */
@@ -130,7 +137,7 @@ export const toModelMessages = (state: SessionState, options: HistoryOptions = {
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i]!
     if (message.role === "user") {
-      if (message.delivered && !placed.has(message.id)) out.push({ role: "user", content: message.text })
+      if (message.delivered && !placed.has(message.id)) out.push(userMessage(message))
       continue
     }
     // the steered messages recorded while this message was streaming (they follow it in the log,
@@ -150,6 +157,54 @@ export const toModelMessages = (state: SessionState, options: HistoryOptions = {
   return out
 }
 
+// ---------------------------------------------------------------------------------------------
+// memoised pieces
+//
+// The kernel rebuilds the conversation before every request, and a long session's history is
+// almost all the same as the request before's: the fold copies what an event changes and shares
+// the rest (Projection.ts), so an unchanged message, part or tool part is the same object as
+// before. The pieces below are remembered by those objects (weakly: gone with them), so a
+// request costs what changed since the last one, not the session's length, and an unchanged piece
+// is the same `ModelMessage` object as before (which the request digest uses in turn).
+
+const userMessages = new WeakMap<UserMessage, ModelMessage>()
+
+const userMessage = (message: UserMessage): ModelMessage => {
+  let out = userMessages.get(message)
+  if (out === undefined) {
+    out = { role: "user", content: message.text }
+    userMessages.set(message, out)
+  }
+  return out
+}
+
+const summaries = new WeakMap<Compaction, ModelMessage>()
+
+const summaryMessage = (compaction: Compaction): ModelMessage => {
+  let out = summaries.get(compaction)
+  if (out === undefined) {
+    out = { role: "user", content: summaryContent(compaction.summary) }
+    summaries.set(compaction, out)
+  }
+  return out
+}
+
+/**
+ * What one step's parts became: the assistant message and its tool message (none when nothing of
+ * the step is sent), with what they were made from — the parts, the tool part of each call, whether
+ * the step was aborted and whether reasoning is sent — to tell whether they still stand.
+ */
+interface StepGroup {
+  readonly parts: ReadonlyArray<AssistantPart>
+  readonly tools: ReadonlyArray<ToolPart | undefined>
+  readonly aborted: boolean
+  readonly reasoning: boolean
+  readonly messages: ReadonlyArray<ModelMessage>
+}
+
+/** By the first part of the group. */
+const stepGroups = new WeakMap<AssistantPart, StepGroup>()
+
 const pushAssistant = (
   state: SessionState,
   message: AssistantMessage,
@@ -162,40 +217,80 @@ const pushAssistant = (
   const steps = new Map<number, StepInfo>()
   for (const info of message.steps) steps.set(info.step, info)
 
-  let group: Array<ModelAssistantPart> = []
-  let results: Array<ModelToolResult> = []
-  /** signed reasoning of an aborted step, sent only when a call of that step that ran is */
-  let heldReasoning: Array<ModelAssistantPart> = []
-  const flush = () => {
-    heldReasoning = []
-    if (group.length > 0) {
-      out.push({ role: "assistant", parts: group })
-      if (results.length > 0) out.push({ role: "tool", results })
-    }
-    group = []
-    results = []
-  }
-
   const parts = message.parts
-  for (let k = 0; k < parts.length; k++) {
-    const part = parts[k]!
-    // a new group at each change of step (parts without a step, from older logs, form their own)
-    if (k === 0 || part.step !== parts[k - 1]!.step) {
-      flush()
-      const info = part.step === undefined ? undefined : steps.get(part.step)
-      if (info !== undefined) {
-        // a steered message recorded no later than this step started was delivered by it (or earlier)
-        for (const user of steered) {
-          if (!placed.has(user.id) && user.at <= info.startedAt) {
-            placed.add(user.id)
-            out.push({ role: "user", content: user.text })
-          }
+  let k = 0
+  while (k < parts.length) {
+    // a group per step (parts without a step, from older logs, form their own)
+    const step = parts[k]!.step
+    let end = k + 1
+    while (end < parts.length && parts[end]!.step === step) end++
+    const info = step === undefined ? undefined : steps.get(step)
+    if (info !== undefined) {
+      // a steered message recorded no later than this step started was delivered by it (or earlier)
+      for (const user of steered) {
+        if (!placed.has(user.id) && user.at <= info.startedAt) {
+          placed.add(user.id)
+          out.push(userMessage(user))
         }
       }
     }
-    const aborted = part.step !== undefined && steps.get(part.step)?.aborted === true
+    const group = stepGroup(state, parts, k, end, info?.aborted === true, includeReasoning)
+    for (const m of group.messages) out.push(m)
+    k = end
+  }
+}
+
+/** The messages of `parts[from, to)` (one step's), remembered while their inputs are the same objects. */
+const stepGroup = (
+  state: SessionState,
+  parts: ReadonlyArray<AssistantPart>,
+  from: number,
+  to: number,
+  aborted: boolean,
+  reasoning: boolean
+): StepGroup => {
+  const known = stepGroups.get(parts[from]!)
+  if (
+    known !== undefined &&
+    known.aborted === aborted &&
+    known.reasoning === reasoning &&
+    known.parts.length === to - from
+  ) {
+    let same = true
+    for (let i = 0; same && i < known.parts.length; i++) {
+      const part = parts[from + i]!
+      same = known.parts[i] === part && (part.type !== "tool" || known.tools[i] === state.toolParts[part.callId])
+    }
+    if (same) return known
+  }
+  const groupParts = parts.slice(from, to)
+  const tools = groupParts.map((part) => (part.type === "tool" ? state.toolParts[part.callId] : undefined))
+  const made: StepGroup = {
+    parts: groupParts,
+    tools,
+    aborted,
+    reasoning,
+    messages: stepMessages(groupParts, tools, aborted, reasoning)
+  }
+  stepGroups.set(parts[from]!, made)
+  return made
+}
+
+/** One step's assistant message (text, reasoning and calls in stream order) and its tool message. */
+const stepMessages = (
+  parts: ReadonlyArray<AssistantPart>,
+  tools: ReadonlyArray<ToolPart | undefined>,
+  aborted: boolean,
+  includeReasoning: boolean
+): ReadonlyArray<ModelMessage> => {
+  const group: Array<ModelAssistantPart> = []
+  const results: Array<ModelToolResult> = []
+  /** signed reasoning of an aborted step, sent only when a call of that step that ran is */
+  let heldReasoning: Array<ModelAssistantPart> = []
+  for (let k = 0; k < parts.length; k++) {
+    const part = parts[k]!
     if (part.type === "tool") {
-      const tool = state.toolParts[part.callId]
+      const tool = tools[k]
       if (tool === undefined) continue
       // a call that ran changed the world: the model must see it and its result, even from an
       // aborted step; a call that never ran in an aborted step is partial output like its text
@@ -230,7 +325,9 @@ const pushAssistant = (
     if (aborted || part.text.trim() === "") continue
     group.push({ type: part.type, text: part.text })
   }
-  flush()
+  if (group.length === 0) return []
+  const assistant: ModelMessage = { role: "assistant", parts: group }
+  return results.length > 0 ? [assistant, { role: "tool", results }] : [assistant]
 }
 
 /**

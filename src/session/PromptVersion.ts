@@ -11,7 +11,7 @@
  * text (UTF-8); the whole text is kept as a blob of the log, whose hash is the full SHA-256, so the
  * version is a prefix of its blob's hash.
  */
-import { createHash } from "node:crypto"
+import { createHash, type Hash } from "node:crypto"
 import type { ModelMessage, ModelRequest } from "../model/Model.js"
 
 /** Hex digits of the SHA-256 a prompt version keeps (64 bits). */
@@ -73,10 +73,43 @@ export const promptVersionOf = (request: PromptRequest): PromptVersion => {
  * prompt document's hash, a newline, and its messages as JSON (`JSON.stringify`, in the order
  * they were built). Recorded on each step (`step.finished` `requestDigest`), so `logbook replay`
  * can prove it rebuilt the messages the model got, byte for byte.
+ *
+ * The bytes are hashed as they go: `[`, each message's JSON with `,` between them, `]` — the bytes
+ * of `JSON.stringify(messages)`. A session's next request repeats the messages of the one before
+ * (the same objects: `toModelMessages` remembers them) and adds some, so the hash of the messages
+ * seen so far is kept (by the first message, weakly) and only the new ones are hashed: a step
+ * costs what it adds, not the session's length. Any other list is hashed from the start.
  */
-export const requestDigestOf = (promptHash: string, messages: ReadonlyArray<ModelMessage>): string =>
-  createHash("sha256")
-    .update(promptHash, "utf8")
-    .update("\n", "utf8")
-    .update(JSON.stringify(messages), "utf8")
-    .digest("hex")
+export const requestDigestOf = (promptHash: string, messages: ReadonlyArray<ModelMessage>): string => {
+  const first = messages[0]
+  if (first === undefined) return createHash("sha256").update(`${promptHash}\n[]`, "utf8").digest("hex")
+  let running = runningDigests.get(first)
+  if (running === undefined || running.promptHash !== promptHash || !continues(running.hashed, messages)) {
+    running = { promptHash, hashed: [], hash: createHash("sha256").update(`${promptHash}\n[`, "utf8") }
+    runningDigests.set(first, running)
+  }
+  const { hashed, hash } = running
+  for (let i = hashed.length; i < messages.length; i++) {
+    const message = messages[i]!
+    hash.update(i === 0 ? JSON.stringify(message) : `,${JSON.stringify(message)}`, "utf8")
+    hashed.push(message)
+  }
+  return hash.copy().update("]", "utf8").digest("hex")
+}
+
+interface RunningDigest {
+  readonly promptHash: string
+  /** the messages hashed so far, in order */
+  readonly hashed: Array<ModelMessage>
+  /** SHA-256 of the prompt hash, `\n[` and the JSON of `hashed` with `,` between them */
+  readonly hash: Hash
+}
+
+const runningDigests = new WeakMap<ModelMessage, RunningDigest>()
+
+/** Whether `messages` starts with exactly the objects of `hashed`. */
+const continues = (hashed: ReadonlyArray<ModelMessage>, messages: ReadonlyArray<ModelMessage>): boolean => {
+  if (hashed.length > messages.length) return false
+  for (let i = hashed.length - 1; i >= 0; i--) if (hashed[i] !== messages[i]) return false
+  return true
+}

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
 import type { Event } from "../../src/domain/Events.js"
@@ -11,6 +12,7 @@ import {
   validateHistory,
   wasInvoked
 } from "../../src/session/History.js"
+import { requestDigestOf } from "../../src/session/PromptVersion.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
 import { envelopesArb, SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
@@ -693,5 +695,39 @@ describe("History: property", () => {
       { numRuns: 200, seed: 17 }
     )
     expect(checked).toBeGreaterThan(1000)
+  })
+})
+
+describe("History: remembered pieces", () => {
+  it("the history at every seq, built after the seqs before it, is the one built from a fresh copy of the state", () => {
+    let reused = 0
+    FastCheck.assert(
+      FastCheck.property(envelopesArb({ maxLength: 100 }), (envelopes) => {
+        const folder = Projection.folder(Projection.empty(SESSION_ID))
+        let before: ReadonlyArray<unknown> = []
+        for (const envelope of envelopes) {
+          expect(Either.isRight(folder.push(envelope))).toBe(true)
+          const state = Either.getOrThrow(folder.state())
+          // the copy shares no object with the states before it: nothing remembered applies to it
+          const copy = structuredClone(state)
+          for (const includeReasoning of [false, true, "scripted"] as const) {
+            expect(toModelMessages(state, { includeReasoning })).toEqual(toModelMessages(copy, { includeReasoning }))
+          }
+          // what did not change since the seq before is the same object (the request digest builds on it)
+          const now = toModelMessages(state)
+          const kept = new Set(before)
+          reused += now.filter((m) => kept.has(m)).length
+          before = now
+          // the digest, hashed on from the request before, is the one of the whole list
+          expect(requestDigestOf("prompt", now)).toBe(
+            createHash("sha256")
+              .update(`prompt\n${JSON.stringify(now)}`, "utf8")
+              .digest("hex")
+          )
+        }
+      }),
+      { numRuns: 200, seed: 23 }
+    )
+    expect(reused).toBeGreaterThan(1000)
   })
 })

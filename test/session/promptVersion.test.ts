@@ -4,8 +4,13 @@
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import type { ModelTool } from "../../src/model/Model.js"
-import { canonicalJson, PROMPT_VERSION_LENGTH, promptVersionOf } from "../../src/session/PromptVersion.js"
+import type { ModelMessage, ModelTool } from "../../src/model/Model.js"
+import {
+  canonicalJson,
+  PROMPT_VERSION_LENGTH,
+  promptVersionOf,
+  requestDigestOf
+} from "../../src/session/PromptVersion.js"
 
 const read: ModelTool = {
   name: "read",
@@ -108,5 +113,40 @@ describe("promptVersionOf", () => {
     const versions = variants.map((tools) => promptVersionOf({ ...request, tools }).version)
     for (const version of versions) expect(version).not.toBe(base)
     expect(new Set(versions).size).toBe(variants.length)
+  })
+})
+
+/** The digest as docs/prompt.md defines it, computed in one go. */
+const digestOf = (promptHash: string, messages: ReadonlyArray<ModelMessage>) =>
+  createHash("sha256")
+    .update(`${promptHash}\n${JSON.stringify(messages)}`, "utf8")
+    .digest("hex")
+
+describe("requestDigestOf", () => {
+  const user = (content: string): ModelMessage => ({ role: "user", content })
+  const answer = (text: string): ModelMessage => ({ role: "assistant", parts: [{ type: "text", text }] })
+
+  it("is the SHA-256 of the prompt hash, a newline and the messages' JSON, however the requests before it went", () => {
+    const a = user("fix the test")
+    const b = answer("Looking.")
+    const c = user("and the docs")
+    const requests: ReadonlyArray<ReadonlyArray<ModelMessage>> = [
+      [],
+      [a],
+      [a, b],
+      [a, b, c],
+      // a shorter list after a longer one, the same objects
+      [a, b],
+      // an equal message that is another object, in the middle
+      [a, answer("Looking."), c],
+      // another message in the middle
+      [a, answer("Looked."), c],
+      [a, b, c, answer('Done, \u2028 and "quoted"')]
+    ]
+    // each prompt hash goes through the whole sequence (a request after one of another prompt starts over)
+    for (const promptHash of ["p1", "p2"]) {
+      for (const messages of requests)
+        expect(requestDigestOf(promptHash, messages)).toBe(digestOf(promptHash, messages))
+    }
   })
 })
