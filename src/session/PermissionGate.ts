@@ -60,13 +60,16 @@ const answeredAlways = (state: SessionState, tool: string, subject: string, outs
  */
 const lastCallsOf = (state: SessionState): Array<string> => {
   const ran: Array<string> = []
-  for (const part of Object.values(state.toolParts)) {
+  // newest first, and only as far back as needed: a long session has thousands of calls
+  const parts = Object.values(state.toolParts)
+  for (let i = parts.length - 1; i >= 0 && ran.length < LOOP_REPEATS; i--) {
+    const part = parts[i]!
     const s = part.state
     if (s._tag === "running" || s._tag === "completed" || (s._tag === "error" && s.startedAt !== undefined)) {
       ran.push(JSON.stringify([part.tool, s.input]))
     }
   }
-  return ran.slice(-LOOP_REPEATS)
+  return ran.reverse()
 }
 
 /** What the permission check decided for one call. */
