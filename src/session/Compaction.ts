@@ -65,8 +65,26 @@ export const SUMMARY_TOOL_OUTPUT_CHARS = 4_000
 /** Tokens of a text, estimated: characters / 4. */
 export const estimateText = (text: string): number => Math.ceil(text.length / 4)
 
-/** Characters a message adds to a request: its texts, call inputs and results, and a little framing. */
+/**
+ * Characters a message adds to a request, remembered by the message: a long session's history is
+ * the same objects request after request (`toModelMessages` remembers them), so each is counted once.
+ */
 const messageChars = (message: ModelMessage): number => {
+  let chars = countedChars.get(message)
+  if (chars === undefined) {
+    chars = countChars(message)
+    countedChars.set(message, chars)
+  }
+  return chars
+}
+
+const countedChars = new WeakMap<ModelMessage, number>()
+
+/** Tool schemas as JSON, remembered by the list (the same for every request of a session). */
+const toolsChars = new WeakMap<object, number>()
+
+/** Characters a message adds to a request: its texts, call inputs and results, and a little framing. */
+const countChars = (message: ModelMessage): number => {
   const framing = 16
   switch (message.role) {
     case "user":
@@ -94,7 +112,12 @@ const messageChars = (message: ModelMessage): number => {
  * (their texts summed, not serialised: this runs before every step, on histories of megabytes).
  */
 export const estimateRequest = (request: Pick<ModelRequest, "system" | "tools" | "messages">): number => {
-  let chars = (request.system ?? "").length + JSON.stringify(request.tools).length
+  let tools = toolsChars.get(request.tools)
+  if (tools === undefined) {
+    tools = JSON.stringify(request.tools).length
+    toolsChars.set(request.tools, tools)
+  }
+  let chars = (request.system ?? "").length + tools
   for (const message of request.messages) chars += messageChars(message)
   return Math.ceil(chars / 4)
 }
