@@ -782,10 +782,23 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
     baseURL: options.baseURL
   })
   const idleMs = options.streamIdleTimeoutMs ?? defaultStreamIdleTimeoutMs
+  /**
+   * The SDK model, built by the first request and kept: building it builds the provider's schemas
+   * for its stream chunks, which zod compiles on their first use — per request, that was the most
+   * of zod's time in a step (the options are fixed, so every request would build the same model).
+   */
+  let built: LanguageModelV3 | undefined
+  const sdkModel = Effect.suspend(() =>
+    built !== undefined
+      ? Effect.succeed(built)
+      : Effect.tap(languageModel(options), (model) => {
+          built = model
+        })
+  )
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     Stream.unwrapScoped(
       Effect.gen(function* () {
-        const model = yield* languageModel(options)
+        const model = yield* sdkModel
         const state = newState()
         const controller = yield* Effect.acquireRelease(
           Effect.sync(() => new AbortController()),
