@@ -28,7 +28,7 @@ import type {
   LanguageModelV3Usage,
   SharedV3ProviderOptions
 } from "@ai-sdk/provider"
-import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, Layer, Schema, Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
@@ -771,6 +771,36 @@ const idleError = (options: AiSdkOptions, idleMs: number): ModelError =>
     provider: providerName(options.name)
   })
 
+/**
+ * Fails the stream with `error()` when no element arrives for `idleMs` (the wait for the first
+ * included). One watchdog fiber per stream, which sleeps until the deadline the latest element
+ * set — not `Stream.timeoutFailCause`, which races a timer fiber against every pull (a fork and a
+ * timer per stream part).
+ */
+const cutWhenIdle =
+  <E2>(idleMs: number, error: () => E2) =>
+  <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E | E2, R> =>
+    Stream.unwrap(
+      Effect.gen(function* () {
+        let last = yield* Clock.currentTimeMillis
+        const watchdog = Effect.gen(function* () {
+          while (true) {
+            const left = last + idleMs - (yield* Clock.currentTimeMillis)
+            if (left <= 0) return yield* Effect.fail(error())
+            yield* Effect.sleep(Duration.millis(left))
+          }
+        })
+        return stream.pipe(
+          Stream.tap(() =>
+            Effect.map(Clock.currentTimeMillis, (now) => {
+              last = now
+            })
+          ),
+          Stream.interruptWhen(watchdog)
+        )
+      })
+    )
+
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
   const reasoningOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
@@ -823,7 +853,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           onError: (error) => toModelError(error, context(state))
         }).pipe(
           // a stream that stalls is cut like a broken one (and retried): the wait for each part, the first included
-          Stream.timeoutFailCause(() => Cause.fail(idleError(options, idleMs)), Duration.millis(idleMs)),
+          cutWhenIdle(idleMs, () => idleError(options, idleMs)),
           Stream.mapEffect((part) => {
             const m = mapPart(state, part, options.modelId)
             return m._tag === "error" ? Effect.fail(toModelError(m.error, context(state))) : Effect.succeed(m.events)
