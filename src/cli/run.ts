@@ -17,6 +17,7 @@ import { Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option,
 import type { ConfigInput } from "../config/Config.js"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
+import type { ToolPart } from "../domain/Message.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import { EventStore } from "../store/EventStore.js"
@@ -185,7 +186,7 @@ export const run = Command.make(
       const title = titleOf(secrets.redactText(message))
       const sessionId = existing === undefined ? yield* sessions.create({ cwd, title }) : existing
       // the calls a crashed run left: their crash-repair lines name the tool, not just the call id
-      const known = existing === undefined ? {} : (yield* sessions.open(existing)).toolParts
+      const known = existing === undefined ? new Map<CallId, ToolPart>() : (yield* sessions.open(existing)).toolParts
 
       // the output: every event from `from` on, until the one the turn ended with (`target`)
       const json = args.format === "json"
@@ -209,7 +210,7 @@ export const run = Command.make(
       const renderer = makeTextRenderer(style, {
         maxAttempts: settings.retry.maxAttempts,
         labelOf: (callId) => {
-          const part = known[callId as CallId]
+          const part = known.get(callId as CallId)
           return part === undefined
             ? undefined
             : `${part.tool} ${describeInput(part.tool, "input" in part.state ? part.state.input : {})}`

@@ -156,7 +156,7 @@ const diffHtml = (change: FileChangeRef, blobs: ReadonlyMap<string, BlobText>): 
 }
 
 const toolHtml = (screen: Screen, callId: string, blobs: ReadonlyMap<string, BlobText>): string => {
-  const part = screen.session.toolParts[callId as ToolPart["callId"]]
+  const part = screen.session.toolParts.get(callId as ToolPart["callId"])
   if (part === undefined) return ""
   const state = part.state
   const name = toolStateName(part)
@@ -313,7 +313,7 @@ export const renderSessionHtml = (sessionId: SessionId, input: HtmlInput): strin
   folder.push(input.envelopes)
   const screen = folder.snapshot()
   const s = screen.session
-  const tools = new Map(Object.values(s.toolParts).map((part) => [part.callId as string, part.tool]))
+  const tools = new Map(Array.from(s.toolParts.values()).map((part) => [part.callId as string, part.tool]))
   const first = input.envelopes[0]?.at ?? 0
   const last = input.envelopes.at(-1)?.at ?? first
   const outcome =

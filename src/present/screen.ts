@@ -92,7 +92,7 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
   }
 
   const toolLabel = (callId: CallId): string => {
-    const part = session.toolParts[callId]
+    const part = session.toolParts.get(callId)
     return part === undefined ? callId : part.tool
   }
 
@@ -248,7 +248,7 @@ export const isFinal = (screen: Screen, index: number, loaded: (hash: string) =>
       // the part grows until something follows it or the turn ends
       return index < screen.items.length - 1 || screen.session.turn === null
     case "tool": {
-      const part: ToolPart | undefined = screen.session.toolParts[item.callId]
+      const part: ToolPart | undefined = screen.session.toolParts.get(item.callId)
       if (part === undefined || !isToolFinal(part.state)) return false
       return (screen.changes[item.callId] ?? []).every(
         (change) =>

@@ -87,9 +87,10 @@ export interface ActionsOptions {
   readonly snapshot?: WorkspaceSnapshotOptions | undefined
 }
 
-const isRunning = (state: SessionState, callId: CallId): boolean => state.toolParts[callId]?.state._tag === "running"
+const isRunning = (state: SessionState, callId: CallId): boolean =>
+  state.toolParts.get(callId)?.state._tag === "running"
 const isOpen = (state: SessionState, callId: CallId): boolean => {
-  const tag = state.toolParts[callId]?.state._tag
+  const tag = state.toolParts.get(callId)?.state._tag
   return tag === "running" || tag === "pending"
 }
 
@@ -165,7 +166,7 @@ const makeActions = (
     last: (path) =>
       Effect.map(journal.state, (state): FileStamp | undefined => {
         for (let i = recorded.length - 1; i >= 0; i--) if (recorded[i]!.path === path) return recorded[i]
-        return Object.hasOwn(state.reads, path) ? state.reads[path] : undefined
+        return state.reads.get(path)
       })
   })
 
@@ -287,7 +288,7 @@ const makeActions = (
         make("tool.failed", {
           callId,
           error:
-            state.toolParts[callId]?.state._tag === "running"
+            state.toolParts.get(callId)?.state._tag === "running"
               ? withOutputSoFar(
                   confirmed
                     ? interruptedError(reason, true)
@@ -511,7 +512,7 @@ const makeActions = (
             ? Effect.void
             : Effect.gen(function* () {
                 const state = yield* input.journal.state
-                const action = state.actions[actionId]
+                const action = state.actions.get(actionId)
                 if (action === undefined || action.state === "archived" || action.state === "failed") return
                 yield* input.journal.append([make("action.state", { actionId, state: "failed", callIds })])
               }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end action ${actionId}`, error)))

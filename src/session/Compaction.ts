@@ -181,7 +181,7 @@ export const prunableCalls = (state: SessionState, protectTokens: number): Reado
   const out: Array<CallId> = []
   let seen = 0
   for (const { callId, latest } of refs) {
-    const part = state.toolParts[callId]
+    const part = state.toolParts.get(callId)
     if (part === undefined || part.state._tag !== "completed") continue
     const tokens = estimateText(part.state.output)
     if (latest || part.pruned === true) {
@@ -285,8 +285,8 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
       const tokensBefore = estimateNext(state, build(state))
       const pruned: SessionState = {
         ...state,
-        toolParts: Object.fromEntries(
-          Object.entries(state.toolParts).map(([id, part]) => [id, chosen.has(id) ? { ...part, pruned: true } : part])
+        toolParts: new Map(
+          Array.from(state.toolParts, ([id, part]) => [id, chosen.has(id) ? { ...part, pruned: true } : part])
         )
       }
       const tokensAfter = estimateRequest(build(pruned))

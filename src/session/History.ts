@@ -259,12 +259,12 @@ const stepGroup = (
     let same = true
     for (let i = 0; same && i < known.parts.length; i++) {
       const part = parts[from + i]!
-      same = known.parts[i] === part && (part.type !== "tool" || known.tools[i] === state.toolParts[part.callId])
+      same = known.parts[i] === part && (part.type !== "tool" || known.tools[i] === state.toolParts.get(part.callId))
     }
     if (same) return known
   }
   const groupParts = parts.slice(from, to)
-  const tools = groupParts.map((part) => (part.type === "tool" ? state.toolParts[part.callId] : undefined))
+  const tools = groupParts.map((part) => (part.type === "tool" ? state.toolParts.get(part.callId) : undefined))
   const made: StepGroup = {
     parts: groupParts,
     tools,

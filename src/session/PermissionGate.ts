@@ -61,7 +61,7 @@ const answeredAlways = (state: SessionState, tool: string, subject: string, outs
 const lastCallsOf = (state: SessionState): Array<string> => {
   const ran: Array<string> = []
   // newest first, and only as far back as needed: a long session has thousands of calls
-  const parts = Object.values(state.toolParts)
+  const parts = Array.from(state.toolParts.values())
   for (let i = parts.length - 1; i >= 0 && ran.length < LOOP_REPEATS; i--) {
     const part = parts[i]!
     const s = part.state

@@ -322,7 +322,7 @@ const makeProcessor = (
           const known = st.ids.get(modelId)
           if (known !== undefined) return { callId: known, isNew: false }
           const state = yield* journal.state
-          const callId = uniqueCallId((id) => state.toolParts[id as CallId] !== undefined, modelId)
+          const callId = uniqueCallId((id) => state.toolParts.has(id as CallId), modelId)
           st.ids.set(modelId, callId)
           return { callId, isNew: true }
         })

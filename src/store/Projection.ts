@@ -57,6 +57,14 @@ const own = <T extends object>(ctx: Ctx, value: T): Mutable<T> => {
 
 const ownArray = <T>(ctx: Ctx, value: ReadonlyArray<T>): Array<T> => own(ctx, value) as unknown as Array<T>
 
+/** A map of the state, owned and ready to change (copied on its first change in a fold). */
+const ownMap = <K, V>(ctx: Ctx, value: ReadonlyMap<K, V>): Map<K, V> => {
+  if (ctx.owned.has(value)) return value as Map<K, V>
+  const copy = new Map(value)
+  ctx.owned.add(copy)
+  return copy
+}
+
 const fresh = <T extends object>(ctx: Ctx, value: T): T => {
   ctx.owned.add(value)
   return value
@@ -142,11 +150,11 @@ const markDelivered = (ctx: Ctx, s: MState, env: Envelope, ids: ReadonlyArray<Me
 }
 
 const setToolState = (ctx: Ctx, s: MState, part: ToolPart, state: ToolState): void => {
-  const parts = own(ctx, s.toolParts)
+  const parts = ownMap(ctx, s.toolParts)
   s.toolParts = parts
   const owned = own(ctx, part)
   owned.state = fresh(ctx, state)
-  parts[part.callId] = owned
+  parts.set(part.callId, owned)
 }
 
 const newToolPart = (
@@ -162,9 +170,9 @@ const newToolPart = (
   const refs = ownArray(ctx, message.parts)
   message.parts = refs
   refs.push(fresh(ctx, withStep(message, { type: "tool" as const, callId })))
-  const parts = own(ctx, s.toolParts)
+  const parts = ownMap(ctx, s.toolParts)
   s.toolParts = parts
-  parts[callId] = fresh(ctx, { type: "tool", callId, tool, messageId, state: fresh(ctx, state) })
+  parts.set(callId, fresh(ctx, { type: "tool", callId, tool, messageId, state: fresh(ctx, state) }))
 }
 
 /**
@@ -356,14 +364,14 @@ const handlers: Handlers = {
   },
   "tool.pending": (ctx, s, env) => {
     const p = env.payload
-    const part = s.toolParts[p.callId]
+    const part = s.toolParts.get(p.callId)
     if (part !== undefined) illegal(s, env, `call ${p.callId} already exists (${part.state._tag})`)
     newToolPart(ctx, s, env, p.messageId, p.callId, p.tool, { _tag: "pending", inputText: "", createdAt: env.at })
   },
   "tool.invoked": (ctx, s, env) => {
     const p = env.payload
     const running: ToolState = { _tag: "running", input: p.input, startedAt: env.at, timedOut: false }
-    const part = s.toolParts[p.callId]
+    const part = s.toolParts.get(p.callId)
     if (part === undefined) {
       newToolPart(ctx, s, env, p.messageId, p.callId, p.tool, running)
       return
@@ -406,7 +414,7 @@ const handlers: Handlers = {
   "tool.failed": (ctx, s, env) => {
     const p = env.payload
     foldReads(ctx, s, p.reads)
-    const part = s.toolParts[p.callId]
+    const part = s.toolParts.get(p.callId)
     if (part === undefined) illegal(s, env, `unknown call ${p.callId}`)
     const state = part.state
     if (state._tag !== "pending" && state._tag !== "running") {
@@ -434,13 +442,13 @@ const handlers: Handlers = {
   },
   "action.state": (ctx, s, env) => {
     const p = env.payload
-    const current = s.actions[p.actionId]
+    const current = s.actions.get(p.actionId)
     const from = current?.state ?? "none"
     if (!(legalActionTransitions[from] as ReadonlyArray<string>).includes(p.state)) {
       illegal(s, env, `action ${p.actionId} cannot go from ${from} to ${p.state}`)
     }
-    const actions = own(ctx, s.actions)
-    actions[p.actionId] = { state: p.state, callIds: p.callIds, updatedAt: env.at }
+    const actions = ownMap(ctx, s.actions)
+    actions.set(p.actionId, { state: p.state, callIds: p.callIds, updatedAt: env.at })
     s.actions = actions
   },
   "model.retry": (_ctx, s, env) => {
@@ -484,7 +492,7 @@ const handlers: Handlers = {
     s.permissions = permissions
     // the question holds the call's whole input: the pending part keeps it (a crash before the
     // answer ends the call with what the model sent, not `{}`)
-    const part = p.callId === undefined || p.input === undefined ? undefined : s.toolParts[p.callId]
+    const part = p.callId === undefined || p.input === undefined ? undefined : s.toolParts.get(p.callId)
     if (part !== undefined && part.state._tag === "pending")
       setToolState(ctx, s, part, { ...part.state, input: p.input })
   },
@@ -548,11 +556,11 @@ const handlers: Handlers = {
     if (p.usage !== undefined) s.totals = addUsage(s.totals, p.usage)
   },
   "context.pruned": (ctx, s, env) => {
-    const parts = own(ctx, s.toolParts)
+    const parts = ownMap(ctx, s.toolParts)
     for (const callId of env.payload.callIds) {
-      const part = parts[callId]
+      const part = parts.get(callId)
       if (part === undefined) illegal(s, env, `unknown call ${callId}`)
-      else parts[callId] = fresh(ctx, { ...part, pruned: true })
+      else parts.set(callId, fresh(ctx, { ...part, pruned: true }))
     }
     s.toolParts = parts
   }
@@ -563,8 +571,8 @@ type RunningState = Extract<ToolState, { readonly _tag: "running" }>
 /** The file stamps a call recorded (`tool.finished` / `tool.failed` `reads`) replace their paths' entries. */
 const foldReads = (ctx: Ctx, s: MState, recorded: ReadonlyArray<FileRead> | undefined): void => {
   if (recorded === undefined || recorded.length === 0) return
-  const reads = own(ctx, s.reads)
-  for (const { path, ...stamp } of recorded) reads[path] = stamp
+  const reads = ownMap(ctx, s.reads)
+  for (const { path, ...stamp } of recorded) reads.set(path, stamp)
   s.reads = reads
 }
 
@@ -574,7 +582,7 @@ const foldReads = (ctx: Ctx, s: MState, recorded: ReadonlyArray<FileRead> | unde
  * `settled` it (`file.recovered`). An intent ends with its call in any case.
  */
 const settleIntent = (ctx: Ctx, s: MState, callId: CallId, path: string, how: "recorded" | "settled"): void => {
-  const part = s.toolParts[callId]
+  const part = s.toolParts.get(callId)
   if (part === undefined || part.state._tag !== "running") return
   const intents = part.state.intents
   if (intents === undefined || !intents.some((intent) => intent.path === path && intent.recorded !== true)) return
@@ -587,7 +595,7 @@ const settleIntent = (ctx: Ctx, s: MState, callId: CallId, path: string, how: "r
 }
 
 const runningPart = (s: SessionState, env: Envelope, callId: CallId): ToolPart => {
-  const part = s.toolParts[callId]
+  const part = s.toolParts.get(callId)
   if (part === undefined) return illegal(s, env, `unknown call ${callId}`)
   if (part.state._tag !== "running") return illegal(s, env, `call ${callId} is ${part.state._tag}, not running`)
   return part
@@ -684,4 +692,4 @@ export const resolveParts = (
   state: SessionState,
   message: AssistantMessage
 ): ReadonlyArray<Exclude<AssistantPart, { readonly type: "tool" }> | ToolPart> =>
-  message.parts.map((part) => (part.type === "tool" ? state.toolParts[part.callId]! : part))
+  message.parts.map((part) => (part.type === "tool" ? state.toolParts.get(part.callId)! : part))

@@ -130,10 +130,10 @@ export const SessionState = Schema.Struct({
   /** user and assistant messages in log order */
   messages: Schema.Array(Message),
   /** the ToolPart state machine, one part per call; messages hold `{type: "tool", callId}` refs */
-  toolParts: Schema.Record({ key: CallId, value: ToolPart }),
+  toolParts: Schema.ReadonlyMapFromRecord({ key: CallId, value: ToolPart }),
   chatState: ChatStateName,
   status: SessionStatus,
-  actions: Schema.Record({ key: ActionId, value: ActionInfo }),
+  actions: Schema.ReadonlyMapFromRecord({ key: ActionId, value: ActionInfo }),
   /** usage summed over every `step.finished` */
   totals: Usage,
   turn: Schema.NullOr(Turn),
@@ -155,7 +155,7 @@ export const SessionState = Schema.Struct({
    * real path -> what the agent last saw of the file (`tool.finished` `reads`): `edit` and `write`
    * refuse a file changed on disk since, also in a later process
    */
-  reads: Schema.Record({ key: Schema.String, value: FileStampInfo }),
+  reads: Schema.ReadonlyMapFromRecord({ key: Schema.String, value: FileStampInfo }),
   compaction: Schema.NullOr(Compaction),
   /** prompt version -> the blob of its prompt document (`prompt.recorded`): what is recorded once */
   prompts: Schema.Record({ key: Schema.String, value: Schema.String })
@@ -182,10 +182,10 @@ export const empty = (sessionId: SessionId): SessionState => ({
   lastSeq: 0,
   deleted: false,
   messages: [],
-  toolParts: {},
+  toolParts: new Map(),
   chatState: "idle",
   status: { _tag: "idle" },
-  actions: {},
+  actions: new Map(),
   totals: emptyUsage,
   turn: null,
   lastTurn: null,
@@ -196,7 +196,7 @@ export const empty = (sessionId: SessionId): SessionState => ({
   files: {},
   workspaceBaseline: null,
   todos: [],
-  reads: {},
+  reads: new Map(),
   compaction: null,
   prompts: {}
 })
@@ -209,15 +209,45 @@ export const decodeState = (json: unknown): Either.Either<SessionState, ParseRes
 export const encodeState = (state: SessionState): Either.Either<SessionStateEncoded, ParseResult.ParseError> =>
   Schema.encodeEither(SessionState)(state)
 
+/**
+ * The state as JSON-ready data: the encoding of `SessionState` without running the Schema — its
+ * only transformations are the per-call maps (`toolParts`, `actions`, `reads`: `ReadonlyMap`s in
+ * the state, so the fold can copy one in a few microseconds where a record of thousands of keys
+ * took half a millisecond, records in JSON), and those are turned into records here. Snapshots are
+ * saved with it (a property test checks it equals `encodeState` on random sessions).
+ */
+export const toJsonState = (state: SessionState): SessionStateEncoded => ({
+  ...(state as Omit<SessionState, "toolParts" | "actions" | "reads">),
+  toolParts: Object.fromEntries(state.toolParts) as SessionStateEncoded["toolParts"],
+  actions: Object.fromEntries(state.actions) as SessionStateEncoded["actions"],
+  reads: Object.fromEntries(state.reads)
+})
+
+/**
+ * The state from JSON-ready data `toJsonState` made (an intact snapshot: the fold made it, so
+ * decoding would only repeat the fold's checks): the records of the per-call maps become maps
+ * again. `undefined` when it is not such data (no per-call records).
+ */
+export const fromJsonState = (json: unknown): SessionState | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  const { toolParts, actions, reads } = json as Partial<Record<"toolParts" | "actions" | "reads", unknown>>
+  const isRecord = (value: unknown): value is object => typeof value === "object" && value !== null
+  if (!isRecord(toolParts) || !isRecord(actions) || !isRecord(reads)) return undefined
+  return {
+    ...json,
+    toolParts: new Map(Object.entries(toolParts)),
+    actions: new Map(Object.entries(actions)),
+    reads: new Map(Object.entries(reads))
+  } as unknown as SessionState
+}
+
 /** Tool parts in `completed` or `error` never change again. */
 export const isToolFinal = (state: ToolState): boolean => state._tag === "completed" || state._tag === "error"
 
 /** Tool parts still `pending` or `running` (what a cleanup or the crash sweep must end). */
 export const openToolParts = (state: SessionState): ReadonlyArray<ToolPart> =>
-  Object.values(state.toolParts).filter((part) => !isToolFinal(part.state))
+  Array.from(state.toolParts.values()).filter((part) => !isToolFinal(part.state))
 
 /** Actions still `pending` or `running`. */
 export const openActions = (state: SessionState): ReadonlyArray<readonly [ActionId, ActionInfo]> =>
-  (Object.entries(state.actions) as Array<[ActionId, ActionInfo]>).filter(
-    ([, action]) => action.state === "pending" || action.state === "running"
-  )
+  Array.from(state.actions).filter(([, action]) => action.state === "pending" || action.state === "running")

@@ -95,11 +95,17 @@ export const loadSnapshotState = Effect.fn("Snapshots.loadSnapshotState")(functi
     const snapshot = found.value
     // A snapshot whose JSON is not byte for byte what was saved (SHA-256 checked) was changed
     // behind logbook's back: it is not used, whatever it says (docs/event-log.md "The hash chain").
-    // An intact one is the JSON of a state the fold produced, and the state Schema has no
-    // transformations: its decode could only repeat the fold's checks.
-    const decoded = snapshot.intact
-      ? Either.right(snapshot.state as SessionState)
-      : Either.left({ message: "its JSON is not what was saved (its SHA-256 does not match): it was changed" })
+    // An intact one is the JSON of a state the fold produced (`toJsonState`): its decode could only
+    // repeat the fold's checks, so only the per-call records become maps again (`fromJsonState`).
+    const state = snapshot.intact ? Projection.fromJsonState(snapshot.state) : undefined
+    const decoded =
+      state !== undefined
+        ? Either.right(state)
+        : Either.left({
+            message: snapshot.intact
+              ? "it is not a state of this version (no per-call records)"
+              : "its JSON is not what was saved (its SHA-256 does not match): it was changed"
+          })
     if (Either.isRight(decoded) && decoded.right.sessionId === sessionId && decoded.right.lastSeq === snapshot.seq) {
       return Option.some(decoded.right)
     }
@@ -133,18 +139,18 @@ export const restore = Effect.fn("Snapshots.restore")(function* (sessionId: Sess
 export const takeSnapshot = Effect.fn("Snapshots.takeSnapshot")(function* (state: SessionState) {
   if (state.lastSeq === 0) return
   const store = yield* EventStore
-  // The state is saved as the fold made it, not through `encodeState`: the state Schema has no
-  // transformations, so its encoding is the same JSON value as the state itself (only the key order
-  // may differ; test/store/projection.test.ts checks it on random sessions), and the encode only
-  // repeated the fold's checks — tens of milliseconds for a long session, at every turn's end and
-  // every `DEFAULT_SNAPSHOT_EVERY` events. `logbook verify` still encodes (and so validates) the
-  // states it folds.
+  // The state is saved as JSON-ready data made without the Schema (`toJsonState`: the per-call maps
+  // become records, the rest is the state as the fold made it), not through `encodeState`: the
+  // encode only repeated the fold's checks — tens of milliseconds for a long session, at every
+  // turn's end and every `DEFAULT_SNAPSHOT_EVERY` events (test/store/projection.test.ts checks
+  // on random sessions that both give the same JSON value). `logbook verify` still encodes (and so
+  // validates) the states it folds.
   const at = yield* Clock.currentTimeMillis
   yield* store.saveSnapshot({
     sessionId: state.sessionId,
     seq: state.lastSeq,
     version: Projection.PROJECTION_VERSION,
     at,
-    state
+    state: Projection.toJsonState(state)
   })
 })

@@ -91,7 +91,7 @@ describe("logbook run: Ctrl-C during a long command", () => {
     const state = await restoreState(ws.db, id)
     expect(state.status._tag).toBe("idle")
     expect(state.turn).toBeNull()
-    expect(state.toolParts["call_long" as never]?.state._tag).toBe("error")
+    expect(state.toolParts.get("call_long" as never)?.state._tag).toBe("error")
 
     // --continue: the interrupted call goes back to the model as an error result
     server.enqueue(Reply.text("The workers were stopped; going on."))

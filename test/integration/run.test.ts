@@ -110,7 +110,7 @@ describe("logbook run: a multi-step task", () => {
     expect(state.turn).toBeNull()
     expect(state.totals).toMatchObject({ input: 600, output: 60 })
     expect(state.totals.cost).toBeCloseTo(0.00072, 10)
-    expect(Object.values(state.toolParts).map((p) => p.state._tag)).toEqual(["completed", "completed"])
+    expect(Array.from(state.toolParts.values()).map((p) => p.state._tag)).toEqual(["completed", "completed"])
     expect(state.title).toBe("how big is a.txt?")
     expect(state.cwd).toBe(ws.dir)
   })

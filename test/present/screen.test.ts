@@ -261,7 +261,7 @@ describe("the fold itself", () => {
     expect(before.items.map((item) => ("text" in item ? item.text : item.kind))).toEqual(["go", "one"])
     expect(before.changes).toEqual({})
     expect(before.session).toBe(beforeSession)
-    expect(beforeSession.toolParts).toEqual({})
+    expect(beforeSession.toolParts.size).toBe(0)
     expect(after.items).toHaveLength(3)
     expect(after.session.lastSeq).toBe(11)
   })

@@ -226,7 +226,7 @@ describe("pruning old tool outputs", () => {
         expect(results(sent[2]!).c1).toBe("o".repeat(8001))
         // the log still has every output
         expect(ofType(log, "tool.finished").map((e) => e.payload.output.length)).toEqual([8001, 8002, 8003])
-        expect(state.toolParts["c1" as never]?.pruned).toBe(true)
+        expect(state.toolParts.get("c1" as never)?.pruned).toBe(true)
         expect(estimateRequest(sent[3]!)).toBeLessThan(5000)
       }).pipe(
         Effect.provide(

@@ -524,15 +524,15 @@ describe("History: filtering and compaction", () => {
 
   it("toolResult and wasInvoked follow the part's state", () => {
     const s = ok([...prelude, e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }), invoked(C2)])
-    expect(wasInvoked(s.toolParts[C1]!)).toBe(false)
-    expect(wasInvoked(s.toolParts[C2]!)).toBe(true)
-    expect(toolResult(s.toolParts[C2]!).isError).toBe(true)
+    expect(wasInvoked(s.toolParts.get(C1)!)).toBe(false)
+    expect(wasInvoked(s.toolParts.get(C2)!)).toBe(true)
+    expect(toolResult(s.toolParts.get(C2)!).isError).toBe(true)
     const failedPending = ok([
       ...prelude,
       e("tool.pending", { messageId: A1, callId: C1, tool: "bash" }),
       e("tool.failed", { callId: C1, error: "x" })
     ])
-    expect(wasInvoked(failedPending.toolParts[C1]!)).toBe(false)
+    expect(wasInvoked(failedPending.toolParts.get(C1)!)).toBe(false)
   })
 })
 
@@ -605,7 +605,7 @@ const expected = (state: SessionState) => {
     for (const part of message.parts) {
       const inAborted = part.step !== undefined && aborted.has(part.step)
       if (part.type === "text" && !inAborted && part.text.trim() !== "") texts++
-      if (part.type === "tool" && (!inAborted || wasInvoked(state.toolParts[part.callId]!))) calls.push(part.callId)
+      if (part.type === "tool" && (!inAborted || wasInvoked(state.toolParts.get(part.callId)!))) calls.push(part.callId)
     }
   }
   return { users, texts, calls }
@@ -635,7 +635,7 @@ const expectedReasoning = (state: SessionState): number => {
       }
       const ranLater = message.parts
         .slice(k + 1)
-        .some((p) => p.type === "tool" && p.step === part.step && wasInvoked(state.toolParts[p.callId]!))
+        .some((p) => p.type === "tool" && p.step === part.step && wasInvoked(state.toolParts.get(p.callId)!))
       if (signed && ranLater) count++
     })
   }
@@ -687,7 +687,7 @@ describe("History: property", () => {
           // every result is the part's own result
           for (const m of messages) {
             if (m.role === "tool")
-              for (const r of m.results) expect(r).toEqual(toolResult(state.toolParts[r.callId as CallId]!))
+              for (const r of m.results) expect(r).toEqual(toolResult(state.toolParts.get(r.callId as CallId)!))
           }
           checked++
         }

@@ -193,7 +193,7 @@ describe("Sessions: a turn", () => {
         "running",
         "archived"
       ])
-      const part = Object.values(state.toolParts)[0]!
+      const part = Array.from(state.toolParts.values())[0]!
       expect(part.state._tag).toBe("completed")
       const sent = yield* requests
       expect(sent).toHaveLength(2)
@@ -265,7 +265,7 @@ describe("Sessions: a turn", () => {
   it.live("renames a call id the model reuses in a later step", () =>
     Effect.gen(function* () {
       const { state } = yield* prompt("twice")
-      expect(Object.keys(state.toolParts).sort()).toEqual(["call_0", "call_0_2"])
+      expect(Array.from(state.toolParts.keys()).sort()).toEqual(["call_0", "call_0_2"])
       expectValidHistories(yield* requests)
     }).pipe(
       Effect.provide(
@@ -356,7 +356,7 @@ describe("Sessions: model failures", () => {
   it.live("a call cut mid-input by a failure never runs and is not sent again", () =>
     Effect.gen(function* () {
       const { id, state } = yield* prompt("hi")
-      const part = state.toolParts["c1" as never]!
+      const part = state.toolParts.get("c1" as never)!
       expect(part.state._tag).toBe("error")
       const log = yield* events(id)
       expect(types(log)).not.toContain("tool.invoked")
@@ -452,9 +452,9 @@ describe("Sessions: interrupt, steer, queue", () => {
         expect(state.chatState).toBe("idle")
         expect(state.turn).toBeNull()
         expect(state.lastTurn).toMatchObject({ interrupted: true, reason: "user" })
-        const part = state.toolParts["w1" as never]!
+        const part = state.toolParts.get("w1" as never)!
         expect(part.state).toMatchObject({ _tag: "error", interrupted: true, reason: "user" })
-        expect(Object.values(state.actions).map((a) => a.state)).toEqual(["failed"])
+        expect(Array.from(state.actions.values()).map((a) => a.state)).toEqual(["failed"])
         // what the tool recorded as it was stopped is the metadata of its tool.failed
         const failed = (yield* events(id)).filter((e) => e.type === "tool.failed")
         expect(failed.map((e) => e.payload)).toMatchObject([{ callId: "w1", metadata: { stoppedWhile: "waiting" } }])
@@ -759,7 +759,7 @@ describe("Sessions: interrupt, steer, queue", () => {
       yield* Effect.gen(function* () {
         const { id, state } = yield* prompt("stamps")
         // an edit that wrote the file and then failed: what it left is still what the agent saw
-        expect(state.reads).toEqual({
+        expect(Object.fromEntries(state.reads)).toEqual({
           "/w/failed.ts": { mtimeMs: 7, size: 3, hash: "h" },
           "/w/finished.ts": { mtimeMs: 7, size: 3, hash: "h" }
         })
@@ -809,7 +809,7 @@ describe("Sessions: interrupt, steer, queue", () => {
         // the tool's record of the stopped call (written by its finalizer) is in tool.failed
         const failed = (yield* events(id)).find((e) => e.type === "tool.failed")!
         expect(failed.payload).toMatchObject({ timedOut: true, metadata: { step: 3, of: 10 } })
-        const part = state.toolParts["s1" as never]!.state
+        const part = state.toolParts.get("s1" as never)!.state
         expect(part).toMatchObject({ _tag: "error", timedOut: true, interrupted: false })
         // the model reads what the tool printed before it was stopped
         expect((part as { error: string }).error).toMatch(
@@ -840,7 +840,7 @@ describe("Sessions: opening a session a crashed process left", () => {
         e("tool.invoked", { messageId: A1, callId: C1, tool: "echo", input: { text: "x" } })
       ])
       const opened = yield* sessions.open(id)
-      expect(opened.toolParts[C1]!.state).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
+      expect(opened.toolParts.get(C1)!.state).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
       expect(opened.status._tag).toBe("idle")
       yield* sessions.send(id, "go on")
       const outcome = Option.getOrThrow(yield* sessions.wait(id))
@@ -887,13 +887,13 @@ describe("Sessions: opening a session a crashed process left", () => {
         const opened = yield* sessions.open(id)
         expect(groupAlive(pgid)).toBe(false)
         expect(groupAlive(other.pid!)).toBe(true)
-        const first = opened.toolParts[C1]!.state
+        const first = opened.toolParts.get(C1)!.state
         expect(first).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
         expect((first as { error: string }).error).toBe(
           "The process running this tool stopped before it finished (crash); its outcome is unknown. " +
             "Its command was still running and was stopped."
         )
-        expect((opened.toolParts[C2]!.state as { error: string }).error).not.toContain("was stopped")
+        expect((opened.toolParts.get(C2)!.state as { error: string }).error).not.toContain("was stopped")
       } finally {
         for (const pid of [pgid, other.pid!]) {
           try {
@@ -941,12 +941,12 @@ describe("Tools: hooks and progress", () => {
   it.live("a before hook changes the input or blocks the call; an after hook changes the output", () =>
     Effect.gen(function* () {
       const { id, state } = yield* prompt("hooks")
-      expect(state.toolParts["h1" as never]!.state).toMatchObject({
+      expect(state.toolParts.get("h1" as never)!.state).toMatchObject({
         _tag: "completed",
         input: { text: "HOOKED" },
         output: "echo: HOOKED (after)"
       })
-      expect(state.toolParts["h2" as never]!.state).toMatchObject({
+      expect(state.toolParts.get("h2" as never)!.state).toMatchObject({
         _tag: "error",
         error: "The call was blocked: no secrets"
       })
@@ -1196,8 +1196,8 @@ describe("Sessions: no message is stranded, no turn is stuck", () => {
     Effect.gen(function* () {
       const { outcome, state } = yield* prompt("hook")
       expect(outcome.reason).toBe("stop")
-      expect(state.toolParts["c1" as never]!.state).toMatchObject({ _tag: "error" })
-      expect((state.toolParts["c1" as never]!.state as { error: string }).error).toMatch(
+      expect(state.toolParts.get("c1" as never)!.state).toMatchObject({ _tag: "error" })
+      expect((state.toolParts.get("c1" as never)!.state as { error: string }).error).toMatch(
         /after hook crashed on its output: hook bug/
       )
     }).pipe(
@@ -1399,12 +1399,12 @@ describe("Hooks as a layer", () => {
     Effect.gen(function* () {
       const { id, state } = yield* prompt("hooks")
       // the registry's before hook upper-cases, then the layer's appends "!"; the after hooks likewise
-      expect(state.toolParts["h1" as never]!.state).toMatchObject({
+      expect(state.toolParts.get("h1" as never)!.state).toMatchObject({
         _tag: "completed",
         input: { text: "HI!" },
         output: "echo: HI! (registry) (layer)"
       })
-      expect(state.toolParts["h2" as never]!.state).toMatchObject({
+      expect(state.toolParts.get("h2" as never)!.state).toMatchObject({
         _tag: "error",
         error: "The call was blocked: the layer blocks rm"
       })

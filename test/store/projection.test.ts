@@ -45,7 +45,7 @@ const expectIllegal = (events: ReadonlyArray<Event>, messagePart?: string) => {
 const assistant = (state: SessionState, id: MessageId = A1): AssistantMessage =>
   state.messages.find((m) => m.id === id) as AssistantMessage
 const user = (state: SessionState, id: MessageId): UserMessage => state.messages.find((m) => m.id === id) as UserMessage
-const tool = (state: SessionState, callId: CallId = C1): ToolPart => state.toolParts[callId]!
+const tool = (state: SessionState, callId: CallId = C1): ToolPart => state.toolParts.get(callId)!
 
 const deepFreeze = <T>(value: T): T => {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
@@ -460,11 +460,11 @@ describe("Projection: ToolPart transitions", () => {
         reads: [{ path: "/w/a.ts", mtimeMs: 3, size: 12, hash: "h2" }]
       })
     ])
-    expect(s.reads).toEqual({
+    expect(Object.fromEntries(s.reads)).toEqual({
       "/w/a.ts": { mtimeMs: 3, size: 12, hash: "h2" },
       "/w/b.ts": { mtimeMs: 2, size: 20 }
     })
-    expect(Projection.empty(SESSION_ID).reads).toEqual({})
+    expect(Projection.empty(SESSION_ID).reads.size).toBe(0)
   })
 
   it("running -> completed via tool.finished", () => {
@@ -580,9 +580,9 @@ describe("Projection: actions", () => {
 
   it("pending -> running -> archived, and pending -> failed", () => {
     const s = ok([...prelude, action("pending"), action("running"), action("archived")])
-    expect(s.actions[X1]).toEqual({ state: "archived", callIds: [C1], updatedAt: at(8) })
-    expect(ok([...prelude, action("pending"), action("failed")]).actions[X1]!.state).toBe("failed")
-    expect(ok([...prelude, action("running")]).actions[X1]!.state).toBe("running")
+    expect(s.actions.get(X1)).toEqual({ state: "archived", callIds: [C1], updatedAt: at(8) })
+    expect(ok([...prelude, action("pending"), action("failed")]).actions.get(X1)!.state).toBe("failed")
+    expect(ok([...prelude, action("running")]).actions.get(X1)!.state).toBe("running")
     expect(Projection.openActions(ok([...prelude, action("running")])).map(([id]) => id)).toEqual([X1])
   })
 
@@ -642,17 +642,39 @@ describe("Projection: purity and encoding", () => {
     expect(Either.isLeft(Projection.decodeState(null))).toBe(true)
   })
 
-  it("the state Schema has no transformations: a folded state encodes to itself (snapshots save it as it is)", () => {
+  it("toJsonState is the Schema's encoding without the Schema (snapshots save it), and decodes back to the state", () => {
     FastCheck.assert(
       FastCheck.property(envelopesArb({ maxLength: 150 }), (envelopes) => {
         const s = Either.getOrThrow(Projection.applyAll(Projection.empty(SESSION_ID), envelopes))
         const encoded = Either.getOrThrow(Projection.encodeState(s))
         // the same JSON value (the encode writes keys in the Schema's order; key order is not part of it)
         const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
-        expect(asJson(s)).toStrictEqual(asJson(encoded))
-        expect(Either.getOrThrow(Projection.decodeState(JSON.parse(JSON.stringify(s))))).toEqual(s)
+        const json = asJson(Projection.toJsonState(s))
+        expect(json).toStrictEqual(asJson(encoded))
+        expect(Either.getOrThrow(Projection.decodeState(json))).toEqual(s)
+        // what an intact snapshot is restored with, without the Schema
+        expect(Projection.fromJsonState(json)).toEqual(s)
       }),
       { numRuns: 300, seed: 7 }
+    )
+  })
+
+  it("the per-call maps keep their entries in the order the calls came, through a snapshot's JSON too", () => {
+    FastCheck.assert(
+      FastCheck.property(envelopesArb({ maxLength: 150 }), (envelopes) => {
+        const s = Either.getOrThrow(Projection.applyAll(Projection.empty(SESSION_ID), envelopes))
+        // a part comes with the first event of its call (pending, or invoked without a pending)
+        const pending = Array.from(
+          new Set(
+            envelopes.flatMap((e) => (e.type === "tool.pending" || e.type === "tool.invoked" ? [e.payload.callId] : []))
+          )
+        )
+        expect(Array.from(s.toolParts.keys())).toEqual(pending)
+        const back = Either.getOrThrow(Projection.decodeState(JSON.parse(JSON.stringify(Projection.toJsonState(s)))))
+        expect(Array.from(back.toolParts.keys())).toEqual(pending)
+        expect(Array.from(back.actions.keys())).toEqual(Array.from(s.actions.keys()))
+      }),
+      { numRuns: 200, seed: 11 }
     )
   })
 
@@ -762,8 +784,8 @@ describe("Projection: properties", () => {
         let state = Projection.empty(SESSION_ID)
         for (const env of envelopes) {
           state = Either.getOrThrow(Projection.apply(state, env))
-          for (const [callId, state_] of finals) expect(state.toolParts[callId]!.state).toBe(state_)
-          for (const part of Object.values(state.toolParts)) {
+          for (const [callId, state_] of finals) expect(state.toolParts.get(callId)!.state).toBe(state_)
+          for (const part of Array.from(state.toolParts.values())) {
             if (Projection.isToolFinal(part.state) && !finals.has(part.callId)) finals.set(part.callId, part.state)
           }
         }
@@ -774,7 +796,7 @@ describe("Projection: properties", () => {
             e("tool.failed", { callId, error: "again" }),
             e("tool.progress", { callId, output: "again" }),
             e("tool.timeout", { callId, timeoutMs: 1 }),
-            e("tool.invoked", { messageId: state.toolParts[callId]!.messageId, callId, tool: "x", input: {} })
+            e("tool.invoked", { messageId: state.toolParts.get(callId)!.messageId, callId, tool: "x", input: {} })
           ]) {
             const env = toEnvelopes(SESSION_ID, [event], { fromSeq: state.lastSeq + 1 })[0]!
             expect(Either.isLeft(Projection.apply(state, env))).toBe(true)

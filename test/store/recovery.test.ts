@@ -101,16 +101,16 @@ for (const [name, makeLayer] of layers) {
         expect(appendsBySweep).toBe(1)
         expect(state).toEqual(folded)
         expect(state.lastSeq).toBeGreaterThan(crashed.length)
-        expect(state.toolParts[RUNNING]!.state).toMatchObject({
+        expect(state.toolParts.get(RUNNING)!.state).toMatchObject({
           _tag: "error",
           interrupted: true,
           reason: "crash",
           input: { command: "npm test" }
         })
-        expect(state.toolParts[PENDING]!.state).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
+        expect(state.toolParts.get(PENDING)!.state).toMatchObject({ _tag: "error", interrupted: true, reason: "crash" })
         // a finished call is left alone
-        expect(state.toolParts[DONE]!.state).toMatchObject({ _tag: "completed", output: "contents" })
-        expect(state.actions[X1]!.state).toBe("failed")
+        expect(state.toolParts.get(DONE)!.state).toMatchObject({ _tag: "completed", output: "contents" })
+        expect(state.actions.get(X1)!.state).toBe("failed")
         expect(state.turn).toBeNull()
         expect(state.lastTurn).toMatchObject({ turnId: T1, reason: "crash", interrupted: true })
         expect(state.chatState).toBe("idle")
@@ -162,7 +162,7 @@ for (const [name, makeLayer] of layers) {
         yield* store.acquireLease(SESSION_ID, "dead-process", 10_000)
         yield* TestClock.adjust(10_001)
         const state = yield* Recovery.openSession(SESSION_ID, "owner-b", { ttlMs: 10_000 })
-        expect(state.toolParts[RUNNING]!.state._tag).toBe("error")
+        expect(state.toolParts.get(RUNNING)!.state._tag).toBe("error")
         const lease = Option.getOrThrow(yield* store.lease(SESSION_ID))
         expect(lease).toMatchObject({ owner: "owner-b", expiresAt: 10_001 + 10_000 })
       }).pipe(Effect.provide(makeLayer()))
@@ -240,7 +240,7 @@ describe("Recovery (sqlite file, a killed process)", () => {
       expect(early).toMatchObject({ _tag: "LeaseHeld", owner: "pid-1" })
       yield* TestClock.adjust(15_001)
       const state = yield* reopen(Recovery.openSession(SESSION_ID, "pid-2", { ttlMs: 15_000 }))
-      expect(state.toolParts[RUNNING]!.state).toMatchObject({ _tag: "error", reason: "crash" })
+      expect(state.toolParts.get(RUNNING)!.state).toMatchObject({ _tag: "error", reason: "crash" })
       expect(state.status._tag).toBe("idle")
       const again = yield* reopen(
         Effect.zip(Recovery.openSession(SESSION_ID, "pid-3", { ttlMs: 15_000 }), Snapshots.foldAll(SESSION_ID))
@@ -328,8 +328,8 @@ describe("Recovery.sweepEvents", () => {
         }
         expect(Recovery.sweepEvents(repaired)).toEqual([])
         // the sweep only ends things: finished tool parts are untouched
-        for (const [callId, part] of Object.entries(state.toolParts)) {
-          if (Projection.isToolFinal(part.state)) expect(repaired.toolParts[callId as CallId]).toBe(part)
+        for (const [callId, part] of Array.from(state.toolParts)) {
+          if (Projection.isToolFinal(part.state)) expect(repaired.toolParts.get(callId as CallId)).toBe(part)
         }
         for (const event of repairs) {
           if (event.type === "tool.failed") expect(event.payload).toMatchObject({ interrupted: true, reason: "crash" })
@@ -357,7 +357,7 @@ describe("file intents across a crash (issue 12 §2)", () => {
     e("file.intent", { callId: WRITE, ...intent })
   ]
   const intentsOf = (state: SessionState) => {
-    const s = state.toolParts[WRITE]!.state
+    const s = state.toolParts.get(WRITE)!.state
     return s._tag === "running" ? s.intents : undefined
   }
 
@@ -373,7 +373,7 @@ describe("file intents across a crash (issue 12 §2)", () => {
     ])
     expect(intentsOf(settled)).toBeUndefined()
     const ended = fold(open, [e("tool.failed", { callId: WRITE, error: "disk full" })])
-    expect(ended.toolParts[WRITE]!.state._tag).toBe("error")
+    expect(ended.toolParts.get(WRITE)!.state._tag).toBe("error")
     // an intent of a call that is not running is an inconsistent log
     expect(
       Either.isLeft(
@@ -412,7 +412,7 @@ describe("file intents across a crash (issue 12 §2)", () => {
     // the repaired state: the file's change is the call's, its stamp is what the agent last saw
     const repaired = fold(state, repairs)
     expect(repaired.files["a.txt"]).toMatchObject({ callId: WRITE, recovered: true })
-    expect(repaired.reads["/w/a.txt"]).toEqual({ mtimeMs: 5, size: 3, hash: intent.afterHash })
+    expect(repaired.reads.get("/w/a.txt")).toEqual({ mtimeMs: 5, size: 3, hash: intent.afterHash })
     expect(Recovery.sweepEvents(repaired)).toEqual([])
   })
 

@@ -77,7 +77,7 @@ export const ItemView = ({ item, ctx }: { readonly item: Item; readonly ctx: Ite
       )
     }
     case "tool": {
-      const part = ctx.screen.session.toolParts[item.callId]
+      const part = ctx.screen.session.toolParts.get(item.callId)
       return part === undefined ? null : <ToolView part={part} ctx={ctx} />
     }
     case "notice":
