@@ -6,12 +6,24 @@
  * shown only for defects, and only when `LOGBOOK_DEBUG` is set.
  */
 import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Config, Console, Effect, Logger, type LogLevel, Option, Schema } from "effect"
+import { isPlatformError, type PlatformError } from "@effect/platform/Error"
+import {
+  Cause,
+  Config,
+  Console,
+  Effect,
+  ConfigError as EffectConfigError,
+  Logger,
+  type LogLevel,
+  Option,
+  Schema
+} from "effect"
 import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
 import { SessionUnavailable } from "../session/Sessions.js"
 import { DatabaseError, EventStoreError } from "../store/Errors.js"
 import { ProjectionError } from "../store/Projection.js"
+import { SessionFileError } from "../store/SessionFile.js"
 
 export const ExitCode = {
   ok: 0,
@@ -35,6 +47,25 @@ export class CliError extends Schema.TaggedError<CliError>()("CliError", {
   }
 }
 
+/**
+ * Every way a command can fail (the union of the commands' error channels, and @effect/cli's own
+ * `ValidationError` for bad flags): the closed set `toExitCode` turns into a sentence and an exit
+ * code. A command whose effect fails with anything else does not compile into the command tree
+ * (`main.ts`'s `cli`).
+ */
+export type CliFailure =
+  | CliError
+  | ConfigError
+  | EffectConfigError.ConfigError
+  | SessionUnavailable
+  | DatabaseError
+  | EventStoreError
+  | EventDecodeError
+  | ProjectionError
+  | SessionFileError
+  | PlatformError
+  | ValidationError.ValidationError
+
 const databaseSentence = (error: DatabaseError): string => {
   switch (error.reason) {
     case "missing":
@@ -54,8 +85,10 @@ const databaseSentence = (error: DatabaseError): string => {
   }
 }
 
-/** The sentence and exit code for an expected failure. */
-export const describeFailure = (error: unknown): { readonly message: string; readonly exitCode: number } => {
+/** The sentence and exit code for an expected failure (`ValidationError`: printed by @effect/cli). */
+export const describeFailure = (
+  error: Exclude<CliFailure, ValidationError.ValidationError>
+): { readonly message: string; readonly exitCode: number } => {
   if (error instanceof CliError) return { message: error.message, exitCode: error.exitCode }
   if (error instanceof ConfigError) return { message: error.message, exitCode: ExitCode.usage }
   if (error instanceof SessionUnavailable) {
@@ -87,9 +120,18 @@ export const describeFailure = (error: unknown): { readonly message: string; rea
       exitCode: ExitCode.failed
     }
   }
-  if (error instanceof Error) return { message: error.message, exitCode: ExitCode.failed }
-  return { message: String(error), exitCode: ExitCode.failed }
+  if (error instanceof SessionFileError) return { message: error.message, exitCode: ExitCode.failed }
+  if (isPlatformError(error)) return { message: error.message, exitCode: ExitCode.failed }
+  // an environment variable effect's `Config` could not read (`HOME`, `XDG_DATA_HOME` …)
+  if (EffectConfigError.isConfigError(error)) return { message: String(error), exitCode: ExitCode.failed }
+  return absurdFailure(error)
 }
+
+/** No failure is left: the compiler checks that every member of `CliFailure` has its sentence above. */
+const absurdFailure = (error: never): { readonly message: string; readonly exitCode: number } => ({
+  message: String(error),
+  exitCode: ExitCode.failed
+})
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ").trim()
 
@@ -97,7 +139,7 @@ const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ").trim()
  * Runs a CLI program and turns its outcome into an exit code: failures are printed as one line on
  * stderr. Interruption is left alone, so the runtime's teardown reports it as 130.
  */
-export const toExitCode = <R>(program: Effect.Effect<void, unknown, R>): Effect.Effect<number, never, R> =>
+export const toExitCode = <R>(program: Effect.Effect<void, CliFailure, R>): Effect.Effect<number, never, R> =>
   program.pipe(
     Effect.as(ExitCode.ok as number),
     Effect.catchAllCause((cause) => {

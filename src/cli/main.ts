@@ -14,7 +14,7 @@ import { chat } from "./chat.js"
 import { compact } from "./compact.js"
 import { config } from "./config.js"
 import { diff } from "./diff.js"
-import { CliError, ExitCode, toExitCode, withCliLogger } from "./errors.js"
+import { CliError, type CliFailure, ExitCode, toExitCode, withCliLogger } from "./errors.js"
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
@@ -101,7 +101,11 @@ export const root = Command.make("logbook", {}, () =>
   ])
 )
 
-export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown, CliApp.Environment> =>
+/**
+ * The command tree on a command line. It fails only with a `CliFailure` (errors.ts: the commands'
+ * errors and @effect/cli's `ValidationError`), which `main` turns into an exit code.
+ */
+export const cli = (argv: ReadonlyArray<string>): Effect.Effect<void, CliFailure, CliApp.Environment> =>
   Command.run(root, { name: "logbook", version, footer: examplesFooter(argv) })(argv)
 
 /**

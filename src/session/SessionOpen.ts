@@ -3,7 +3,7 @@
  * this machine that is gone), the refusal of a deleted session, the crash sweep (`Recovery.recover`:
  * the commands a dead process left running are stopped, the file changes it announced are checked
  * on disk), the journal every event of the driver goes through (fenced by the lease), and the
- * `Driver` the turns work with. Sessions.ts keeps the open drivers and runs their turns.
+ * `Driver` the turns work with. Sessions.ts keeps the open drivers; TurnLoop.ts runs their turns.
  */
 import { hostname } from "node:os"
 import { type Deferred, Effect, Option, Ref, Schema, type Scope, SubscriptionRef } from "effect"
@@ -15,7 +15,7 @@ import { makeJournal, type SessionJournal } from "../store/SessionJournal.js"
 import { checkIntent } from "../tools/intentRecovery.js"
 import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
 import type { SecretsService } from "../tools/Secrets.js"
-import type { TurnOutcome } from "./Sessions.js"
+import type { TurnOutcome } from "./TurnLoop.js"
 
 /** Why the session cannot be driven: not open here, unknown, deleted, or held by another process. */
 export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()("SessionUnavailable", {

@@ -1,15 +1,11 @@
 /**
  * The interaction session (DESIGN §4): prompt, steer, queue, interrupt, and the turn loop.
  *
- * A session is opened once per process (`open`): its lease is taken and kept (no other process
- * drives it meanwhile), what a dead process left open is swept, and a `SessionJournal` appends its
- * events. A turn runs as a fiber in a `FiberMap` keyed by session id:
- *
- * `turn.started` -> `assistant.started` -> steps (`Processor.run`, with retries) -> after a step with
- * tool calls, `chat.state awaiting_tool` and the batch (`Actions.run`) -> the next step, with the
- * results and any steered message -> ... until the model answers without tool calls (`stop`),
- * `maxSteps` steps have run (`max-steps`) or the model fails for good (`error`, with `model.error`).
- * Then `assistant.completed`, `turn.finished`, `chat.state idle`, `session.status idle`.
+ * A session is opened once per process (`open`, SessionOpen.ts): its lease is taken and kept (no
+ * other process drives it meanwhile), what a dead process left open is swept, and a `SessionJournal`
+ * appends its events. A turn runs as a fiber in a `FiberMap` keyed by session id; what it does
+ * (`turn.started`, the steps and tool batches, the closing events, the turns after it) is
+ * TurnLoop.ts.
  *
  * Messages (`send`), by what the session is doing:
  * - idle: the message starts a turn (mode `prompt`; messages an interrupt left waiting go first).
@@ -38,7 +34,6 @@
  */
 
 import {
-  Cause,
   Context,
   Deferred,
   Effect,
@@ -54,22 +49,13 @@ import {
   SubscriptionRef
 } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
-import {
-  type MessageId,
-  makeMessageId,
-  makeSessionId,
-  makeTurnId,
-  type SessionId,
-  type TurnId,
-  uuidV7
-} from "../domain/Ids.js"
-import { emptyUsage, type Usage, type UserMode } from "../domain/Message.js"
-import { Model, type ModelRequest } from "../model/Model.js"
+import { type MessageId, makeMessageId, makeSessionId, type SessionId, type TurnId, uuidV7 } from "../domain/Ids.js"
+import type { UserMode } from "../domain/Message.js"
+import { Model } from "../model/Model.js"
 import type { Price } from "../model/Price.js"
-import { classify, Retry } from "../model/Retry.js"
+import { Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
-import * as Recovery from "../store/Recovery.js"
 import type { RestoreError } from "../store/Snapshots.js"
 import { Secrets } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
@@ -81,26 +67,13 @@ import {
   defaultCompactionOptions,
   makeCompactor
 } from "./Compaction.js"
-import { providerOf, toModelMessages } from "./History.js"
-import { Instructions, warnSkipped } from "./Instructions.js"
+import { Instructions } from "./Instructions.js"
 import { Processor } from "./Processor.js"
 import { type Driver, leaseLostError, openDriver, ownerId, SessionUnavailable } from "./SessionOpen.js"
-import { fullSystemPrompt } from "./SystemPrompt.js"
+import { lastTurnFigures, makeTurnLoop, type TurnOutcome } from "./TurnLoop.js"
 
 export { ownerId, ownerIsDead, SessionUnavailable } from "./SessionOpen.js"
-
-/** How a turn ended. */
-export interface TurnOutcome {
-  readonly turnId: TurnId
-  readonly reason: "stop" | "max-steps" | "error" | "interrupted"
-  /** the model's finish reason of the last step (`stop`, `length` …) */
-  readonly finishReason?: string | undefined
-  /** for `error` and `interrupted`: what happened, one sentence */
-  readonly message?: string | undefined
-  readonly steps: number
-  /** usage of the turn's assistant message */
-  readonly usage: Usage
-}
+export type { TurnOutcome } from "./TurnLoop.js"
 
 export interface SessionsOptions {
   /** the most model steps in one turn */
@@ -157,20 +130,9 @@ export class WithdrawRefused extends Schema.TaggedError<WithdrawRefused>()("With
   message: Schema.String
 }) {}
 
-/** The step number after the last one of assistant message `messageId` (0 when it has none). */
-const nextStep = (state: SessionState, messageId: MessageId): number => {
-  const message = state.messages.find((m) => m.id === messageId)
-  const last = message?.role === "assistant" ? message.steps.at(-1) : undefined
-  return last === undefined ? 0 : last.step + 1
-}
-
 /** User messages recorded and not delivered yet, in log order. */
 const undelivered = (state: SessionState): ReadonlyArray<MessageId> =>
   state.messages.flatMap((m) => (m.role === "user" && !m.delivered ? [m.id] : []))
-
-/** Undelivered user messages a running turn must deliver at its next step (everything but `queue`). */
-const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
-  state.messages.flatMap((m) => (m.role === "user" && !m.delivered && m.mode !== "queue" ? [m.id] : []))
 
 export interface SessionsService {
   /** Creates a session working in `cwd` and opens it. */
@@ -239,6 +201,7 @@ export const makeSessions = (options: SessionsOptions) =>
       price: options.price,
       maxOutputTokens: options.maxOutputTokens
     })
+    const turns = makeTurnLoop({ processor, actions, compactor, model, tools, instructions, secrets, options })
 
     const unavailable = (sessionId: SessionId) =>
       new SessionUnavailable({
@@ -296,249 +259,14 @@ export const makeSessions = (options: SessionsOptions) =>
         return sessionId
       })
 
-    // -------------------------------------------------------------------------------------------
-    // the turn
-
-    /**
-     * The system prompt of a turn: the base prompt and the instruction files as they are when the
-     * turn starts (the same for all its steps), API keys masked.
-     */
-    const turnSystemPrompt = (driver: Driver) =>
-      Effect.gen(function* () {
-        const loaded = yield* instructions.load(driver.cwd)
-        yield* warnSkipped(loaded)
-        return fullSystemPrompt(driver.cwd, loaded, { base: options.system, redact: secrets.redactText })
-      })
-
-    const buildRequest =
-      (driver: Driver, system: string) =>
-      (state: SessionState): ModelRequest => ({
-        system: options.systemOverride?.() ?? system,
-        // reasoning goes back to the provider that produced it (never another's: a session may switch models)
-        messages: toModelMessages(state, { includeReasoning: providerOf(model.name) }),
-        tools: tools.definitions,
-        maxOutputTokens: options.maxOutputTokens,
-        cacheKey: driver.id
-      })
-
-    /**
-     * Steps and usage of the latest assistant message (the turn's, which is always the newest one):
-     * the steps that went through, not the attempts a retry or an interrupt cut.
-     */
-    const lastTurnFigures = (state: SessionState): { readonly steps: number; readonly usage: Usage } => {
-      for (let i = state.messages.length - 1; i >= 0; i--) {
-        const message = state.messages[i]!
-        if (message.role === "assistant") {
-          return { steps: message.steps.filter((step) => !step.aborted).length, usage: message.usage }
-        }
-      }
-      return { steps: 0, usage: emptyUsage }
-    }
-
-    /** Opens a turn delivering `messageIds` (already recorded); called under `driver.lock`. */
-    const startTurn = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
-      Effect.gen(function* () {
-        const turnId = yield* makeTurnId
-        yield* driver.journal.append([
-          ...before,
-          make("turn.started", { turnId, messageIds }),
-          make("session.status", { status: { _tag: "busy" } })
-        ])
-        return turnId
-      })
-
-    /** Runs one (started) turn to its end: the steps, the tools and the closing events. */
-    const runTurn = (driver: Driver, turnId: TurnId) =>
-      Effect.gen(function* () {
-        const { journal } = driver
-        const messageId = yield* makeMessageId
-        yield* journal.append([make("assistant.started", { messageId, model: model.name })])
-        const system = yield* turnSystemPrompt(driver)
-        let step = 0
-        let steps = 0
-        let finishReason: string | undefined
-        /** the step number of the latest compaction of this turn: at most one per step */
-        let compactedAt: number | undefined
-        while (true) {
-          // a process that stalled past its lease's ttl stops: another process may drive the session now
-          if (yield* driver.leaseLost) {
-            return yield* leaseLostError(driver.id)
-          }
-          // the next request must fit the model's window: prune old tool outputs, then compact
-          if (compactedAt !== step && (yield* compactor.prepare(journal, buildRequest(driver, system))))
-            compactedAt = step
-          // the signal first, then the state: a steer recorded in between is delivered by this step
-          // (decided when its step.started is appended: a message withdrawn before is not)
-          const steer = yield* Deferred.make<void>()
-          yield* Ref.set(driver.steer, steer)
-          const result = yield* processor
-            .run({
-              journal,
-              messageId,
-              step,
-              request: buildRequest(driver, system),
-              deliver: pendingSteer,
-              steer,
-              price: options.price,
-              interruptReason: Ref.get(driver.interruptReason)
-            })
-            .pipe(
-              Effect.ensuring(Ref.set(driver.steer, undefined)),
-              Effect.catchTag("RetryGaveUp", (gaveUp) => Effect.succeed({ _tag: "GaveUp" as const, gaveUp }))
-            )
-          if ("_tag" in result) {
-            const error = result.gaveUp
-            // the provider says the request is too long: prune and compact, then try the step again —
-            // once per step, so a request that still does not fit ends the turn
-            if (classify(error.error).why === "context overflow" && compactedAt !== step) {
-              const recovered = yield* compactor.recover(journal, buildRequest(driver, system)).pipe(Effect.either)
-              if (recovered._tag === "Right") {
-                step = nextStep(yield* journal.state, messageId)
-                compactedAt = step
-                continue
-              }
-              yield* Effect.logWarning(`could not compact the session: ${recovered.left.message}`)
-            }
-            yield* journal.append([
-              make("model.error", {
-                message: error.message,
-                ...(error.error.status !== undefined ? { status: error.error.status } : {}),
-                retryable: error.retryable,
-                ...(error.error.providerMessage !== undefined ? { providerMessage: error.error.providerMessage } : {})
-              }),
-              make("assistant.completed", { messageId, finishReason: "error" }),
-              make("turn.finished", { turnId, reason: "error" }),
-              make("chat.state", { state: "idle" }),
-              make("session.status", { status: { _tag: "idle" } })
-            ])
-            return {
-              turnId,
-              reason: "error",
-              message: error.message,
-              ...lastTurnFigures(yield* journal.state)
-            } satisfies TurnOutcome
-          }
-          step = result.step + 1
-          steps += 1
-          finishReason = result.finishReason
-          if (result.calls.length > 0) {
-            yield* actions.run({
-              journal,
-              messageId,
-              calls: result.calls,
-              opening: [make("chat.state", { state: "awaiting_tool" })],
-              cwd: driver.cwd,
-              interruptReason: Ref.get(driver.interruptReason)
-            })
-          }
-          const more = result.calls.length > 0 || result.steered
-          if (more && steps < options.maxSteps) continue
-          // the end of the turn, unless a steered message came in meanwhile (checked under the lock
-          // `send` takes: it then gets one more step)
-          const reason: TurnOutcome["reason"] = more ? "max-steps" : "stop"
-          const finished = yield* driver.lock.withPermits(1)(
-            Effect.gen(function* () {
-              const now = yield* journal.state
-              if (reason === "stop" && pendingSteer(now).length > 0) return false
-              yield* journal.append([
-                make("assistant.completed", { messageId, finishReason: finishReason ?? reason }),
-                make("turn.finished", { turnId, reason }),
-                make("chat.state", { state: "idle" }),
-                make("session.status", { status: { _tag: "idle" } })
-              ])
-              return true
-            })
-          )
-          if (!finished) continue
-          return { turnId, reason, finishReason, ...lastTurnFigures(yield* journal.state) } satisfies TurnOutcome
-        }
-      })
-
-    /** Ends whatever an interrupted or failed turn left open, then idle (idempotent). */
-    const cleanup = (driver: Driver, reason: string) =>
-      Effect.gen(function* () {
-        // another process owns the session now: writing to it would interleave with its events
-        if (yield* driver.leaseLost) return
-        const state = yield* driver.journal.state
-        const events = Recovery.sweepEvents(state, reason)
-        if (events.length > 0) yield* driver.journal.append(events)
-      }).pipe(
-        Effect.catchAll((error) => Effect.logError(`could not close the turn of session ${driver.id}`, error)),
-        Effect.uninterruptible
-      )
-
-    /** The outcome of a turn that failed in another way than the model (a store error, a bug). */
-    const failedOutcome = (driver: Driver, turnId: TurnId, cause: Cause.Cause<unknown>) =>
-      Effect.gen(function* () {
-        const failure = Cause.squash(cause)
-        const message = failure instanceof Error ? failure.message : String(failure)
-        yield* Effect.logError(`the turn of session ${driver.id} failed: ${message}`)
-        const state = yield* driver.journal.state
-        return { turnId, reason: "error", message, ...lastTurnFigures(state) } satisfies TurnOutcome
-      })
-
-    /**
-     * The turn fiber: runs the turn, then turns for messages left undelivered when it ended (steered
-     * ones that came too late, and queued ones unless the turn failed). Whatever way it ends, the
-     * session ends idle and `status` says how. An interrupt is handled by `interrupt` / `close`.
-     */
-    const turnLoop = (driver: Driver, first: TurnId): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        let turnId = first
-        while (true) {
-          const current = turnId
-          const outcome = yield* runTurn(driver, current).pipe(
-            Effect.onExit((exit) =>
-              Exit.isSuccess(exit)
-                ? Effect.void
-                : Effect.flatMap(Ref.get(driver.interruptReason), (reason) =>
-                    cleanup(driver, Exit.isInterrupted(exit) ? reason : "error")
-                  )
-            ),
-            Effect.catchAllCause((cause) =>
-              Cause.isInterruptedOnly(cause)
-                ? Effect.failCause(cause as Cause.Cause<never>)
-                : failedOutcome(driver, current, cause)
-            )
-          )
-          // the next turn, decided under the lock `send` takes
-          const next = yield* driver.lock.withPermits(1)(
-            Effect.gen(function* () {
-              const state = yield* driver.journal.state
-              const waiting = state.messages.flatMap((m) =>
-                m.role === "user" && !m.delivered && (m.mode !== "queue" || outcome.reason !== "error") ? [m.id] : []
-              )
-              if (waiting.length === 0 || (yield* Ref.get(driver.closed)) || (yield* driver.leaseLost)) {
-                yield* Ref.set(driver.running, false)
-                yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
-                return undefined
-              }
-              yield* SubscriptionRef.set(driver.status, { running: true, last: outcome })
-              return yield* startTurn(driver, waiting)
-            }).pipe(
-              Effect.catchAll((error) =>
-                Effect.gen(function* () {
-                  yield* Effect.logError(`could not start the next turn of session ${driver.id}`, error)
-                  yield* Ref.set(driver.running, false)
-                  yield* SubscriptionRef.set(driver.status, { running: false, last: outcome })
-                  return undefined
-                })
-              )
-            )
-          )
-          if (next === undefined) return
-          turnId = next
-        }
-      })
-
     /** Starts a turn delivering `messageIds` (after `before`) and its fiber; no turn runs; under the lock. */
     const begin = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
       Effect.gen(function* () {
-        const turnId = yield* startTurn(driver, messageIds, before)
+        const turnId = yield* turns.startTurn(driver, messageIds, before)
         yield* Ref.set(driver.running, true)
         yield* Ref.set(driver.interruptReason, "user")
         yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
-        yield* FiberMap.run(fibers, driver.id, turnLoop(driver, turnId))
+        yield* FiberMap.run(fibers, driver.id, turns.run(driver, turnId))
       })
 
     /**
@@ -640,7 +368,7 @@ export const makeSessions = (options: SessionsOptions) =>
         if (!(yield* Ref.get(driver.running))) return
         yield* Ref.set(driver.interruptReason, reason)
         yield* FiberMap.remove(fibers, driver.id)
-        yield* cleanup(driver, reason)
+        yield* turns.cleanup(driver, reason)
         const state = yield* driver.journal.state
         const last: TurnOutcome = {
           turnId: state.lastTurn?.turnId ?? ("" as TurnId),
@@ -707,8 +435,8 @@ export const makeSessions = (options: SessionsOptions) =>
             return yield* Effect.acquireUseRelease(
               driver.journal.append([make("session.status", { status: { _tag: "busy" } })]),
               () =>
-                Effect.flatMap(turnSystemPrompt(driver), (system) =>
-                  compactor.compact(driver.journal, buildRequest(driver, system), "manual")
+                Effect.flatMap(turns.systemPrompt(driver), (system) =>
+                  compactor.compact(driver.journal, turns.request(driver, system), "manual")
                 ),
               () => driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
             )

@@ -560,6 +560,18 @@ const DELETE_LEASE = "DELETE FROM leases WHERE session_id = ? AND owner = ?"
 const blobBytes = (content: Uint8Array) => Buffer.from(content.buffer, content.byteOffset, content.byteLength)
 
 /**
+ * A `ROLLBACK` that failed: the write fails with it (in place of the failure that asked for the
+ * rollback), `failed` — the connection may still hold the transaction, so any request may fail.
+ */
+const rollbackError = (e: SqlError): EventStoreError =>
+  new EventStoreError({
+    method: "rollback",
+    message: `rollback: the transaction could not be rolled back (${describeSqliteError(e.cause ?? e)})`,
+    reason: "failed",
+    cause: e.cause ?? e
+  })
+
+/**
  * Runs `body` in one `BEGIN IMMEDIATE … COMMIT` transaction on the `SqlClient`'s connection. The
  * client's transaction connection is reserved (its semaphore: this process's other statements and
  * transactions wait for it, so nothing reads or writes past an open transaction), handed to `body`,
@@ -572,14 +584,14 @@ const blobBytes = (content: Uint8Array) => Buffer.from(content.buffer, content.b
  */
 export const immediate =
   (sql: SqlClient.SqlClient) =>
-  <A, E, R>(body: (conn: Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  <A, E, R>(body: (conn: Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError | EventStoreError, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(Scope.make(), (scope) => {
         const run = Effect.flatMap(restore(Scope.extend(sql.reserve, scope)), (conn) => {
           // a BEGIN or COMMIT that failed may leave no transaction to roll back: not a second error
           const rollback = conn.execute("ROLLBACK", [], undefined).pipe(
             Effect.catchIf(isNoTransaction, () => Effect.void),
-            Effect.orDie
+            Effect.mapError(rollbackError)
           )
           const inside: Effect.Effect<Exit.Exit<A, E>, never, R> = Effect.exit(
             restore(Effect.provideService(body(conn), SqlClient.TransactionConnection, [conn, 0] as const))
@@ -588,7 +600,7 @@ export const immediate =
             conn.execute("BEGIN IMMEDIATE", [], undefined),
             Effect.flatMap(
               inside,
-              (exit): Effect.Effect<A, E | SqlError> =>
+              (exit): Effect.Effect<A, E | SqlError | EventStoreError> =>
                 Exit.isSuccess(exit)
                   ? Effect.as(
                       Effect.tapError(conn.execute("COMMIT", [], undefined), () => rollback),
@@ -1000,7 +1012,13 @@ export const layerClient = (options: SqliteOptions): Layer.Layer<SqlClient.SqlCl
   return Layer.unwrapEffect(
     Effect.as(
       preflight(file, { create: options.create ?? true, readonly: false }),
-      Layer.provideMerge(setup, Layer.orDie(SqliteClient.layer({ filename: file })))
+      Layer.provideMerge(
+        setup,
+        // the client's layer is typed as failing with a `ConfigError` (of its config): the file's error
+        Layer.mapError(SqliteClient.layer({ filename: file }), (e) =>
+          dbError(file, "unreadable", `cannot open ${file}: ${e.message}`)
+        )
+      )
     )
   )
 }

@@ -1,0 +1,450 @@
+/**
+ * Running one tool call of a batch (DESIGN §3, §6): the input decoded (`Tools.decode`), the
+ * permission gate (PermissionGate.ts), the `tool.execute.before` hooks; a call that cannot run ends
+ * `tool.failed` with an error the model can act on and never starts. Otherwise `tool.invoked` is
+ * committed first (write-ahead), then the tool runs under its timeout with its `ToolContext` (the
+ * records it makes: file changes and intents, blobs, progress, processes, reads), then the
+ * `tool.execute.after` hooks and `tool.finished`. Past the timeout: `tool.timeout`, the tool is
+ * interrupted, then `tool.failed {timedOut: true}`; an interrupt ends it `tool.failed {interrupted:
+ * true, reason}` once the tool confirmed it stopped. A record the log cannot take fails the call
+ * with the store's error. Actions.ts runs the batch the calls belong to.
+ */
+import * as nodePath from "node:path"
+import { Cause, Clock, Deferred, Duration, Effect, Option } from "effect"
+import { type FileRead, make } from "../domain/Events.js"
+import type { CallId, MessageId } from "../domain/Ids.js"
+import { formatMs } from "../model/Retry.js"
+import type { EventStore } from "../store/EventStore.js"
+import type { SessionState } from "../store/Projection.js"
+import { interruptedError } from "../store/Recovery.js"
+import type { SessionJournal } from "../store/SessionJournal.js"
+import type { RestoreError } from "../store/Snapshots.js"
+import { capText } from "../tools/boundedOutput.js"
+import type { SecretsService } from "../tools/Secrets.js"
+import {
+  type FileChange,
+  type FileIntent,
+  type FileReads,
+  type FileStamp,
+  LOG_UNAVAILABLE,
+  type ToolContext,
+  ToolFailure,
+  type ToolOutput,
+  type Tools
+} from "../tools/Tools.js"
+import type { Permission, PermissionGate } from "./PermissionGate.js"
+import type { StepCall } from "./Processor.js"
+import type { WorkspaceObserver } from "./WorkspaceObserver.js"
+
+/** Where a call runs (what it needs of the batch's `BatchInput`). */
+export interface CallInput {
+  readonly journal: SessionJournal
+  readonly messageId: MessageId
+  /** the workspace root the tools work in */
+  readonly cwd: string
+  /** why the call was interrupted, read when it is (default "interrupted") */
+  readonly interruptReason?: Effect.Effect<string> | undefined
+}
+
+export interface CallOutcome {
+  readonly callId: CallId
+  readonly ok: boolean
+}
+
+const isRunning = (state: SessionState, callId: CallId): boolean =>
+  state.toolParts.get(callId)?.state._tag === "running"
+const isOpen = (state: SessionState, callId: CallId): boolean => {
+  const tag = state.toolParts.get(callId)?.state._tag
+  return tag === "running" || tag === "pending"
+}
+
+/**
+ * What a stopped call's record says is still running (a command's `stillRunning`: processes that
+ * could not be stopped), as a sentence for its error; empty when nothing is.
+ */
+const stillRunningNote = (metadata: unknown): string => {
+  if (typeof metadata !== "object" || metadata === null || !("stillRunning" in metadata)) return ""
+  const list = metadata.stillRunning
+  if (!Array.isArray(list) || list.length === 0) return ""
+  const named = list
+    .slice(0, 10)
+    .map((p: unknown) =>
+      typeof p === "object" && p !== null && "pid" in p && "command" in p ? `${String(p.pid)} ${String(p.command)}` : ""
+    )
+  return ` Some of its processes could not be stopped and are still running: ${named.join("; ")}${list.length > 10 ? `; and ${list.length - 10} more` : ""}.`
+}
+
+/** How long an interrupted call waits for its tool to confirm it stopped (its finalizers ran). */
+const STOP_WAIT = Duration.seconds(10)
+
+class TimedOut {
+  readonly _tag = "TimedOut"
+}
+
+const describeDefect = (cause: Cause.Cause<unknown>): string => {
+  const squashed = Cause.squash(cause)
+  return squashed instanceof Error ? squashed.message : String(squashed)
+}
+
+/** The most characters of a call's input text kept when it is not JSON (`tool.failed` `inputText`). */
+export const MAX_INPUT_TEXT = 256 * 1024
+
+/** What `tool.failed` keeps of the input of a call that never ran: the JSON, or the text when it is none. */
+export const sentInput = (call: StepCall): { readonly input?: unknown; readonly inputText?: string } =>
+  call.input !== undefined
+    ? { input: call.input }
+    : {
+        inputText:
+          call.inputText.length > MAX_INPUT_TEXT
+            ? `${call.inputText.slice(0, MAX_INPUT_TEXT)}… (${call.inputText.length} characters)`
+            : call.inputText
+      }
+
+/** A path as the log names it: relative to the workspace `cwd` when inside it, else absolute. */
+const loggedPath = (cwd: string, absolute: string): string => {
+  const relative = nodePath.relative(cwd, absolute)
+  return relative !== "" && !relative.startsWith("..") && !nodePath.isAbsolute(relative) ? relative : absolute
+}
+
+/** What a call works with, taken when Actions is built. */
+export interface RunCallOptions {
+  readonly tools: Tools["Type"]
+  /** the blobs of file changes and command output */
+  readonly store: EventStore["Type"]
+  readonly secrets: SecretsService
+  readonly gate: PermissionGate
+  /** the workspace snapshots around a `snapshotWorkspace` tool's call; none when they are off */
+  readonly observer: WorkspaceObserver | undefined
+  /** at most one `tool.progress` event per call per this many ms */
+  readonly progressEveryMs: number
+}
+
+/** Runs one call to its end (`tool.finished` or `tool.failed`); fails only with the store's error. */
+export type RunCall = (input: CallInput, call: StepCall) => Effect.Effect<CallOutcome, RestoreError>
+
+export const makeRunCall = (options: RunCallOptions): RunCall => {
+  const { tools, store, secrets, gate, observer, progressEveryMs } = options
+
+  /**
+   * What the agent last saw of each file: the stamps this call recorded (`recorded`, written with
+   * its `tool.finished`), else the session's (`SessionState.reads`, from every finished call — also
+   * of an earlier process, so `--continue` can edit a file read before).
+   */
+  const readsOf = (journal: SessionJournal, recorded: Array<FileRead>): FileReads => ({
+    record: (path, stamp) => Effect.sync(() => void recorded.push({ path, ...stamp })),
+    last: (path) =>
+      Effect.map(journal.state, (state): FileStamp | undefined => {
+        for (let i = recorded.length - 1; i >= 0; i--) if (recorded[i]!.path === path) return recorded[i]
+        return state.reads.get(path)
+      })
+  })
+
+  /**
+   * The contents as blobs, then `file.changed` (awaited). A failure here is a broken store: the
+   * call stops, and the turn fails with the store's error (`recorded` in `runCall`).
+   */
+  const blob = (content: string | Uint8Array | undefined) =>
+    content === undefined ? Effect.succeed(undefined) : store.putBlob(content)
+
+  const recordFileChange = (input: CallInput, callId: CallId, change: FileChange) =>
+    Effect.gen(function* () {
+      const beforeHash = yield* blob(change.before)
+      const afterHash = yield* blob(change.after)
+      const path = loggedPath(input.cwd, change.path)
+      // a command running meanwhile must not record this change as its own
+      if (observer !== undefined) {
+        yield* observer.noteChange(
+          input.journal.sessionId,
+          input.cwd,
+          change.path,
+          afterHash === undefined ? undefined : { hash: afterHash }
+        )
+      }
+      yield* input.journal.append([
+        make("file.changed", {
+          path,
+          op: change.op,
+          ...(beforeHash !== undefined ? { beforeHash } : {}),
+          ...(afterHash !== undefined ? { afterHash } : {}),
+          callId
+        })
+      ])
+    })
+
+  /**
+   * The contents as blobs, then `file.intent` (awaited), before the tool writes anything: a crash
+   * from here to the change's `file.changed` is settled by the next run's sweep. A failure here is
+   * a broken store: the call stops, nothing is written, and the turn fails with the store's error.
+   */
+  const recordFileIntent = (input: CallInput, callId: CallId, intent: FileIntent) =>
+    Effect.gen(function* () {
+      const beforeHash = yield* blob(intent.before)
+      const afterHash = yield* store.putBlob(intent.after)
+      yield* input.journal.append([
+        make("file.intent", {
+          callId,
+          path: loggedPath(input.cwd, intent.path),
+          op: intent.op,
+          ...(beforeHash !== undefined ? { beforeHash } : {}),
+          afterHash,
+          temp: loggedPath(input.cwd, intent.temp)
+        })
+      ])
+    })
+
+  const runCall: RunCall = (input, call) => {
+    const { journal } = input
+    const callId = call.callId
+    /** the file stamps the call recorded (`ToolContext.reads`), written with its end, failed or not */
+    const recordedReads: Array<FileRead> = []
+    /** the first record of the call the log could not take (`recorded`) */
+    let recordFailure: RestoreError | undefined
+    const readsMade = () => (recordedReads.length > 0 ? { reads: recordedReads } : {})
+    const fail = (error: string, extra: { readonly timedOut?: boolean; readonly metadata?: unknown } = {}) =>
+      journal
+        .append([make("tool.failed", { callId, error: capText(error), ...extra, ...readsMade() })])
+        .pipe(Effect.as({ callId, ok: false }))
+    /** a call refused before it ran: its input is kept as the model sent it (no tool.invoked holds it) */
+    const refuse = (error: string) =>
+      journal
+        .append([make("tool.failed", { callId, error: capText(error), ...sentInput(call) })])
+        .pipe(Effect.as({ callId, ok: false }))
+
+    /** what the tool recorded when it was stopped (`ToolContext.recordStopped`), for its `tool.failed` */
+    let stoppedRecord: { readonly metadata: unknown } | undefined
+    const stoppedMetadata = () => (stoppedRecord === undefined ? {} : { metadata: stoppedRecord.metadata })
+
+    /** the latest progress text the tool reported (the output so far), for the error of a stopped call */
+    let latestProgress: string | undefined
+    const withOutputSoFar = (error: string) => {
+      const told = `${error}${stillRunningNote(stoppedRecord?.metadata)}`
+      return latestProgress === undefined || latestProgress.trim() === ""
+        ? told
+        : `${told}\nOutput before it was stopped:\n${latestProgress}`
+    }
+
+    /**
+     * Completes when the tool's execution has ended, its finalizers included (a command's process
+     * group is gone). An interrupt of the batch does not wait for the race inside `runCall`, so the
+     * interrupted call's `tool.failed` waits for this: the log never says "stopped" too early.
+     */
+    let stopped: Deferred.Deferred<void> | undefined
+
+    /** the snapshot after a call of a `snapshotWorkspace` tool, set once the snapshot before it was taken */
+    let observed: Effect.Effect<void, RestoreError> | undefined
+    /**
+     * Runs it (once: it is idempotent) where the call ends, also in a finalizer; a log that cannot
+     * take what it found is the call's record failure, as a tool's own record is (`recorded`).
+     */
+    const endObserved = Effect.suspend(() => observed ?? Effect.void).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          recordFailure ??= error
+        })
+      )
+    )
+
+    const interrupted = Effect.gen(function* () {
+      // bounded: a tool whose stop never ends must not hang the interrupt
+      const confirmed =
+        stopped === undefined
+          ? true
+          : Option.isSome(yield* Deferred.await(stopped).pipe(Effect.timeout(STOP_WAIT), Effect.option))
+      const state = yield* journal.state
+      if (!isOpen(state, callId)) return
+      const reason = yield* input.interruptReason ?? Effect.succeed("interrupted")
+      yield* journal.append([
+        make("tool.failed", {
+          callId,
+          error:
+            state.toolParts.get(callId)?.state._tag === "running"
+              ? withOutputSoFar(
+                  confirmed
+                    ? interruptedError(reason, true)
+                    : `The call was interrupted (${reason}); it did not confirm it stopped within ${Duration.format(STOP_WAIT)}.`
+                )
+              : interruptedError(reason, false),
+          interrupted: true,
+          reason,
+          ...stoppedMetadata(),
+          ...readsMade()
+        })
+      ])
+    }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not end the interrupted call ${callId}`, error)))
+
+    return Effect.gen(function* () {
+      if (call.input === undefined) {
+        const shown = call.inputText.length > 400 ? `${call.inputText.slice(0, 399)}…` : call.inputText
+        return yield* refuse(
+          `The input of this call is not valid JSON, so the tool did not run. The input was: ${shown}\n` +
+            "Call the tool again with a JSON object as input."
+        )
+      }
+      const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
+      const decoded = tools.decode(hookCall)
+      if (decoded._tag === "Refused") return yield* refuse(decoded.error)
+      const permission: Permission = yield* gate.check(input, call, decoded.tool, decoded.input)
+      if (permission._tag === "Denied") return yield* refuse(permission.error)
+      const prepared = yield* tools.before(hookCall, decoded).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed({
+            _tag: "Refused" as const,
+            error: `A tool.execute.before hook crashed, so the tool did not run: ${describeDefect(Cause.die(defect))}`
+          })
+        )
+      )
+      if (prepared._tag === "Refused") return yield* refuse(prepared.error)
+      yield* journal.append([
+        make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: prepared.input })
+      ])
+
+      if (observer !== undefined && prepared.tool.snapshotWorkspace === true) {
+        yield* observer.begin({ journal, cwd: input.cwd, callId }, (end) => {
+          observed = end
+        })
+      }
+
+      let lastProgressAt = Number.NEGATIVE_INFINITY
+      /** the text of the last `tool.progress` written, and whether one is due at the end of the window */
+      let recordedProgress: string | undefined
+      let progressFlush = false
+      const recordProgress = (output: string, at: number) =>
+        Effect.gen(function* () {
+          lastProgressAt = at
+          recordedProgress = output
+          const state = yield* journal.state
+          if (!isRunning(state, callId)) return
+          yield* journal.appendLater([make("tool.progress", { callId, output })])
+        }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
+      /**
+       * A record the log could not take: the tool is stopped with a `ToolFailure`, and the call then
+       * fails the batch with the store's own error (the turn ends with it; nothing is told to the
+       * model that the log does not hold).
+       */
+      const recorded = <A>(effect: Effect.Effect<A, RestoreError>): Effect.Effect<A, ToolFailure> =>
+        Effect.catchAll(effect, (error) => {
+          recordFailure ??= error
+          return Effect.fail(new ToolFailure({ message: LOG_UNAVAILABLE }))
+        })
+      const context: ToolContext = {
+        sessionId: journal.sessionId,
+        callId,
+        cwd: input.cwd,
+        timeoutMs: prepared.timeoutMs,
+        recordFileChange: (change) => recorded(recordFileChange(input, callId, change)),
+        recordFileIntent: (intent) => recorded(recordFileIntent(input, callId, intent)),
+        updateTodos: (items) =>
+          recorded(input.journal.append([make("todo.updated", { items, callId })])).pipe(Effect.asVoid),
+        secrets,
+        storeBlob: (content) =>
+          recorded(
+            // a command's output, say: masked like everything else that is logged (Secrets)
+            store.putBlob(typeof content === "string" ? secrets.redactText(content) : secrets.redactBytes(content))
+          ),
+        reads: readsOf(journal, recordedReads),
+        outsideAllowed: permission.outsideAllowed,
+        recordProcess: (group) =>
+          recorded(journal.append([make("tool.process", { callId, ...group })])).pipe(Effect.asVoid),
+        recordStopped: (metadata) =>
+          Effect.sync(() => {
+            stoppedRecord = { metadata }
+          }),
+        progress: (output) =>
+          Effect.gen(function* () {
+            latestProgress = output
+            const now = yield* Clock.currentTimeMillis
+            const wait = progressEveryMs - (now - lastProgressAt)
+            if (wait <= 0) return yield* recordProgress(output, now)
+            // throttled: the latest text is recorded at the end of the window, so the last output
+            // before a quiet spell is not lost (a child of the tool's fiber: it ends with the tool)
+            if (progressFlush) return
+            progressFlush = true
+            yield* Effect.fork(
+              Effect.sleep(Duration.millis(wait)).pipe(
+                Effect.zipRight(Clock.currentTimeMillis),
+                Effect.flatMap((at) => {
+                  progressFlush = false
+                  return latestProgress === undefined || latestProgress === recordedProgress
+                    ? Effect.void
+                    : recordProgress(latestProgress, at)
+                })
+              )
+            )
+          })
+      }
+
+      const timeout = Effect.sleep(Duration.millis(prepared.timeoutMs)).pipe(
+        Effect.zipRight(journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })])),
+        Effect.zipRight(Effect.fail(new TimedOut()))
+      )
+      const done = yield* Deferred.make<void>()
+      const execution = Effect.suspend(() => {
+        stopped = done
+        return prepared.tool.execute(prepared.input, context)
+      }).pipe(
+        // the tool's own spans are not traced: a tool's failure message (a span's status) may quote
+        // the file or the output it concerns; the call's `execute_tool` span says how it ended
+        Effect.withTracerEnabled(false),
+        // what the call changed is recorded once it stopped (its process group gone), before it counts as stopped
+        Effect.ensuring(endObserved),
+        Effect.ensuring(Deferred.succeed(done, undefined))
+      )
+      const executed = yield* execution.pipe(
+        Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause as Cause.Cause<never>)
+            : Effect.succeed(
+                Option.match(Cause.failureOption(cause), {
+                  onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                  onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
+                })
+              )
+        ),
+        Effect.raceFirst(timeout),
+        Effect.either
+      )
+      // the log failed under the tool: the turn fails with the store's error (typed, not a defect)
+      if (recordFailure !== undefined) return yield* Effect.fail(recordFailure)
+      if (executed._tag === "Left") {
+        const error = executed.left
+        if (error instanceof TimedOut) {
+          return yield* fail(
+            withOutputSoFar(
+              `The call timed out after ${formatMs(prepared.timeoutMs)} and was stopped. ` +
+                "If it needs longer, call it again with a longer timeout or split the work."
+            ),
+            { timedOut: true, ...stoppedMetadata() }
+          )
+        }
+        return yield* Effect.fail(error)
+      }
+      const result = executed.right
+      if (result._tag === "Failed") return yield* fail(result.error)
+      const finished = yield* tools.finish({ ...hookCall, input: prepared.input }, result.output).pipe(
+        Effect.map((output) => ({ _tag: "Ok" as const, output })),
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed({ _tag: "Crashed" as const, error: describeDefect(Cause.die(defect)) })
+        )
+      )
+      if (finished._tag === "Crashed") {
+        return yield* fail(`The tool ran, but a tool.execute.after hook crashed on its output: ${finished.error}`)
+      }
+      const output = finished.output
+      yield* journal.append([
+        make("tool.finished", {
+          callId,
+          output: output.output,
+          ...(output.metadata !== undefined ? { metadata: output.metadata } : {}),
+          ...readsMade()
+        })
+      ])
+      return { callId, ok: true }
+    }).pipe(
+      Effect.ensuring(endObserved),
+      Effect.onInterrupt(() => interrupted)
+    )
+  }
+
+  return runCall
+}
