@@ -19,7 +19,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Database from "better-sqlite3"
-import { Clock, Effect, Exit, Layer, Option, Scope } from "effect"
+import { Clock, Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
@@ -525,6 +525,27 @@ const SELECT_COMMIT_STATE = `SELECT s.*, (SELECT owner FROM leases WHERE session
     l.seq AS last_row_seq, l.hash AS last_row_hash
   FROM (SELECT ? AS id) AS k LEFT JOIN sessions AS s ON s.id = k.id
   LEFT JOIN (SELECT seq, hash FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1) AS l ON 1`
+/**
+ * Whether the database is as this process's last commit left it: `data_version` (moved by another
+ * connection's commit) and this connection's `total_changes()` (moved by any row it changes).
+ */
+const SELECT_VALIDITY = "SELECT data_version AS dv, total_changes() AS tc FROM pragma_data_version()"
+interface Validity {
+  readonly dv: number
+  readonly tc: number
+}
+/** A session as this process's last commit of it left it (`makeWriter`'s `known`). */
+interface KnownSession {
+  /** its index row; none when it had none */
+  readonly summary: SessionSummary | undefined
+  readonly cursor: StatsCursor
+  readonly holder: string | undefined
+  readonly seq: number
+  /** the hash its next row chains to */
+  readonly prev: string
+}
+/** the most sessions `known` keeps (it starts over beyond) */
+const KNOWN_SESSIONS = 256
 /** what a row whose predecessor has no hash (a row written around logbook) is chained to */
 export const UNCHAINED_PREV = "0".repeat(64)
 const UPSERT_SESSION = `INSERT INTO sessions (id, title, cwd, created_at, updated_at, last_seq, status, deleted,
@@ -585,33 +606,49 @@ const rollbackError = (e: SqlError): EventStoreError =>
 export const immediate =
   (sql: SqlClient.SqlClient) =>
   <A, E, R>(body: (conn: Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError | EventStoreError, R> =>
+    transaction(sql, true)(body)
+
+/**
+ * `immediate` and the store's own writes: `provide` says whether `body`'s `sql` statements run on
+ * the transaction's connection (`immediate`); the store's writes use only `conn`, and save the
+ * context change per commit.
+ */
+const transaction =
+  (sql: SqlClient.SqlClient, provide: boolean) =>
+  <A, E, R>(
+    body: (conn: Connection) => Effect.Effect<A, E, R>,
+    /** run right after a successful COMMIT, while the connection is still held */
+    committed?: (value: A) => void
+  ): Effect.Effect<A, E | SqlError | EventStoreError, R> =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Scope.make(), (scope) => {
-        const run = Effect.flatMap(restore(Scope.extend(sql.reserve, scope)), (conn) => {
-          // a BEGIN or COMMIT that failed may leave no transaction to roll back: not a second error
-          const rollback = conn.execute("ROLLBACK", [], undefined).pipe(
-            Effect.catchIf(isNoTransaction, () => Effect.void),
-            Effect.mapError(rollbackError)
-          )
-          const inside: Effect.Effect<Exit.Exit<A, E>, never, R> = Effect.exit(
-            restore(Effect.provideService(body(conn), SqlClient.TransactionConnection, [conn, 0] as const))
-          )
-          return Effect.zipRight(
-            conn.execute("BEGIN IMMEDIATE", [], undefined),
-            Effect.flatMap(
-              inside,
-              (exit): Effect.Effect<A, E | SqlError | EventStoreError> =>
-                Exit.isSuccess(exit)
-                  ? Effect.as(
-                      Effect.tapError(conn.execute("COMMIT", [], undefined), () => rollback),
-                      exit.value
-                    )
-                  : Effect.zipRight(rollback, exit)
+      Effect.flatMap(Scope.make(), (scope) =>
+        Effect.onExit(
+          Effect.flatMap(restore(Scope.extend(sql.reserve, scope)), (conn) => {
+            // a BEGIN or COMMIT that failed may leave no transaction to roll back: not a second error
+            const rollback = () =>
+              conn.execute("ROLLBACK", [], undefined).pipe(
+                Effect.catchIf(isNoTransaction, () => Effect.void),
+                Effect.mapError(rollbackError)
+              )
+            const inside = provide
+              ? Effect.provideService(body(conn), SqlClient.TransactionConnection, [conn, 0] as const)
+              : body(conn)
+            return Effect.zipRight(
+              conn.execute("BEGIN IMMEDIATE", [], undefined),
+              Effect.matchCauseEffect(restore(inside), {
+                onFailure: (cause): Effect.Effect<A, E | SqlError | EventStoreError> =>
+                  Effect.zipRight(rollback(), Effect.failCause(cause)),
+                onSuccess: (value) =>
+                  Effect.map(Effect.tapError(conn.execute("COMMIT", [], undefined), rollback), () => {
+                    committed?.(value)
+                    return value
+                  })
+              })
             )
-          )
-        })
-        return Effect.onExit(run, (exit) => Scope.close(scope, exit))
-      })
+          }),
+          (exit) => Scope.close(scope, exit)
+        )
+      )
     )
 
 /**
@@ -623,12 +660,35 @@ export const immediate =
  * wait for it (the client's semaphore).
  */
 const makeWriter = (sql: SqlClient.SqlClient) => {
-  const transact = immediate(sql)
+  const transact = transaction(sql, false)
 
-  /** The statements of a commit (its own transaction, or part of an import's). */
-  const commitBody = (conn: Connection, requests: ReadonlyArray<CommitRequest>) =>
+  /**
+   * What the last commits of this process left of each session they wrote — its index row, stats
+   * cursor, lease holder, last seq and the hash the next row chains to — so a commit need not read
+   * them again. Valid only while nothing else changed the database: `valid` is the database's
+   * `data_version` (changed by every commit of another connection, i.e. another process) and this
+   * connection's `total_changes()` (changed by every row any other write of this process touches:
+   * a lease, a snapshot, a statement through the `SqlClient`) as the last commit left them. A commit
+   * checks both first, inside its transaction, and forgets everything when either moved.
+   */
+  const known = new Map<SessionId, KnownSession>()
+  let valid: Validity | undefined
+
+  /** The statements of a commit (its own transaction, or part of an import's, which does not use `known`). */
+  const commitBody = (conn: Connection, requests: ReadonlyArray<CommitRequest>, useKnown: boolean) =>
     Effect.gen(function* () {
       const run = (statement: string, params: ReadonlyArray<unknown>) => conn.execute(statement, params, undefined)
+      // rows this body changes (a write's `changes`), for the validity it leaves
+      let changes = 0
+      const write = (statement: string, params: ReadonlyArray<unknown>) =>
+        Effect.map(conn.executeRaw(statement, params), (result) => {
+          changes += (result as { readonly changes: number }).changes
+        })
+      let checked: Validity | undefined
+      if (useKnown) {
+        checked = (yield* run(SELECT_VALIDITY, []))[0] as Validity
+        if (valid === undefined || checked.dv !== valid.dv || checked.tc !== valid.tc) known.clear()
+      }
       // one read of the last seq and one index update per session, however many requests it has
       const bySession = new Map<SessionId, Array<number>>()
       requests.forEach((r, i) => {
@@ -637,20 +697,32 @@ const makeWriter = (sql: SqlClient.SqlClient) => {
         else list.push(i)
       })
       const out: Array<number> = new Array(requests.length)
+      const after: Array<readonly [SessionId, KnownSession]> = []
       for (const [sessionId, indexes] of bySession) {
-        const state: CommitStateRow = (yield* run(SELECT_COMMIT_STATE, [sessionId, sessionId, sessionId]))[0]
+        let before = useKnown ? known.get(sessionId) : undefined
+        if (before === undefined) {
+          const state: CommitStateRow = (yield* run(SELECT_COMMIT_STATE, [sessionId, sessionId, sessionId]))[0]
+          const current: SessionRow | undefined = state.id === null ? undefined : (state as SessionRow)
+          before = {
+            summary: current ? toSummary(current) : undefined,
+            cursor: toCursor(current),
+            holder: state.lease_owner ?? undefined,
+            seq: state.last_row_seq ?? 0,
+            prev: state.last_row_seq === null ? genesisHash(sessionId) : (state.last_row_hash ?? UNCHAINED_PREV)
+          }
+        }
         // the fence: a request written for a lease owner goes in only while that owner holds the
         // lease (one lease read per session, not per request)
-        const holder = state.lease_owner ?? undefined
+        const holder = before.holder
         for (const i of indexes) {
           const owner = requests[i]!.owner
           if (owner !== undefined && holder !== owner) return yield* Effect.fail(fencedError(sessionId, owner, holder))
         }
-        const current: SessionRow | undefined = state.id === null ? undefined : (state as SessionRow)
-        let seq = state.last_row_seq ?? 0
-        let prev = state.last_row_seq === null ? genesisHash(sessionId) : (state.last_row_hash ?? UNCHAINED_PREV)
-        let summary = current ? toSummary(current) : undefined
-        const cursor = toCursor(current)
+        let seq = before.seq
+        let prev = before.prev
+        let summary = before.summary
+        // a copy: the fold below moves it, and `known` keeps what was committed
+        const cursor: StatsCursor = { ...before.cursor }
         const stats: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
         const statsSink = sqlSink((statement, params) => {
           stats.push([statement, params])
@@ -679,13 +751,13 @@ const makeWriter = (sql: SqlClient.SqlClient) => {
         }
         // the stats statements in the order the fold made them, then the rows: one statement per
         // `INSERT_CHUNK` rows (and one for the rest)
-        for (const [statement, values] of stats) yield* run(STATS_SQL[statement], values)
+        for (const [statement, values] of stats) yield* write(STATS_SQL[statement], values)
         for (let from = 0; from < params.length; from += INSERT_CHUNK * EVENT_COLUMNS) {
           const chunk = params.slice(from, from + INSERT_CHUNK * EVENT_COLUMNS)
-          yield* run(insertRows(chunk.length / EVENT_COLUMNS), chunk)
+          yield* write(insertRows(chunk.length / EVENT_COLUMNS), chunk)
         }
         const s = summary!
-        yield* run(UPSERT_SESSION, [
+        yield* write(UPSERT_SESSION, [
           s.id,
           s.title,
           s.cwd,
@@ -704,12 +776,28 @@ const makeWriter = (sql: SqlClient.SqlClient) => {
           cursor.stepFirstMs,
           cursor.turnSeq
         ])
+        // what a read of the row just written would give (`toCursor` takes the model from the row)
+        after.push([
+          sessionId,
+          { summary: s, cursor: { ...cursor, model: s.model }, holder, seq, prev } satisfies KnownSession
+        ])
       }
-      return out as ReadonlyArray<number>
+      const committed = (): void => {
+        if (checked === undefined) return
+        if (known.size + after.length > KNOWN_SESSIONS) known.clear()
+        for (const [sessionId, state] of after) known.set(sessionId, state)
+        valid = { dv: checked.dv, tc: checked.tc + changes }
+      }
+      return { firstSeqs: out as ReadonlyArray<number>, committed }
     })
 
   return {
-    commit: (requests: ReadonlyArray<CommitRequest>) => transact((conn) => commitBody(conn, requests)),
+    // `known` is brought up to date right after COMMIT, before the connection is given back
+    commit: (requests: ReadonlyArray<CommitRequest>) =>
+      transact(
+        (conn) => commitBody(conn, requests, true),
+        (result) => result.committed()
+      ).pipe(Effect.map((result) => result.firstSeqs)),
     saveSnapshot: (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
       transact((conn) =>
         Effect.zipRight(
@@ -743,7 +831,7 @@ const makeWriter = (sql: SqlClient.SqlClient) => {
           for (const { hash, content } of blobs) {
             yield* conn.execute(PUT_BLOB, [hash, content.byteLength, blobBytes(content)], undefined)
           }
-          yield* commitBody(conn, [{ sessionId, events }])
+          yield* commitBody(conn, [{ sessionId, events }], false)
           yield* conn.execute(MARK_CHAIN, [sessionId, "imported", events.length, now], undefined)
         })
       ),

@@ -13,6 +13,7 @@ import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { makeService } from "../../src/store/internal/storeService.js"
 import { immediate, layerClient, makeSqliteBackend, type SqliteOptions } from "../../src/store/Sqlite.js"
+import { verifySession } from "../../src/store/Verify.js"
 import { tempDb } from "../support/tmp.js"
 
 const sid = SessionId.make("s1")
@@ -220,4 +221,61 @@ describe("SQLite writes through the SqlClient", () => {
         expect((yield* store.append(sid, [progress(2)])).map((e) => e.seq)).toEqual([2])
       })
   )
+
+  describe("what a commit keeps of its sessions (instead of reading them again) is given up when", () => {
+    const created = Events.make("session.created", { title: "t" })
+    const seqs = (envelopes: ReadonlyArray<{ readonly seq: number }>) => envelopes.map((e) => e.seq)
+
+    it.scoped("another connection (another process) appended rows or took the lease", () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        const a = yield* open({ filename: file })
+        // a second client on the file: its own connection, as another process has
+        const b = yield* open({ filename: file })
+        yield* a.store.append(sid, [created])
+        yield* a.store.append(sid, [progress(1)])
+        expect(seqs(yield* b.store.append(sid, [progress(2)]))).toEqual([3])
+        // a's next row follows b's, chained to it
+        expect(seqs(yield* a.store.append(sid, [progress(3)]))).toEqual([4])
+        expect(Option.getOrThrow(yield* a.store.session(sid))).toMatchObject({ lastSeq: 4, title: "t" })
+        const verification = yield* Effect.provideService(verifySession(sid), EventStore, a.store)
+        expect(verification.problems).toEqual([])
+        // the fence sees a lease b took after a's last commit
+        yield* a.store.acquireLease(sid, "owner-a", 60_000)
+        expect(seqs(yield* a.store.append(sid, [progress(4)], { owner: "owner-a" }))).toEqual([5])
+        yield* b.store.releaseLease(sid, "owner-a")
+        yield* b.store.acquireLease(sid, "owner-b", 60_000)
+        const fenced = yield* Effect.flip(a.store.append(sid, [progress(5)], { owner: "owner-a" }))
+        expect(fenced.reason).toBe("fenced")
+        expect(yield* a.store.lastSeq(sid)).toBe(5)
+      })
+    )
+
+    it.scoped("another write of this process changed the session's row or lease", () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        const { sql, store } = yield* open({ filename: file })
+        yield* store.append(sid, [created])
+        yield* store.append(sid, [progress(1)])
+        // a statement through the client (no transaction of the store's): the next commit keeps it
+        yield* setTitle(sql, "changed")
+        expect(seqs(yield* store.append(sid, [progress(2)]))).toEqual([3])
+        expect(committedTitle(file)).toBe("changed")
+        // this process's own lease writes: the fence sees the release
+        yield* store.acquireLease(sid, "owner-a", 60_000)
+        expect(seqs(yield* store.append(sid, [progress(3)], { owner: "owner-a" }))).toEqual([4])
+        yield* store.releaseLease(sid, "owner-a")
+        const fenced = yield* Effect.flip(store.append(sid, [progress(4)], { owner: "owner-a" }))
+        expect(fenced.reason).toBe("fenced")
+        // a row written around logbook (no hash), through the client: the next row follows it
+        yield* sql`INSERT INTO events (session_id, seq, id, type, at, v, payload) VALUES (${sid}, 5, 'foreign', 'tool.progress', 1, 1, '{}')`
+        expect(seqs(yield* store.append(sid, [progress(5)]))).toEqual([6])
+        const prev = new Database(file, { readonly: true })
+          .prepare("SELECT prev_hash FROM events WHERE session_id = ? AND seq = 6")
+          .pluck()
+          .get(sid)
+        expect(prev).toBe("0".repeat(64))
+      })
+    )
+  })
 })

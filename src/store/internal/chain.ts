@@ -22,7 +22,7 @@
  *
  * Genesis of a session: the SHA-256 of `logbook-genesis-v1\n<session id>\n`.
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 /** The fields of a row the hash covers. */
 export interface ChainedFields {
@@ -38,13 +38,11 @@ export interface ChainedFields {
 }
 
 /** The `prev_hash` of a session's seq 1: the SHA-256 of `logbook-genesis-v1\n<session id>\n`. */
-export const genesisHash = (sessionId: string): string =>
-  createHash("sha256").update(`logbook-genesis-v1\n${sessionId}\n`).digest("hex")
+export const genesisHash = (sessionId: string): string => hash("sha256", `logbook-genesis-v1\n${sessionId}\n`, "hex")
 
 /** The canonical bytes of a row (as text), chained to `prev`. */
 export const canonicalText = (prev: string, row: ChainedFields): string =>
   `logbook-event-v1\n${prev}\n${row.sessionId}\n${row.seq}\n${row.id}\n${row.type}\n${row.at}\n${row.parentId ?? ""}\n${row.v}\n${row.json}\n`
 
 /** The hash of a row chained to `prev`: lowercase hex SHA-256 of its canonical bytes. */
-export const eventHash = (prev: string, row: ChainedFields): string =>
-  createHash("sha256").update(canonicalText(prev, row)).digest("hex")
+export const eventHash = (prev: string, row: ChainedFields): string => hash("sha256", canonicalText(prev, row), "hex")

@@ -4,7 +4,7 @@
  * `Backend` (how rows are stored) and gets the whole `EventStore` service from `makeService`.
  */
 import { createHash } from "node:crypto"
-import { Chunk, Clock, Deferred, Effect, Either, Option, Queue, type Scope, Stream } from "effect"
+import { Chunk, Clock, Deferred, Effect, Either, FiberId, Option, Queue, type Scope, Stream } from "effect"
 import {
   decodeEnvelope,
   type Envelope,
@@ -243,39 +243,52 @@ const rejected = (event: { readonly type: string }, reason: string) =>
  * Validates, encodes and stamps events (id, time, version) before they are handed to the writer.
  * Everything a database would refuse is refused here, for the one caller that sent it: a payload
  * that does not match its Schema or does not survive JSON, a time that is not an integer of
- * milliseconds, an id used twice in the request.
+ * milliseconds, an id used twice in the request. `now`: the time of events that carry none.
+ * A plain function (the append path runs it once per call): an `EventStoreError` is returned, not thrown.
  */
+export const prepareEventsAt = (
+  events: ReadonlyArray<NewEvent>,
+  now: number
+): ReadonlyArray<PreparedEvent> | EventStoreError => {
+  const out: Array<PreparedEvent> = new Array(events.length)
+  // one event (the usual call): nothing to check an id against
+  const ids = events.length > 1 ? new Set<string>() : undefined
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    const encoded = encodePayload(event)
+    if (Either.isLeft(encoded)) return rejected(event, encoded.left.message)
+    const at = event.at ?? now
+    if (!Number.isSafeInteger(at)) return rejected(event, `time ${at} is not an integer of milliseconds`)
+    const id = event.id ?? (uuidV7At(at) as EventId)
+    if (ids !== undefined) {
+      if (ids.has(id)) return rejected(event, `event id ${id} is used twice`)
+      ids.add(id)
+    }
+    let json: string
+    try {
+      json = JSON.stringify(encoded.right)
+    } catch (e) {
+      return rejected(event, `the payload cannot be written as JSON (${(e as Error).message})`)
+    }
+    out[i] = {
+      id,
+      type: event.type,
+      at,
+      parentId: event.parentId ?? null,
+      v: PAYLOAD_VERSION,
+      json
+    }
+  }
+  return out
+}
+
+/** `prepareEventsAt` at the `Clock`'s time, as an effect. */
 export const prepareEvents = (
   events: ReadonlyArray<NewEvent>
 ): Effect.Effect<ReadonlyArray<PreparedEvent>, EventStoreError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const out: Array<PreparedEvent> = new Array(events.length)
-    const ids = new Set<string>()
-    for (let i = 0; i < events.length; i++) {
-      const event = events[i]!
-      const encoded = encodePayload(event)
-      if (Either.isLeft(encoded)) return Effect.fail(rejected(event, encoded.left.message))
-      const at = event.at ?? now
-      if (!Number.isSafeInteger(at)) return Effect.fail(rejected(event, `time ${at} is not an integer of milliseconds`))
-      const id = event.id ?? (uuidV7At(at) as EventId)
-      if (ids.has(id)) return Effect.fail(rejected(event, `event id ${id} is used twice`))
-      ids.add(id)
-      let json: string
-      try {
-        json = JSON.stringify(encoded.right)
-      } catch (e) {
-        return Effect.fail(rejected(event, `the payload cannot be written as JSON (${(e as Error).message})`))
-      }
-      out[i] = {
-        id,
-        type: event.type,
-        at,
-        parentId: event.parentId ?? null,
-        v: PAYLOAD_VERSION,
-        json
-      }
-    }
-    return Effect.succeed(out)
+  Effect.clockWith((clock) => {
+    const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
+    return prepared instanceof EventStoreError ? Effect.fail(prepared) : Effect.succeed(prepared)
   })
 
 type MutableSummary = { -readonly [K in keyof SessionSummary]: SessionSummary[K] }
@@ -539,12 +552,28 @@ export const makeService = (
         )
       )
 
-    const signal = Effect.asVoid(Queue.offer(wake, undefined))
+    /**
+     * Whether the background writer has been woken and has not started its drain yet: a request
+     * queued meanwhile is in that drain, so only the first `appendLater` after a drain started
+     * wakes it again (one queue offer per drain, not per call).
+     */
+    let woken = false
+    const signal = Effect.suspend(() => {
+      if (woken) return Effect.void
+      woken = true
+      return Effect.asVoid(Queue.offer(wake, undefined))
+    })
 
-    // the background writer commits what `appendLater` handed over
+    // the background writer commits what `appendLater` handed over (nothing to do when an
+    // `append` committed it meanwhile)
     yield* Queue.take(wake).pipe(
       Effect.zipRight(Effect.yieldNow()),
-      Effect.zipRight(drain(true)),
+      Effect.zipRight(
+        Effect.suspend(() => {
+          woken = false
+          return pending.length === 0 ? Effect.void : drain(true)
+        })
+      ),
       Effect.forever,
       Effect.forkScoped
     )
@@ -579,28 +608,36 @@ export const makeService = (
       Effect.catchAll(flush, (error) => Effect.logError("logbook: events could not be written before closing", error))
     )
 
+    /** The failure of events of the session handed over earlier with `appendLater`, once. */
+    const takeLost = (sessionId: SessionId): EventStoreError | undefined => {
+      const error = lostLater.get(sessionId)
+      if (error !== undefined) lostLater.delete(sessionId)
+      return error
+    }
+
     const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
-      Effect.zipRight(
-        Effect.suspend(() => reportLost([sessionId])),
-        events.length === 0
-          ? Effect.succeed([] as ReadonlyArray<Envelope>)
-          : Effect.flatMap(prepareEvents(events), (prepared) =>
-              Effect.flatMap(Deferred.make<ReadonlyArray<Envelope>, EventStoreError>(), (done) => {
-                pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done })
-                // If this caller is interrupted before its request is committed, the background
-                // writer commits it: an interrupted append may still be written (never half).
-                return Effect.zipRight(
-                  Effect.onInterrupt(drain(false), () => signal),
-                  Deferred.await(done)
-                )
-              })
-            )
-      )
+      Effect.clockWith((clock): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
+        const lost = takeLost(sessionId)
+        if (lost !== undefined) return Effect.fail(lost)
+        if (events.length === 0) return Effect.succeed([])
+        const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
+        if (prepared instanceof EventStoreError) return Effect.fail(prepared)
+        const done = Deferred.unsafeMake<ReadonlyArray<Envelope>, EventStoreError>(FiberId.none)
+        pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done })
+        // If this caller is interrupted before its request is committed, the background
+        // writer commits it: an interrupted append may still be written (never half).
+        return Effect.zipRight(
+          Effect.onInterrupt(drain(false), () => signal),
+          Deferred.await(done)
+        )
+      })
 
     const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
       events.length === 0
         ? Effect.void
-        : Effect.flatMap(prepareEvents(events), (prepared) => {
+        : Effect.clockWith((clock) => {
+            const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
+            if (prepared instanceof EventStoreError) return Effect.fail(prepared)
             pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done: undefined })
             return signal
           })
