@@ -89,12 +89,14 @@ const makeActions = (
   const run = (input: BatchInput): Effect.Effect<BatchResult, RestoreError> =>
     Effect.gen(function* () {
       if (input.calls.length === 0) {
-        if (input.opening !== undefined && input.opening.length > 0) yield* input.journal.append(input.opening)
+        if (input.opening !== undefined && input.opening.length > 0) yield* input.journal.appendLater(input.opening)
         return { actionId: undefined, failed: false, outcomes: [] }
       }
       const actionId = yield* makeActionId
       const callIds = input.calls.map((call) => call.callId)
-      yield* input.journal.append([
+      // handed over: committed with the first call's `tool.invoked` (awaited before the tool runs)
+      // or whatever else a call appends first — one commit where there were two (docs/event-log.md)
+      yield* input.journal.appendLater([
         ...(input.opening ?? []),
         make("action.state", { actionId, state: "running", callIds })
       ])
@@ -128,7 +130,11 @@ const makeActions = (
         )
       )
       const failed = outcomes.some((outcome) => !outcome.ok)
-      yield* input.journal.append([make("action.state", { actionId, state: failed ? "failed" : "archived", callIds })])
+      // handed over: committed with the next step's `step.started` (awaited before its request goes
+      // out) or the turn's end
+      yield* input.journal.appendLater([
+        make("action.state", { actionId, state: failed ? "failed" : "archived", callIds })
+      ])
       return { actionId, failed, outcomes }
     })
 

@@ -431,7 +431,9 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         return yield* fail(`The tool ran, but a tool.execute.after hook crashed on its output: ${finished.error}`)
       }
       const output = finished.output
-      yield* journal.append([
+      // handed over, not awaited: the writer commits it at once, and it goes no later than the
+      // batch's next awaited append (the next step's `step.started`, before the model sees it)
+      yield* journal.appendLater([
         make("tool.finished", {
           callId,
           output: output.output,
