@@ -22,7 +22,7 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Context, Deferred, Effect, Fiber, Layer, Queue, Stream, Take } from "effect"
+import { Cause, Chunk, Context, Deferred, Effect, Layer, Option, Queue, Stream, Take } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
@@ -210,48 +210,95 @@ const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
   return out
 }
 
-/** The most stream chunks taken in one batch (bounds how much one `handle` call gets). */
+/** The most stream chunks in one batch (bounds how much one `handle` call gets, and how far the stream runs ahead). */
 const MAX_BATCH = 256
 
 /**
- * Runs `handle` on the stream's events in batches: everything that arrived since the previous
- * batch was handled (the stream runs ahead into a queue), so deltas that arrive together — a burst
- * of SSE chunks read at once, or a fast local model — become one event, while a slow stream still
- * gets one batch per delta (nothing waits for more to come). Ends when the stream ends; fails with
- * its error after handling what came before it.
+ * The model's events in batches, one element a batch: the stream runs ahead into a queue (at most
+ * `MAX_BATCH` chunks), and each pull takes everything queued since the previous one — at least one
+ * chunk, at most `MAX_BATCH`. So deltas that arrive together (a burst of SSE chunks read at once, a
+ * fast local model) or while the previous batch was being handled come as one batch, while a slow
+ * stream still gets one batch per event (nothing waits for more to come). The stream's failure (or
+ * end) comes after the events queued before it, so those are still handled.
+ *
+ * With `steer`, the batches end when it completes: a pull checks it first (no batch starts once the
+ * steer is done), and a pull that waits for the model is woken by shutting the queue down (which
+ * also stops the model's stream).
+ *
+ * This is `Stream.aggregate(Sink.collectAllN(MAX_BATCH))` + `Stream.interruptWhenDeferred(steer)`,
+ * built on one queue because `aggregate` loses the batch in progress when the stream fails and
+ * costs a `Handoff` per event and fibers per batch, and `interruptWhenDeferred` (a `mergeWith`) costs
+ * more per request than the rest of the pipeline (docs/architecture.md, "The Processor's pipeline").
+ */
+export const batches = <E, R>(
+  stream: Stream.Stream<ModelEvent, E, R>,
+  steer?: Deferred.Deferred<void> | undefined
+): Stream.Stream<Chunk.Chunk<ModelEvent>, E, R> =>
+  Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const queue = yield* Stream.toQueue(stream, { capacity: MAX_BATCH })
+      if (steer !== undefined) yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), Queue.shutdown(queue)))
+      const end = Effect.fail(Option.none())
+      /** the stream's end or failure, taken with the last events before it: the next pull gives it */
+      let last: Effect.Effect<never, Option.Option<E>> | undefined
+      // waits for one chunk, then takes what else is there (`Queue.takeBetween(1, n)` returns the one
+      // it waited for alone, so a burst would be split after its first chunk)
+      const take = Effect.zipWith(Queue.take(queue), Queue.takeUpTo(queue, MAX_BATCH - 1), (first, rest) => {
+        const events: Array<ModelEvent> = []
+        for (const taken of [first, ...rest]) {
+          last = Take.match(taken, {
+            onEnd: () => end,
+            onFailure: (cause) => Effect.failCause(Cause.map(cause, Option.some)),
+            onSuccess: (chunk) => {
+              for (const event of chunk) events.push(event)
+              return undefined
+            }
+          })
+          if (last !== undefined) break
+        }
+        return events
+      }).pipe(
+        // a queue shut down by the steer: the end (an interrupt from outside is not caught here)
+        Effect.catchAllCause((cause) =>
+          Effect.flatMap(Queue.isShutdown(queue), (down) => {
+            if (!(down && Cause.isInterruptedOnly(cause))) return Effect.failCause(cause)
+            last = end
+            return Effect.succeed([])
+          })
+        )
+      )
+      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steer)
+      const pull: Effect.Effect<Chunk.Chunk<Chunk.Chunk<ModelEvent>>, Option.Option<E>> = Effect.suspend(() =>
+        last !== undefined
+          ? last
+          : Effect.flatMap(steered, (done) =>
+              done
+                ? end
+                : Effect.flatMap(take, (events) =>
+                    events.length > 0
+                      ? Effect.succeed(Chunk.of(Chunk.unsafeFromArray(events)))
+                      : // only empty chunks (a provider part that makes no event): take again
+                        (last ?? pull)
+                  )
+            )
+      )
+      return Stream.repeatEffectChunkOption(pull)
+    })
+  )
+
+/**
+ * Runs `handle` on the stream's `batches` (each uninterruptibly: a batch is journaled whole or not
+ * at all). Ends when the stream ends or the steer completes; fails with the stream's error after
+ * handling what came before it. A batch being handled when the steer completes (or an interrupt
+ * comes) is finished first; the stream's fibers (the model's, the queue's) are interrupted and
+ * awaited before this returns, so nothing of the stream runs after it.
  */
 export const consumeBatched = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,
-  handle: (events: ReadonlyArray<ModelEvent>) => Effect.Effect<void, E2>
+  handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,
+  steer?: Deferred.Deferred<void> | undefined
 ): Effect.Effect<void, E | E2> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const queue = yield* Stream.toQueue(stream, { capacity: MAX_BATCH })
-      while (true) {
-        const takes = yield* Queue.takeBetween(queue, 1, MAX_BATCH)
-        const batch: Array<ModelEvent> = []
-        let end = false
-        let failure: Cause.Cause<E> | undefined
-        for (const take of takes) {
-          Take.match(take, {
-            onEnd: () => {
-              end = true
-            },
-            onFailure: (cause) => {
-              failure = cause
-            },
-            onSuccess: (chunk) => {
-              for (const event of chunk) batch.push(event)
-            }
-          })
-          if (end || failure !== undefined) break
-        }
-        if (batch.length > 0) yield* handle(batch)
-        if (failure !== undefined) return yield* Effect.failCause(failure)
-        if (end) return
-      }
-    })
-  )
+  Stream.runForEach(batches(stream, steer), (batch) => Effect.uninterruptible(handle(batch)))
 
 interface AttemptState {
   finish: ChatFinish | undefined
@@ -437,20 +484,8 @@ const makeProcessor = (
       sent.promptVersion = promptVersion
       sent.requestDigest = requestDigestOf(prompt.hash, request.messages)
       const stream = model.stream(request)
-      // each batch is handled whole; a steered message stops the stream between batches. The steer
-      // signal is raced once per step, not per chunk (a per-chunk race costs a fiber per delta)
-      const consume = consumeBatched(stream, (events) => Effect.uninterruptible(handle(events)))
-      const streamed =
-        steer === undefined
-          ? consume
-          : Effect.gen(function* () {
-              // a race does not wait for its fibers when it is interrupted from outside; the stream's fiber
-              // is awaited here on every exit, so nothing of it runs after this attempt's cleanup
-              const consuming = yield* Effect.fork(consume)
-              yield* Effect.raceFirst(Fiber.join(consuming), Deferred.await(steer)).pipe(
-                Effect.onExit(() => Fiber.interrupt(consuming))
-              )
-            })
+      // one pipeline: the model's stream in batches, stopped between two batches by a steered message
+      const streamed = consumeBatched(stream, handle, steer)
       // the request is one span (`chat <model>`, GenAI conventions), its tokens recorded at its end
       yield* streamed.pipe(
         Effect.ensuring(Effect.suspend(() => (st.finish === undefined ? Effect.void : annotateFinish(st.finish)))),

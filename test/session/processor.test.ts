@@ -1,0 +1,217 @@
+/**
+ * The Processor's pipeline (`consumeBatched`): the model's stream in batches of what arrived while
+ * the previous batch was handled, stopped between two batches by a steer. Driven by Deferreds and
+ * Queues, never by time: each test says when the stream may go on.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Deferred, Effect, Exit, Fiber, Queue, Ref, Stream } from "effect"
+import { ModelEvent } from "../../src/model/Model.js"
+import { consumeBatched } from "../../src/session/Processor.js"
+
+const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })
+const texts = (batch: Chunk.Chunk<ModelEvent>) =>
+  Chunk.toReadonlyArray(batch).map((event) => (event._tag === "TextDelta" ? event.delta : event._tag))
+/** a stream of no elements that runs `effect` when it is reached */
+const step = <E>(effect: Effect.Effect<unknown, E>) => Stream.drain(Stream.fromEffect(effect))
+
+describe("consumeBatched", () => {
+  it.effect("what arrives while a batch is handled is the next batch, whole", () =>
+    Effect.gen(function* () {
+      const busy = yield* Deferred.make<void>()
+      const queued = yield* Deferred.make<void>()
+      // d1, then (once the handler holds d1) d2, d3, d4 as three chunks of their own
+      const stream = Stream.make(delta("d1")).pipe(
+        Stream.concat(step(Deferred.await(busy))),
+        Stream.concat(Stream.make(delta("d2"))),
+        Stream.concat(Stream.make(delta("d3"))),
+        Stream.concat(Stream.make(delta("d4"))),
+        Stream.concat(step(Deferred.succeed(queued, undefined)))
+      )
+      const batches: Array<ReadonlyArray<string>> = []
+      yield* consumeBatched(stream, (batch) =>
+        Effect.gen(function* () {
+          batches.push(texts(batch))
+          if (batches.length === 1) {
+            yield* Deferred.succeed(busy, undefined)
+            yield* Deferred.await(queued)
+          }
+        })
+      )
+      expect(batches).toEqual([["d1"], ["d2", "d3", "d4"]])
+    })
+  )
+
+  it.effect("a chunk of the model's stream is one batch", () =>
+    Effect.gen(function* () {
+      const batches: Array<ReadonlyArray<string>> = []
+      yield* consumeBatched(Stream.make(delta("a"), delta("b"), delta("c")), (batch) =>
+        Effect.sync(() => batches.push(texts(batch)))
+      )
+      expect(batches).toEqual([["a", "b", "c"]])
+    })
+  )
+
+  it.effect("an empty chunk (a provider part that makes no event) neither ends the stream nor makes a batch", () =>
+    Effect.gen(function* () {
+      const emptySent = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      // an empty chunk taken alone (the stream waits after it), then "a"
+      const stream = Stream.make(delta("dropped")).pipe(
+        Stream.filter(() => false),
+        Stream.concat(step(Deferred.succeed(emptySent, undefined))),
+        Stream.concat(step(Deferred.await(gate))),
+        Stream.concat(Stream.make(delta("a")))
+      )
+      const batches: Array<ReadonlyArray<string>> = []
+      const consuming = yield* Effect.fork(
+        consumeBatched(stream, (batch) => Effect.sync(() => batches.push(texts(batch))))
+      )
+      // the consumer was woken by the empty chunk before this fiber by `emptySent`
+      yield* Deferred.await(emptySent)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(consuming)
+      expect(batches).toEqual([["a"]])
+    })
+  )
+
+  it.effect("a slow stream: one batch per event, nothing waits for more to come", () =>
+    Effect.gen(function* () {
+      const input = yield* Queue.unbounded<ModelEvent>()
+      const seen = yield* Queue.unbounded<ReadonlyArray<string>>()
+      const stream = Stream.fromQueue(input).pipe(Stream.takeWhile((event) => event._tag !== "Finish"))
+      const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch))))
+      for (const text of ["one", "two", "three"]) {
+        yield* Queue.offer(input, delta(text))
+        expect(yield* Queue.take(seen)).toEqual([text])
+      }
+      yield* Queue.offer(input, ModelEvent.Finish({ finishReason: "stop", usage: noUsage }))
+      expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
+      expect(yield* Queue.size(seen)).toBe(0)
+    })
+  )
+
+  it.effect("a failure of the stream: what came before it is handled, then it fails with the stream's error", () =>
+    Effect.gen(function* () {
+      for (const withSteer of [false, true]) {
+        const busy = yield* Deferred.make<void>()
+        const steer = yield* Deferred.make<void>()
+        // "a", then (once "a" is handled) "b", "c" and the failure at once
+        const stream = Stream.make(delta("a")).pipe(
+          Stream.concat(step(Deferred.await(busy))),
+          Stream.concat(Stream.make(delta("b"), delta("c"))),
+          Stream.concat(Stream.fail("cut" as const))
+        )
+        const handled: Array<string> = []
+        const exit = yield* consumeBatched(
+          stream,
+          (batch) =>
+            Effect.sync(() => handled.push(...texts(batch))).pipe(Effect.zipRight(Deferred.succeed(busy, undefined))),
+          withSteer ? steer : undefined
+        ).pipe(Effect.exit)
+        expect(handled).toEqual(["a", "b", "c"])
+        expect(exit).toEqual(Exit.fail("cut"))
+      }
+    })
+  )
+
+  it.effect("a handler failure ends the stream with the handler's error", () =>
+    Effect.gen(function* () {
+      const closed = yield* Ref.make(false)
+      const stream = Stream.make(delta("a")).pipe(Stream.concat(Stream.never), Stream.ensuring(Ref.set(closed, true)))
+      const exit = yield* consumeBatched(stream, () => Effect.fail("store" as const)).pipe(Effect.exit)
+      expect(exit).toEqual(Exit.fail("store"))
+      expect(yield* Ref.get(closed)).toBe(true)
+    })
+  )
+})
+
+describe("consumeBatched with a steer", () => {
+  it.effect("a steer during a batch: the batch is finished, no further batch starts, the stream is closed", () =>
+    Effect.gen(function* () {
+      const steer = yield* Deferred.make<void>()
+      const busy = yield* Deferred.make<void>()
+      const queued = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const stream = Stream.make(delta("a")).pipe(
+        Stream.concat(step(Deferred.await(busy))),
+        Stream.concat(Stream.make(delta("b"))),
+        Stream.concat(step(Deferred.succeed(queued, undefined))),
+        Stream.concat(Stream.never),
+        Stream.ensuring(Effect.sync(() => log.push("stream closed")))
+      )
+      yield* consumeBatched(
+        stream,
+        (batch) =>
+          Effect.gen(function* () {
+            log.push(`batch ${texts(batch).join(",")}`)
+            yield* Deferred.succeed(busy, undefined)
+            yield* Deferred.await(queued)
+            // the steer comes while this batch is handled: the batch goes on to its end
+            yield* Deferred.succeed(steer, undefined)
+            yield* Effect.yieldNow()
+            log.push("batch done")
+          }),
+        steer
+      )
+      // "b" was queued, but no batch starts once the steer is done; the stream ended before this returned
+      expect(log).toEqual(["batch a", "batch done", "stream closed"])
+    })
+  )
+
+  it.effect("a steer while the model is silent stops the stream", () =>
+    Effect.gen(function* () {
+      const steer = yield* Deferred.make<void>()
+      const seen = yield* Queue.unbounded<ReadonlyArray<string>>()
+      const closed = yield* Ref.make(false)
+      const stream = Stream.make(delta("a")).pipe(Stream.concat(Stream.never), Stream.ensuring(Ref.set(closed, true)))
+      const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch)), steer))
+      expect(yield* Queue.take(seen)).toEqual(["a"])
+      yield* Deferred.succeed(steer, undefined)
+      expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
+      expect(yield* Ref.get(closed)).toBe(true)
+    })
+  )
+
+  it.effect("a steer done before the stream starts: nothing is handled", () =>
+    Effect.gen(function* () {
+      const steer = yield* Deferred.make<void>()
+      yield* Deferred.succeed(steer, undefined)
+      const batches: Array<ReadonlyArray<string>> = []
+      yield* consumeBatched(Stream.make(delta("a")), (batch) => Effect.sync(() => batches.push(texts(batch))), steer)
+      expect(batches).toEqual([])
+    })
+  )
+
+  it.effect("an interrupt during a batch waits for the batch; then the stream is closed", () =>
+    Effect.gen(function* () {
+      const steer = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const stream = Stream.make(delta("a")).pipe(
+        Stream.concat(Stream.never),
+        Stream.ensuring(Effect.sync(() => log.push("stream closed")))
+      )
+      const consuming = yield* Effect.fork(
+        consumeBatched(
+          stream,
+          () =>
+            Effect.gen(function* () {
+              yield* Deferred.succeed(started, undefined)
+              yield* Deferred.await(release)
+              log.push("batch done")
+            }),
+          steer
+        )
+      )
+      yield* Deferred.await(started)
+      const interrupting = yield* Effect.fork(Fiber.interrupt(consuming))
+      yield* Deferred.succeed(release, undefined)
+      const exit = yield* Fiber.join(interrupting)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      expect(log).toEqual(["batch done", "stream closed"])
+    })
+  )
+})
+
+const noUsage = { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
