@@ -532,7 +532,10 @@ const makeProcessor = (
           requestDigest: sent.requestDigest
         })
       )
-      yield* journal.append(closing)
+      // handed over: no outside effect follows the step's end before the kernel's next awaited
+      // append (the first call's `tool.invoked`, the next `step.started`, the turn's end), which
+      // commits it with its own events (docs/event-log.md, "What the kernel awaits")
+      yield* journal.appendLater(closing)
       return { step, finishReason, usage, calls: st.calls, steered, text: st.text } satisfies StepResult
     }).pipe(
       Effect.onExit((exit) => {
