@@ -180,6 +180,11 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
     Effect.gen(function* () {
       const beforeHash = yield* blob(intent.before)
       const afterHash = yield* store.putBlob(intent.after)
+      // noted before the tool writes: a command running beside it may end (and scan the workspace)
+      // between the write and the tool's `file.changed`, and must not record the change as its own
+      if (observer !== undefined) {
+        yield* observer.noteChange(input.journal.sessionId, input.cwd, intent.path, { hash: afterHash })
+      }
       yield* input.journal.append([
         make("file.intent", {
           callId,

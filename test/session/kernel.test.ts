@@ -1605,3 +1605,92 @@ describe("Sessions: API keys (Secrets)", () => {
     )
   )
 })
+
+describe("a file tool beside a command", () => {
+  it.live(
+    "the command's snapshot does not take the file tool's change for its own, even when it ends between the write and the tool's record",
+    () => {
+      const cwd = tempDir()
+      const content = "# notes\nwritten by the file tool\n"
+      /** the file tool wrote its file (and has not recorded the change yet) */
+      const written = Deferred.unsafeMake<void>(undefined as never)
+      let store: EventStore["Type"] | undefined
+      let sessionId: SessionId | undefined
+      /** the command's workspace snapshot `phase` is in the log */
+      const snapshotted = (phase: "baseline" | "after") =>
+        Effect.suspend(() =>
+          store!.follow(sessionId!).pipe(
+            Stream.filter((x) => x.type === "workspace.snapshot" && (x.payload as { phase: string }).phase === phase),
+            Stream.take(1),
+            Stream.runDrain,
+            Effect.orDie
+          )
+        )
+      // like `write`: the intent, the file, then (here: only after the command's snapshot) the change
+      const noting = defineTool({
+        name: "note",
+        description: "writes NOTES.md the way write does",
+        input: Schema.Struct({}),
+        execute: (_input, context) =>
+          Effect.gen(function* () {
+            const path = `${cwd}/NOTES.md`
+            // the command took its snapshot before: the file is new to it
+            yield* snapshotted("baseline")
+            yield* context.recordFileIntent({ path, op: "create", after: content, temp: `${cwd}/.NOTES.md.tmp` })
+            fs.writeFileSync(path, content)
+            yield* Deferred.succeed(written, undefined)
+            // the command ends and scans the workspace before this tool records its change
+            yield* snapshotted("after")
+            yield* context.recordFileChange({ path, op: "create", after: content })
+            return { output: "written" }
+          })
+      })
+      // a command-like tool (snapshots around it) that ends once the file is on disk
+      const command = defineTool({
+        name: "cmd",
+        description: "a command that changes nothing itself",
+        input: Schema.Struct({}),
+        snapshotWorkspace: true,
+        execute: () => Effect.as(Deferred.await(written), { output: "done" })
+      })
+      const script: ReadonlyArray<ScriptStep> = [
+        {
+          events: [
+            ...Script.toolCall({ callId: "n1", tool: "note", input: {} }),
+            ...Script.toolCall({ callId: "k1", tool: "cmd", input: {} }),
+            Script.finish("tool-calls")
+          ]
+        },
+        Script.text("done")
+      ]
+      const agent = makeAgentLayer({
+        sessions: { maxSteps: 10, system: () => "system" },
+        tools: { tools: [noting, command] },
+        retry: fastRetry
+      }).pipe(
+        Layer.provideMerge(layerScripted(script)),
+        Layer.provide(Secrets.layerFromEnv),
+        Layer.provideMerge(EventStore.layerMemory)
+      )
+      return Effect.gen(function* () {
+        store = yield* EventStore
+        const sessions = yield* Sessions
+        const id = yield* sessions.create({ cwd })
+        sessionId = id
+        yield* sessions.send(id, "go")
+        const outcome = Option.getOrThrow(yield* sessions.wait(id))
+        expect(outcome.reason).toBe("stop")
+        const log = yield* events(id)
+        const changes = log
+          .filter((x) => x.type === "file.changed")
+          .map((x) => x.payload as { path: string; callId?: string; observed?: boolean })
+        // once, by the file tool; the command's snapshot found it but knew it was not the command's
+        expect(changes.map((c) => [c.path, c.callId, c.observed ?? false])).toEqual([["NOTES.md", "n1", false]])
+        const after = log.find(
+          (x) => x.type === "workspace.snapshot" && (x.payload as { phase: string }).phase === "after"
+        )!.payload as { changed: number }
+        expect(after.changed).toBe(0)
+      }).pipe(Effect.provide(agent))
+    }
+  )
+})
