@@ -589,14 +589,18 @@ export const makeService = (
       Effect.forkScoped
     )
 
+    /** The failure of events of the session handed over earlier with `appendLater`, once. */
+    const takeLost = (sessionId: SessionId): EventStoreError | undefined => {
+      const error = lostLater.get(sessionId)
+      if (error !== undefined) lostLater.delete(sessionId)
+      return error
+    }
+
     const reportLost = (sessionIds: ReadonlyArray<SessionId>): Effect.Effect<void, EventStoreError> => {
       const errors: Array<EventStoreError> = []
       for (const id of sessionIds) {
-        const error = lostLater.get(id)
-        if (error !== undefined) {
-          lostLater.delete(id)
-          errors.push(error)
-        }
+        const error = takeLost(id)
+        if (error !== undefined) errors.push(error)
       }
       if (errors.length === 0) return Effect.void
       if (errors.length === 1) return Effect.fail(errors[0]!)
@@ -618,13 +622,6 @@ export const makeService = (
     yield* Effect.addFinalizer(() =>
       Effect.catchAll(flush, (error) => Effect.logError("logbook: events could not be written before closing", error))
     )
-
-    /** The failure of events of the session handed over earlier with `appendLater`, once. */
-    const takeLost = (sessionId: SessionId): EventStoreError | undefined => {
-      const error = lostLater.get(sessionId)
-      if (error !== undefined) lostLater.delete(sessionId)
-      return error
-    }
 
     const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
       Effect.clockWith((clock): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
