@@ -28,7 +28,7 @@ import type {
   LanguageModelV3Usage,
   SharedV3ProviderOptions
 } from "@ai-sdk/provider"
-import { Clock, Duration, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
@@ -772,34 +772,92 @@ const idleError = (options: AiSdkOptions, idleMs: number): ModelError =>
   })
 
 /**
- * Fails the stream with `error()` when no element arrives for `idleMs` (the wait for the first
- * included). One watchdog fiber per stream, which sleeps until the deadline the latest element
- * set — not `Stream.timeoutFailCause`, which races a timer fiber against every pull (a fork and a
- * timer per stream part).
+ * The idle cut of one request: a stream that stalls is cut like a broken one (and retried). One
+ * watchdog fiber sleeps until the deadline the latest part set (`touch`) — the wait for the
+ * response (connecting, the headers) and for its first part included — and, when it passes, marks
+ * the request idle and calls `cut`, which aborts the request and cancels the reader: what waits
+ * (the provider's `doStream`, a read) then ends, and fails with the idle error. The watchdog runs on
+ * the Effect clock, so a test moves it with `TestClock`; it is interrupted when the scope closes.
  */
-const cutWhenIdle =
-  <E2>(idleMs: number, error: () => E2) =>
-  <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E | E2, R> =>
-    Stream.unwrap(
+interface IdleWatch {
+  /** a part came: the deadline moves */
+  readonly touch: () => void
+  /** the deadline passed */
+  readonly idle: () => boolean
+}
+
+const watchIdle = (idleMs: number, cut: () => void): Effect.Effect<IdleWatch, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    let last = clock.unsafeCurrentTimeMillis()
+    let idle = false
+    yield* Effect.forkScoped(
       Effect.gen(function* () {
-        let last = yield* Clock.currentTimeMillis
-        const watchdog = Effect.gen(function* () {
-          while (true) {
-            const left = last + idleMs - (yield* Clock.currentTimeMillis)
-            if (left <= 0) return yield* Effect.fail(error())
-            yield* Effect.sleep(Duration.millis(left))
-          }
-        })
-        return stream.pipe(
-          Stream.tap(() =>
-            Effect.map(Clock.currentTimeMillis, (now) => {
-              last = now
-            })
-          ),
-          Stream.interruptWhen(watchdog)
-        )
+        while (true) {
+          const left = last + idleMs - clock.unsafeCurrentTimeMillis()
+          if (left <= 0) break
+          yield* Effect.sleep(Duration.millis(left))
+        }
+        idle = true
+        cut()
       })
     )
+    return {
+      touch: () => {
+        last = clock.unsafeCurrentTimeMillis()
+      },
+      idle: () => idle
+    }
+  })
+
+/**
+ * The pull of the model's events: each pull reads the provider's next part and gives its events
+ * (one part at a time, so the events of earlier parts go out before an `error` part fails the
+ * stream), then the step's `Finish` once the provider's stream has ended — or `stream-cut` when it
+ * ended without one, or the idle error when `watch` cut it. One stream stage for the whole read,
+ * with no fiber or stage per part: on a scripted step of a dozen parts, `fromReadableStream` →
+ * `mapEffect` → `flattenIterables` → `concat` cost about 3 ms more than reading the parts
+ * (docs/benchmarks.md, "The model's stream in one stage").
+ */
+const readParts = (
+  reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart>,
+  state: MapState,
+  options: AiSdkOptions,
+  watch: IdleWatch,
+  errors: { readonly idle: () => ModelError; readonly of: (error: unknown) => ModelError }
+): Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> => {
+  let ended = false
+  const fail = (error: ModelError) => Effect.fail(Option.some(error))
+  const read = Effect.tryPromise({
+    try: () => reader.read(),
+    catch: (error) => Option.some(watch.idle() ? errors.idle() : errors.of(error))
+  })
+  const onPart = (
+    result: Awaited<ReturnType<typeof reader.read>>
+  ): Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> => {
+    if (watch.idle()) return fail(errors.idle())
+    if (result.done) {
+      ended = true
+      return state.finish !== undefined
+        ? Effect.succeed(Chunk.of(state.finish))
+        : fail(
+            new ModelError({
+              reason: "stream-cut",
+              message: `${options.name}: the stream ended before the step finished`
+            })
+          )
+    }
+    watch.touch()
+    const mapped = mapPart(state, result.value, options.modelId)
+    if (mapped._tag === "error") return fail(errors.of(mapped.error))
+    // a part that makes no event (most do not): read the next one in the same pull
+    return mapped.events.length === 0 ? pull : Effect.succeed(Chunk.unsafeFromArray(mapped.events))
+  }
+  const pull: Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> = Effect.suspend(() =>
+    ended ? Effect.fail(Option.none()) : Effect.flatMap(read, onPart)
+  )
+  return pull
+}
 
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
@@ -842,35 +900,26 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
             ? { [target.optionsKey]: { promptCacheKey: request.cacheKey } }
             : undefined
         )
+        let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
+        const watch = yield* watchIdle(idleMs, () => {
+          controller.abort()
+          reader?.cancel().catch(() => undefined)
+        })
+        const errors = {
+          idle: () => idleError(options, idleMs),
+          of: (error: unknown) => toModelError(error, context(state))
+        }
         // the provider sends the request and resolves once the response has begun (an HTTP error rejects)
         const { stream: parts } = yield* Effect.tryPromise({
           try: () => model.doStream(toCallOptions(request, target, providerOptions, controller.signal)),
-          catch: (error) => toModelError(error, context(state))
+          catch: (error) => (watch.idle() ? errors.idle() : errors.of(error))
         })
-        // one part at a time: the events of earlier parts go out before an `error` part fails the stream
-        const mapped = Stream.fromReadableStream({
-          evaluate: () => parts,
-          onError: (error) => toModelError(error, context(state))
-        }).pipe(
-          // a stream that stalls is cut like a broken one (and retried): the wait for each part, the first included
-          cutWhenIdle(idleMs, () => idleError(options, idleMs)),
-          Stream.mapEffect((part) => {
-            const m = mapPart(state, part, options.modelId)
-            return m._tag === "error" ? Effect.fail(toModelError(m.error, context(state))) : Effect.succeed(m.events)
-          }),
-          Stream.flattenIterables
+        reader = yield* Effect.acquireRelease(
+          Effect.sync(() => parts.getReader()),
+          // a stream that failed rejects its cancel: nothing is left to stop then
+          (reader) => Effect.promise(() => reader.cancel().catch(() => undefined))
         )
-        const ended = Stream.suspend(() =>
-          state.finish !== undefined
-            ? Stream.make(state.finish)
-            : Stream.fail(
-                new ModelError({
-                  reason: "stream-cut",
-                  message: `${options.name}: the stream ended before the step finished`
-                })
-              )
-        )
-        return Stream.concat(mapped, ended)
+        return Stream.repeatEffectChunkOption(readParts(reader, state, options, watch, errors))
       })
     )
   return { name: options.name, provider: options.type, modelId: options.modelId, stream }

@@ -1,3 +1,4 @@
+import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
 import {
@@ -630,6 +631,56 @@ describe("layerAiSdk: a stream that stalls (TestClock)", () => {
         // the cut aborted the request: the server sees the connection close
         yield* Effect.promise(() => server.requests[0]!.aborted)
       })
+  )
+
+  it.scoped("a server that takes the request and never answers (no headers) is cut too, and the request aborted", () =>
+    Effect.gen(function* () {
+      // a socket that reads the request and never writes: the provider's fetch waits for headers
+      const sockets: Array<net.Socket> = []
+      const closed: Array<Promise<void>> = []
+      const connected = yield* Deferred.make<void>()
+      const silent = net.createServer((socket) => {
+        sockets.push(socket)
+        // read what comes (so the client's close is seen); write nothing
+        socket.resume()
+        socket.on("error", () => undefined)
+        closed.push(new Promise((resolve) => socket.once("close", () => resolve())))
+        Effect.runSync(Deferred.succeed(connected, undefined))
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", () => resolve()))),
+        () =>
+          Effect.promise(
+            () =>
+              new Promise<void>((resolve) => {
+                for (const socket of sockets) socket.destroy()
+                silent.close(() => resolve())
+              })
+          )
+      )
+      const { port } = silent.address() as net.AddressInfo
+      const model = makeAiSdkModel({
+        name: "local/test-model",
+        type: "openai-compatible",
+        baseURL: `http://127.0.0.1:${port}/v1`,
+        modelId: "test-model",
+        streamIdleTimeoutMs: 10_000
+      })
+      const fiber = yield* Effect.fork(run(model.stream(request)))
+      yield* Deferred.await(connected)
+      yield* TestClock.adjust(9_999)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      const { events, exit } = yield* adjustUntilDone(fiber, 1_000)
+      expect(events).toEqual([])
+      const error = failure(exit)
+      expect(error.reason).toBe("stream-cut")
+      expect(error.message).toBe(
+        "local/test-model: no data from the provider for 10s (provider.local.streamIdleTimeoutMs)"
+      )
+      // the cut aborted the request: the client closed its connection
+      yield* Effect.promise(() => closed[0]!)
+    })
   )
 
   it.scoped("the timer restarts with every part: a slow stream whose parts come in time is not cut", () =>
