@@ -4,7 +4,7 @@
  * session runs); a gap in what the bus brings still sends it to the store.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Queue, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Queue, Stream, TestClock } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
@@ -18,9 +18,11 @@ const progress = (n: number) => Events.make("tool.progress", { callId: CallId.ma
 type Backend = Effect.Effect.Success<typeof makeMemoryBackend>
 
 /** A store over `backend` with a bus of its own (another process, when two share a backend). */
-const storeOver = (backend: Backend) =>
+const storeOver = (backend: Backend, followPollMs?: number) =>
   Effect.map(
-    Layer.build(Layer.scoped(EventStore, makeService(backend)).pipe(Layer.provideMerge(EventBus.layer))),
+    Layer.build(
+      Layer.scoped(EventStore, makeService(backend, { followPollMs })).pipe(Layer.provideMerge(EventBus.layer))
+    ),
     (context) => Context.get(context, EventStore)
   )
 
@@ -93,6 +95,33 @@ describe("follow", () => {
         [3, "line 3"],
         [4, "line 4"]
       ])
+    })
+  )
+
+  it.scoped("finds another process's commit by the poll, once pollMs passed without a commit (TestClock)", () =>
+    Effect.gen(function* () {
+      const backend = yield* makeMemoryBackend
+      const store = yield* storeOver(backend, 1_000)
+      const other = yield* storeOver(backend)
+      yield* store.append(sid, [progress(1)])
+      const seen = yield* Queue.unbounded<number>()
+      yield* Effect.fork(store.follow(sid).pipe(Stream.runForEach((e) => Queue.offer(seen, e.seq))))
+      expect(yield* Queue.take(seen)).toBe(1)
+      // this process's commit comes by the bus, at once, and moves the poll's deadline
+      yield* TestClock.adjust(600)
+      yield* store.append(sid, [progress(2)])
+      expect(yield* Queue.take(seen)).toBe(2)
+      // another process's commit is on no bus here: only the poll finds it
+      yield* other.append(sid, [progress(3)])
+      yield* TestClock.adjust(999)
+      for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+      expect(yield* Queue.size(seen)).toBe(0)
+      yield* TestClock.adjust(1)
+      expect(yield* Queue.take(seen)).toBe(3)
+      // and again after the next quiet second
+      yield* other.append(sid, [progress(4)])
+      yield* TestClock.adjust(1_000)
+      expect(yield* Queue.take(seen)).toBe(4)
     })
   )
 })

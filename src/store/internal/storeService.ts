@@ -4,7 +4,7 @@
  * `Backend` (how rows are stored) and gets the whole `EventStore` service from `makeService`.
  */
 import { createHash } from "node:crypto"
-import { Chunk, Clock, Deferred, Effect, Either, FiberId, Option, Queue, type Scope, Stream } from "effect"
+import { Chunk, Clock, Deferred, Duration, Effect, Either, FiberId, Option, Queue, type Scope, Stream } from "effect"
 import {
   decodeEnvelope,
   type Envelope,
@@ -200,6 +200,10 @@ export interface StoreOptions {
 const PAGE = 1000
 /** live envelopes one `follow` keeps while its reader is busy; beyond that it reads from the store */
 const FOLLOW_BUFFER = 1024
+
+/** `follow`'s poll, in its buffer of live envelopes: read the store (another process may have written) */
+const POLL: unique symbol = Symbol("follow.poll")
+type Poll = typeof POLL
 
 /**
  * How many times the background writer lets the other fibers run before it drains what was
@@ -689,19 +693,39 @@ export const makeService = (
      * Stored rows from `from`, then live ones. The bus is only a hint: a forked fiber keeps the
      * session's live envelopes in a small sliding buffer (so a slow reader holds no more than that
      * in memory); whenever the buffer does not continue exactly at `next`, the rows are read from
-     * the store instead. Other processes' commits are found by polling.
+     * the store instead. Other processes' commits are found by polling: a second fiber puts a
+     * `POLL` mark into the buffer when `pollMs` passed without anything for this session, and the
+     * mark sends the next pull to the store. A pull only takes from the buffer: no race of the
+     * bus against a timer per wait (two fibers forked per commit, each commit a wait).
      */
     const followRaw = (sessionId: SessionId, from = 1): Stream.Stream<RawEnvelope, EventStoreError> =>
       Stream.unwrapScoped(
         Effect.gen(function* () {
           // subscribe first, then read: nothing committed in between can be missed
           const subscription = yield* bus.subscribe
-          const live = yield* Queue.sliding<RawEnvelope>(FOLLOW_BUFFER)
+          const live = yield* Queue.sliding<RawEnvelope | Poll>(FOLLOW_BUFFER)
+          const clock = yield* Effect.clock
+          /** when the buffer last got something (an envelope of this session, or a mark) */
+          let lastLive = clock.unsafeCurrentTimeMillis()
+          /** a mark is in the buffer, not taken yet: one is enough */
+          let marked = false
           yield* Queue.take(subscription).pipe(
-            Effect.flatMap((e) => (e.sessionId === sessionId ? Queue.offer(live, e) : Effect.void)),
+            Effect.flatMap((e) => {
+              if (e.sessionId !== sessionId) return Effect.void
+              lastLive = clock.unsafeCurrentTimeMillis()
+              return Queue.offer(live, e)
+            }),
             Effect.forever,
             Effect.forkScoped
           )
+          yield* Effect.suspend(() => {
+            const left = lastLive + pollMs - clock.unsafeCurrentTimeMillis()
+            if (left > 0) return Effect.sleep(Duration.millis(left))
+            lastLive = clock.unsafeCurrentTimeMillis()
+            if (marked) return Effect.void
+            marked = true
+            return Queue.offer(live, POLL)
+          }).pipe(Effect.forever, Effect.forkScoped)
           let next = Math.max(1, from)
           /**
            * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
@@ -719,13 +743,15 @@ export const makeService = (
                 }
               }
               caughtUp = false
-              // nothing stored past `next`: wait for a commit in this process, or poll for another one
-              const woken = yield* Effect.raceFirst(
-                Effect.map(Queue.take(live), Option.some),
-                Effect.as(Effect.sleep(pollMs), Option.none())
-              )
-              const seen = Option.isSome(woken) ? [woken.value, ...(yield* Queue.takeAll(live))] : []
-              const fresh = seen.filter((e) => e.seq >= next)
+              // nothing stored past `next`: wait for a commit in this process, or for the poll's mark
+              const seen: Array<RawEnvelope | Poll> = [yield* Queue.take(live), ...(yield* Queue.takeAll(live))]
+              const fresh: Array<RawEnvelope> = []
+              let polled = false
+              for (const e of seen) {
+                if (e === POLL) polled = true
+                else if (e.seq >= next) fresh.push(e)
+              }
+              if (polled) marked = false
               if (fresh.length > 0 && fresh[0]!.seq === next) {
                 const out: Array<RawEnvelope> = []
                 for (const e of fresh) {
@@ -733,8 +759,9 @@ export const makeService = (
                   out.push(e)
                   next++
                 }
-                // a gap inside what came (another process's commit between two of ours): read the store next
-                caughtUp = out.length === fresh.length
+                // a gap inside what came (another process's commit between two of ours), or the
+                // poll's mark with it: read the store next
+                caughtUp = out.length === fresh.length && !polled
                 return Chunk.unsafeFromArray(out)
               }
             }
