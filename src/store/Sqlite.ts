@@ -19,7 +19,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Database from "better-sqlite3"
-import { Clock, Effect, Layer, Option, Scope } from "effect"
+import { Cause, Clock, Effect, Layer, Option, Scope } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
@@ -1066,6 +1066,28 @@ const prepareError = (file: string) => (e: SqlError | Migrator.MigrationError) =
   )
 
 /**
+ * `SqliteClient.layer` for `file`, failing with `DatabaseError` when it cannot open it. Its layer is
+ * typed as failing with a `ConfigError` (of its config), and it throws — a defect — when SQLite
+ * refuses the file (opening it, or switching it to WAL while another connection holds a lock):
+ * both are the file's error. An interrupt stays one.
+ */
+const openClient = (file: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseError> =>
+  SqliteClient.layer({ filename: file }).pipe(
+    Layer.mapError((e) => dbError(file, "unreadable", `cannot open ${file}: ${e.message}`)),
+    Layer.catchAllCause(
+      (cause): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseError> =>
+        Layer.failCause(
+          Option.isSome(Cause.failureOption(cause)) || Cause.isInterruptedOnly(cause)
+            ? cause
+            : Cause.fail(dbError(file, "unreadable", `cannot open ${file}: ${defectMessage(Cause.squash(cause))}`))
+        )
+    )
+  )
+
+/** A thrown error's message (SQLite's own, e.g. "database is locked"), or what it is. */
+const defectMessage = (defect: unknown): string => (defect instanceof Error ? defect.message : String(defect))
+
+/**
  * The SqlClient for a logbook database: preflight, connection pragmas and migrations.
  * Fails with `DatabaseError` before touching a file that is not ours. Read-only, nothing is
  * migrated or written: the file is read where it is, or from a private copy when SQLite cannot
@@ -1100,13 +1122,7 @@ export const layerClient = (options: SqliteOptions): Layer.Layer<SqlClient.SqlCl
   return Layer.unwrapEffect(
     Effect.as(
       preflight(file, { create: options.create ?? true, readonly: false }),
-      Layer.provideMerge(
-        setup,
-        // the client's layer is typed as failing with a `ConfigError` (of its config): the file's error
-        Layer.mapError(SqliteClient.layer({ filename: file }), (e) =>
-          dbError(file, "unreadable", `cannot open ${file}: ${e.message}`)
-        )
-      )
+      Layer.provideMerge(setup, openClient(file))
     )
   )
 }

@@ -161,6 +161,39 @@ describe("EventStore SQLite file", () => {
     })
   )
 
+  it.effect(
+    "a file SQLite refuses as the client opens it (another connection's lock blocks the switch to WAL) is a DatabaseError, not a crash, and keeps its events",
+    () =>
+      Effect.gen(function* () {
+        const file = tempDb()
+        yield* Effect.gen(function* () {
+          const store = yield* EventStore
+          yield* store.append(sid, [progress(1), progress(2)])
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+        // another program took the file back to a rollback journal and holds a read transaction:
+        // the check before opening reads it fine, the client's `journal_mode = WAL` cannot have its lock
+        const other = new Database(file)
+        try {
+          other.pragma("journal_mode = DELETE")
+          other.exec("BEGIN")
+          other.prepare("SELECT count(*) FROM events").get()
+          const error = yield* openError(file)
+          expect(error).toMatchObject({ _tag: "DatabaseError", reason: "unreadable", file })
+          expect(error.message).toBe(`cannot open ${file}: database is locked`)
+          other.exec("COMMIT")
+        } finally {
+          other.close()
+        }
+        // nothing was lost: once the lock is gone the file opens and holds both events
+        const seqs = yield* Effect.gen(function* () {
+          const store = yield* EventStore
+          return (yield* collect(store.read(sid))).map((e) => e.seq)
+        }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
+        expect(seqs).toEqual([1, 2])
+      }),
+    20_000
+  )
+
   it.effect("refuses a database written by a newer logbook without modifying it", () =>
     Effect.gen(function* () {
       const file = tempDb()
