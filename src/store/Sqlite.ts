@@ -907,6 +907,11 @@ export const makeSqliteBackend = (
               (e): e is SqlError => e instanceof SqlError,
               (e) => Effect.fail(writeError(method, e.cause ?? e))
             ),
+            // a ROLLBACK that failed because the file is damaged is told as a damaged file's failure
+            Effect.catchIf(
+              (e): e is EventStoreError => e instanceof EventStoreError,
+              (e) => Effect.fail(withDamagedFile(e))
+            ),
             Effect.catchAllDefect((defect) => Effect.fail(writeError(method, defect)))
           ) as Effect.Effect<A, Exclude<E, SqlError> | EventStoreError>)
     const fail =

@@ -1,32 +1,53 @@
 /**
  * A `ROLLBACK` that fails (`immediate` in src/store/Sqlite.ts) is a typed `EventStoreError`
- * (`failed`: the connection may still hold the transaction), not a defect.
+ * (`failed`: the connection may still hold the transaction), not a defect; one that fails because
+ * the file is damaged names the file, as any other failure of a damaged file does.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import * as Events from "../../src/domain/Events.js"
+import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventStoreError } from "../../src/store/Errors.js"
-import { immediate, layerClient } from "../../src/store/Sqlite.js"
+import { EventBus } from "../../src/store/EventBus.js"
+import { EventStore } from "../../src/store/EventStore.js"
+import { makeService } from "../../src/store/internal/storeService.js"
+import { immediate, layerClient, makeSqliteBackend } from "../../src/store/Sqlite.js"
 import { tempDb } from "../support/tmp.js"
 
-/** `sql` whose connection fails every `ROLLBACK` with SQLite's I/O error (the other statements run). */
-const failingRollback = (sql: SqlClient.SqlClient): SqlClient.SqlClient => {
+const sqliteError = (code: string, message: string) => new SqlError({ cause: { code, message }, message })
+
+/**
+ * `sql` whose connection fails every `ROLLBACK` with SQLite's I/O error (or `rollback`), and the
+ * statements that start with `failing` with SQLite's I/O error (the other statements run).
+ */
+const failingRollback = (
+  sql: SqlClient.SqlClient,
+  rollback = sqliteError("SQLITE_IOERR", "disk I/O error"),
+  failing?: string
+): SqlClient.SqlClient => {
+  const fails = (statement: string) => failing !== undefined && statement.startsWith(failing)
   const reserve = Effect.map(
     sql.reserve,
     (conn): Connection => ({
       ...conn,
       execute: (statement, params, transform) =>
         statement === "ROLLBACK"
-          ? Effect.fail(
-              new SqlError({ cause: { code: "SQLITE_IOERR", message: "disk I/O error" }, message: "ROLLBACK failed" })
-            )
-          : conn.execute(statement, params, transform)
+          ? Effect.fail(rollback)
+          : fails(statement)
+            ? Effect.fail(sqliteError("SQLITE_IOERR", "disk I/O error"))
+            : conn.execute(statement, params, transform),
+      executeRaw: (statement, params) =>
+        fails(statement)
+          ? Effect.fail(sqliteError("SQLITE_IOERR", "disk I/O error"))
+          : conn.executeRaw(statement, params)
     })
   )
-  // `immediate` uses the client's `reserve` only
-  return Object.assign(Object.create(sql) as SqlClient.SqlClient, { reserve })
+  // `immediate` and the store's writes use the client's `reserve` only; the client is also a
+  // template tag (a function), so it is wrapped, not copied
+  return new Proxy(sql, { get: (target, key) => (key === "reserve" ? reserve : Reflect.get(target, key)) })
 }
 
 const rolledBackWith = (exit: Exit.Exit<unknown, unknown>) =>
@@ -51,6 +72,30 @@ describe("immediate: a ROLLBACK that fails", () => {
       const sql = failingRollback(Context.get(context, SqlClient.SqlClient))
       const exit = yield* Effect.exit(immediate(sql)(() => Effect.dieMessage("boom")))
       expect(rolledBackWith(exit)).toMatchObject({ _tag: "EventStoreError", method: "rollback", reason: "failed" })
+    })
+  )
+
+  it.scoped("that fails because the file is damaged: the append's error names the damaged file", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const context = yield* Layer.build(layerClient({ filename: file }))
+      // the insert fails (an I/O error), then the ROLLBACK finds the file damaged
+      const sql = failingRollback(
+        Context.get(context, SqlClient.SqlClient),
+        sqliteError("SQLITE_CORRUPT", "database disk image is malformed"),
+        "INSERT INTO events"
+      )
+      const backend = yield* makeSqliteBackend({ filename: file }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      const store = Context.get(
+        yield* Layer.build(Layer.scoped(EventStore, makeService(backend)).pipe(Layer.provideMerge(EventBus.layer))),
+        EventStore
+      )
+      const exit = yield* Effect.exit(
+        store.append(SessionId.make("s1"), [
+          Events.make("tool.progress", { callId: CallId.make("c1"), output: "line 1" })
+        ])
+      )
+      expect(rolledBackWith(exit)).toMatchObject({ _tag: "EventStoreError", method: "rollback", damagedFile: file })
     })
   )
 })
