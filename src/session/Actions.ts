@@ -116,7 +116,8 @@ const makeActions = (
             toolSpan(call, { "logbook.session.id": input.journal.sessionId }),
             Effect.tapError(() => Ref.set(batchFailed, true))
           ),
-        { concurrency }
+        // one call (most batches) runs on the batch's own fiber: a concurrent forEach forks per call
+        { concurrency: input.calls.length === 1 ? 1 : concurrency }
       ).pipe(
         Effect.onExit((exit) =>
           exit._tag === "Success"
