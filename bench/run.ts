@@ -7,7 +7,8 @@
  *   npm run bench -- restore                    one (or several): append, restore, stats, coldstart, startup, kernel, grep, render, snapshot
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
- *                                               time its start-up in the same rounds (before / after)
+ *                                               time its start-up in the same rounds (before / after);
+ *                                               with steps, run its binary in the same rounds too
  *   npm run bench -- --write docs/benchmarks.md also put the figures into that file, between
  *                                               the `<!-- bench:begin -->` / `<!-- bench:end -->` lines
  *
@@ -23,7 +24,7 @@ import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./ke
 import { benchRender, type RenderResult, type RenderRun } from "./render.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 import { benchSnapshot, type SnapshotResult } from "./snapshot.js"
-import { benchStartup, type StartupResult } from "./startup.js"
+import { benchStartup, buildBaseline, type StartupResult } from "./startup.js"
 import { benchStats, type StatsResult } from "./stats.js"
 import { type AgentSteps, benchSteps, PI_VERSION, type StepsResult } from "./steps.js"
 
@@ -525,6 +526,26 @@ const stepsRows = (r: StepsResult): Array<Row> => {
       result: verdict(logbook.resumeMs / logbook.freshMs <= RESUME_GOAL)
     }
   ]
+  const before = r.agents.find((a) => a.agent === "before")
+  if (before !== undefined) {
+    const ref = r.baseline?.ref ?? "baseline"
+    const beforeShort = before.shortOverhead ?? before.short
+    const beforeEnd = before.longEndOverhead ?? before.longEnd
+    rows.push(
+      {
+        figure: `steps: overhead per step, ${r.shortSteps}-step sessions, this build (${ms(short.medianMs)} ms) / ${ref} (${ms(beforeShort.medianMs)} ms), same rounds`,
+        value: ratio(short.medianMs / beforeShort.medianMs),
+        goal: "(reported)",
+        result: ""
+      },
+      {
+        figure: `steps: overhead per step at the end of ${int(r.longSteps)} steps, this build (${ms(end.medianMs)} ms) / ${ref} (${ms(beforeEnd.medianMs)} ms)`,
+        value: ratio(end.medianMs / beforeEnd.medianMs),
+        goal: "(reported)",
+        result: ""
+      }
+    )
+  }
   if (pi === undefined) {
     rows.push({ figure: "steps: against pi", value: "-", goal: "(skipped)", result: r.piSkipped ?? "" })
     return rows
@@ -554,7 +575,11 @@ Skipped: ${r.reason}.`
   const window = (w: { readonly medianMs: number; readonly p90Ms: number } | undefined) =>
     w === undefined ? "—" : `${ms(w.medianMs)} (p90 ${ms(w.p90Ms)})`
   const row = (a: AgentSteps) => [
-    a.agent === "pi" ? `pi ${PI_VERSION}` : "logbook",
+    a.agent === "pi"
+      ? `pi ${PI_VERSION}`
+      : a.agent === "before"
+        ? `logbook ${r.baseline?.ref ?? "baseline"} (${r.baseline?.commit.slice(0, 7) ?? ""})`
+        : "logbook",
     window(a.short),
     window(a.shortOverhead),
     window(a.longStart),
@@ -862,12 +887,20 @@ const main = async () => {
         rows.push(...kernelRows(r))
         sections.push(kernelMarkdown(r))
       } else if (name === "steps") {
-        console.log("\nsteps: logbook and pi through their binaries on the scripted server …")
-        const sub = fs.mkdtempSync(path.join(dir, "steps-"))
-        const r = await benchSteps(
-          sub,
-          args.quick ? { shortSteps: 10, longSteps: 60, rounds: 2, log: console.log } : { log: console.log }
+        console.log(
+          `\nsteps: logbook${args.baseline === undefined ? "" : `, logbook ${args.baseline}`} and pi through their binaries on the scripted server …`
         )
+        const sub = fs.mkdtempSync(path.join(dir, "steps-"))
+        let baseline: { ref: string; commit: string; bin: string } | undefined
+        if (args.baseline !== undefined) {
+          console.log(`  building the baseline ${args.baseline} …`)
+          baseline = { ref: args.baseline, ...buildBaseline(args.baseline, path.join(sub, "baseline")) }
+        }
+        const r = await benchSteps(sub, {
+          ...(args.quick ? { shortSteps: 10, longSteps: 60, rounds: 2 } : {}),
+          baseline,
+          log: console.log
+        })
         rows.push(...stepsRows(r))
         sections.push(stepsMarkdown(r))
       } else if (name === "grep") {

@@ -24,6 +24,9 @@
  *   (`run --session <id>`) against a one-step answer in a fresh database, alternated, spawn to exit.
  * - `peak RSS`: `process.resourceUsage().maxRSS` of the agent's process at exit, read by a module
  *   preloaded with `NODE_OPTIONS=--import` (the same for both), over the 1,000-step session.
+ * - with a baseline (`npm run bench -- steps --baseline <git ref>`), logbook built from that ref runs
+ *   as a third agent in the same rounds, so a change's before and after are measured side by side
+ *   (on a shared machine a step's cost moves by a few ms from one run to the next).
  *
  *   node --import tsx bench/steps.ts [--quick]     this benchmark alone (npm run build first)
  */
@@ -65,7 +68,8 @@ export const ensurePi = (log: (line: string) => void): { readonly cli?: string; 
   return { reason: `could not install ${PI_PACKAGE}@${PI_VERSION}: ${(result.stderr ?? "").trim().slice(-300)}` }
 }
 
-export type Agent = "logbook" | "pi"
+/** `before`: logbook built from another git ref (`npm run bench -- steps --baseline <ref>`), side by side */
+export type Agent = "logbook" | "before" | "pi"
 
 const NOTE = "hello world\n"
 
@@ -105,6 +109,8 @@ interface Setup {
   readonly server: ScriptedServer
   readonly rss: string
   readonly pi?: string | undefined
+  /** the baseline build's `dist/bin.js` */
+  readonly before?: string | undefined
 }
 
 interface Run {
@@ -169,9 +175,9 @@ const runAgent = async (
     NO_COLOR: "1"
   }
   const args =
-    agent === "logbook"
+    agent !== "pi"
       ? [
-          logbookBin,
+          agent === "before" ? setup.before! : logbookBin,
           "run",
           "--db",
           ws.db,
@@ -210,7 +216,7 @@ const runAgent = async (
   const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
   const wallMs = performance.now() - start
   // logbook marks a call that failed or was refused with ✗: every read must have worked
-  if (code !== 0 || !stdout.includes("the note says hello") || (agent === "logbook" && stdout.includes("✗"))) {
+  if (code !== 0 || !stdout.includes("the note says hello") || (agent !== "pi" && stdout.includes("✗"))) {
     throw new Error(`${agent} exited ${code} without the scripted answer:\n${stdout.slice(-1_000)}\n${stderr}`)
   }
   if (setup.server.pending() !== 0) throw new Error(`${agent} left ${setup.server.pending()} scripted answers unread`)
@@ -268,7 +274,7 @@ export interface AgentSteps {
   readonly agent: Agent
   /** 40-step sessions: the median cycle of each run, then their median */
   readonly short: Window
-  /** logbook only: the same minus the tool's time */
+  /** logbook (and its baseline) only: the same minus the tool's time */
   readonly shortOverhead?: Window | undefined
   /** the 1,000-step session: steps 2–41 and 960–999 */
   readonly longStart: Window
@@ -291,6 +297,8 @@ export type StepsResult =
       readonly rounds: number
       readonly agents: ReadonlyArray<AgentSteps>
       readonly piSkipped?: string | undefined
+      /** the git ref and commit of the `before` agent, when there is one */
+      readonly baseline?: { readonly ref: string; readonly commit: string } | undefined
     }
   | { readonly _tag: "Skipped"; readonly reason: string }
 
@@ -301,6 +309,8 @@ export const benchSteps = async (
     readonly longSteps?: number
     readonly rounds?: number
     readonly withPi?: boolean
+    /** logbook built from another git ref (`buildBaseline`): run side by side as the `before` agent */
+    readonly baseline?: { readonly ref: string; readonly commit: string; readonly bin: string } | undefined
     readonly log?: (line: string) => void
   } = {}
 ): Promise<StepsResult> => {
@@ -312,8 +322,12 @@ export const benchSteps = async (
   const pi = options.withPi === false ? { reason: "not asked for" } : ensurePi(log)
   if (pi.reason !== undefined) log(`  pi: ${pi.reason}`)
   const server = await startScriptedServer({ recordBodies: false })
-  const setup: Setup = { dir, server, rss: rssModule(dir), pi: pi.cli }
-  const agents: ReadonlyArray<Agent> = pi.cli === undefined ? ["logbook"] : ["logbook", "pi"]
+  const setup: Setup = { dir, server, rss: rssModule(dir), pi: pi.cli, before: options.baseline?.bin }
+  const agents: ReadonlyArray<Agent> = [
+    "logbook",
+    ...(options.baseline !== undefined ? (["before"] as const) : []),
+    ...(pi.cli !== undefined ? (["pi"] as const) : [])
+  ]
   const edge = Math.min(40, Math.floor(longSteps / 3))
   try {
     // warm-up: one short run each (file caches, the bundle compiled once)
@@ -322,7 +336,7 @@ export const benchSteps = async (
       await runAgent(setup, agent, makeWorkspace(setup, `warm-${agent}`, 3), "go")
     }
     const short = new Map<Agent, Array<number>>(agents.map((a) => [a, []]))
-    const shortOverhead: Array<number> = []
+    const shortOverhead = new Map<Agent, Array<number>>(agents.map((a) => [a, []]))
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < agents.length; i++) {
         const agent = agents[(i + r) % agents.length]!
@@ -331,9 +345,9 @@ export const benchSteps = async (
         const run = await runAgent(setup, agent, ws, "go")
         const c = cycles(run.arrivals, 1, shortSteps - 1)
         short.get(agent)!.push(median(c))
-        if (agent === "logbook") {
+        if (agent !== "pi") {
           const tools = logbookToolTimes(ws.db).times
-          shortOverhead.push(median(c.map((x, k) => x - (tools[k + 1] ?? 0))))
+          shortOverhead.get(agent)!.push(median(c.map((x, k) => x - (tools[k + 1] ?? 0))))
         }
         log(`  ${shortSteps} steps, round ${r + 1}, ${agent}: median cycle ${median(c).toFixed(2)} ms`)
       }
@@ -346,13 +360,13 @@ export const benchSteps = async (
       const start = cycles(long.arrivals, 1, 1 + edge)
       const end = cycles(long.arrivals, longSteps - 1 - edge, longSteps - 1)
       let extra: Partial<AgentSteps> = {}
-      if (agent === "logbook") {
+      if (agent !== "pi") {
         const { times, events } = logbookToolTimes(ws.db)
         extra = {
           longStartOverhead: windowOf(start.map((x, k) => x - (times[k + 1] ?? 0))),
           longEndOverhead: windowOf(end.map((x, k) => x - (times[longSteps - 1 - edge + k] ?? 0))),
           longEvents: events,
-          shortOverhead: windowOf(shortOverhead)
+          shortOverhead: windowOf(shortOverhead.get(agent)!)
         }
       }
       log(
@@ -361,7 +375,7 @@ export const benchSteps = async (
           `${(long.rssBytes / 2 ** 20).toFixed(0)} MiB`
       )
       // resume: one step in the long session against one in a fresh workspace, alternated
-      const session = agent === "logbook" ? latestSessionId(ws.db) : "continue"
+      const session = agent !== "pi" ? latestSessionId(ws.db) : "continue"
       const resume: Array<number> = []
       const fresh: Array<number> = []
       for (let r = 0; r < rounds; r++) {
@@ -390,7 +404,10 @@ export const benchSteps = async (
       longSteps,
       rounds,
       agents: results,
-      ...(pi.reason !== undefined ? { piSkipped: pi.reason } : {})
+      ...(pi.reason !== undefined ? { piSkipped: pi.reason } : {}),
+      ...(options.baseline !== undefined
+        ? { baseline: { ref: options.baseline.ref, commit: options.baseline.commit } }
+        : {})
     }
   } finally {
     await server.close()

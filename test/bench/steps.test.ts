@@ -6,6 +6,7 @@
  * each was measured (and that a run which does not answer fails the benchmark) is.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { benchSteps } from "../../bench/steps.js"
 import { tempDir } from "../support/tmp.js"
@@ -32,5 +33,28 @@ describe("benchSteps", () => {
     expect(logbook.resumeMs).toBeGreaterThan(0)
     expect(logbook.freshMs).toBeGreaterThan(0)
     expect(logbook.peakRssBytes).toBeGreaterThan(10 * 2 ** 20)
+  })
+
+  it("with a baseline build, runs it as a second logbook in the same rounds and measures it the same way", async () => {
+    const dir = tempDir("logbook-bench-steps-")
+    // the built binary stands in for a baseline built from a git ref (building one takes a while)
+    const bin = path.join(import.meta.dirname, "..", "..", "dist", "bin.js")
+    const result = await benchSteps(dir, {
+      shortSteps: 4,
+      longSteps: 6,
+      rounds: 1,
+      withPi: false,
+      baseline: { ref: "HEAD", commit: "0123456789abcdef", bin }
+    })
+    fs.rmSync(dir, { recursive: true, force: true })
+    expect(result._tag).toBe("Done")
+    if (result._tag !== "Done") return
+    expect(result.baseline).toEqual({ ref: "HEAD", commit: "0123456789abcdef" })
+    expect(result.agents.map((a) => a.agent)).toEqual(["logbook", "before"])
+    const before = result.agents[1]!
+    expect(before.shortOverhead!.medianMs).toBeGreaterThan(0)
+    expect(before.shortOverhead!.medianMs).toBeLessThanOrEqual(before.short.medianMs)
+    expect(before.longEvents).toBeGreaterThan(6 * 5)
+    expect(before.resumeMs).toBeGreaterThan(0)
   })
 })
