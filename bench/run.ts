@@ -567,6 +567,14 @@ const stepsRows = (r: StepsResult): Array<Row> => {
   return rows
 }
 
+/** a baseline's ref, and its commit when the ref is not that commit already */
+const baselineName = (b: { readonly ref: string; readonly commit: string } | undefined): string =>
+  b === undefined
+    ? "baseline"
+    : b.commit.startsWith(b.ref)
+      ? b.commit.slice(0, 7)
+      : `${b.ref} (${b.commit.slice(0, 7)})`
+
 const stepsMarkdown = (r: StepsResult): string => {
   if (r._tag === "Skipped")
     return `### Steps through the binary
@@ -575,11 +583,7 @@ Skipped: ${r.reason}.`
   const window = (w: { readonly medianMs: number; readonly p90Ms: number } | undefined) =>
     w === undefined ? "—" : `${ms(w.medianMs)} (p90 ${ms(w.p90Ms)})`
   const row = (a: AgentSteps) => [
-    a.agent === "pi"
-      ? `pi ${PI_VERSION}`
-      : a.agent === "before"
-        ? `logbook ${r.baseline?.ref ?? "baseline"} (${r.baseline?.commit.slice(0, 7) ?? ""})`
-        : "logbook",
+    a.agent === "pi" ? `pi ${PI_VERSION}` : a.agent === "before" ? `logbook ${baselineName(r.baseline)}` : "logbook",
     window(a.short),
     window(a.shortOverhead),
     window(a.longStart),
