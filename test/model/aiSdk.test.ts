@@ -602,6 +602,28 @@ const adjustUntilDone = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, step: number) =>
     throw new Error("the stream did not end")
   })
 
+/**
+ * The stream of `fiber` (started with `streamIdleTimeoutMs: 10_000`, its timer at 0) is still
+ * waiting at 9.999 s and then cut as idle, with no event: the cut's error.
+ */
+const cutAfterTenSeconds = (
+  fiber: Fiber.RuntimeFiber<{ events: Array<ModelEvent>; exit: Exit.Exit<void, ModelError> }>
+) =>
+  Effect.gen(function* () {
+    // every timer was started at 0 or later: none can end before 10 s
+    yield* TestClock.adjust(9_999)
+    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+    expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+    const { events, exit } = yield* adjustUntilDone(fiber, 1_000)
+    expect(events).toEqual([])
+    const error = failure(exit)
+    expect(error.reason).toBe("stream-cut")
+    expect(error.message).toBe(
+      "local/test-model: no data from the provider for 10s (provider.local.streamIdleTimeoutMs)"
+    )
+    return error
+  })
+
 describe("layerAiSdk: a stream that stalls (TestClock)", () => {
   it("the default idle timeout is 120 s", () => {
     expect(defaultStreamIdleTimeoutMs).toBe(120_000)
@@ -616,17 +638,7 @@ describe("layerAiSdk: a stream that stalls (TestClock)", () => {
         server.enqueue(Reply.waitAfter(0, new Promise(() => {}), Reply.stream({ text: "never" })))
         const fiber = yield* Effect.fork(run(modelFor(server, { streamIdleTimeoutMs: 10_000 }).stream(request)))
         yield* Effect.promise(() => server.request(0))
-        // every timer was started at 0 or later: none can end before 10 s
-        yield* TestClock.adjust(9_999)
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-        expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
-        const { events, exit } = yield* adjustUntilDone(fiber, 1_000)
-        expect(events).toEqual([])
-        const error = failure(exit)
-        expect(error.reason).toBe("stream-cut")
-        expect(error.message).toBe(
-          "local/test-model: no data from the provider for 10s (provider.local.streamIdleTimeoutMs)"
-        )
+        const error = yield* cutAfterTenSeconds(fiber)
         expect(describeError(error)).toMatch(/^stream cut: /)
         // the cut aborted the request: the server sees the connection close
         yield* Effect.promise(() => server.requests[0]!.aborted)
@@ -668,16 +680,7 @@ describe("layerAiSdk: a stream that stalls (TestClock)", () => {
       })
       const fiber = yield* Effect.fork(run(model.stream(request)))
       yield* Deferred.await(connected)
-      yield* TestClock.adjust(9_999)
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
-      const { events, exit } = yield* adjustUntilDone(fiber, 1_000)
-      expect(events).toEqual([])
-      const error = failure(exit)
-      expect(error.reason).toBe("stream-cut")
-      expect(error.message).toBe(
-        "local/test-model: no data from the provider for 10s (provider.local.streamIdleTimeoutMs)"
-      )
+      yield* cutAfterTenSeconds(fiber)
       // the cut aborted the request: the client closed its connection
       yield* Effect.promise(() => closed[0]!)
     })
