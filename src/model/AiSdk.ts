@@ -820,7 +820,7 @@ const watchIdle = (idleMs: number, cut: () => void): Effect.Effect<IdleWatch, ne
  * ended without one, or the idle error when `watch` cut it. One stream stage for the whole read,
  * with no fiber or stage per part: on a scripted step of a dozen parts, `fromReadableStream` →
  * `mapEffect` → `flattenIterables` → `concat` cost about 3 ms more than reading the parts
- * (docs/benchmarks.md, "The model's stream in one stage").
+ * (docs/benchmarks.md, "The step's cost, this build beside the session's start").
  */
 const readParts = (
   reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart>,
