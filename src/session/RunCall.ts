@@ -180,10 +180,11 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
     Effect.gen(function* () {
       const beforeHash = yield* blob(intent.before)
       const afterHash = yield* store.putBlob(intent.after)
-      // noted before the tool writes: a command running beside it may end (and scan the workspace)
-      // between the write and the tool's `file.changed`, and must not record the change as its own
+      // noted before the tool writes: a command running beside it may take its snapshots around the
+      // write (the one before it, or the one after it, before the tool's `file.changed`), and must
+      // not record the change as its own
       if (observer !== undefined) {
-        yield* observer.noteChange(input.journal.sessionId, input.cwd, intent.path, { hash: afterHash })
+        yield* observer.noteIntent(input.journal.sessionId, input.cwd, intent.path, { hash: afterHash })
       }
       yield* input.journal.append([
         make("file.intent", {
@@ -202,6 +203,13 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
     const callId = call.callId
     /** the file stamps the call recorded (`ToolContext.reads`), written with its end, failed or not */
     const recordedReads: Array<FileRead> = []
+    /** the paths of the call's `file.intent`s: the observer keeps them noted until the call ends */
+    const intentPaths: Array<string> = []
+    const dropIntents = Effect.suspend(() =>
+      observer === undefined || intentPaths.length === 0
+        ? Effect.void
+        : observer.dropIntents(journal.sessionId, input.cwd, intentPaths)
+    )
     /** the first record of the call the log could not take (`recorded`) */
     let recordFailure: RestoreError | undefined
     const readsMade = () => (recordedReads.length > 0 ? { reads: recordedReads } : {})
@@ -337,7 +345,11 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         cwd: input.cwd,
         timeoutMs: prepared.timeoutMs,
         recordFileChange: (change) => recorded(recordFileChange(input, callId, change)),
-        recordFileIntent: (intent) => recorded(recordFileIntent(input, callId, intent)),
+        recordFileIntent: (intent) =>
+          Effect.zipRight(
+            Effect.sync(() => intentPaths.push(intent.path)),
+            recorded(recordFileIntent(input, callId, intent))
+          ),
         updateTodos: (items) =>
           recorded(input.journal.append([make("todo.updated", { items, callId })])).pipe(Effect.asVoid),
         secrets,
@@ -449,7 +461,9 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
       return { callId, ok: true }
     }).pipe(
       Effect.ensuring(endObserved),
-      Effect.onInterrupt(() => interrupted)
+      Effect.onInterrupt(() => interrupted),
+      // after the interrupt's record too: until then the call may still be writing
+      Effect.ensuring(dropIntents)
     )
   }
 

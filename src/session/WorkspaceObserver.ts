@@ -17,7 +17,9 @@
  * recorded once, by the first `end` that sees it. A file tool's own change is noted (`noteChange`:
  * path → the blob it wrote) from the snapshot before a call on, and an `end` leaves out a
  * difference whose new content is the noted one: a command running beside `write` or `edit` does
- * not record their change a second time.
+ * not record their change a second time. The change is noted from the tool's intent on
+ * (`noteIntent`, before it writes), and an intent stays noted through the snapshots before calls
+ * until the tool recorded the change or its call ended (`dropIntents`).
  */
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -61,6 +63,12 @@ interface WorkspaceState {
   running: number
   /** path -> the blob a file tool wrote there since the last snapshot before a call (`noteChange`): not the call's */
   noted: Map<string, string | undefined>
+  /**
+   * path -> the blob a file tool is about to write (`noteIntent`), until it recorded the change or
+   * its call ended: kept through the reset of `noted` by the snapshot before a call, which may be
+   * taken before the write (the write is then not in it, and must still not count as the call's)
+   */
+  readonly intents: Map<string, string | undefined>
   readonly lock: Effect.Semaphore
 }
 
@@ -83,6 +91,18 @@ export interface WorkspaceObserver {
     path: string,
     after: { readonly hash: string } | undefined
   ) => Effect.Effect<void>
+  /**
+   * A change a file tool is about to make (its `file.intent`, before it writes): noted like a change,
+   * and kept through the snapshots before calls until `noteChange` or `dropIntents` for the path.
+   */
+  readonly noteIntent: (
+    sessionId: SessionId,
+    cwd: string,
+    path: string,
+    after: { readonly hash: string }
+  ) => Effect.Effect<void>
+  /** The call that noted these intents ended (whether it wrote them or not). */
+  readonly dropIntents: (sessionId: SessionId, cwd: string, paths: ReadonlyArray<string>) => Effect.Effect<void>
 }
 
 const relativeSlash = (root: string, path: string): string | undefined => {
@@ -152,7 +172,13 @@ export const makeWorkspaceObserver = (
         if (states.size < MAX_WORKSPACES) break
         if (kept.running === 0) states.delete(other)
       }
-      state = { manifest: undefined, running: 0, noted: new Map(), lock: Effect.unsafeMakeSemaphore(1) }
+      state = {
+        manifest: undefined,
+        running: 0,
+        noted: new Map(),
+        intents: new Map(),
+        lock: Effect.unsafeMakeSemaphore(1)
+      }
       states.set(key, state)
     }
     return state
@@ -201,8 +227,9 @@ export const makeWorkspaceObserver = (
       yield* state.lock.withPermits(1)(
         Effect.gen(function* () {
           if (state.running === 0 || state.manifest === undefined) {
-            // what file tools wrote before this snapshot is in it; what they write from now on is noted
-            state.noted = new Map()
+            // what file tools wrote before this snapshot is in it; what they write from now on is noted,
+            // and so is what they are about to write (the write may come after the scan)
+            state.noted = new Map(state.intents)
             const first = state.manifest === undefined
             const scanned = yield* scan(root, state.manifest)
             if (scanned._tag === "Right") {
@@ -271,14 +298,51 @@ export const makeWorkspaceObserver = (
       ])
     })
 
-  const noteChange: WorkspaceObserver["noteChange"] = (sessionId, cwd, path, after) =>
-    Effect.gen(function* () {
-      const root = yield* realRoot(cwd)
-      const state = states.get(`${sessionId}\0${root}`)
-      if (state === undefined) return
+  /**
+   * `f` on the session's state and the path relative to its root, when the path is in the
+   * workspace and the state is known — or made (`create`: an intent must outlive the first
+   * snapshot of the session, which may come after it)
+   */
+  const withPath = (
+    sessionId: SessionId,
+    cwd: string,
+    path: string,
+    f: (state: WorkspaceState, relative: string) => void,
+    create = false
+  ): Effect.Effect<void> =>
+    Effect.map(realRoot(cwd), (root) => {
       const relative = relativeSlash(root, path)
-      if (relative !== undefined) state.noted.set(relative, after?.hash)
+      if (relative === undefined) return
+      const state = create ? stateOf(sessionId, root) : states.get(`${sessionId}\0${root}`)
+      if (state !== undefined) f(state, relative)
     })
 
-  return { begin, noteChange }
+  const noteChange: WorkspaceObserver["noteChange"] = (sessionId, cwd, path, after) =>
+    withPath(sessionId, cwd, path, (state, relative) => {
+      state.noted.set(relative, after?.hash)
+      state.intents.delete(relative)
+    })
+
+  const noteIntent: WorkspaceObserver["noteIntent"] = (sessionId, cwd, path, after) =>
+    withPath(
+      sessionId,
+      cwd,
+      path,
+      (state, relative) => {
+        state.noted.set(relative, after.hash)
+        state.intents.set(relative, after.hash)
+      },
+      true
+    )
+
+  const dropIntents: WorkspaceObserver["dropIntents"] = (sessionId, cwd, paths) =>
+    Effect.forEach(
+      paths,
+      (path) => withPath(sessionId, cwd, path, (state, relative) => state.intents.delete(relative)),
+      {
+        discard: true
+      }
+    )
+
+  return { begin, noteChange, noteIntent, dropIntents }
 }

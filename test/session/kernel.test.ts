@@ -1606,91 +1606,184 @@ describe("Sessions: API keys (Secrets)", () => {
   )
 })
 
+/**
+ * `note` writes NOTES.md the way `write` does (its intent, the file, then its change) while `cmd`,
+ * a command-like tool (workspace snapshots around it), runs in the same batch and ends once the
+ * file is on disk. The order is forced through the log: the file is written after the command's
+ * snapshot before it, and the command's snapshot after it is taken before `note` records its change.
+ * `intentFirst`: `note` records its intent before the command's snapshot before it (a hook holds
+ * the command until the intent is in the log), so that snapshot's reset of what file tools noted
+ * comes between the intent and the write.
+ */
+const fileToolBesideCommand = (options: { readonly intentFirst: boolean }) => {
+  const cwd = tempDir()
+  const content = "# notes\nwritten by the file tool\n"
+  /** the file tool wrote its file (and has not recorded the change yet) */
+  const written = Deferred.unsafeMake<void>(undefined as never)
+  let store: EventStore["Type"] | undefined
+  let sessionId: SessionId | undefined
+  /** an event of `type` (and `phase`, for a snapshot) is in the log */
+  const logged = (type: string, phase?: "baseline" | "after") =>
+    Effect.suspend(() =>
+      store!.follow(sessionId!).pipe(
+        Stream.filter(
+          (x) => x.type === type && (phase === undefined || (x.payload as { phase: string }).phase === phase)
+        ),
+        Stream.take(1),
+        Stream.runDrain,
+        Effect.orDie
+      )
+    )
+  const intent = { path: `${cwd}/NOTES.md`, op: "create" as const, after: content, temp: `${cwd}/.NOTES.md.tmp` }
+  const noting = defineTool({
+    name: "note",
+    description: "writes NOTES.md the way write does",
+    input: Schema.Struct({}),
+    execute: (_input, context) =>
+      Effect.gen(function* () {
+        if (options.intentFirst) yield* context.recordFileIntent(intent)
+        // the command took its snapshot before: the file is new to it
+        yield* logged("workspace.snapshot", "baseline")
+        if (!options.intentFirst) yield* context.recordFileIntent(intent)
+        fs.writeFileSync(intent.path, content)
+        yield* Deferred.succeed(written, undefined)
+        // the command ends and scans the workspace before this tool records its change
+        yield* logged("workspace.snapshot", "after")
+        yield* context.recordFileChange({ path: intent.path, op: "create", after: content })
+        return { output: "written" }
+      })
+  })
+  const command = defineTool({
+    name: "cmd",
+    description: "a command that changes nothing itself",
+    input: Schema.Struct({}),
+    snapshotWorkspace: true,
+    execute: () => Effect.as(Deferred.await(written), { output: "done" })
+  })
+  const script: ReadonlyArray<ScriptStep> = [
+    {
+      events: [
+        ...Script.toolCall({ callId: "n1", tool: "note", input: {} }),
+        ...Script.toolCall({ callId: "k1", tool: "cmd", input: {} }),
+        Script.finish("tool-calls")
+      ]
+    },
+    Script.text("done")
+  ]
+  // the before hooks run before the call's snapshot: the command waits there for the intent
+  const holdCommand = (call: { readonly tool: string; readonly input: unknown }) =>
+    Effect.as(options.intentFirst && call.tool === "cmd" ? logged("file.intent") : Effect.void, { input: call.input })
+  const agent = makeAgentLayer({
+    sessions: { maxSteps: 10, system: () => "system" },
+    tools: { tools: [noting, command], hooks: { before: [holdCommand] } },
+    retry: fastRetry
+  }).pipe(
+    Layer.provideMerge(layerScripted(script)),
+    Layer.provide(Secrets.layerFromEnv),
+    Layer.provideMerge(EventStore.layerMemory)
+  )
+  return Effect.gen(function* () {
+    store = yield* EventStore
+    const sessions = yield* Sessions
+    const id = yield* sessions.create({ cwd })
+    sessionId = id
+    yield* sessions.send(id, "go")
+    const outcome = Option.getOrThrow(yield* sessions.wait(id))
+    expect(outcome.reason).toBe("stop")
+    const log = yield* events(id)
+    const order = log.flatMap((x) =>
+      x.type === "file.intent"
+        ? ["intent"]
+        : x.type === "workspace.snapshot"
+          ? [(x.payload as { phase: string }).phase]
+          : x.type === "file.changed"
+            ? ["changed"]
+            : []
+    )
+    expect(order).toEqual(
+      options.intentFirst ? ["intent", "baseline", "after", "changed"] : ["baseline", "intent", "after", "changed"]
+    )
+    const changes = log
+      .filter((x) => x.type === "file.changed")
+      .map((x) => x.payload as { path: string; callId?: string; observed?: boolean })
+    // once, by the file tool; the command's snapshot found it but knew it was not the command's
+    expect(changes.map((c) => [c.path, c.callId, c.observed ?? false])).toEqual([["NOTES.md", "n1", false]])
+    const after = log.find(
+      (x) => x.type === "workspace.snapshot" && (x.payload as { phase: string }).phase === "after"
+    )!.payload as { changed: number }
+    expect(after.changed).toBe(0)
+  }).pipe(Effect.provide(agent))
+}
+
 describe("a file tool beside a command", () => {
   it.live(
     "the command's snapshot does not take the file tool's change for its own, even when it ends between the write and the tool's record",
-    () => {
-      const cwd = tempDir()
-      const content = "# notes\nwritten by the file tool\n"
-      /** the file tool wrote its file (and has not recorded the change yet) */
-      const written = Deferred.unsafeMake<void>(undefined as never)
-      let store: EventStore["Type"] | undefined
-      let sessionId: SessionId | undefined
-      /** the command's workspace snapshot `phase` is in the log */
-      const snapshotted = (phase: "baseline" | "after") =>
-        Effect.suspend(() =>
-          store!.follow(sessionId!).pipe(
-            Stream.filter((x) => x.type === "workspace.snapshot" && (x.payload as { phase: string }).phase === phase),
-            Stream.take(1),
-            Stream.runDrain,
-            Effect.orDie
-          )
-        )
-      // like `write`: the intent, the file, then (here: only after the command's snapshot) the change
-      const noting = defineTool({
-        name: "note",
-        description: "writes NOTES.md the way write does",
-        input: Schema.Struct({}),
-        execute: (_input, context) =>
-          Effect.gen(function* () {
-            const path = `${cwd}/NOTES.md`
-            // the command took its snapshot before: the file is new to it
-            yield* snapshotted("baseline")
-            yield* context.recordFileIntent({ path, op: "create", after: content, temp: `${cwd}/.NOTES.md.tmp` })
-            fs.writeFileSync(path, content)
-            yield* Deferred.succeed(written, undefined)
-            // the command ends and scans the workspace before this tool records its change
-            yield* snapshotted("after")
-            yield* context.recordFileChange({ path, op: "create", after: content })
-            return { output: "written" }
-          })
-      })
-      // a command-like tool (snapshots around it) that ends once the file is on disk
-      const command = defineTool({
-        name: "cmd",
-        description: "a command that changes nothing itself",
-        input: Schema.Struct({}),
-        snapshotWorkspace: true,
-        execute: () => Effect.as(Deferred.await(written), { output: "done" })
-      })
-      const script: ReadonlyArray<ScriptStep> = [
-        {
-          events: [
-            ...Script.toolCall({ callId: "n1", tool: "note", input: {} }),
-            ...Script.toolCall({ callId: "k1", tool: "cmd", input: {} }),
-            Script.finish("tool-calls")
-          ]
-        },
-        Script.text("done")
-      ]
-      const agent = makeAgentLayer({
-        sessions: { maxSteps: 10, system: () => "system" },
-        tools: { tools: [noting, command] },
-        retry: fastRetry
-      }).pipe(
-        Layer.provideMerge(layerScripted(script)),
-        Layer.provide(Secrets.layerFromEnv),
-        Layer.provideMerge(EventStore.layerMemory)
-      )
-      return Effect.gen(function* () {
-        store = yield* EventStore
-        const sessions = yield* Sessions
-        const id = yield* sessions.create({ cwd })
-        sessionId = id
-        yield* sessions.send(id, "go")
-        const outcome = Option.getOrThrow(yield* sessions.wait(id))
-        expect(outcome.reason).toBe("stop")
-        const log = yield* events(id)
-        const changes = log
-          .filter((x) => x.type === "file.changed")
-          .map((x) => x.payload as { path: string; callId?: string; observed?: boolean })
-        // once, by the file tool; the command's snapshot found it but knew it was not the command's
-        expect(changes.map((c) => [c.path, c.callId, c.observed ?? false])).toEqual([["NOTES.md", "n1", false]])
-        const after = log.find(
-          (x) => x.type === "workspace.snapshot" && (x.payload as { phase: string }).phase === "after"
-        )!.payload as { changed: number }
-        expect(after.changed).toBe(0)
-      }).pipe(Effect.provide(agent))
-    }
+    () => fileToolBesideCommand({ intentFirst: false })
   )
+
+  it.live("nor when the file tool's intent came before the command's first snapshot and the write after it", () =>
+    fileToolBesideCommand({ intentFirst: true })
+  )
+
+  it.live("an intent whose call ended without writing does not hide a later command's change of that file", () => {
+    const cwd = tempDir()
+    const content = "# notes\nthe same bytes\n"
+    const path = `${cwd}/NOTES.md`
+    // like `write` refused after its intent: nothing is written
+    const failing = defineTool({
+      name: "note",
+      description: "records an intent for NOTES.md, then fails",
+      input: Schema.Struct({}),
+      execute: (_input, context) =>
+        Effect.zipRight(
+          context.recordFileIntent({ path, op: "create", after: content, temp: `${cwd}/.NOTES.md.tmp` }),
+          Effect.fail(new ToolFailure({ message: "refused" }))
+        )
+    })
+    // a command that writes exactly what the intent was about to (or, first, nothing)
+    const command = defineTool({
+      name: "cmd",
+      description: "writes NOTES.md itself",
+      input: Schema.Struct({ write: Schema.Boolean }),
+      snapshotWorkspace: true,
+      execute: (input) =>
+        Effect.sync(() => (input.write ? fs.writeFileSync(path, content) : undefined)).pipe(
+          Effect.as({ output: "done" })
+        )
+    })
+    const step = (callId: string, tool: string, input: unknown): ScriptStep => ({
+      events: [...Script.toolCall({ callId, tool, input }), Script.finish("tool-calls")]
+    })
+    const script: ReadonlyArray<ScriptStep> = [
+      // a command first: the session's snapshots exist before the intent
+      step("k0", "cmd", { write: false }),
+      step("n1", "note", {}),
+      step("k1", "cmd", { write: true }),
+      Script.text("done")
+    ]
+    const agent = makeAgentLayer({
+      sessions: { maxSteps: 10, system: () => "system" },
+      tools: { tools: [failing, command] },
+      retry: fastRetry
+    }).pipe(
+      Layer.provideMerge(layerScripted(script)),
+      Layer.provide(Secrets.layerFromEnv),
+      Layer.provideMerge(EventStore.layerMemory)
+    )
+    return Effect.gen(function* () {
+      const sessions = yield* Sessions
+      const id = yield* sessions.create({ cwd })
+      yield* sessions.send(id, "go")
+      expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+      const log = yield* events(id)
+      expect(log.filter((x) => x.type === "tool.failed").map((x) => (x.payload as { callId: string }).callId)).toEqual([
+        "n1"
+      ])
+      const changes = log
+        .filter((x) => x.type === "file.changed")
+        .map((x) => x.payload as { path: string; callId?: string; observed?: boolean })
+      // the command's own change, recorded by its snapshot: the dropped intent held the same bytes
+      expect(changes.map((c) => [c.path, c.callId, c.observed ?? false])).toEqual([["NOTES.md", "k1", true]])
+    }).pipe(Effect.provide(agent))
+  })
 })
