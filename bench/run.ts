@@ -491,6 +491,13 @@ const RESUME_GOAL = 1.05
 
 const mib = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`
 
+/**
+ * About the transactions a step with one call commits since the kernel hands its lifecycle events
+ * over (docs/event-log.md, "What the kernel awaits"; 9 before that): a figure that moves far from
+ * it means the grouping changed
+ */
+const EXPECTED_COMMITS_PER_STEP = 3
+
 const stepsRows = (r: StepsResult): Array<Row> => {
   if (r._tag === "Skipped") return [{ figure: "steps", value: "-", goal: "(skipped)", result: r.reason }]
   const logbook = r.agents.find((a) => a.agent === "logbook")!
@@ -526,6 +533,14 @@ const stepsRows = (r: StepsResult): Array<Row> => {
       result: verdict(logbook.resumeMs / logbook.freshMs <= RESUME_GOAL)
     }
   ]
+  if (logbook.longCommits !== undefined) {
+    rows.push({
+      figure: `steps: SQLite transactions per step over the ${int(r.longSteps)}-step session (${int(logbook.longCommits)} in all, start-up's included)`,
+      value: (logbook.longCommits / r.longSteps).toFixed(2),
+      goal: `(reported; ${EXPECTED_COMMITS_PER_STEP} expected)`,
+      result: ""
+    })
+  }
   const before = r.agents.find((a) => a.agent === "before")
   if (before !== undefined) {
     const ref = r.baseline?.ref ?? "baseline"

@@ -89,15 +89,36 @@ const script = (steps: number) =>
         })
   )
 
-/** Preloaded into the agent (`NODE_OPTIONS=--import`): writes its peak RSS (KiB) to `BENCH_RSS_FILE` at exit. */
+/**
+ * Preloaded into the agent (`NODE_OPTIONS=--import`): writes its peak RSS (KiB) to `BENCH_RSS_FILE`
+ * at exit; with `BENCH_COMMITS_FILE` (logbook), also how many SQLite transactions it committed —
+ * the `COMMIT` statements better-sqlite3 ran, counted on the package the binary loads (the same
+ * file, resolved from this repository, so the same module).
+ */
 const rssModule = (dir: string): string => {
   const file = path.join(dir, "rss.mjs")
   fs.writeFileSync(
     file,
     [
       'import { writeFileSync } from "node:fs"',
+      'import { createRequire } from "node:module"',
       "const out = process.env.BENCH_RSS_FILE",
       "if (out) process.on('exit', () => { try { writeFileSync(out, String(process.resourceUsage().maxRSS)) } catch {} })",
+      "const commitsOut = process.env.BENCH_COMMITS_FILE",
+      "if (commitsOut) {",
+      "  let commits = 0",
+      `  const Database = createRequire(${JSON.stringify(path.join(root, "package.json"))})("better-sqlite3")`,
+      "  const prepare = Database.prototype.prepare",
+      "  Database.prototype.prepare = function (source, ...rest) {",
+      "    const statement = prepare.call(this, source, ...rest)",
+      "    if (/^\\s*COMMIT\\b/i.test(source)) {",
+      "      const run = statement.run",
+      "      statement.run = function (...args) { const result = run.apply(this, args); commits++; return result }",
+      "    }",
+      "    return statement",
+      "  }",
+      "  process.on('exit', () => { try { writeFileSync(commitsOut, String(commits)) } catch {} })",
+      "}",
       ""
     ].join("\n")
   )
@@ -120,6 +141,8 @@ interface Run {
   readonly arrivals: ReadonlyArray<number>
   /** peak RSS (bytes) */
   readonly rssBytes: number
+  /** logbook: the SQLite transactions it committed */
+  readonly commits?: number | undefined
 }
 
 /** A workspace with `steps` notes and each agent's config pointed at the scripted server. */
@@ -172,6 +195,7 @@ const runAgent = async (
     XDG_CONFIG_HOME: path.join(ws.home, "config"),
     NODE_OPTIONS: `--import=${pathToFileURL(setup.rss).href}`,
     BENCH_RSS_FILE: rssFile,
+    ...(agent !== "pi" ? { BENCH_COMMITS_FILE: `${rssFile}.commits` } : {}),
     NO_COLOR: "1"
   }
   const args =
@@ -221,7 +245,12 @@ const runAgent = async (
   }
   if (setup.server.pending() !== 0) throw new Error(`${agent} left ${setup.server.pending()} scripted answers unread`)
   const arrivals = setup.server.requests.slice(before).map((r) => r.receivedAt)
-  return { wallMs, arrivals, rssBytes: Number(fs.readFileSync(rssFile, "utf8")) * 1024 }
+  return {
+    wallMs,
+    arrivals,
+    rssBytes: Number(fs.readFileSync(rssFile, "utf8")) * 1024,
+    ...(agent !== "pi" ? { commits: Number(fs.readFileSync(`${rssFile}.commits`, "utf8")) } : {})
+  }
 }
 
 /** The cycles between requests `from`..`to` (0-based request indexes, cycle i = arrival[i+1] − arrival[i]). */
@@ -283,6 +312,8 @@ export interface AgentSteps {
   readonly longEndOverhead?: Window | undefined
   readonly longWallMs: number
   readonly longEvents?: number | undefined
+  /** logbook only: the SQLite transactions of the 1,000-step run (≈ 3 a step: docs/event-log.md) */
+  readonly longCommits?: number | undefined
   readonly peakRssBytes: number
   /** resume (one step in the long session) and a fresh one-step run, spawn to exit, medians */
   readonly resumeMs: number
@@ -366,6 +397,7 @@ export const benchSteps = async (
           longStartOverhead: windowOf(start.map((x, k) => x - (times[k + 1] ?? 0))),
           longEndOverhead: windowOf(end.map((x, k) => x - (times[longSteps - 1 - edge + k] ?? 0))),
           longEvents: events,
+          longCommits: long.commits,
           shortOverhead: windowOf(shortOverhead.get(agent)!)
         }
       }

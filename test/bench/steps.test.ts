@@ -30,6 +30,9 @@ describe("benchSteps", () => {
     expect(logbook.longEndOverhead!.medianMs).toBeLessThanOrEqual(logbook.longEnd.medianMs)
     // 9 steps, each with its events (and the session's opening ones)
     expect(logbook.longEvents).toBeGreaterThan(9 * 5)
+    // the preload counted the binary's SQLite transactions: at least one a step, fewer than its events
+    expect(logbook.longCommits).toBeGreaterThanOrEqual(9)
+    expect(logbook.longCommits).toBeLessThan(logbook.longEvents!)
     expect(logbook.resumeMs).toBeGreaterThan(0)
     expect(logbook.freshMs).toBeGreaterThan(0)
     expect(logbook.peakRssBytes).toBeGreaterThan(10 * 2 ** 20)
