@@ -119,6 +119,50 @@ export interface RunCallOptions {
   readonly progressEveryMs: number
 }
 
+/**
+ * A call's progress reports (`ToolContext.progress`) as `tool.progress` events: at most one per
+ * `everyMs`, and the latest text of a window is recorded at its end, so the last output before a
+ * quiet spell is not lost. A report of a call that is no longer running is not recorded; a log that
+ * cannot take one is logged (progress is not part of the call's record).
+ */
+const callProgress = (journal: SessionJournal, callId: CallId, everyMs: number) => {
+  /** the latest text reported */
+  let latest: string | undefined
+  let lastAt = Number.NEGATIVE_INFINITY
+  /** the text of the last `tool.progress` written */
+  let recorded: string | undefined
+  /** a record is due at the end of the window */
+  let flushDue = false
+  const record = (output: string, at: number) =>
+    Effect.gen(function* () {
+      lastAt = at
+      recorded = output
+      const state = yield* journal.state
+      if (!isRunning(state, callId)) return
+      yield* journal.appendLater([make("tool.progress", { callId, output })])
+    }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
+  const report = (output: string): Effect.Effect<void> =>
+    Effect.gen(function* () {
+      latest = output
+      const now = yield* Clock.currentTimeMillis
+      const wait = everyMs - (now - lastAt)
+      if (wait <= 0) return yield* record(output, now)
+      // throttled: recorded at the end of the window (a child of the tool's fiber: it ends with the tool)
+      if (flushDue) return
+      flushDue = true
+      yield* Effect.fork(
+        Effect.sleep(Duration.millis(wait)).pipe(
+          Effect.zipRight(Clock.currentTimeMillis),
+          Effect.flatMap((at) => {
+            flushDue = false
+            return latest === undefined || latest === recorded ? Effect.void : record(latest, at)
+          })
+        )
+      )
+    })
+  return { report, latest: () => latest }
+}
+
 /** Runs one call to its end (`tool.finished` or `tool.failed`); fails only with the store's error. */
 export type RunCall = (input: CallInput, call: StepCall) => Effect.Effect<CallOutcome, RestoreError>
 
@@ -227,13 +271,13 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
     let stoppedRecord: { readonly metadata: unknown } | undefined
     const stoppedMetadata = () => (stoppedRecord === undefined ? {} : { metadata: stoppedRecord.metadata })
 
-    /** the latest progress text the tool reported (the output so far), for the error of a stopped call */
-    let latestProgress: string | undefined
+    /** the tool's progress reports, throttled into `tool.progress` events */
+    const progress = callProgress(journal, callId, progressEveryMs)
     const withOutputSoFar = (error: string) => {
       const told = `${error}${stillRunningNote(stoppedRecord?.metadata)}`
-      return latestProgress === undefined || latestProgress.trim() === ""
-        ? told
-        : `${told}\nOutput before it was stopped:\n${latestProgress}`
+      // the latest progress text the tool reported: the output so far
+      const latest = progress.latest()
+      return latest === undefined || latest.trim() === "" ? told : `${told}\nOutput before it was stopped:\n${latest}`
     }
 
     /**
@@ -317,18 +361,6 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         })
       }
 
-      let lastProgressAt = Number.NEGATIVE_INFINITY
-      /** the text of the last `tool.progress` written, and whether one is due at the end of the window */
-      let recordedProgress: string | undefined
-      let progressFlush = false
-      const recordProgress = (output: string, at: number) =>
-        Effect.gen(function* () {
-          lastProgressAt = at
-          recordedProgress = output
-          const state = yield* journal.state
-          if (!isRunning(state, callId)) return
-          yield* journal.appendLater([make("tool.progress", { callId, output })])
-        }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record progress of call ${callId}`, error)))
       /**
        * A record the log could not take: the tool is stopped with a `ToolFailure`, and the call then
        * fails the batch with the store's own error (the turn ends with it; nothing is told to the
@@ -366,28 +398,7 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
           Effect.sync(() => {
             stoppedRecord = { metadata }
           }),
-        progress: (output) =>
-          Effect.gen(function* () {
-            latestProgress = output
-            const now = yield* Clock.currentTimeMillis
-            const wait = progressEveryMs - (now - lastProgressAt)
-            if (wait <= 0) return yield* recordProgress(output, now)
-            // throttled: the latest text is recorded at the end of the window, so the last output
-            // before a quiet spell is not lost (a child of the tool's fiber: it ends with the tool)
-            if (progressFlush) return
-            progressFlush = true
-            yield* Effect.fork(
-              Effect.sleep(Duration.millis(wait)).pipe(
-                Effect.zipRight(Clock.currentTimeMillis),
-                Effect.flatMap((at) => {
-                  progressFlush = false
-                  return latestProgress === undefined || latestProgress === recordedProgress
-                    ? Effect.void
-                    : recordProgress(latestProgress, at)
-                })
-              )
-            )
-          })
+        progress: progress.report
       }
 
       const timeout = Effect.sleep(Duration.millis(prepared.timeoutMs)).pipe(
