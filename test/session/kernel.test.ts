@@ -1673,15 +1673,7 @@ const fileToolBesideCommand = (options: { readonly intentFirst: boolean }) => {
   // the before hooks run before the call's snapshot: the command waits there for the intent
   const holdCommand = (call: { readonly tool: string; readonly input: unknown }) =>
     Effect.as(options.intentFirst && call.tool === "cmd" ? logged("file.intent") : Effect.void, { input: call.input })
-  const agent = makeAgentLayer({
-    sessions: { maxSteps: 10, system: () => "system" },
-    tools: { tools: [noting, command], hooks: { before: [holdCommand] } },
-    retry: fastRetry
-  }).pipe(
-    Layer.provideMerge(layerScripted(script)),
-    Layer.provide(Secrets.layerFromEnv),
-    Layer.provideMerge(EventStore.layerMemory)
-  )
+  const agent = layer(script, [], { tools: { tools: [noting, command], hooks: { before: [holdCommand] } } })
   return Effect.gen(function* () {
     store = yield* EventStore
     const sessions = yield* Sessions
@@ -1730,7 +1722,7 @@ describe("a file tool beside a command", () => {
     const content = "# notes\nthe same bytes\n"
     const path = `${cwd}/NOTES.md`
     // like `write` refused after its intent: nothing is written
-    const failing = defineTool({
+    const refusing = defineTool({
       name: "note",
       description: "records an intent for NOTES.md, then fails",
       input: Schema.Struct({}),
@@ -1761,15 +1753,7 @@ describe("a file tool beside a command", () => {
       step("k1", "cmd", { write: true }),
       Script.text("done")
     ]
-    const agent = makeAgentLayer({
-      sessions: { maxSteps: 10, system: () => "system" },
-      tools: { tools: [failing, command] },
-      retry: fastRetry
-    }).pipe(
-      Layer.provideMerge(layerScripted(script)),
-      Layer.provide(Secrets.layerFromEnv),
-      Layer.provideMerge(EventStore.layerMemory)
-    )
+    const agent = layer(script, [], { tools: { tools: [refusing, command] } })
     return Effect.gen(function* () {
       const sessions = yield* Sessions
       const id = yield* sessions.create({ cwd })
