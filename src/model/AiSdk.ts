@@ -28,7 +28,7 @@ import type {
   LanguageModelV3Usage,
   SharedV3ProviderOptions
 } from "@ai-sdk/provider"
-import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
+import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, type Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
@@ -42,6 +42,7 @@ import {
   type ModelUsage,
   type ProviderMetadata
 } from "./Model.js"
+import { fromPull } from "./pull.js"
 import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
 
 /** How to talk to a provider; config's `provider.<id>.type` (ConfigSchema's `ProviderType` annotates this one). */
@@ -885,8 +886,9 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           built = model
         })
   )
+  // a stream that keeps its pull: the kernel reads it without the Stream's channel (pull.ts)
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
-    Stream.unwrapScoped(
+    fromPull(
       Effect.gen(function* () {
         const model = yield* sdkModel
         const state = newState()
@@ -923,7 +925,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           // a stream that failed rejects its cancel, one that ended has nothing to cancel
           (reader) => (state.ended ? Effect.void : Effect.promise(() => reader.cancel().catch(() => undefined)))
         )
-        return Stream.repeatEffectChunkOption(readParts(reader, state, options, watch, errors))
+        return readParts(reader, state, options, watch, errors)
       })
     )
   return { name: options.name, provider: options.type, modelId: options.modelId, stream }

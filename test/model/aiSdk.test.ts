@@ -10,7 +10,9 @@ import {
 } from "../../src/model/AiSdk.js"
 import { endpointOf, networkKind, providerMessage } from "../../src/model/internal/providerError.js"
 import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
+import { keepsPull } from "../../src/model/pull.js"
 import { describe as describeError } from "../../src/model/Retry.js"
+import { consumeBatched } from "../../src/session/Processor.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
@@ -94,6 +96,36 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       ])
       expect(server.requests).toHaveLength(1)
       expect(server.requests[0]!.body.stream_options).toEqual({ include_usage: true })
+    })
+  )
+
+  it.scopedLive("its stream keeps its pull: the kernel's reader (consumeBatched) gets the same events", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      const reply = Reply.stream({
+        text: ["Hel", "lo"],
+        toolCalls: [{ id: "call_1", name: "read", arguments: ['{"path":', '"a.txt"}'] }],
+        usage: { prompt_tokens: 10, completion_tokens: 2 }
+      })
+      server.enqueue(reply)
+      server.enqueue(reply)
+      const model = modelFor(server)
+      const stream = model.stream(request)
+      expect(keepsPull(stream)).toBe(true)
+      const viaStream = yield* run(stream)
+      const batched: Array<ModelEvent> = []
+      yield* consumeBatched(model.stream(request), (batch) => Effect.sync(() => batched.push(...batch)))
+      expect(Exit.isSuccess(viaStream.exit)).toBe(true)
+      expect(batched).toEqual(viaStream.events)
+      expect(batched.map((event) => event._tag)).toEqual([
+        "TextDelta",
+        "TextDelta",
+        "ToolInputStart",
+        "ToolInputDelta",
+        "ToolInputDelta",
+        "ToolCall",
+        "Finish"
+      ])
     })
   )
 

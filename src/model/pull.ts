@@ -1,0 +1,36 @@
+/**
+ * A `Stream` built from a scoped pull that keeps its pull, so that the kernel can read it without
+ * the Stream's channel machinery.
+ *
+ * A model layer returns a `Stream` (the `Model` contract); the AI SDK's is a scoped pull (open the
+ * request, then read part after part) made into a stream by `Stream.unwrapScoped` and
+ * `Stream.repeatEffectChunkOption`. Run through a channel (`Stream.toPull`, `toQueue`,
+ * `runForEach`), every element costs a dozen channel steps: on this machine a 12-event step took
+ * ≈ 0.9 ms through the Processor's stream pipeline against ≈ 0.2 ms for the same pull read in a loop
+ * into the same queue (docs/benchmarks.md, "The Processor without the channel"). `openPull` gives
+ * back the pull of a stream made by `fromPull` (the same object, not a stream derived from it) and
+ * `Stream.toPull` of any other, so a layer that builds its stream some other way works unchanged.
+ */
+import { type Chunk, Effect, type Option, type Scope, Stream } from "effect"
+
+/** One read of a stream: the next non-empty chunk, or `None` at its end. */
+export type Pull<A, E> = Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
+
+/** Opens a stream in the caller's scope (the request is sent, its resources are the scope's) and gives its pull. */
+export type OpenPull<A, E> = Effect.Effect<Pull<A, E>, E, Scope.Scope>
+
+const kept = new WeakMap<Stream.Stream<unknown, unknown>, OpenPull<unknown, unknown>>()
+
+/** The stream of `open`'s pull (`Stream.unwrapScoped` of `Stream.repeatEffectChunkOption`), which keeps `open`. */
+export const fromPull = <A, E>(open: OpenPull<A, E>): Stream.Stream<A, E> => {
+  const stream = Stream.unwrapScoped(Effect.map(open, Stream.repeatEffectChunkOption))
+  kept.set(stream, open)
+  return stream
+}
+
+/** Whether `stream` was made by `fromPull` (and `openPull` reads it without a channel). */
+export const keepsPull = (stream: Stream.Stream<unknown, unknown>): boolean => kept.has(stream)
+
+/** Opens `stream` in the caller's scope: the pull it was made from, or `Stream.toPull`. */
+export const openPull = <A, E>(stream: Stream.Stream<A, E>): OpenPull<A, E> =>
+  (kept.get(stream) as OpenPull<A, E> | undefined) ?? Stream.toPull(stream)
