@@ -22,13 +22,14 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Chunk, Context, Deferred, Effect, Layer, Option, Queue, Stream, Take } from "effect"
+import { Cause, Chunk, Context, Deferred, Effect, Exit, Layer, Option, Queue, type Stream } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
 import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import type { Price } from "../model/Price.js"
+import { openPull } from "../model/pull.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import { endOpenStep as endOpenStepOf, endOpenToolParts } from "../store/openParts.js"
@@ -213,92 +214,91 @@ const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
 /** The most stream chunks in one batch (bounds how much one `handle` call gets, and how far the stream runs ahead). */
 const MAX_BATCH = 256
 
+/** What the reader puts in the queue: a chunk of the model's events, or the stream's end (success) or failure. */
+type Read<E> = Chunk.Chunk<ModelEvent> | Exit.Exit<void, E>
+
 /**
- * The model's events in batches, one element a batch: the stream runs ahead into a queue (at most
- * `MAX_BATCH` chunks), and each pull takes everything queued since the previous one — at least one
- * chunk, at most `MAX_BATCH`. So deltas that arrive together (a burst of SSE chunks read at once, a
- * fast local model) or while the previous batch was being handled come as one batch, while a slow
- * stream still gets one batch per event (nothing waits for more to come). The stream's failure (or
- * end) comes after the events queued before it, so those are still handled.
- *
- * With `steer`, the batches end when it completes: a pull checks it first (no batch starts once the
- * steer is done), and a pull that waits for the model is woken by shutting the queue down (which
- * also stops the model's stream).
- *
- * This is `Stream.aggregate(Sink.collectAllN(MAX_BATCH))` + `Stream.interruptWhenDeferred(steer)`,
- * built on one queue because `aggregate` loses the batch in progress when the stream fails and
- * costs a `Handoff` per event and fibers per batch, and `interruptWhenDeferred` (a `mergeWith`) costs
- * more per request than the rest of the pipeline (docs/architecture.md, "The Processor's pipeline").
+ * Reads the model's stream into `queue`, one chunk a pull (`openPull`: without a channel for a
+ * stream that keeps its pull), and puts its end or failure after its last chunk. Runs in a fiber
+ * of its own and in a scope of its own, so the stream's resources (the request) are released when
+ * it ends or is interrupted. An offer to a queue shut down (by the steer) interrupts it.
  */
-export const batches = <E, R>(
-  stream: Stream.Stream<ModelEvent, E, R>,
-  steer?: Deferred.Deferred<void> | undefined
-): Stream.Stream<Chunk.Chunk<ModelEvent>, E, R> =>
-  Stream.unwrapScoped(
-    Effect.gen(function* () {
-      const queue = yield* Stream.toQueue(stream, { capacity: MAX_BATCH })
-      if (steer !== undefined) yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), Queue.shutdown(queue)))
-      const end = Effect.fail(Option.none())
-      /** the stream's end or failure, taken with the last events before it: the next pull gives it */
-      let last: Effect.Effect<never, Option.Option<E>> | undefined
-      // waits for one chunk, then takes what else is there (`Queue.takeBetween(1, n)` returns the one
-      // it waited for alone, so a burst would be split after its first chunk)
-      const take = Effect.zipWith(Queue.take(queue), Queue.takeUpTo(queue, MAX_BATCH - 1), (first, rest) => {
-        const events: Array<ModelEvent> = []
-        for (const taken of [first, ...rest]) {
-          last = Take.match(taken, {
-            onEnd: () => end,
-            onFailure: (cause) => Effect.failCause(Cause.map(cause, Option.some)),
-            onSuccess: (chunk) => {
-              for (const event of chunk) events.push(event)
-              return undefined
-            }
-          })
-          if (last !== undefined) break
-        }
-        return events
-      }).pipe(
-        // a queue shut down by the steer: the end (an interrupt from outside is not caught here)
-        Effect.catchAllCause((cause) =>
-          Effect.flatMap(Queue.isShutdown(queue), (down) => {
-            if (!(down && Cause.isInterruptedOnly(cause))) return Effect.failCause(cause)
-            last = end
-            return Effect.succeed([])
-          })
-        )
-      )
-      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steer)
-      const pull: Effect.Effect<Chunk.Chunk<Chunk.Chunk<ModelEvent>>, Option.Option<E>> = Effect.suspend(() =>
-        last !== undefined
-          ? last
-          : Effect.flatMap(steered, (done) =>
-              done
-                ? end
-                : Effect.flatMap(take, (events) =>
-                    events.length > 0
-                      ? Effect.succeed(Chunk.of(Chunk.unsafeFromArray(events)))
-                      : // only empty chunks (a provider part that makes no event): take again
-                        (last ?? pull)
-                  )
-            )
-      )
-      return Stream.repeatEffectChunkOption(pull)
+const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, queue: Queue.Queue<Read<E>>): Effect.Effect<void> =>
+  Effect.scoped(
+    Effect.matchCauseEffect(openPull(stream), {
+      onFailure: (cause) => Queue.offer(queue, Exit.failCause(cause)),
+      onSuccess: (pull) => {
+        const loop: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
+          onFailure: (cause) =>
+            Queue.offer(
+              queue,
+              Option.match(Cause.flipCauseOption(cause), { onNone: () => Exit.void, onSome: Exit.failCause })
+            ),
+          onSuccess: (chunk) => Effect.zipRight(Queue.offer(queue, chunk), loop)
+        })
+        return loop
+      }
     })
   )
 
 /**
- * Runs `handle` on the stream's `batches` (each uninterruptibly: a batch is journaled whole or not
- * at all). Ends when the stream ends or the steer completes; fails with the stream's error after
- * handling what came before it. A batch being handled when the steer completes (or an interrupt
- * comes) is finished first; the stream's fibers (the model's, the queue's) are interrupted and
- * awaited before this returns, so nothing of the stream runs after it.
+ * Runs `handle` on the model's events in batches (each uninterruptibly: a batch is journaled whole
+ * or not at all). The stream runs ahead in a fiber of its own into a queue (at most `MAX_BATCH`
+ * chunks), and each batch is everything queued since the previous one — at least one chunk, at
+ * most `MAX_BATCH`. So deltas that arrive together (a burst of SSE chunks read at once, a fast local
+ * model) or while the previous batch was being handled come as one batch, while a slow stream
+ * still gets one batch per event (nothing waits for more to come). The stream's failure (or end)
+ * comes after the events queued before it, so those are still handled; then this fails with it.
+ *
+ * With `steer`, the batches end when it completes: each batch checks it first (no batch starts once
+ * the steer is done), and a wait for the model is woken by shutting the queue down (which also
+ * stops the model's stream). A batch being handled when the steer completes (or an interrupt
+ * comes) is finished first; the reader's fiber (and with it the model's stream) and the steer's are
+ * interrupted and awaited before this returns, so nothing of the stream runs after it.
+ *
+ * A loop over a queue, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
+ * `runForEach` cost ≈ 0.7 ms more a step than this (docs/architecture.md, "The Processor's pipeline").
  */
 export const consumeBatched = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,
   handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,
   steer?: Deferred.Deferred<void> | undefined
 ): Effect.Effect<void, E | E2> =>
-  Stream.runForEach(batches(stream, steer), (batch) => Effect.uninterruptible(handle(batch)))
+  Effect.scoped(
+    Effect.gen(function* () {
+      const queue = yield* Queue.bounded<Read<E>>(MAX_BATCH)
+      yield* Effect.forkScoped(readInto(stream, queue))
+      if (steer !== undefined) yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), Queue.shutdown(queue)))
+      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steer)
+      // waits for one chunk, then takes what else is there (`Queue.takeBetween(1, n)` returns the one
+      // it waited for alone, so a burst would be split after its first chunk); a queue shut down by
+      // the steer is the end (an interrupt from outside is not caught here)
+      const take = Effect.zipWith(Queue.take(queue), Queue.takeUpTo(queue, MAX_BATCH - 1), (first, rest) => [
+        first,
+        ...rest
+      ]).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.flatMap(Queue.isShutdown(queue), (down) =>
+            down && Cause.isInterruptedOnly(cause) ? Effect.succeed([Exit.void]) : Effect.failCause(cause)
+          )
+        )
+      )
+      while (!(yield* steered)) {
+        const events: Array<ModelEvent> = []
+        let last: Exit.Exit<void, E> | undefined
+        for (const read of yield* take) {
+          if (Exit.isExit(read)) {
+            last = read
+            break
+          }
+          for (const event of read) events.push(event)
+        }
+        // only empty chunks (a provider part that makes no event) are no batch: take again
+        if (events.length > 0) yield* Effect.uninterruptible(handle(Chunk.unsafeFromArray(events)))
+        if (last !== undefined) return yield* last
+      }
+    })
+  )
 
 interface AttemptState {
   finish: ChatFinish | undefined

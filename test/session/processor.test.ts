@@ -4,8 +4,9 @@
  * Queues, never by time: each test says when the stream may go on.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Queue, Ref, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
+import { fromPull, type OpenPull } from "../../src/model/pull.js"
 import { consumeBatched } from "../../src/session/Processor.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })
@@ -215,3 +216,80 @@ describe("consumeBatched with a steer", () => {
 })
 
 const noUsage = { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+
+/**
+ * A model stream that keeps its pull (as the AI SDK layer's does): each read takes the next of
+ * `reads` (a chunk, or an effect that gives one or fails), then the end; what it opened logs its release.
+ */
+const keptPull = <E>(
+  reads: ReadonlyArray<ReadonlyArray<ModelEvent> | Effect.Effect<ReadonlyArray<ModelEvent>, E>>,
+  log: Array<string>
+) => {
+  const open: OpenPull<ModelEvent, E> = Effect.gen(function* () {
+    yield* Effect.acquireRelease(Effect.void, () => Effect.sync(() => log.push("released")))
+    let next = 0
+    return Effect.suspend(() => {
+      log.push("read")
+      const read = reads[next++]
+      if (read === undefined) return Effect.fail(Option.none())
+      const chunk = Effect.isEffect(read) ? read : Effect.succeed(read)
+      return Effect.mapBoth(chunk, { onFailure: Option.some, onSuccess: Chunk.fromIterable })
+    })
+  })
+  return fromPull(open)
+}
+
+describe("consumeBatched over a stream that keeps its pull", () => {
+  it.effect("each read is one call of the pull; the pull's scope is released before it returns", () =>
+    Effect.gen(function* () {
+      const log: Array<string> = []
+      const stream = keptPull([[delta("a"), delta("b")], [], [delta("c")]], log)
+      const handled: Array<string> = []
+      yield* consumeBatched(stream, (batch) => Effect.sync(() => handled.push(...texts(batch))))
+      // three chunks and the end, each read once (how the reader, running ahead, splits them into
+      // batches is the scheduler's; the empty one makes no event)
+      expect(handled).toEqual(["a", "b", "c"])
+      expect(log).toEqual(["read", "read", "read", "read", "released"])
+    })
+  )
+
+  it.effect("a failure of the pull: what came before it is handled, then it fails with the error", () =>
+    Effect.gen(function* () {
+      const log: Array<string> = []
+      const stream = keptPull<"cut">([[delta("a")], Effect.fail("cut" as const)], log)
+      const handled: Array<string> = []
+      const exit = yield* consumeBatched(stream, (batch) => Effect.sync(() => handled.push(...texts(batch)))).pipe(
+        Effect.exit
+      )
+      expect(handled).toEqual(["a"])
+      expect(exit).toEqual(Exit.fail("cut"))
+      expect(log.at(-1)).toBe("released")
+    })
+  )
+
+  it.effect("a failure to open (the request refused) fails it with nothing handled", () =>
+    Effect.gen(function* () {
+      const stream = fromPull<ModelEvent, "refused">(Effect.fail("refused" as const))
+      const handled: Array<string> = []
+      const exit = yield* consumeBatched(stream, (batch) => Effect.sync(() => handled.push(...texts(batch)))).pipe(
+        Effect.exit
+      )
+      expect(exit).toEqual(Exit.fail("refused"))
+      expect(handled).toEqual([])
+    })
+  )
+
+  it.effect("a steer while the pull waits for the model stops it and releases the pull's scope", () =>
+    Effect.gen(function* () {
+      const steer = yield* Deferred.make<void>()
+      const seen = yield* Queue.unbounded<ReadonlyArray<string>>()
+      const log: Array<string> = []
+      const stream = keptPull([[delta("a")], Effect.never], log)
+      const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch)), steer))
+      expect(yield* Queue.take(seen)).toEqual(["a"])
+      yield* Deferred.succeed(steer, undefined)
+      expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
+      expect(log.at(-1)).toBe("released")
+    })
+  )
+})
