@@ -4,6 +4,7 @@
  * present (what logbook shows: text formatting, the screen model, the HTML export) sits beside
  * session, over store and domain, so that the CLI and the library share it.
  * observability (trace export) beside the root, imported by bin.ts and cli/agentSetup.ts only.
+ * stream (reading a Stream without its channel) under everything, importing only effect.
  * Type-only imports count for the layering rules (a type couples the layers too) but not for
  * cycles: an `import type` is erased, so it cannot make modules load in the wrong order.
  * @type {import("dependency-cruiser").IConfiguration}
@@ -87,6 +88,15 @@ module.exports = {
         "kernel makes spans with effect's own Effect.fn / Effect.withSpan.",
       from: { path: "^src/", pathNot: ["^src/observability/", "^src/bin\\.ts$", "^src/cli/agentSetup\\.ts$"] },
       to: { path: "^src/observability/" }
+    },
+    {
+      name: "stream-only-effect",
+      comment:
+        "src/stream (reading a Stream without its channel: the model's and the log's) imports only effect " +
+        "and itself, so that every part may use it.",
+      severity: "error",
+      from: { path: "^src/stream/" },
+      to: { pathNot: ["^src/stream/", "(^|/)node_modules/effect/"] }
     },
     {
       name: "not-to-unresolvable",

@@ -13,14 +13,16 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option, Ref, Stream } from "effect"
+import { type Chunk, Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option, Ref } from "effect"
 import type { ConfigInput } from "../config/Config.js"
-import type { Envelope } from "../domain/Events.js"
+import type { Envelope, EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ToolPart } from "../domain/Message.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
+import type { EventStoreError } from "../store/Errors.js"
 import { EventStore } from "../store/EventStore.js"
+import { openPull } from "../stream/pull.js"
 import { Approver } from "../tools/Approver.js"
 import { setupAgent } from "./agentSetup.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
@@ -229,19 +231,31 @@ export const run = Command.make(
             yield* writer.hold(desk.serve(event.payload.permissionId))
           }
         })
-      const follower = yield* store.follow(sessionId, from).pipe(
-        Stream.mapEffect((event) =>
-          Effect.gen(function* () {
+      // shown until the turn's last event, read from the log's pull in a loop (the stages of a Stream
+      // pipeline per event cost more than the rest of the output: src/stream/pull.ts)
+      const showUntilDone = (events: Chunk.Chunk<Envelope>) =>
+        Effect.gen(function* () {
+          for (const event of events) {
             yield* show(event)
             yield* Ref.set(rendered, event.seq)
             const until = yield* Ref.get(target)
-            return until !== undefined && event.seq >= until
-          })
-        ),
-        Stream.takeUntil((done) => done),
-        Stream.runDrain,
-        Effect.forkScoped
-      )
+            if (until !== undefined && event.seq >= until) return true
+          }
+          return false
+        })
+      const follower = yield* Effect.scoped(
+        Effect.flatMap(openPull(store.follow(sessionId, from)), (pull) => {
+          const next = pull.pipe(
+            Effect.flatMap(showUntilDone),
+            // the log's follow does not end; if it did, so would the output
+            Effect.catchAll(Option.match({ onNone: () => Effect.succeed(true), onSome: Effect.fail }))
+          )
+          const loop: Effect.Effect<void, EventStoreError | EventDecodeError> = Effect.flatMap(next, (done) =>
+            done ? Effect.void : loop
+          )
+          return loop
+        })
+      ).pipe(Effect.forkScoped)
 
       const finishOutput = Effect.gen(function* () {
         // the turn is over: no ask can still be answered

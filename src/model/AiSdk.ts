@@ -30,6 +30,7 @@ import type {
 } from "@ai-sdk/provider"
 import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, type Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
+import { fromPull } from "../stream/pull.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
   Model,
@@ -42,7 +43,6 @@ import {
   type ModelUsage,
   type ProviderMetadata
 } from "./Model.js"
-import { fromPull } from "./pull.js"
 import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
 
 /** How to talk to a provider; config's `provider.<id>.type` (ConfigSchema's `ProviderType` annotates this one). */

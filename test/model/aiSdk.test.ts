@@ -10,9 +10,9 @@ import {
 } from "../../src/model/AiSdk.js"
 import { endpointOf, networkKind, providerMessage } from "../../src/model/internal/providerError.js"
 import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
-import { keepsPull } from "../../src/model/pull.js"
 import { describe as describeError } from "../../src/model/Retry.js"
 import { consumeBatched } from "../../src/session/Processor.js"
+import { keepsPull } from "../../src/stream/pull.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 

@@ -2,7 +2,8 @@
  * The dependency rules `npm run lint` checks (.dependency-cruiser.cjs, docs/architecture.md): run
  * on a small tree with one wrong-way import per rule, they report each of them and nothing else
  * (a type-only cycle, config importing a service, bin.ts importing cli or observability, index.ts
- * and cli importing present, observability importing effect are allowed); on src/ they report none.
+ * and cli importing present, observability and stream importing effect, store importing stream are
+ * allowed); on src/ they report none.
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -43,6 +44,9 @@ const fixture: Record<string, string> = {
   "src/observability/internal/exporter.ts": "export const e = 1\n",
   "src/observability/Bad.ts": 'import { s } from "../store/S.js"\nexport const bad = s\n',
   "src/session/Traced.ts": 'import "../observability/Tracing.js"\n',
+  "src/stream/pull.ts": 'import "effect"\n',
+  "src/stream/Bad.ts": 'import { s } from "../store/S.js"\nexport const bad = s\n',
+  "src/store/Follow.ts": 'import "../stream/pull.js"\n',
   "src/cli/main.ts": 'import { c } from "../config/Config.js"\nexport const main = c\n',
   "src/config/Config.ts": 'import { m } from "../model/M.js"\nexport type C = number\nexport const c = m\n',
   "src/domain/Ids.ts": "export type Id = string\n",
@@ -95,7 +99,8 @@ describe("the dependency rules", () => {
         "present-over-the-log: src/present/Up.ts -> src/session/Agent.ts",
         "session-not-cli: src/session/Shell.ts -> src/cli/main.ts",
         "store-below-the-kernel: src/store/Shows.ts -> src/present/Html.ts",
-        "store-below-the-kernel: src/store/Up.ts -> src/model/M.ts"
+        "store-below-the-kernel: src/store/Up.ts -> src/model/M.ts",
+        "stream-only-effect: src/stream/Bad.ts -> src/store/S.ts"
       ].sort()
     )
   })

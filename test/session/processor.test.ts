@@ -6,8 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
-import { fromPull, type OpenPull } from "../../src/model/pull.js"
 import { consumeBatched } from "../../src/session/Processor.js"
+import { fromPull, type OpenPull } from "../../src/stream/pull.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })
 const texts = (batch: Chunk.Chunk<ModelEvent>) =>

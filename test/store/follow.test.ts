@@ -4,13 +4,14 @@
  * session runs); a gap in what the bus brings still sends it to the store.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Queue, Stream, TestClock } from "effect"
+import { Chunk, Context, Deferred, Effect, Fiber, Layer, Option, Queue, Stream, TestClock } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { makeService } from "../../src/store/internal/storeService.js"
 import { makeMemoryBackend } from "../../src/store/Memory.js"
+import { keepsPull, openPull } from "../../src/stream/pull.js"
 
 const sid = SessionId.make("s1")
 const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
@@ -122,6 +123,68 @@ describe("follow", () => {
       yield* other.append(sid, [progress(4)])
       yield* TestClock.adjust(1_000)
       expect(yield* Queue.take(seen)).toBe(4)
+    })
+  )
+
+  it.scoped("keeps its pull: a reader can take it without the Stream's channel, and gets the same envelopes", () =>
+    Effect.gen(function* () {
+      const { store } = yield* counted
+      yield* store.append(sid, [progress(1), progress(2)])
+      const follow = store.follow(sid)
+      expect(keepsPull(follow)).toBe(true)
+      expect(keepsPull(store.followRaw(sid))).toBe(true)
+      const pulled = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const pull = yield* openPull(follow)
+          const first = yield* pull
+          yield* store.append(sid, [progress(3)])
+          const second = yield* pull
+          return [...first, ...second]
+        })
+      )
+      expect(pulled.map((e) => [e.seq, e.type])).toEqual([
+        [1, "tool.progress"],
+        [2, "tool.progress"],
+        [3, "tool.progress"]
+      ])
+      expect(pulled.map((e) => e.payload)).toEqual([1, 2, 3].map((n) => progress(n).payload))
+    })
+  )
+
+  it.scoped("an envelope that does not decode: the ones before it come, then the follow fails with it", () =>
+    Effect.gen(function* () {
+      const backend = yield* makeMemoryBackend
+      const store = yield* storeOver(backend)
+      yield* store.append(sid, [progress(1), progress(2)])
+      // a row the memory backend holds with a payload its schema refuses, as a damaged file would
+      const rows = yield* backend.readPage(sid, 1, 2, 10)
+      const damaged = { ...rows[1]!, json: JSON.stringify({ callId: 5 }) }
+      const broken: Backend = {
+        ...backend,
+        readPage: (sessionId, from, to, limit) =>
+          Effect.map(backend.readPage(sessionId, from, to, limit), (page) =>
+            page.map((row) => (row.seq === 2 ? damaged : row))
+          )
+      }
+      const reader = yield* storeOver(broken)
+      for (const stream of [reader.follow(sid), reader.read(sid)]) {
+        const seen: Array<number> = []
+        const failure = yield* stream.pipe(
+          Stream.runForEach((e) => Effect.sync(() => seen.push(e.seq))),
+          Effect.flip
+        )
+        expect(seen).toEqual([1])
+        expect(failure).toMatchObject({ _tag: "EventDecodeError", seq: 2 })
+      }
+      // through the pull too: the envelope before it, then the failure
+      const pulled = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const pull = yield* openPull(reader.follow(sid))
+          return [yield* pull, yield* Effect.flip(pull)] as const
+        })
+      )
+      expect(Chunk.toReadonlyArray(pulled[0]).map((e) => e.seq)).toEqual([1])
+      expect(Option.getOrThrow(pulled[1])).toMatchObject({ _tag: "EventDecodeError", seq: 2 })
     })
   )
 })

@@ -4,7 +4,20 @@
  * `Backend` (how rows are stored) and gets the whole `EventStore` service from `makeService`.
  */
 import { createHash } from "node:crypto"
-import { Chunk, Clock, Deferred, Duration, Effect, Either, FiberId, Option, Queue, type Scope, Stream } from "effect"
+import {
+  Chunk,
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  FiberId,
+  Option,
+  Queue,
+  type Scope,
+  Stream,
+  Take
+} from "effect"
 import {
   decodeEnvelope,
   type Envelope,
@@ -16,6 +29,7 @@ import {
   type RawEnvelope
 } from "../../domain/Events.js"
 import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
+import { fromPull, mapPullEither, mapUntilLeft, type OpenPull, type Pull } from "../../stream/pull.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
 import type { EventStoreService } from "../EventStore.js"
@@ -448,6 +462,24 @@ interface Pending {
 }
 
 /**
+ * Decodes a stream of stored envelopes a chunk at a time: one stage per chunk, where
+ * `Stream.mapEffect` takes a channel step and a chunk of its own per envelope. An envelope that
+ * does not decode fails the stream after the ones before it, as `mapEffect` did.
+ */
+export const decodeChunks = <E, R>(
+  raw: Stream.Stream<RawEnvelope, E, R>
+): Stream.Stream<Envelope, E | EventDecodeError, R> =>
+  raw.pipe(
+    Stream.mapChunks((chunk): Chunk.Chunk<Take.Take<Envelope, EventDecodeError>> => {
+      const { values, refused } = mapUntilLeft(chunk, decodeEnvelope)
+      if (Option.isNone(refused)) return Chunk.of(Take.chunk(values))
+      const failed = Take.fail(refused.value)
+      return Chunk.isEmpty(values) ? Chunk.of(failed) : Chunk.make(Take.chunk(values), failed)
+    }),
+    Stream.flattenTake
+  )
+
+/**
  * Builds the EventStore service over a backend: group commit, bus publishing, paging, follow.
  *
  * Group commit without a hand-off: requests wait in `pending` in call order. A caller of `append`
@@ -685,9 +717,7 @@ export const makeService = (
       )
     }
 
-    const decode = (raw: RawEnvelope): Effect.Effect<Envelope, EventDecodeError> => decodeEnvelope(raw)
-
-    const read = (sessionId: SessionId, range?: SeqRange) => readRaw(sessionId, range).pipe(Stream.mapEffect(decode))
+    const read = (sessionId: SessionId, range?: SeqRange) => decodeChunks(readRaw(sessionId, range))
 
     /**
      * Stored rows from `from`, then live ones. The bus is only a hint: a forked fiber keeps the
@@ -698,80 +728,89 @@ export const makeService = (
      * mark sends the next pull to the store. A pull only takes from the buffer: no race of the
      * bus against a timer per wait (two fibers forked per commit, each commit a wait).
      */
-    const followRaw = (sessionId: SessionId, from = 1): Stream.Stream<RawEnvelope, EventStoreError> =>
-      Stream.unwrapScoped(
-        Effect.gen(function* () {
-          // subscribe first, then read: nothing committed in between can be missed
-          const subscription = yield* bus.subscribe
-          const live = yield* Queue.sliding<RawEnvelope | Poll>(FOLLOW_BUFFER)
-          const clock = yield* Effect.clock
-          /** when the buffer last got something (an envelope of this session, or a mark) */
-          let lastLive = clock.unsafeCurrentTimeMillis()
-          /** a mark is in the buffer, not taken yet: one is enough */
-          let marked = false
-          yield* Queue.take(subscription).pipe(
-            Effect.flatMap((e) => {
-              if (e.sessionId !== sessionId) return Effect.void
-              lastLive = clock.unsafeCurrentTimeMillis()
-              return Queue.offer(live, e)
-            }),
-            Effect.forever,
-            Effect.forkScoped
-          )
-          yield* Effect.suspend(() => {
-            const left = lastLive + pollMs - clock.unsafeCurrentTimeMillis()
-            if (left > 0) return Effect.sleep(Duration.millis(left))
+    const openFollow = (sessionId: SessionId, from: number): OpenPull<RawEnvelope, EventStoreError> =>
+      Effect.gen(function* () {
+        // subscribe first, then read: nothing committed in between can be missed
+        const subscription = yield* bus.subscribe
+        const live = yield* Queue.sliding<RawEnvelope | Poll>(FOLLOW_BUFFER)
+        const clock = yield* Effect.clock
+        /** when the buffer last got something (an envelope of this session, or a mark) */
+        let lastLive = clock.unsafeCurrentTimeMillis()
+        /** a mark is in the buffer, not taken yet: one is enough */
+        let marked = false
+        yield* Queue.take(subscription).pipe(
+          Effect.flatMap((e) => {
+            if (e.sessionId !== sessionId) return Effect.void
             lastLive = clock.unsafeCurrentTimeMillis()
-            if (marked) return Effect.void
-            marked = true
-            return Queue.offer(live, POLL)
-          }).pipe(Effect.forever, Effect.forkScoped)
-          let next = Math.max(1, from)
-          /**
-           * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
-           * newer from this process that the bus will not bring, so the next pull waits for it (or
-           * for the poll) without reading the store first — a read per commit saved while a session runs
-           */
-          let caughtUp = false
-          const pull: Effect.Effect<Chunk.Chunk<RawEnvelope>, EventStoreError> = Effect.gen(function* () {
-            while (true) {
-              if (!caughtUp) {
-                const rows = yield* backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE)
-                if (rows.length > 0) {
-                  next = rows[rows.length - 1]!.seq + 1
-                  return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
-                }
-              }
-              caughtUp = false
-              // nothing stored past `next`: wait for a commit in this process, or for the poll's mark
-              const seen: Array<RawEnvelope | Poll> = [yield* Queue.take(live), ...(yield* Queue.takeAll(live))]
-              const fresh: Array<RawEnvelope> = []
-              let polled = false
-              for (const e of seen) {
-                if (e === POLL) polled = true
-                else if (e.seq >= next) fresh.push(e)
-              }
-              if (polled) marked = false
-              if (fresh.length > 0 && fresh[0]!.seq === next) {
-                const out: Array<RawEnvelope> = []
-                for (const e of fresh) {
-                  if (e.seq !== next) break
-                  out.push(e)
-                  next++
-                }
-                // a gap inside what came (another process's commit between two of ours), or the
-                // poll's mark with it: read the store next
-                caughtUp = out.length === fresh.length && !polled
-                return Chunk.unsafeFromArray(out)
+            return Queue.offer(live, e)
+          }),
+          Effect.forever,
+          Effect.forkScoped
+        )
+        yield* Effect.suspend(() => {
+          const left = lastLive + pollMs - clock.unsafeCurrentTimeMillis()
+          if (left > 0) return Effect.sleep(Duration.millis(left))
+          lastLive = clock.unsafeCurrentTimeMillis()
+          if (marked) return Effect.void
+          marked = true
+          return Queue.offer(live, POLL)
+        }).pipe(Effect.forever, Effect.forkScoped)
+        let next = Math.max(1, from)
+        /**
+         * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
+         * newer from this process that the bus will not bring, so the next pull waits for it (or
+         * for the poll) without reading the store first — a read per commit saved while a session runs
+         */
+        let caughtUp = false
+        const pull: Pull<RawEnvelope, EventStoreError> = Effect.gen(function* () {
+          while (true) {
+            if (!caughtUp) {
+              const rows = yield* Effect.mapError(
+                backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE),
+                Option.some
+              )
+              if (rows.length > 0) {
+                next = rows[rows.length - 1]!.seq + 1
+                return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
               }
             }
-          })
-          return Stream.repeatEffectChunk(pull)
+            caughtUp = false
+            // nothing stored past `next`: wait for a commit in this process, or for the poll's mark
+            const seen: Array<RawEnvelope | Poll> = [yield* Queue.take(live), ...(yield* Queue.takeAll(live))]
+            const fresh: Array<RawEnvelope> = []
+            let polled = false
+            for (const e of seen) {
+              if (e === POLL) polled = true
+              else if (e.seq >= next) fresh.push(e)
+            }
+            if (polled) marked = false
+            if (fresh.length > 0 && fresh[0]!.seq === next) {
+              const out: Array<RawEnvelope> = []
+              for (const e of fresh) {
+                if (e.seq !== next) break
+                out.push(e)
+                next++
+              }
+              // a gap inside what came (another process's commit between two of ours), or the
+              // poll's mark with it: read the store next
+              caughtUp = out.length === fresh.length && !polled
+              return Chunk.unsafeFromArray(out)
+            }
+          }
         })
-      )
+        return pull
+      })
 
+    const followRaw = (sessionId: SessionId, from = 1): Stream.Stream<RawEnvelope, EventStoreError> =>
+      fromPull(openFollow(sessionId, from))
+
+    // built from the pull (not `decodeChunks(followRaw(…))`), so that a reader can take the pull itself
     const follow = (sessionId: SessionId, from = 1): Stream.Stream<Envelope, EventStoreError | EventDecodeError> =>
-      followRaw(sessionId, from).pipe(Stream.mapEffect(decode))
+      fromPull(
+        Effect.map(openFollow(sessionId, from), (pull) =>
+          mapPullEither<RawEnvelope, Envelope, EventStoreError, EventDecodeError>(pull, decodeEnvelope)
+        )
+      )
 
     const query = (q: EventQuery): Stream.Stream<EnvelopeHeader, EventStoreError> => {
       const limit = q.limit

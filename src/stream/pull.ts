@@ -10,8 +10,12 @@
  * into the same queue (docs/benchmarks.md, "The Processor without the channel"). `openPull` gives
  * back the pull of a stream made by `fromPull` (the same object, not a stream derived from it) and
  * `Stream.toPull` of any other, so a layer that builds its stream some other way works unchanged.
+ *
+ * The log's `follow` is made the same way (with its decoding as `mapPullEither`), for `logbook run`'s
+ * output: its stages took a third of the Effect operations a step ran (docs/benchmarks.md,
+ * "The output without the channel").
  */
-import { type Chunk, Effect, type Option, type Scope, Stream } from "effect"
+import { Chunk, Effect, Either, Option, type Scope, Stream } from "effect"
 
 /** One read of a stream: the next non-empty chunk, or `None` at its end. */
 export type Pull<A, E> = Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
@@ -34,3 +38,35 @@ export const keepsPull = (stream: Stream.Stream<unknown, unknown>): boolean => k
 /** Opens `stream` in the caller's scope: the pull it was made from, or `Stream.toPull`. */
 export const openPull = <A, E>(stream: Stream.Stream<A, E>): OpenPull<A, E> =>
   (kept.get(stream) as OpenPull<A, E> | undefined) ?? Stream.toPull(stream)
+
+/** `f` over `chunk` up to the first element it refuses: the values before it, and the refusal. */
+export const mapUntilLeft = <A, B, E>(
+  chunk: Iterable<A>,
+  f: (a: A) => Either.Either<B, E>
+): { readonly values: Chunk.Chunk<B>; readonly refused: Option.Option<E> } => {
+  const values: Array<B> = []
+  for (const a of chunk) {
+    const mapped = f(a)
+    if (Either.isLeft(mapped)) return { values: Chunk.unsafeFromArray(values), refused: Option.some(mapped.left) }
+    values.push(mapped.right)
+  }
+  return { values: Chunk.unsafeFromArray(values), refused: Option.none() }
+}
+
+/**
+ * The pull of `f` over each element of `pull`'s chunks. An element `f` refuses fails the pull with
+ * that error, after the elements before it in its chunk: the call that read it gives those, the
+ * next one fails (as `Stream.mapEffect` of the same `f` would emit them, then fail).
+ */
+export const mapPullEither = <A, B, E, E2>(pull: Pull<A, E>, f: (a: A) => Either.Either<B, E2>): Pull<B, E | E2> => {
+  let refused: Option.Option<E2> = Option.none()
+  const mapChunk = (chunk: Chunk.Chunk<A>): Pull<B, E | E2> => {
+    const mapped = mapUntilLeft(chunk, f)
+    if (Option.isNone(mapped.refused) || Chunk.isNonEmpty(mapped.values)) {
+      refused = mapped.refused
+      return Effect.succeed(mapped.values)
+    }
+    return Effect.fail(mapped.refused)
+  }
+  return Effect.suspend(() => (Option.isSome(refused) ? Effect.fail(refused) : Effect.flatMap(pull, mapChunk)))
+}

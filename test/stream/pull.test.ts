@@ -3,8 +3,8 @@
  * form is the ordinary one, and `openPull` gives the kernel the pull itself.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Option, Scope, Stream } from "effect"
-import { fromPull, keepsPull, type OpenPull, openPull } from "../../src/model/pull.js"
+import { Chunk, Effect, Either, Exit, Option, Scope, Stream } from "effect"
+import { fromPull, keepsPull, mapPullEither, mapUntilLeft, type OpenPull, openPull } from "../../src/stream/pull.js"
 
 /** a pull of `chunks`, one a read, opened and released with a log line */
 const counted = (chunks: ReadonlyArray<ReadonlyArray<number>>, log: Array<string>): OpenPull<number, "cut"> =>
@@ -87,6 +87,61 @@ describe("openPull", () => {
       expect(log).toEqual(["open", "pull"])
       yield* Scope.close(scope, Exit.void)
       expect(log).toEqual(["open", "pull", "release"])
+    })
+  )
+})
+
+/** even numbers halved; an odd one is refused */
+const halve = (n: number): Either.Either<number, string> =>
+  n % 2 === 0 ? Either.right(n / 2) : Either.left(`odd ${n}`)
+
+describe("mapUntilLeft", () => {
+  it("maps up to the first element refused, and gives that refusal", () => {
+    expect(mapUntilLeft([2, 4, 6], halve)).toEqual({ values: Chunk.make(1, 2, 3), refused: Option.none() })
+    expect(mapUntilLeft([2, 3, 4, 5], halve)).toEqual({ values: Chunk.make(1), refused: Option.some("odd 3") })
+    expect(mapUntilLeft([1], halve)).toEqual({ values: Chunk.empty(), refused: Option.some("odd 1") })
+  })
+})
+
+describe("mapPullEither", () => {
+  it.effect("gives what came before a refused element, then fails with the refusal, as Stream.mapEffect does", () =>
+    Effect.gen(function* () {
+      const log: Array<string> = []
+      const chunks = [[2, 4], [6, 7, 8], [10]]
+      const viaStream = yield* Stream.runCollect(
+        Stream.mapEffect(fromPull(counted(chunks, log)), (n) => halve(n))
+      ).pipe(Effect.either)
+      expect(viaStream).toEqual(Either.left("odd 7"))
+      const pulled: Array<number> = []
+      const failure = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const pull = mapPullEither(yield* counted(chunks, log), halve)
+          while (true) {
+            const chunk = yield* pull.pipe(Effect.either)
+            if (Either.isLeft(chunk)) return chunk.left
+            pulled.push(...chunk.right)
+          }
+        })
+      )
+      expect(pulled).toEqual([1, 2, 3])
+      expect(failure).toEqual(Option.some("odd 7"))
+    })
+  )
+
+  it.effect("a chunk whose first element is refused fails at once; the end stays the end", () =>
+    Effect.gen(function* () {
+      const log: Array<string> = []
+      const refused = yield* Effect.scoped(
+        Effect.flatMap(counted([[1, 2]], log), (pull) => Effect.flip(mapPullEither(pull, halve)))
+      )
+      expect(refused).toEqual(Option.some("odd 1"))
+      const ended = yield* Effect.scoped(
+        Effect.flatMap(counted([[2]], log), (pull) => {
+          const mapped = mapPullEither(pull, halve)
+          return Effect.zipRight(mapped, Effect.flip(mapped))
+        })
+      )
+      expect(ended).toEqual(Option.none())
     })
   )
 })
