@@ -814,14 +814,42 @@ const watchIdle = (idleMs: number, cut: () => void): Effect.Effect<IdleWatch, ne
     }
   })
 
+/** `readyOrLater`'s answer when the read waits for more of the response */
+const LATER: unique symbol = Symbol("later")
+
 /**
- * The pull of the model's events: each pull reads the provider's next part and gives its events
- * (one part at a time, so the events of earlier parts go out before an `error` part fails the
- * stream), then the step's `Finish` once the provider's stream has ended — or `stream-cut` when it
- * ended without one, or the idle error when `watch` cut it. One stream stage for the whole read,
- * with no fiber or stage per part: on a scripted step of a dozen parts, `fromReadableStream` →
- * `mapEffect` → `flattenIterables` → `concat` cost about 3 ms more than reading the parts
- * (docs/benchmarks.md, "The step's cost, this build beside the session's start").
+ * `read`'s result if it comes without waiting for more of the response — from what the provider's
+ * stream has in hand: its transforms run in microtasks, all of which run before `setImmediate`'s
+ * callback — else `LATER` (and `read` is still pending).
+ */
+const readyOrLater = <A>(read: Promise<A>): Promise<A | typeof LATER> =>
+  Promise.race([read, new Promise<typeof LATER>((resolve) => setImmediate(resolve, LATER))])
+
+/** The most events one pull gathers (bounds a batch when a fast server sends a long answer at once). */
+const MAX_PULL_EVENTS = 1_024
+
+/** One read of the provider's stream. */
+type PartRead = Awaited<ReturnType<ReadableStreamDefaultReader<LanguageModelV3StreamPart>["read"]>>
+
+/** One pull's read: its events, and the failure that ended it (given by the next pull). */
+interface ReadBatch {
+  readonly events: Array<ModelEvent>
+  readonly failure?: ModelError
+}
+
+/**
+ * The pull of the model's events. A pull waits for the provider's next part, then takes every part
+ * the provider's stream gives without waiting for more of the response (`readyOrLater`): the parts
+ * of one network read come as one chunk, so the kernel journals them as one batch (they came one
+ * part a pull, each through the queue, the batch handler and the journal on its own: ≈ 0.35 ms a
+ * part, docs/benchmarks.md "Parts read together"), while a slow stream still gives each part as
+ * it comes. The read that did not come in time is kept and starts the next pull. A failure (an
+ * `error` part, a broken or idle stream) comes after the events of the parts before it, at the
+ * next pull; at the stream's end, the step's `Finish` comes with the last events — or `stream-cut`
+ * when the provider sent no finish. One stream stage for the whole read, with no fiber or stage
+ * per part: on a scripted step of a dozen parts, `fromReadableStream` → `mapEffect` →
+ * `flattenIterables` → `concat` cost about 3 ms more than reading the parts (docs/benchmarks.md,
+ * "The step's cost, this build beside the session's start").
  */
 const readParts = (
   reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart>,
@@ -830,35 +858,67 @@ const readParts = (
   watch: IdleWatch,
   errors: { readonly idle: () => ModelError; readonly of: (error: unknown) => ModelError }
 ): Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> => {
-  const fail = (error: ModelError) => Effect.fail(Option.some(error))
-  const read = Effect.tryPromise({
-    try: () => reader.read(),
-    catch: (error) => Option.some(watch.idle() ? errors.idle() : errors.of(error))
-  })
-  const onPart = (
-    result: Awaited<ReturnType<typeof reader.read>>
-  ): Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> => {
-    if (watch.idle()) return fail(errors.idle())
-    if (result.done) {
-      state.ended = true
-      return state.finish !== undefined
-        ? Effect.succeed(Chunk.of(state.finish))
-        : fail(
-            new ModelError({
-              reason: "stream-cut",
-              message: `${options.name}: the stream ended before the step finished`
-            })
-          )
+  /** a read the pull before issued and did not take (it did not come in time) */
+  let pending: Promise<PartRead> | undefined
+  /** the failure after the events the pull before gave */
+  let failed: ModelError | undefined
+  const readFailure = (error: unknown) => (watch.idle() ? errors.idle() : errors.of(error))
+
+  const readBatch = async (): Promise<ReadBatch> => {
+    const events: Array<ModelEvent> = []
+    let result: PartRead
+    try {
+      const first = pending ?? reader.read()
+      pending = undefined
+      result = await first
+    } catch (error) {
+      return { events, failure: readFailure(error) }
     }
-    watch.touch()
-    const mapped = mapPart(state, result.value, options.modelId)
-    if (mapped._tag === "error") return fail(errors.of(mapped.error))
-    // a part that makes no event (most do not): read the next one in the same pull
-    return mapped.events.length === 0 ? pull : Effect.succeed(Chunk.unsafeFromArray(mapped.events))
+    while (true) {
+      if (watch.idle()) return { events, failure: errors.idle() }
+      if (result.done) {
+        state.ended = true
+        if (state.finish === undefined) {
+          const message = `${options.name}: the stream ended before the step finished`
+          return { events, failure: new ModelError({ reason: "stream-cut", message }) }
+        }
+        events.push(state.finish)
+        return { events }
+      }
+      watch.touch()
+      const mapped = mapPart(state, result.value, options.modelId)
+      if (mapped._tag === "error") return { events, failure: errors.of(mapped.error) }
+      for (const event of mapped.events) events.push(event)
+      if (events.length >= MAX_PULL_EVENTS) return { events }
+      const read = reader.read()
+      let next: PartRead | typeof LATER
+      try {
+        // nothing to give yet (most parts make no event): wait for the next part as long as it takes
+        next = events.length === 0 ? await read : await readyOrLater(read)
+      } catch (error) {
+        return { events, failure: readFailure(error) }
+      }
+      if (next === LATER) {
+        // the next pull takes it; until then its failure (a cancel, an abort) is not unhandled
+        pending = read
+        read.catch(() => undefined)
+        return { events }
+      }
+      result = next
+    }
   }
-  const pull: Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> = Effect.suspend(() =>
-    state.ended ? Effect.fail(Option.none()) : Effect.flatMap(read, onPart)
-  )
+
+  const pull: Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> = Effect.suspend(() => {
+    if (failed !== undefined) return Effect.fail(Option.some(failed))
+    if (state.ended) return Effect.fail(Option.none())
+    return Effect.flatMap(Effect.promise(readBatch), (batch) => {
+      if (batch.failure !== undefined) {
+        if (batch.events.length === 0) return Effect.fail(Option.some(batch.failure))
+        failed = batch.failure
+      }
+      return Effect.succeed(Chunk.unsafeFromArray(batch.events))
+    })
+  })
   return pull
 }
 
