@@ -1,6 +1,6 @@
 import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
+import { Cause, Chunk, Clock, Deferred, Effect, Either, Exit, Fiber, Option, Stream, TestClock } from "effect"
 import {
   type AiSdkOptions,
   defaultStreamIdleTimeoutMs,
@@ -12,7 +12,7 @@ import { endpointOf, networkKind, providerMessage } from "../../src/model/intern
 import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
 import { describe as describeError } from "../../src/model/Retry.js"
 import { consumeBatched } from "../../src/session/Processor.js"
-import { keepsPull } from "../../src/stream/pull.js"
+import { keepsPull, openPull } from "../../src/stream/pull.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
@@ -126,6 +126,51 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
         "ToolCall",
         "Finish"
       ])
+    })
+  )
+
+  it.scopedLive("a pull takes the parts the response has in hand at once, and does not wait for more", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      const go = yield* Deferred.make<void>()
+      // three parts in one write (one network read), then the server waits for the test
+      const together = [
+        Reply.chunk({ role: "assistant", content: "a" }),
+        Reply.chunk({ content: "b" }),
+        Reply.chunk({ content: "c" })
+      ]
+        .map((chunk) => JSON.stringify(chunk))
+        .join("\n\ndata: ")
+      server.enqueue({
+        type: "sse",
+        steps: [
+          { type: "raw", data: together },
+          { type: "wait", until: Effect.runPromise(Deferred.await(go)) },
+          { type: "chunk", chunk: Reply.chunk({}, "stop") },
+          { type: "done" }
+        ]
+      })
+      const { first, rest } = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const pull = yield* openPull(modelFor(server).stream(request))
+          // returns while the server still waits: a pull that waited for more would never return
+          const first = yield* pull
+          yield* Deferred.succeed(go, undefined)
+          const rest: Array<ModelEvent> = []
+          while (true) {
+            const next = yield* Effect.either(pull)
+            if (Either.isLeft(next)) {
+              expect(next.left).toEqual(Option.none())
+              return { first, rest }
+            }
+            rest.push(...next.right)
+          }
+        })
+      )
+      expect(Chunk.toReadonlyArray(first)).toEqual(
+        ["a", "b", "c"].map((delta) => ({ _tag: "TextDelta", id: "txt-0", delta }))
+      )
+      expect(rest.map((event) => event._tag)).toEqual(["Finish"])
     })
   )
 
