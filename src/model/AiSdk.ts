@@ -272,17 +272,48 @@ const toSdkAssistantParts = (
 export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> => {
   const out: Array<SdkMessage> = []
   for (const message of messages) {
-    switch (message.role) {
-      case "user":
-        out.push({ role: "user", content: [{ type: "text", text: message.content }] })
-        break
-      case "assistant": {
-        const content = toSdkAssistantParts(message.parts, target)
-        if (content.length > 0) out.push({ role: "assistant", content })
-        break
-      }
-      case "tool": {
-        const content = message.results.map((result) => ({
+    const sdk = sdkMessageOf(message, target)
+    if (sdk === undefined) continue
+    const last = out.at(-1)
+    // a new array: the remembered messages are shared by later requests
+    if (sdk.role === "tool" && last?.role === "tool")
+      out[out.length - 1] = { role: "tool", content: [...last.content, ...sdk.content] }
+    else out.push(sdk)
+  }
+  return out
+}
+
+/**
+ * What a history message became for a target, remembered by the message: the history hands back
+ * the same message objects for what did not change (session/History.ts), so a request converts only
+ * its new messages, not the session's (at step 1,000 of a session, 2,000 messages a request).
+ */
+const sdkMessages = new WeakMap<
+  ModelMessage,
+  { readonly target: SdkTarget | undefined; readonly sdk: SdkMessage | undefined }
+>()
+
+const sdkMessageOf = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage | undefined => {
+  const known = sdkMessages.get(message)
+  if (known !== undefined && known.target === target) return known.sdk
+  const sdk = toSdkMessage(message, target)
+  sdkMessages.set(message, { target, sdk })
+  return sdk
+}
+
+/** One history message for the provider; none for an assistant message left with nothing the target takes. */
+const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage | undefined => {
+  switch (message.role) {
+    case "user":
+      return { role: "user", content: [{ type: "text", text: message.content }] }
+    case "assistant": {
+      const content = toSdkAssistantParts(message.parts, target)
+      return content.length > 0 ? { role: "assistant", content } : undefined
+    }
+    case "tool":
+      return {
+        role: "tool",
+        content: message.results.map((result) => ({
           type: "tool-result" as const,
           toolCallId: result.callId,
           toolName: result.tool,
@@ -290,14 +321,8 @@ export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: Sd
             ? { type: "error-text" as const, value: result.output }
             : { type: "text" as const, value: result.output }
         }))
-        const last = out.at(-1)
-        if (last?.role === "tool") last.content.push(...content)
-        else out.push({ role: "tool", content })
-        break
       }
-    }
   }
-  return out
 }
 
 /** How many of the newest messages get an Anthropic cache breakpoint (with the system prompt's: 3 of the 4 allowed). */

@@ -953,6 +953,63 @@ describe("toSdkMessages", () => {
   })
 })
 
+describe("toSdkMessages: remembered by message", () => {
+  const target = { type: "openai-compatible" as const, optionsKey: "local" }
+  const result = (callId: string) => ({ callId, tool: "read", output: `out ${callId}`, isError: false })
+  const user: ModelMessage = { role: "user", content: "hi" }
+  const call: ModelMessage = {
+    role: "assistant",
+    parts: [
+      { type: "tool-call", callId: "c1", tool: "read", input: { path: "a" } },
+      { type: "tool-call", callId: "c2", tool: "read", input: { path: "b" } }
+    ]
+  }
+  const first: ModelMessage = { role: "tool", results: [result("c1")] }
+  const second: ModelMessage = { role: "tool", results: [result("c2")] }
+
+  it("a message seen before is the same provider message; tool messages in a row still become one", () => {
+    const once = toSdkMessages([user, call, first, second], target)
+    const again = toSdkMessages([user, call, first, second], target)
+    expect(again).toEqual(once)
+    expect(again[0]).toBe(once[0])
+    expect(again[1]).toBe(once[1])
+    expect(once[2]).toEqual({
+      role: "tool",
+      content: ["c1", "c2"].map((id) => ({
+        type: "tool-result",
+        toolCallId: id,
+        toolName: "read",
+        output: { type: "text", value: `out ${id}` }
+      }))
+    })
+    // joining them did not change what the first one is remembered as
+    expect(toSdkMessages([first], target)).toEqual([
+      {
+        role: "tool",
+        content: [
+          { type: "tool-result", toolCallId: "c1", toolName: "read", output: { type: "text", value: "out c1" } }
+        ]
+      }
+    ])
+  })
+
+  it("another target converts the message again", () => {
+    const reasoning: ModelMessage = {
+      role: "assistant",
+      parts: [
+        { type: "reasoning", text: "why" },
+        { type: "text", text: "ok" }
+      ]
+    }
+    const plain = toSdkMessages([reasoning])
+    const anthropic = toSdkMessages([reasoning], { type: "anthropic", optionsKey: "anthropic" })
+    expect(plain[0]!.content).toHaveLength(2)
+    // unsigned reasoning is not sent back to Anthropic
+    expect(anthropic[0]!.content).toEqual([{ type: "text", text: "ok" }])
+    expect(toSdkMessages([reasoning])).toEqual(plain)
+  })
+})
+
 describe("toSdkMessages: reasoning per target", () => {
   const signed = { anthropic: { signature: "sig" } }
   const messages = [
