@@ -851,7 +851,7 @@ const readyOrLater = <A>(read: Promise<A>): Promise<A | typeof LATER> =>
   Promise.race([read, new Promise<typeof LATER>((resolve) => setImmediate(resolve, LATER))])
 
 /** The most events one pull gathers (bounds a batch when a fast server sends a long answer at once). */
-const MAX_PULL_EVENTS = 1_024
+const MAX_PULL_EVENTS = 256
 
 /** One read of the provider's stream. */
 type PartRead = Awaited<ReturnType<ReadableStreamDefaultReader<LanguageModelV3StreamPart>["read"]>>
@@ -883,22 +883,44 @@ const readParts = (
   watch: IdleWatch,
   errors: { readonly idle: () => ModelError; readonly of: (error: unknown) => ModelError }
 ): Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> => {
-  /** a read the pull before issued and did not take (it did not come in time) */
+  /** a read the pull before issued and did not take (it did not come in time, or that pull was interrupted) */
   let pending: Promise<PartRead> | undefined
+  /** events an interrupted pull had read: the next pull gives them first */
+  let carried: Array<ModelEvent> = []
   /** the failure after the events the pull before gave */
   let failed: ModelError | undefined
   const readFailure = (error: unknown) => (watch.idle() ? errors.idle() : errors.of(error))
 
-  const readBatch = async (): Promise<ReadBatch> => {
+  /**
+   * Reads a batch. An interrupted pull (`run.abandoned`) stops at its next wake-up, before it uses
+   * what it woke to: it leaves that read in `pending` and its events in `carried`, so nothing is
+   * lost or read twice by a later pull, and once its scope has closed it does nothing more (it does
+   * not mark a response that was cancelled as read to its end, which would skip the abort).
+   */
+  const readBatch = async (run: { abandoned: boolean }): Promise<ReadBatch> => {
+    if (run.abandoned) return { events: [] }
+    if (carried.length > 0) {
+      const events = carried
+      carried = []
+      return { events }
+    }
     const events: Array<ModelEvent> = []
+    const abandon = (read: Promise<PartRead>): ReadBatch => {
+      pending = read
+      read.catch(() => undefined)
+      carried = events
+      return { events: [] }
+    }
+    const first = pending ?? reader.read()
+    pending = undefined
     let result: PartRead
     try {
-      const first = pending ?? reader.read()
-      pending = undefined
       result = await first
     } catch (error) {
+      if (run.abandoned) return abandon(first)
       return { events, failure: readFailure(error) }
     }
+    if (run.abandoned) return abandon(first)
     while (true) {
       if (watch.idle()) return { events, failure: errors.idle() }
       if (result.done) {
@@ -921,8 +943,10 @@ const readParts = (
         // nothing to give yet (most parts make no event): wait for the next part as long as it takes
         next = events.length === 0 ? await read : await readyOrLater(read)
       } catch (error) {
+        if (run.abandoned) return abandon(read)
         return { events, failure: readFailure(error) }
       }
+      if (run.abandoned) return abandon(read)
       if (next === LATER) {
         // the next pull takes it; until then its failure (a cancel, an abort) is not unhandled
         pending = read
@@ -933,15 +957,35 @@ const readParts = (
     }
   }
 
+  /** the run before: a pull starts when it has settled (an abandoned one may still hold a read) */
+  let previous: Promise<unknown> = Promise.resolve()
+  /** `readBatch` as an effect whose interruption abandons the run */
+  const batch = Effect.async<ReadBatch>((resume) => {
+    const run = { abandoned: false }
+    const read = previous.then(() => readBatch(run))
+    previous = read.catch(() => undefined)
+    read.then(
+      (read) => {
+        if (!run.abandoned) resume(Effect.succeed(read))
+      },
+      (defect) => {
+        if (!run.abandoned) resume(Effect.die(defect))
+      }
+    )
+    return Effect.sync(() => {
+      run.abandoned = true
+    })
+  })
+
   const pull: Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>> = Effect.suspend(() => {
     if (failed !== undefined) return Effect.fail(Option.some(failed))
-    if (state.ended) return Effect.fail(Option.none())
-    return Effect.flatMap(Effect.promise(readBatch), (batch) => {
-      if (batch.failure !== undefined) {
-        if (batch.events.length === 0) return Effect.fail(Option.some(batch.failure))
-        failed = batch.failure
+    if (state.ended && carried.length === 0) return Effect.fail(Option.none())
+    return Effect.flatMap(batch, (read) => {
+      if (read.failure !== undefined) {
+        if (read.events.length === 0) return Effect.fail(Option.some(read.failure))
+        failed = read.failure
       }
-      return Effect.succeed(Chunk.unsafeFromArray(batch.events))
+      return Effect.succeed(Chunk.unsafeFromArray(read.events))
     })
   })
   return pull

@@ -211,7 +211,11 @@ const coalesce = (events: Iterable<ModelEvent>): Array<ModelEvent> => {
   return out
 }
 
-/** The most stream chunks in one batch (bounds how much one `handle` call gets, and how far the stream runs ahead). */
+/**
+ * The most stream chunks in one batch (bounds how much one `handle` call gets, and how far the
+ * stream runs ahead): with the AI SDK layer's chunks of at most 256 events (the parts of one
+ * network read), at most 65,536 events, each a delta the journal merges with its neighbours.
+ */
 const MAX_BATCH = 256
 
 /** What the reader puts in the queue: a chunk of the model's events, or the stream's end (success) or failure. */

@@ -62,11 +62,11 @@ export const mapPullEither = <A, B, E, E2>(pull: Pull<A, E>, f: (a: A) => Either
   let refused: Option.Option<E2> = Option.none()
   const mapChunk = (chunk: Chunk.Chunk<A>): Pull<B, E | E2> => {
     const mapped = mapUntilLeft(chunk, f)
-    if (Option.isNone(mapped.refused) || Chunk.isNonEmpty(mapped.values)) {
-      refused = mapped.refused
-      return Effect.succeed(mapped.values)
-    }
-    return Effect.fail(mapped.refused)
+    // once refused, every later call fails with it (nothing past the refused element is read)
+    refused = mapped.refused
+    return Option.isSome(mapped.refused) && Chunk.isEmpty(mapped.values)
+      ? Effect.fail(mapped.refused)
+      : Effect.succeed(mapped.values)
   }
   return Effect.suspend(() => (Option.isSome(refused) ? Effect.fail(refused) : Effect.flatMap(pull, mapChunk)))
 }

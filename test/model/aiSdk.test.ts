@@ -174,6 +174,41 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
+  it.scopedLive("a pull interrupted while it waits loses nothing: the pulls after it give the rest, in order", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      const go = yield* Deferred.make<void>()
+      // "a", then the server waits for the test; then "b", "c" and the finish
+      server.enqueue(Reply.waitAfter(1, Effect.runPromise(Deferred.await(go)), Reply.stream({ text: ["a", "b", "c"] })))
+      const events = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const pull = yield* openPull(modelFor(server).stream(request))
+          const out: Array<ModelEvent> = [...(yield* pull)]
+          // a pull that waits for the server, interrupted (as a steer or Ctrl-C does)
+          const waiting = yield* Effect.fork(pull)
+          // let it start its read (a few scheduler turns; the outcome must not depend on how many)
+          for (let turn = 0; turn < 5; turn++) yield* Effect.yieldNow()
+          yield* Fiber.interrupt(waiting)
+          yield* Deferred.succeed(go, undefined)
+          while (true) {
+            const next = yield* Effect.either(pull)
+            if (Either.isLeft(next)) {
+              expect(next.left).toEqual(Option.none())
+              return out
+            }
+            out.push(...next.right)
+          }
+        })
+      )
+      expect(events.map((event) => (event._tag === "TextDelta" ? event.delta : event._tag))).toEqual([
+        "a",
+        "b",
+        "c",
+        "Finish"
+      ])
+    })
+  )
+
   it.scopedLive("usage is 0 when the provider reports none", () =>
     Effect.gen(function* () {
       const server = yield* scriptedServer

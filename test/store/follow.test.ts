@@ -166,6 +166,8 @@ describe("follow", () => {
             page.map((row) => (row.seq === 2 ? damaged : row))
           )
       }
+      // a session with no events gives no chunk at all (not an empty one)
+      expect(Chunk.size(yield* Stream.runCollect(Stream.chunks(store.read(SessionId.make("none")))))).toBe(0)
       const reader = yield* storeOver(broken)
       for (const stream of [reader.follow(sid), reader.read(sid)]) {
         const seen: Array<number> = []

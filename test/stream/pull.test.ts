@@ -135,6 +135,14 @@ describe("mapPullEither", () => {
         Effect.flatMap(counted([[1, 2]], log), (pull) => Effect.flip(mapPullEither(pull, halve)))
       )
       expect(refused).toEqual(Option.some("odd 1"))
+      // and it stays failed: the element after the refused one is never given
+      const twice = yield* Effect.scoped(
+        Effect.flatMap(counted([[1, 2]], log), (pull) => {
+          const mapped = mapPullEither(pull, halve)
+          return Effect.zipRight(Effect.flip(mapped), Effect.flip(mapped))
+        })
+      )
+      expect(twice).toEqual(Option.some("odd 1"))
       const ended = yield* Effect.scoped(
         Effect.flatMap(counted([[2]], log), (pull) => {
           const mapped = mapPullEither(pull, halve)

@@ -471,6 +471,8 @@ export const decodeChunks = <E, R>(
 ): Stream.Stream<Envelope, E | EventDecodeError, R> =>
   raw.pipe(
     Stream.mapChunks((chunk): Chunk.Chunk<Take.Take<Envelope, EventDecodeError>> => {
+      // nothing in, nothing out (an empty page): no empty chunk downstream
+      if (Chunk.isEmpty(chunk)) return Chunk.empty()
       const { values, refused } = mapUntilLeft(chunk, decodeEnvelope)
       if (Option.isNone(refused)) return Chunk.of(Take.chunk(values))
       const failed = Take.fail(refused.value)
