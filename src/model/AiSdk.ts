@@ -905,9 +905,13 @@ const readParts = (
       return { events }
     }
     const events: Array<ModelEvent> = []
-    const abandon = (read: Promise<PartRead>): ReadBatch => {
+    /** the next pull takes `read`; until then its failure (a cancel, an abort) is not unhandled */
+    const keep = (read: Promise<PartRead>) => {
       pending = read
       read.catch(() => undefined)
+    }
+    const abandon = (read: Promise<PartRead>): ReadBatch => {
+      keep(read)
       carried = events
       return { events: [] }
     }
@@ -948,9 +952,7 @@ const readParts = (
       }
       if (run.abandoned) return abandon(read)
       if (next === LATER) {
-        // the next pull takes it; until then its failure (a cancel, an abort) is not unhandled
-        pending = read
-        read.catch(() => undefined)
+        keep(read)
         return { events }
       }
       result = next

@@ -12,8 +12,8 @@
  * `Stream.toPull` of any other, so a layer that builds its stream some other way works unchanged.
  *
  * The log's `follow` is made the same way (with its decoding as `mapPullEither`), for `logbook run`'s
- * output: its stages took a third of the Effect operations a step ran (docs/benchmarks.md,
- * "The output without the channel").
+ * output: its Stream stages ran about a quarter of the Effect operations of a step
+ * (docs/benchmarks.md, "Parts read together, the output without the channel").
  */
 import { Chunk, Effect, Either, Option, type Scope, Stream } from "effect"
 

@@ -53,6 +53,20 @@ const run = (stream: Stream.Stream<ModelEvent, ModelError>) =>
     return { events, exit }
   })
 
+/** Pulls to the stream's end (which must be an end, not a failure); the events in order. */
+const drainPull = (pull: Effect.Effect<Chunk.Chunk<ModelEvent>, Option.Option<ModelError>>) =>
+  Effect.gen(function* () {
+    const events: Array<ModelEvent> = []
+    while (true) {
+      const next = yield* Effect.either(pull)
+      if (Either.isLeft(next)) {
+        expect(next.left).toEqual(Option.none())
+        return events
+      }
+      events.push(...next.right)
+    }
+  })
+
 const failure = (exit: Exit.Exit<unknown, ModelError>): ModelError => {
   if (Exit.isSuccess(exit)) throw new Error("expected the stream to fail")
   const error = Cause.failureOption(exit.cause)
@@ -156,15 +170,7 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
           // returns while the server still waits: a pull that waited for more would never return
           const first = yield* pull
           yield* Deferred.succeed(go, undefined)
-          const rest: Array<ModelEvent> = []
-          while (true) {
-            const next = yield* Effect.either(pull)
-            if (Either.isLeft(next)) {
-              expect(next.left).toEqual(Option.none())
-              return { first, rest }
-            }
-            rest.push(...next.right)
-          }
+          return { first, rest: yield* drainPull(pull) }
         })
       )
       expect(Chunk.toReadonlyArray(first)).toEqual(
@@ -190,14 +196,7 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
           for (let turn = 0; turn < 5; turn++) yield* Effect.yieldNow()
           yield* Fiber.interrupt(waiting)
           yield* Deferred.succeed(go, undefined)
-          while (true) {
-            const next = yield* Effect.either(pull)
-            if (Either.isLeft(next)) {
-              expect(next.left).toEqual(Option.none())
-              return out
-            }
-            out.push(...next.right)
-          }
+          return [...out, ...(yield* drainPull(pull))]
         })
       )
       expect(events.map((event) => (event._tag === "TextDelta" ? event.delta : event._tag))).toEqual([

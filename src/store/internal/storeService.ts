@@ -466,9 +466,7 @@ interface Pending {
  * `Stream.mapEffect` takes a channel step and a chunk of its own per envelope. An envelope that
  * does not decode fails the stream after the ones before it, as `mapEffect` did.
  */
-export const decodeChunks = <E, R>(
-  raw: Stream.Stream<RawEnvelope, E, R>
-): Stream.Stream<Envelope, E | EventDecodeError, R> =>
+const decodeChunks = <E, R>(raw: Stream.Stream<RawEnvelope, E, R>): Stream.Stream<Envelope, E | EventDecodeError, R> =>
   raw.pipe(
     Stream.mapChunks((chunk): Chunk.Chunk<Take.Take<Envelope, EventDecodeError>> => {
       // nothing in, nothing out (an empty page): no empty chunk downstream
