@@ -22,7 +22,7 @@ import * as fs from "node:fs"
 import type { FileHandle } from "node:fs/promises"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Schema, type Scope } from "effect"
 import { errnoCode, type FsError, toFsError } from "./FsError.js"
 
 /** An open led somewhere else than the path that was checked: a name on the way changed. */
@@ -229,6 +229,51 @@ export const openCheckedSync = (expected: string, flags: number = READ_FLAGS): n
     throw error
   }
 }
+
+/**
+ * `openCheckedSync` for a tool call: the test seam first (`betweenCheckAndOpen`), then the open and
+ * its check as blocking calls, in a scope that closes the descriptor. The calls are metadata calls
+ * (open, the `/proc` link, later `fstat`) of microseconds on a local disk, where each call through
+ * the thread pool waits for the event loop to come back to it (0.1–1 ms a call in a busy step, see
+ * docs/benchmarks.md "Tools without the thread pool"). Path resolution (Workspace.ts) already blocks
+ * the same way, so a hung mount stops the agent at the first of them either way.
+ */
+export const openCheckedFdScoped = (
+  expected: string,
+  flags: number = READ_FLAGS
+): Effect.Effect<number, FsError | PathMoved, Scope.Scope> =>
+  Effect.zipRight(
+    betweenCheckAndOpen(expected),
+    Effect.acquireRelease(Effect.try({ try: () => openCheckedSync(expected, flags), catch: toCheckedError }), (fd) =>
+      Effect.sync(() => closeFdQuietly(fd))
+    )
+  )
+
+const closeFdQuietly = (fd: number): void => {
+  try {
+    fs.closeSync(fd)
+  } catch {
+    // already closed, or the file system refuses: nothing to keep
+  }
+}
+
+/** Bytes of a file read with blocking calls before its reads go through the thread pool. */
+export const SYNC_READ_BYTES = 1024 * 1024
+
+/**
+ * Reads up to `buffer.length` bytes of descriptor `fd` at `position` into `buffer`; the number read
+ * (0 at the end). Below `SYNC_READ_BYTES` a blocking `readSync` (a small file costs no thread-pool
+ * round trip); from there on through the thread pool, so a huge file, or one that keeps growing,
+ * does not hold the event loop for longer than its first mebibyte.
+ */
+export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.Effect<number, FsError> =>
+  position < SYNC_READ_BYTES
+    ? Effect.try({ try: () => fs.readSync(fd, buffer, 0, buffer.length, position), catch: toFsError })
+    : Effect.async<number, FsError>((resume) => {
+        fs.read(fd, buffer, 0, buffer.length, position, (error, bytesRead) =>
+          resume(error === null ? Effect.succeed(bytesRead) : Effect.fail(toFsError(error)))
+        )
+      })
 
 /**
  * A directory, checked to be the real path `directory`, that names below it go through: `at(name)`

@@ -5,11 +5,12 @@
  * refused.
  */
 import type { Stats } from "node:fs"
-import type { FileHandle } from "node:fs/promises"
+import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, type Scope } from "effect"
-import { openCheckedScoped, PathMoved } from "./confine.js"
-import { errnoCode, fsFailure, tryFs } from "./fsErrors.js"
+import { openCheckedFdScoped, PathMoved, readFdAt, SYNC_READ_BYTES } from "./confine.js"
+import { type FsError, toFsError } from "./FsError.js"
+import { errnoCode, fsFailure } from "./fsErrors.js"
 import { notFoundFailure } from "./notFound.js"
 import { ToolFailure } from "./Tools.js"
 import { absoluteIn, outsideMessage, resolveInWorkspace } from "./Workspace.js"
@@ -56,21 +57,22 @@ export const openFailure = (
 
 /**
  * Opens (to read) the real path `absolute` that `confinedPath` gave for `input`, then checks what
- * was opened (`confine.openChecked`: the descriptor must be that path), so a directory on the way
- * swapped for a symlink between the check and the open is refused, not followed. In a scope (the
- * handle is closed when it ends); returns the handle and its `fstat`. Fails as `openFailure` says.
+ * was opened (`confine.openCheckedFdScoped`: the descriptor must be that path), so a directory on
+ * the way swapped for a symlink between the check and the open is refused, not followed. In a scope
+ * (the descriptor is closed when it ends); returns the descriptor and its `fstat`. Fails as
+ * `openFailure` says.
  */
 export const openConfined = (
   where: { readonly cwd: string; readonly input: string; readonly absolute: string; readonly shown: string },
   outsideAllowed: boolean,
   what = "File"
-): Effect.Effect<{ readonly handle: FileHandle; readonly stat: Stats }, ToolFailure, Scope.Scope> =>
+): Effect.Effect<{ readonly fd: number; readonly stat: Stats }, ToolFailure, Scope.Scope> =>
   Effect.gen(function* () {
-    const handle = yield* openCheckedScoped(where.absolute).pipe(
+    const fd = yield* openCheckedFdScoped(where.absolute).pipe(
       Effect.catchAll((error) => Effect.flatMap(openFailure(error, where, outsideAllowed, what), Effect.fail))
     )
-    const stat = yield* tryFs(() => handle.stat()).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
-    return { handle, stat }
+    const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: (error) => fsFailure(error, where.shown) })
+    return { fd, stat }
   })
 
 /**
@@ -84,21 +86,43 @@ export const readExisting = (
 ): Effect.Effect<{ readonly stat: Stats; readonly content: Buffer | undefined } | undefined, ToolFailure> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const handle = yield* openCheckedScoped(where.absolute).pipe(
-        Effect.map((h) => h as FileHandle | undefined),
+      const fd = yield* openCheckedFdScoped(where.absolute).pipe(
+        Effect.map((fd): number | undefined => fd),
         Effect.catchAll((error) =>
           errnoCode(error) === "ENOENT"
             ? Effect.succeed(undefined)
             : Effect.flatMap(openFailure(error, where, outsideAllowed), Effect.fail)
         )
       )
-      if (handle === undefined) return undefined
-      return yield* tryFs(async () => {
-        const stat = await handle.stat()
-        return { stat, content: stat.isFile() ? await handle.readFile() : undefined }
+      if (fd === undefined) return undefined
+      return yield* Effect.gen(function* () {
+        const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError })
+        return { stat, content: stat.isFile() ? yield* readAll(fd, stat.size) : undefined }
       }).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
     })
   )
+
+/**
+ * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
+ * `SYNC_READ_BYTES`; the file may have grown since, so it is read until a read gives nothing.
+ */
+const readAll = (fd: number, size: number): Effect.Effect<Buffer, FsError> =>
+  Effect.gen(function* () {
+    const chunks: Array<Buffer> = []
+    let position = 0
+    let next = Math.min(Math.max(size, READ_ALL_CHUNK), SYNC_READ_BYTES)
+    while (true) {
+      const buffer = Buffer.allocUnsafe(next)
+      const bytesRead = yield* readFdAt(fd, buffer, position)
+      if (bytesRead === 0) break
+      chunks.push(buffer.subarray(0, bytesRead))
+      position += bytesRead
+      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, SYNC_READ_BYTES))
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, position)
+  })
+
+const READ_ALL_CHUNK = 64 * 1024
 
 /** How a path is shown to the model: relative to `cwd` when it is inside, else absolute. */
 export const displayPath = (cwd: string, absolute: string): string => {

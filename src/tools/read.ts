@@ -10,11 +10,11 @@
  */
 import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
-import type { FileHandle } from "node:fs/promises"
 import { Effect, Schema } from "effect"
 import { formatBytes } from "./boundedOutput.js"
+import { readFdAt } from "./confine.js"
 import { confinedPath, displayPath, openConfined } from "./confinedFiles.js"
-import { fsFailure, tryFs } from "./fsErrors.js"
+import { fsFailure } from "./fsErrors.js"
 import { listDirectory } from "./list.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 import { intAtLeast, nonEmptyString } from "./toolInput.js"
@@ -83,7 +83,7 @@ const binaryFailure = (shown: string) =>
 
 /** Reads `handle` chunk by chunk: numbers and keeps the lines of the window, counts all of them. */
 const scanLines = (
-  handle: FileHandle,
+  fd: number,
   shown: string,
   window: Window,
   redact: (text: string) => string
@@ -132,9 +132,7 @@ const scanLines = (
     }
 
     while (true) {
-      const { bytesRead } = yield* tryFs(() => handle.read(buffer, 0, CHUNK_BYTES, position)).pipe(
-        Effect.mapError((error) => fsFailure(error, shown))
-      )
+      const bytesRead = yield* readFdAt(fd, buffer, position).pipe(Effect.mapError((error) => fsFailure(error, shown)))
       if (bytesRead === 0) break
       const chunk = buffer.subarray(0, bytesRead)
       if (position === 0 && chunk.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
@@ -170,16 +168,9 @@ const scanLines = (
  * Reads the file and records what the agent read (`context.reads`): the `stat` taken before
  * reading (so a change during the read shows as a change) and the hash of the content read.
  */
-const readFile = (
-  handle: FileHandle,
-  absolute: string,
-  shown: string,
-  window: Window,
-  stat: Stats,
-  context: ToolContext
-) =>
+const readFile = (fd: number, absolute: string, shown: string, window: Window, stat: Stats, context: ToolContext) =>
   Effect.gen(function* () {
-    const scan = yield* scanLines(handle, shown, window, context.secrets.redactText)
+    const scan = yield* scanLines(fd, shown, window, context.secrets.redactText)
     const base = { path: absolute, lines: scan.total }
     if (scan.total > 0 && window.offset > scan.total) {
       return yield* new ToolFailure({
@@ -230,7 +221,7 @@ export const read = defineTool<ReadInput>({
     const absolute = yield* confinedPath(context.cwd, input.path, context.outsideAllowed)
     const shown = input.path
     // opened first, then checked: the descriptor must be the path that was checked (confine.ts)
-    const { handle, stat } = yield* openConfined(
+    const { fd, stat } = yield* openConfined(
       { cwd: context.cwd, input: input.path, absolute, shown },
       context.outsideAllowed
     )
@@ -252,7 +243,7 @@ export const read = defineTool<ReadInput>({
       })
     }
     return yield* readFile(
-      handle,
+      fd,
       absolute,
       shown,
       { offset: input.offset ?? 1, limit: input.limit ?? DEFAULT_LIMIT },

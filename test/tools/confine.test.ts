@@ -10,7 +10,14 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Either, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { openChecked, PathMoved, readdirChecked } from "../../src/tools/confine.js"
+import {
+  openChecked,
+  openCheckedFdScoped,
+  PathMoved,
+  readdirChecked,
+  readFdAt,
+  SYNC_READ_BYTES
+} from "../../src/tools/confine.js"
 import { edit } from "../../src/tools/edit.js"
 import { FsError } from "../../src/tools/FsError.js"
 import { describeFsError } from "../../src/tools/fsErrors.js"
@@ -272,5 +279,36 @@ describe("the errors of checked opens are typed", () => {
     fs.writeFileSync(path.join(dir, "file"), "x")
     const readFile = await Effect.runPromise(Effect.either(readdirChecked(path.join(dir, "file"))))
     expect(Either.getLeft(readFile).pipe(Option.getOrThrow)).toMatchObject({ _tag: "FsError", code: "ENOTDIR" })
+  })
+})
+
+describe("reading a checked descriptor", () => {
+  it("reads the first mebibyte with blocking calls and the rest through the thread pool", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-readfd-"))
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const file = path.join(dir, "big.bin")
+    const content = Buffer.alloc(SYNC_READ_BYTES + 4096, 0)
+    for (let i = 0; i < content.length; i++) content[i] = i % 251
+    fs.writeFileSync(file, content)
+    const fd = await Effect.runPromise(Effect.scoped(openCheckedFdScoped(file)))
+    // the scope closed the descriptor
+    expect(() => fs.fstatSync(fd)).toThrow()
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const open = yield* openCheckedFdScoped(file)
+          const head = Buffer.alloc(8192)
+          // below the mark: no thread-pool round trip, so it completes synchronously
+          expect(Effect.runSync(readFdAt(open, head, SYNC_READ_BYTES - 4096))).toBe(8192)
+          expect(head.equals(content.subarray(SYNC_READ_BYTES - 4096, SYNC_READ_BYTES + 4096))).toBe(true)
+          // from the mark on: asynchronous
+          const tail = Buffer.alloc(8192)
+          expect(() => Effect.runSync(readFdAt(open, tail, SYNC_READ_BYTES))).toThrow()
+          expect(yield* readFdAt(open, tail, SYNC_READ_BYTES)).toBe(4096)
+          expect(tail.subarray(0, 4096).equals(content.subarray(SYNC_READ_BYTES))).toBe(true)
+          expect(yield* readFdAt(open, tail, content.length)).toBe(0)
+        })
+      )
+    )
   })
 })

@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SYNC_READ_BYTES } from "../../src/tools/confine.js"
 import { sha256Hex } from "../../src/tools/fileChanges.js"
 import {
   BINARY_PROBE_BYTES,
@@ -217,6 +218,27 @@ describe("read", () => {
       const fresh = testContext(dir)
       yield* Effect.flip(read.execute({ path: "big.txt", offset: 5000 }, fresh))
       expect(yield* fresh.reads.last(file)).toBeUndefined()
+    })
+  )
+
+  it.effect("reads a file past its first mebibyte (read without the thread pool) the same way as before it", () =>
+    Effect.gen(function* () {
+      // 100-byte lines: line 10,486 is cut by the mebibyte boundary (and by a 64 KiB chunk's end)
+      const line = (i: number) => `${String(i).padStart(8, "0")}:${"z".repeat(90)}`
+      const total = Math.ceil((2.5 * SYNC_READ_BYTES) / 100)
+      const content = `${lines(total, line)}\n`
+      const dir = workspace({ "big.txt": content })
+      const ctx = testContext(dir)
+      const across = Math.floor(SYNC_READ_BYTES / 100) + 1
+      expect((across - 1) * 100 < SYNC_READ_BYTES && across * 100 > SYNC_READ_BYTES).toBe(true)
+      const result = yield* read.execute({ path: "big.txt", offset: across - 1, limit: 3 }, ctx)
+      expect(result.output.split("\n\n")[0]).toBe(
+        [across - 1, across, across + 1].map((i) => `${String(i).padStart(6)}\t${line(i)}`).join("\n")
+      )
+      expect(result.metadata).toMatchObject({ lines: total, truncated: true, from: across - 1, to: across + 1 })
+      const last = yield* read.execute({ path: "big.txt", offset: total }, ctx)
+      expect(last.output).toBe(`${String(total).padStart(6)}\t${line(total)}`)
+      expect((yield* ctx.reads.last(path.join(dir, "big.txt")))?.hash).toBe(sha256Hex(content))
     })
   )
 })
