@@ -219,11 +219,13 @@ export const readdirCheckedSync = (directory: string): Array<Dirent> => {
  * Opens the real path `expected` to read, blocking, and checks it like `openChecked`; returns the
  * descriptor (the caller closes it). Throws `PathMoved` or the Node error.
  */
-export const openCheckedSync = (expected: string, flags: number = READ_FLAGS): number => {
+export const openCheckedSync = (expected: string, flags: number = READ_FLAGS): number =>
+  openVerifiedSync(expected, flags).fd
+
+const openVerifiedSync = (expected: string, flags: number): { readonly fd: number; readonly viaProc: boolean } => {
   const fd = fs.openSync(expected, flags)
   try {
-    verifySync(fd, expected)
-    return fd
+    return { fd, viaProc: verifySync(fd, expected).viaProc }
   } catch (error) {
     fs.closeSync(fd)
     throw error
@@ -242,14 +244,37 @@ export const openCheckedFdScoped = (
   expected: string,
   flags: number = READ_FLAGS
 ): Effect.Effect<number, FsError | PathMoved, Scope.Scope> =>
+  Effect.map(openVerifiedFdScoped(expected, flags), (opened) => opened.fd)
+
+const openVerifiedFdScoped = (expected: string, flags: number) =>
   Effect.zipRight(
     betweenCheckAndOpen(expected),
-    Effect.acquireRelease(Effect.try({ try: () => openCheckedSync(expected, flags), catch: toCheckedError }), (fd) =>
-      Effect.sync(() => closeFdQuietly(fd))
+    Effect.acquireRelease(
+      Effect.try({ try: () => openVerifiedSync(expected, flags), catch: toCheckedError }),
+      (opened) => Effect.sync(() => closeFdQuietly(opened.fd))
     )
   )
 
-const closeFdQuietly = (fd: number): void => {
+/**
+ * A directory, checked to be the real path `directory`, that names below it go through: `at(name)`
+ * is `/proc/self/fd/<fd>/<name>` (where there is no /proc: `<directory>/<name>`, by name).
+ */
+export interface CheckedDirectory {
+  readonly fd: number
+  readonly at: (name: string) => string
+}
+
+/** Opens the directory `directory` checked (`openCheckedFdScoped`: blocking calls), in a scope that closes it. */
+export const openDirectoryScoped = (
+  directory: string
+): Effect.Effect<CheckedDirectory, FsError | PathMoved, Scope.Scope> =>
+  Effect.map(openVerifiedFdScoped(directory, DIRECTORY_FLAGS), ({ fd, viaProc }) => {
+    const base = viaProc ? descriptorLink(fd) : directory
+    return { fd, at: (name: string) => nodePath.join(base, name) }
+  })
+
+/** Closes descriptor `fd`, ignoring a failure (already closed, or the file system refuses). */
+export const closeFdQuietly = (fd: number): void => {
   try {
     fs.closeSync(fd)
   } catch {
@@ -257,17 +282,20 @@ const closeFdQuietly = (fd: number): void => {
   }
 }
 
-/** Bytes of a file read with blocking calls before its reads go through the thread pool. */
-export const SYNC_READ_BYTES = 1024 * 1024
+/**
+ * Bytes of a file read, or written, with blocking calls; a read past them, or a larger write, goes
+ * through the thread pool.
+ */
+export const BLOCKING_IO_BYTES = 1024 * 1024
 
 /**
  * Reads up to `buffer.length` bytes of descriptor `fd` at `position` into `buffer`; the number read
- * (0 at the end). Below `SYNC_READ_BYTES` a blocking `readSync` (a small file costs no thread-pool
+ * (0 at the end). Below `BLOCKING_IO_BYTES` a blocking `readSync` (a small file costs no thread-pool
  * round trip); from there on through the thread pool, so a huge file, or one that keeps growing,
  * does not hold the event loop for longer than its first mebibyte.
  */
 export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.Effect<number, FsError> =>
-  position < SYNC_READ_BYTES
+  position < BLOCKING_IO_BYTES
     ? Effect.try({ try: () => fs.readSync(fd, buffer, 0, buffer.length, position), catch: toFsError })
     : Effect.async<number, FsError>((resume) => {
         fs.read(fd, buffer, 0, buffer.length, position, (error, bytesRead) =>
@@ -276,20 +304,20 @@ export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.E
       })
 
 /**
- * A directory, checked to be the real path `directory`, that names below it go through: `at(name)`
- * is `/proc/self/fd/<fd>/<name>` (where there is no /proc: `<directory>/<name>`, by name).
+ * Writes all of `content` to descriptor `fd` from its start: a blocking `writeFileSync` up to
+ * `BLOCKING_IO_BYTES`, through the thread pool when larger.
  */
-export interface CheckedDirectory {
-  readonly handle: FileHandle
-  readonly at: (name: string) => string
-}
+export const writeFdAll = (fd: number, content: string | Uint8Array): Effect.Effect<void, FsError> =>
+  (typeof content === "string" ? Buffer.byteLength(content) : content.byteLength) <= BLOCKING_IO_BYTES
+    ? Effect.try({ try: () => fs.writeFileSync(fd, content), catch: toFsError })
+    : Effect.async<void, FsError>((resume) => {
+        fs.writeFile(fd, content, (error) => resume(error === null ? Effect.void : Effect.fail(toFsError(error))))
+      })
 
-/** Opens the directory `directory` checked (`openChecked`), in a scope that closes it. */
-export const openDirectoryScoped = (directory: string) =>
-  Effect.gen(function* () {
-    const { handle, viaProc } = yield* openVerifiedScoped(directory, DIRECTORY_FLAGS)
-    const base = viaProc ? descriptorLink(handle.fd) : directory
-    return { handle, at: (name: string) => nodePath.join(base, name) } satisfies CheckedDirectory
+/** `fsync` of descriptor `fd`, through the thread pool (a flush to the disk can take milliseconds). */
+export const syncFd = (fd: number): Effect.Effect<void, FsError> =>
+  Effect.async<void, FsError>((resume) => {
+    fs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(toFsError(error))))
   })
 
 /**
@@ -303,13 +331,11 @@ export const makeDirectoryChecked = (directory: string): Effect.Effect<void, FsE
     const missing: Array<string> = []
     let existing = directory
     while (true) {
-      const found = yield* Effect.tryPromise({ try: () => fsp.lstat(existing), catch: toFsError }).pipe(
-        Effect.map(() => true),
-        Effect.catchIf(
-          (error) => errnoCode(error) === "ENOENT",
-          () => Effect.succeed(false)
-        )
-      )
+      const path = existing
+      const found = yield* Effect.try({
+        try: () => fs.lstatSync(path, { throwIfNoEntry: false }) !== undefined,
+        catch: toFsError
+      })
       if (found) break
       const parent = nodePath.dirname(existing)
       if (parent === existing) break
@@ -321,7 +347,7 @@ export const makeDirectoryChecked = (directory: string): Effect.Effect<void, FsE
       yield* Effect.scoped(
         Effect.gen(function* () {
           const parent = yield* openDirectoryScoped(current)
-          yield* Effect.tryPromise({ try: () => fsp.mkdir(parent.at(name)), catch: toFsError }).pipe(
+          yield* Effect.try({ try: () => fs.mkdirSync(parent.at(name)), catch: toFsError }).pipe(
             Effect.catchIf(
               (error) => errnoCode(error) === "EEXIST",
               () => Effect.void

@@ -8,7 +8,7 @@ import type { Stats } from "node:fs"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, type Scope } from "effect"
-import { openCheckedFdScoped, PathMoved, readFdAt, SYNC_READ_BYTES } from "./confine.js"
+import { BLOCKING_IO_BYTES, openCheckedFdScoped, PathMoved, readFdAt } from "./confine.js"
 import { type FsError, toFsError } from "./FsError.js"
 import { errnoCode, fsFailure } from "./fsErrors.js"
 import { notFoundFailure } from "./notFound.js"
@@ -104,20 +104,20 @@ export const readExisting = (
 
 /**
  * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
- * `SYNC_READ_BYTES`; the file may have grown since, so it is read until a read gives nothing.
+ * `BLOCKING_IO_BYTES`; the file may have grown since, so it is read until a read gives nothing.
  */
 const readAll = (fd: number, size: number): Effect.Effect<Buffer, FsError> =>
   Effect.gen(function* () {
     const chunks: Array<Buffer> = []
     let position = 0
-    let next = Math.min(Math.max(size, READ_ALL_CHUNK), SYNC_READ_BYTES)
+    let next = Math.min(Math.max(size, READ_ALL_CHUNK), BLOCKING_IO_BYTES)
     while (true) {
       const buffer = Buffer.allocUnsafe(next)
       const bytesRead = yield* readFdAt(fd, buffer, position)
       if (bytesRead === 0) break
       chunks.push(buffer.subarray(0, bytesRead))
       position += bytesRead
-      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, SYNC_READ_BYTES))
+      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, BLOCKING_IO_BYTES))
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, position)
   })

@@ -5,12 +5,13 @@
  */
 import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
-import * as fsp from "node:fs/promises"
+import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Random } from "effect"
-import { openDirectoryScoped, PathMoved } from "./confine.js"
+import { closeFdQuietly, openDirectoryScoped, PathMoved, syncFd, writeFdAll } from "./confine.js"
 import { crashPoint } from "./crashPoint.js"
-import { fsFailure, tryFs } from "./fsErrors.js"
+import { toFsError } from "./FsError.js"
+import { fsFailure } from "./fsErrors.js"
 import { type FileReads, type FileStamp, ToolFailure } from "./Tools.js"
 
 /** The SHA-256 of some content, in hex. */
@@ -103,22 +104,25 @@ export const writeFileAtomic = (
       Effect.gen(function* () {
         const directory = yield* openDirectoryScoped(nodePath.dirname(absolute))
         const temp = directory.at(tempName)
+        // blocking calls but the flush to the disk (confine.ts: a thread-pool round trip per call
+        // waits for the event loop), which goes through the pool
         const write = Effect.acquireUseRelease(
-          tryFs(() => fsp.open(temp, "wx", mode ?? 0o666)),
-          (handle) =>
-            tryFs(async () => {
-              if (mode !== undefined) await handle.chmod(mode) // `open` applies the umask; the old mode wins
-              await handle.writeFile(content)
-              await handle.sync()
+          Effect.try({ try: () => fs.openSync(temp, "wx", mode ?? 0o666), catch: toFsError }),
+          (fd) =>
+            Effect.gen(function* () {
+              // `open` applies the umask; the old mode wins
+              if (mode !== undefined) yield* Effect.try({ try: () => fs.fchmodSync(fd, mode), catch: toFsError })
+              yield* writeFdAll(fd, content)
+              yield* syncFd(fd)
               // the stat of what is renamed into place (a rename changes neither its size nor its mtime)
-              return handle.stat()
+              return yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError })
             }),
-          (handle) => tryFs(() => handle.close()).pipe(Effect.ignore)
+          (fd) => Effect.sync(() => closeFdQuietly(fd))
         )
         return yield* write.pipe(
           Effect.tap(() => crashPoint("file.temp")),
-          Effect.tap(() => tryFs(() => fsp.rename(temp, directory.at(name)))),
-          Effect.tapError(() => tryFs(() => fsp.rm(temp, { force: true })).pipe(Effect.ignore))
+          Effect.tap(() => Effect.try({ try: () => fs.renameSync(temp, directory.at(name)), catch: toFsError })),
+          Effect.tapError(() => Effect.try(() => fs.rmSync(temp, { force: true })).pipe(Effect.ignore))
         )
       })
     ).pipe(

@@ -8,15 +8,17 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Effect, Either, Option } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, Option, Runtime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import {
+  BLOCKING_IO_BYTES,
   openChecked,
   openCheckedFdScoped,
   PathMoved,
   readdirChecked,
   readFdAt,
-  SYNC_READ_BYTES
+  syncFd,
+  writeFdAll
 } from "../../src/tools/confine.js"
 import { edit } from "../../src/tools/edit.js"
 import { FsError } from "../../src/tools/FsError.js"
@@ -282,12 +284,26 @@ describe("the errors of checked opens are typed", () => {
   })
 })
 
+/**
+ * Runs `effect` synchronously: `sync` when it completed without waiting, else the fiber it left
+ * waiting (an asynchronous call), to be awaited before the descriptor is closed.
+ */
+const runBlocking = <A, E>(
+  effect: Effect.Effect<A, E>
+): { readonly sync: A } | { readonly waiting: Fiber.RuntimeFiber<A, E> } => {
+  const exit = Effect.runSyncExit(effect)
+  if (Exit.isSuccess(exit)) return { sync: exit.value }
+  const error = Cause.squash(exit.cause)
+  if (Runtime.isAsyncFiberException(error)) return { waiting: error.fiber as Fiber.RuntimeFiber<A, E> }
+  throw error
+}
+
 describe("reading a checked descriptor", () => {
   it("reads the first mebibyte with blocking calls and the rest through the thread pool", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-readfd-"))
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
     const file = path.join(dir, "big.bin")
-    const content = Buffer.alloc(SYNC_READ_BYTES + 4096, 0)
+    const content = Buffer.alloc(BLOCKING_IO_BYTES + 4096, 0)
     for (let i = 0; i < content.length; i++) content[i] = i % 251
     fs.writeFileSync(file, content)
     const fd = await Effect.runPromise(Effect.scoped(openCheckedFdScoped(file)))
@@ -299,16 +315,42 @@ describe("reading a checked descriptor", () => {
           const open = yield* openCheckedFdScoped(file)
           const head = Buffer.alloc(8192)
           // below the mark: no thread-pool round trip, so it completes synchronously
-          expect(Effect.runSync(readFdAt(open, head, SYNC_READ_BYTES - 4096))).toBe(8192)
-          expect(head.equals(content.subarray(SYNC_READ_BYTES - 4096, SYNC_READ_BYTES + 4096))).toBe(true)
+          expect(runBlocking(readFdAt(open, head, BLOCKING_IO_BYTES - 4096))).toEqual({ sync: 8192 })
+          expect(head.equals(content.subarray(BLOCKING_IO_BYTES - 4096, BLOCKING_IO_BYTES + 4096))).toBe(true)
           // from the mark on: asynchronous
           const tail = Buffer.alloc(8192)
-          expect(() => Effect.runSync(readFdAt(open, tail, SYNC_READ_BYTES))).toThrow()
-          expect(yield* readFdAt(open, tail, SYNC_READ_BYTES)).toBe(4096)
-          expect(tail.subarray(0, 4096).equals(content.subarray(SYNC_READ_BYTES))).toBe(true)
+          const read = runBlocking(readFdAt(open, tail, BLOCKING_IO_BYTES))
+          if (!("waiting" in read)) throw new Error("a read past the mark completed synchronously")
+          expect(yield* Fiber.join(read.waiting)).toBe(4096)
+          expect(tail.subarray(0, 4096).equals(content.subarray(BLOCKING_IO_BYTES))).toBe(true)
           expect(yield* readFdAt(open, tail, content.length)).toBe(0)
         })
       )
     )
+  })
+
+  it("writes up to a mebibyte with blocking calls and more through the thread pool", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-writefd-"))
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const small = "x".repeat(BLOCKING_IO_BYTES)
+    const large = Buffer.alloc(BLOCKING_IO_BYTES + 1, 7)
+    const write = async (name: string, content: string | Buffer) => {
+      const file = path.join(dir, name)
+      const fd = fs.openSync(file, "wx")
+      try {
+        const written = runBlocking(writeFdAll(fd, content))
+        if ("waiting" in written) await Effect.runPromise(Fiber.join(written.waiting))
+        await Effect.runPromise(syncFd(fd))
+        return { file, sync: "sync" in written }
+      } finally {
+        fs.closeSync(fd)
+      }
+    }
+    const one = await write("small", small)
+    expect(one.sync).toBe(true)
+    expect(fs.readFileSync(one.file, "utf8") === small).toBe(true)
+    const two = await write("large", large)
+    expect(two.sync).toBe(false)
+    expect(fs.readFileSync(two.file).equals(large)).toBe(true)
   })
 })

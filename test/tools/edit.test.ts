@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { SYNC_READ_BYTES } from "../../src/tools/confine.js"
+import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
 import { type EditInput, type EditMetadata, edit } from "../../src/tools/edit.js"
 import { read } from "../../src/tools/read.js"
 import { type TestToolContext, testContext, workspaceWith } from "../support/toolContext.js"
@@ -239,7 +239,7 @@ describe("edit", () => {
 
   it.effect("edits a file larger than what is read without the thread pool, at its end", () =>
     Effect.gen(function* () {
-      const body = `${"x".repeat(99)}\n`.repeat(Math.ceil((2.5 * SYNC_READ_BYTES) / 100))
+      const body = `${"x".repeat(99)}\n`.repeat(Math.ceil((2.5 * BLOCKING_IO_BYTES) / 100))
       const { context, file } = yield* readFile("big.txt", `${body}the end\n`)
       yield* run(context, { path: "big.txt", oldString: "the end", newString: "the new end" })
       expect(fs.readFileSync(file, "utf8")).toBe(`${body}the new end\n`)

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { SYNC_READ_BYTES } from "../../src/tools/confine.js"
+import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
 import { sha256Hex } from "../../src/tools/fileChanges.js"
 import {
   BINARY_PROBE_BYTES,
@@ -225,12 +225,12 @@ describe("read", () => {
     Effect.gen(function* () {
       // 100-byte lines: line 10,486 is cut by the mebibyte boundary (and by a 64 KiB chunk's end)
       const line = (i: number) => `${String(i).padStart(8, "0")}:${"z".repeat(90)}`
-      const total = Math.ceil((2.5 * SYNC_READ_BYTES) / 100)
+      const total = Math.ceil((2.5 * BLOCKING_IO_BYTES) / 100)
       const content = `${lines(total, line)}\n`
       const dir = workspace({ "big.txt": content })
       const ctx = testContext(dir)
-      const across = Math.floor(SYNC_READ_BYTES / 100) + 1
-      expect((across - 1) * 100 < SYNC_READ_BYTES && across * 100 > SYNC_READ_BYTES).toBe(true)
+      const across = Math.floor(BLOCKING_IO_BYTES / 100) + 1
+      expect((across - 1) * 100 < BLOCKING_IO_BYTES && across * 100 > BLOCKING_IO_BYTES).toBe(true)
       const result = yield* read.execute({ path: "big.txt", offset: across - 1, limit: 3 }, ctx)
       expect(result.output.split("\n\n")[0]).toBe(
         [across - 1, across, across + 1].map((i) => `${String(i).padStart(6)}\t${line(i)}`).join("\n")

@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
 import { sha256Hex } from "../../src/tools/fileChanges.js"
 import { read } from "../../src/tools/read.js"
 import { type WriteInput, type WriteMetadata, write } from "../../src/tools/write.js"
@@ -176,6 +177,23 @@ describe("write", () => {
       const context = testContext(dir)
       yield* failure(context, { path: "a.txt", content: "new\n" })
       expect(context.intents).toEqual([])
+    })
+  )
+
+  it.effect("replaces a file with content larger than what is written with blocking calls, keeping its mode", () =>
+    Effect.gen(function* () {
+      const before = `${"a".repeat(63)}\n`.repeat(Math.ceil((1.5 * BLOCKING_IO_BYTES) / 64))
+      const after = `${"é".repeat(31)}\n`.repeat(Math.ceil((2.5 * BLOCKING_IO_BYTES) / 64))
+      const dir = workspace({ "big.txt": before })
+      const file = path.join(dir, "big.txt")
+      fs.chmodSync(file, 0o640)
+      const context = testContext(dir)
+      yield* readFirst(context, "big.txt")
+      yield* run(context, { path: "big.txt", content: after })
+      expect(fs.readFileSync(file, "utf8") === after).toBe(true)
+      expect(fs.statSync(file).mode & 0o7777).toBe(0o640)
+      expect(fs.readdirSync(dir)).toEqual(["big.txt"])
+      expect(sha256Hex(fs.readFileSync(file))).toBe(sha256Hex(after))
     })
   )
 })
