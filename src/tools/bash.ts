@@ -40,6 +40,7 @@ import {
   type ProcessGroup,
   type ProcessInfo,
   type StopReport,
+  startTicks,
   stopCommand,
   tokenCarriers,
   trackGroup,
@@ -144,6 +145,13 @@ interface Running {
   exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
   /** set by the child's `close` event: it exited and its pipes are closed */
   closed: boolean
+  /**
+   * when the spawned process started (`startTicks`): the command's processes started no earlier,
+   * so the scans for them skip older ones; undefined where `/proc` cannot tell
+   */
+  readonly since: number | undefined
+  /** set when, after the end, neither the group nor a process with the token was left: nothing to stop */
+  clean: boolean
 }
 
 /** A sandboxed spawn: the bwrap binary and its options (before `--`). */
@@ -214,7 +222,14 @@ const spawnShell = (
       resume(Effect.fail(toFsError(error)))
       return
     }
-    const state: Omit<Running, "pid" | "group"> = { child, events, exit: undefined, closed: false }
+    const state: Omit<Running, "pid" | "group" | "since"> = {
+      child,
+      events,
+      exit: undefined,
+      closed: false,
+      clean: false
+    }
+    let since: number | undefined
     // masked before anything is cut or sampled from it (head and tail, progress, the whole output)
     const redactor = secrets.redactStream()
     const onData = (chunk: Buffer) => {
@@ -245,9 +260,11 @@ const spawnShell = (
     child.once("error", onSpawnError)
     const started = (pgid: number) => {
       trackGroup(pgid, token)
-      resume(Effect.succeed(Object.assign(state, { pid: pgid, group: { pgid, token } })))
+      resume(Effect.succeed(Object.assign(state, { pid: pgid, group: { pgid, token }, since })))
     }
     child.once("spawn", () => {
+      // read now, while the process is there (not reaped yet even when it already exited)
+      since = startTicks(child.pid!)
       child.off("error", onSpawnError)
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
@@ -279,7 +296,8 @@ const spawnShell = (
 /** Stops what is left of a command (its group and what left it with its token) and lets go of its pipes. */
 const release = (running: Running): Effect.Effect<void> =>
   Effect.gen(function* () {
-    yield* stopCommand(running.group)
+    // nothing was left at the end, and nothing can start a process since: no second scan of /proc
+    if (!running.clean) yield* stopCommand(running.group, running.since)
     untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
@@ -329,7 +347,7 @@ const awaitEnd = (
         if (stopped) break
         // the shell exited but something it started holds the output open
         stopped = true
-        report = mergeReports(report, yield* stopCommand(running.group))
+        report = mergeReports(report, yield* stopCommand(running.group, running.since))
         deadline = (yield* Clock.currentTimeMillis) + AFTER_KILL_MS
         continue
       }
@@ -337,10 +355,10 @@ const awaitEnd = (
       const all = Chunk.prepend(rest, next.value)
       if (Chunk.some(all, (e) => e === "data")) yield* progress(output.last(PROGRESS_BYTES))
     }
-    if (groupAlive(running.pid) || tokenCarriers(running.group.token).length > 0) {
+    if (groupAlive(running.pid) || tokenCarriers(running.group.token, running.since).length > 0) {
       stopped = true
-      report = mergeReports(report, yield* stopCommand(running.group))
-    }
+      report = mergeReports(report, yield* stopCommand(running.group, running.since))
+    } else running.clean = true
     return { stopped, report: sortedReport(report) }
   })
 
@@ -514,7 +532,7 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
     (running, exit) =>
       Exit.isInterrupted(exit)
         ? // stopped by a timeout or an interrupt: the group is stopped, then what it did is recorded
-          stopCommand(running.group).pipe(
+          stopCommand(running.group, running.since).pipe(
             Effect.tap(() => awaitClosed(running)),
             Effect.flatMap((report) =>
               recordOf(input.command, running, output, started, context, false, confinement, sortedReport(report))

@@ -16,16 +16,33 @@ export const KILL_GRACE_MS = 1500
 export const AFTER_KILL_MS = 3000
 const POLL_MS = 20
 
-/** The state letter (`R`, `S`, `Z` …) and group of `/proc/<pid>/stat`; `undefined` where it cannot be read. */
-const procStat = (pid: string): { readonly state: string; readonly pgrp: number } | undefined => {
+/**
+ * The state letter (`R`, `S`, `Z` …), group and start time (clock ticks after boot) of
+ * `/proc/<pid>/stat`; `undefined` where it cannot be read.
+ */
+const procStat = (
+  pid: string
+): { readonly state: string; readonly pgrp: number; readonly startTicks: number } | undefined => {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so split after the last ")"
+    // "pid (comm) state ppid pgrp … starttime …": comm may hold spaces and parentheses, so split
+    // after the last ")"; starttime is the 22nd field, the 20th after comm
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0]!, pgrp: Number(fields[2]) }
+    return { state: fields[0]!, pgrp: Number(fields[2]), startTicks: Number(fields[19]) }
   } catch {
     return undefined
   }
+}
+
+/**
+ * When process `pid` started, in `/proc`'s clock ticks after boot; `undefined` where `/proc` cannot
+ * tell. A process a command started (in its group or out of it) started no earlier than the command:
+ * the scans for a command's processes (`tokenCarriers`, `stopCommand`) read the environment only of
+ * processes that started since (`since`), not of every process on the machine.
+ */
+export const startTicks = (pid: number): number | undefined => {
+  const ticks = procStat(String(pid))?.startTicks
+  return ticks === undefined || Number.isNaN(ticks) ? undefined : ticks
 }
 
 /**
@@ -199,7 +216,7 @@ const isLivePid = (pid: number): boolean => {
  * session). Empty where `/proc` cannot be read. A process that cleared its environment (`env -i`),
  * or one of another user's, cannot be found this way.
  */
-const scanCarriers = (tokens: ReadonlySet<string>): Array<ProcessInfo> => {
+const scanCarriers = (tokens: ReadonlySet<string>, since?: number): Array<ProcessInfo> => {
   let names: Array<string>
   try {
     names = fs.readdirSync("/proc")
@@ -212,15 +229,20 @@ const scanCarriers = (tokens: ReadonlySet<string>): Array<ProcessInfo> => {
     if (!isPid(name) || Number(name) === process.pid) continue
     const stat = procStat(name)
     if (stat === undefined || stat.state === "Z" || stat.state === "X") continue
+    // older than the command: not one of its processes
+    if (since !== undefined && stat.startTicks < since) continue
     if (entries.some((entry) => environHas(name, entry)))
       found.push({ pid: Number(name), command: commandLine(Number(name)) })
   }
   return found
 }
 
-/** The live processes that carry `token` (`scanCarriers`). */
-export const tokenCarriers = (token: string | undefined): Array<ProcessInfo> =>
-  token === undefined || token === "" ? [] : scanCarriers(new Set([token]))
+/**
+ * The live processes that carry `token` (`scanCarriers`); with `since` (`startTicks` of the
+ * command's first process), only among the processes that started since.
+ */
+export const tokenCarriers = (token: string | undefined, since?: number): Array<ProcessInfo> =>
+  token === undefined || token === "" ? [] : scanCarriers(new Set([token]), since)
 
 /** What stopping a command did: the processes it stopped, and the ones still running after it. */
 export interface StopReport {
@@ -235,6 +257,8 @@ export interface StopReport {
 interface Target {
   readonly pgid: number | undefined
   readonly token?: string | undefined
+  /** `startTicks` of the command's first process, when known */
+  readonly since?: number | undefined
 }
 
 const targetAlive = (target: Target): boolean => target.pgid !== undefined && groupAlive(target.pgid)
@@ -250,7 +274,7 @@ const liveProcessesOf = (target: Target): Array<ProcessInfo> => {
     command: commandLine(Number(pid))
   }))
   const known = new Set(members.map((m) => m.pid))
-  return [...members, ...tokenCarriers(target.token).filter((c) => !known.has(c.pid))]
+  return [...members, ...tokenCarriers(target.token, target.since).filter((c) => !known.has(c.pid))]
 }
 
 /** Polls until none of `pids` is alive and the group is gone; `false` when `ms` passed first. */
@@ -272,7 +296,8 @@ const awaitAllGone = (target: Target, pids: ReadonlyArray<number>, ms: number): 
  * stopped nor reported: a process that cleared its environment and left the group; everything
  * outside the group where `/proc` cannot be read (not Linux). Idempotent.
  */
-export const stopCommand = (group: ProcessGroup): Effect.Effect<StopReport> => stopTarget(group)
+export const stopCommand = (group: ProcessGroup, since?: number): Effect.Effect<StopReport> =>
+  stopTarget({ ...group, since })
 
 const stopTarget = (group: Target): Effect.Effect<StopReport> =>
   Effect.gen(function* () {

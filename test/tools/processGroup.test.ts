@@ -14,6 +14,7 @@ import {
   killTrackedGroups,
   newProcessToken,
   PROCESS_TOKEN_ENV,
+  startTicks,
   stopCommand,
   stopRecordedGroup,
   tokenCarriers,
@@ -138,5 +139,28 @@ describe.skipIf(!onLinux)("process groups after a crash", () => {
     }
     for (let i = 0; i < 500 && isLive(daemon); i++) await new Promise((resolve) => setTimeout(resolve, 10))
     expect(isLive(daemon)).toBe(false)
+  })
+})
+
+describe.skipIf(!onLinux)("the scans for a command's processes", () => {
+  it("look only at processes started since the command, and still find one that left the group", async () => {
+    const token = newProcessToken()
+    const before = startTicks(process.pid)
+    // a process that leaves the group (setsid) with the token: found only by its environment
+    const { pgid, ready } = await startGroup("setsid sh -c 'echo $$ > READY; exec sleep 30' &\nwait", token)
+    const since = startTicks(pgid)
+    const escaped = Number(ready)
+    groups.push(escaped)
+    expect(before).toBeDefined()
+    expect(since).toBeDefined()
+    expect(since!).toBeGreaterThanOrEqual(before!)
+    expect(startTicks(escaped)!).toBeGreaterThanOrEqual(since!)
+    expect(tokenCarriers(token).map((p) => p.pid)).toContain(escaped)
+    expect(tokenCarriers(token, since).map((p) => p.pid)).toContain(escaped)
+    // a bound after it started leaves it out: the environment of older processes is not read
+    expect(tokenCarriers(token, startTicks(escaped)! + 1).map((p) => p.pid)).not.toContain(escaped)
+    const report = await Effect.runPromise(stopCommand({ pgid, token }, since))
+    expect(report.stopped.map((p) => p.pid)).toContain(escaped)
+    expect(isLive(escaped)).toBe(false)
   })
 })
