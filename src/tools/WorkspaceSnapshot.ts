@@ -28,7 +28,7 @@ import * as nodePath from "node:path"
 import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { ContentOmitted, type SnapshotLimitHit } from "../domain/Events.js"
 import { isOwnTempFile } from "./fileChanges.js"
-import { tryFs } from "./fsErrors.js"
+import { statQuietly, tryFs } from "./fsErrors.js"
 import { walkFilesUpTo } from "./ignore.js"
 
 export interface SnapshotLimits {
@@ -126,14 +126,6 @@ const hashFile = (path: string): Promise<string> =>
       .on("end", () => resolve(hash.digest("hex")))
   })
 
-const lstatOrUndefined = (path: string): fs.Stats | undefined => {
-  try {
-    return fs.lstatSync(path)
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * A manifest of the workspace, reusing `previous` for files whose stat did not change. Fails only
  * when the root cannot be read.
@@ -143,7 +135,7 @@ export const scanWorkspace = <E = never>(options: ScanOptions<E>): Effect.Effect
     const limits = options.limits ?? defaultSnapshotLimits
     const previous = options.previous
     const started = yield* Clock.currentTimeMillis
-    const walk = yield* walkFilesUpTo(options.root, options.root, limits.maxFiles, { blocking: true }).pipe(
+    const walk = yield* walkFilesUpTo(options.root, options.root, limits.maxFiles, { snapshot: true }).pipe(
       Effect.mapError(
         (cause) => new SnapshotError({ message: `cannot read the workspace ${options.root}: ${String(cause)}`, cause })
       )
@@ -164,7 +156,7 @@ export const scanWorkspace = <E = never>(options: ScanOptions<E>): Effect.Effect
       if (from > 0) yield* Effect.yieldNow()
       const batch = files.slice(from, from + STAT_BATCH)
       // a file that cannot be stat'ed now (gone, unreadable directory) is simply not there
-      const stats = batch.map((f) => lstatOrUndefined(f.absolute))
+      const stats = batch.map((f) => statQuietly(f.absolute, false))
       for (let i = 0; i < batch.length; i++) {
         const file = batch[i]!
         const stat = stats[i]

@@ -190,21 +190,18 @@ export const openCheckedScoped = (expected: string, flags: number = READ_FLAGS) 
 /**
  * The entries of the directory at the real path `directory`, read through a descriptor checked to
  * be that directory (`readdir /proc/self/fd/<fd>`). Fails with `PathMoved` when the name led
- * elsewhere, with the Node error otherwise (`ENOTDIR` when it is not a directory).
+ * elsewhere, with the Node error otherwise (`ENOTDIR` when it is not a directory). The test seam
+ * first, then blocking calls (`readdirCheckedSync`): four thread-pool round trips a directory made
+ * a walk of 2,000 directories take 4–5 times as long (docs/benchmarks.md "Tools without the
+ * thread pool").
  */
 export const readdirChecked = (directory: string): Effect.Effect<Array<Dirent>, FsError | PathMoved> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const { handle, viaProc } = yield* openVerifiedScoped(directory, DIRECTORY_FLAGS)
-      const through = viaProc ? descriptorLink(handle.fd) : directory
-      return yield* Effect.tryPromise({
-        try: () => fsp.readdir(through, { withFileTypes: true }),
-        catch: toFsError
-      })
-    })
+  Effect.zipRight(
+    betweenCheckAndOpen(directory),
+    Effect.try({ try: () => readdirCheckedSync(directory), catch: toCheckedError })
   )
 
-/** `readdirChecked` with the blocking calls (the workspace snapshot's walk); no test seam. */
+/** `readdirChecked` without the test seam, outside an Effect (the workspace snapshot's walk). */
 export const readdirCheckedSync = (directory: string): Array<Dirent> => {
   const fd = fs.openSync(directory, DIRECTORY_FLAGS)
   try {

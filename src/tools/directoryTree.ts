@@ -2,12 +2,12 @@
  * Listing a directory tree (for `list` and `glob`): bounded, sorted the same on every machine,
  * skipping `.git` and `node_modules`, each directory opened and checked (see confine.ts).
  */
-import * as fsp from "node:fs/promises"
+import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { type PathMoved, readdirChecked } from "./confine.js"
 import type { FsError } from "./FsError.js"
-import { shortFsReason, tryFs } from "./fsErrors.js"
+import { shortFsReason, statQuietly } from "./fsErrors.js"
 
 /** Directories that are never descended into or listed (unless listed directly). */
 export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules"])
@@ -95,11 +95,8 @@ export const readTree = (
           const entry: Building = { name: dirent.name, depth: pending.depth, kind: "file", children: [] }
           if (dirent.isSymbolicLink()) {
             entry.kind = "symlink"
-            entry.target = yield* tryFs(() => fsp.readlink(full)).pipe(Effect.orElseSucceed(() => undefined))
-            const pointsToDirectory = yield* tryFs(() => fsp.stat(full)).pipe(
-              Effect.map((s) => s.isDirectory()),
-              Effect.orElseSucceed(() => false)
-            )
+            entry.target = readlinkQuietly(full)
+            const pointsToDirectory = statQuietly(full)?.isDirectory() === true
             if (pointsToDirectory) entry.name += "/"
           } else if (dirent.isDirectory()) {
             entry.kind = "directory"
@@ -134,4 +131,13 @@ export const renderTree = (entries: ReadonlyArray<TreeEntry>, indent = ""): Arra
   }
   walk(entries)
   return lines
+}
+
+/** Where the symlink `path` points, with a blocking call; `undefined` when it cannot be read. */
+const readlinkQuietly = (path: string): string | undefined => {
+  try {
+    return fs.readlinkSync(path)
+  } catch {
+    return undefined
+  }
 }

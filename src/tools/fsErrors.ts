@@ -2,12 +2,25 @@
  * File-system errors as `ToolFailure`s the model can act on: a sentence, or the reason in a few
  * words for a mark next to an entry (a path that does not exist is told by notFound.ts).
  */
+import * as fs from "node:fs"
 import { Effect } from "effect"
 import { PathMoved } from "./confine.js"
 import { errnoCode, type FsError, toFsError } from "./FsError.js"
 import { ToolFailure } from "./Tools.js"
 
 export { errnoCode } from "./FsError.js"
+
+/**
+ * The `stat` of `path` (`lstat` when `follow` is false) with a blocking call, `undefined` when it
+ * cannot be taken (gone, a dangling symlink, an unreadable directory on the way).
+ */
+export const statQuietly = (path: string, follow = true): fs.Stats | undefined => {
+  try {
+    return follow ? fs.statSync(path) : fs.lstatSync(path)
+  } catch {
+    return undefined
+  }
+}
 
 /** A file-system call as an Effect that fails with an `FsError` (to be mapped by the caller). */
 export const tryFs = <A>(run: () => Promise<A>): Effect.Effect<A, FsError> =>

@@ -16,13 +16,11 @@
  * an ignored directory is ignored whatever the rules say about it (git does not look inside).
  */
 import * as fs from "node:fs"
-import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { type PathMoved, readdirChecked, readdirCheckedSync, toCheckedError } from "./confine.js"
 import { compareNames, SKIPPED_DIRECTORIES } from "./directoryTree.js"
 import { type FsError, toFsError } from "./FsError.js"
-import { tryFs } from "./fsErrors.js"
 
 // ---------------------------------------------------------------------------------------------
 // glob patterns
@@ -235,26 +233,29 @@ export const isIgnored = (files: ReadonlyArray<IgnoreFile>, relative: string, is
   return isIgnoredEntry(files, relative, isDirectory)
 }
 
-/** How a walk reads the file system: with promises, or with the blocking calls (see `walkFilesUpTo`). */
+/**
+ * How a walk reads the file system: blocking calls either way (a thread-pool round trip per call
+ * made a walk several times slower), with the test seam of confine.ts (the tools) or without it
+ * (the workspace snapshot: see `walkFilesUpTo`).
+ */
 interface WalkFs {
   readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, FsError | PathMoved>
   readonly readText: (file: string) => Effect.Effect<string, FsError>
 }
+const readTextSync = (file: string): Effect.Effect<string, FsError> =>
+  Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: toFsError })
 // directories are read through a descriptor checked to be the directory walked (confine.ts): one
 // swapped for a symlink since its parent was read is not followed
-const asyncFs: WalkFs = {
-  readdir: readdirChecked,
-  readText: (file) => tryFs(() => fsp.readFile(file, "utf8"))
-}
-const syncFs: WalkFs = {
+const toolFs: WalkFs = { readdir: readdirChecked, readText: readTextSync }
+const snapshotFs: WalkFs = {
   readdir: (directory) => Effect.try({ try: () => readdirCheckedSync(directory), catch: toCheckedError }),
-  readText: (file) => Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: toFsError })
+  readText: readTextSync
 }
 
 const readIgnoreFile = (
   directory: string,
   base: string,
-  io: WalkFs = asyncFs
+  io: WalkFs = toolFs
 ): Effect.Effect<ReadonlyArray<IgnoreFile>> =>
   io.readText(nodePath.join(directory, ".gitignore")).pipe(
     Effect.map((text) => [{ base, rules: parseGitignore(text) }]),
@@ -287,18 +288,18 @@ export const walkFiles = (root: string, start: string): Effect.Effect<Array<Walk
 
 /**
  * `walkFiles` that stops after `limit` files: `truncated` says files were left unvisited (the
- * workspace snapshot's file bound). `blocking`: read directories with the blocking calls, which on
- * a busy machine are several times faster than the thread pool's (the snapshot around a command);
- * each directory is still its own step, so the walk yields between them.
+ * workspace snapshot's file bound). Directories are read with blocking calls, each directory its
+ * own step, so the walk yields between them. `snapshot`: without confine.ts's test seam (the
+ * snapshot around a command, which a confinement test must not have to answer for).
  */
 export const walkFilesUpTo = (
   root: string,
   start: string,
   limit: number,
-  options: { readonly blocking?: boolean } = {}
+  options: { readonly snapshot?: boolean } = {}
 ): Effect.Effect<{ readonly files: Array<WalkedFile>; readonly truncated: boolean }, FsError | PathMoved> =>
   Effect.gen(function* () {
-    const io = options.blocking === true ? syncFs : asyncFs
+    const io = options.snapshot === true ? snapshotFs : toolFs
     const startRelative = nodePath.relative(root, start).split(nodePath.sep).join("/")
     // the .gitignore files from the root down to `start`
     let ignores: ReadonlyArray<IgnoreFile> = yield* readIgnoreFile(root, "", io)

@@ -353,4 +353,14 @@ describe("reading a checked descriptor", () => {
     expect(two.sync).toBe(false)
     expect(fs.readFileSync(two.file).equals(large)).toBe(true)
   })
+
+  it("reads a directory's entries without a thread-pool round trip (the walks of list, glob and grep)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-readdir-"))
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    fs.writeFileSync(path.join(dir, "a.txt"), "a")
+    fs.mkdirSync(path.join(dir, "sub"))
+    const read = runBlocking(readdirChecked(dir))
+    if (!("sync" in read)) throw new Error("readdirChecked waited for the thread pool")
+    expect(read.sync.map((d) => d.name).sort()).toEqual(["a.txt", "sub"])
+  })
 })
