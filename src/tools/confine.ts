@@ -19,8 +19,6 @@
  */
 import type { Dirent, Stats } from "node:fs"
 import * as fs from "node:fs"
-import type { FileHandle } from "node:fs/promises"
-import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Duration, Effect, Schema, type Scope } from "effect"
 import { errnoCode, type FsError, toFsError } from "./FsError.js"
@@ -55,14 +53,6 @@ export const descriptorLink = (fd: number): string => `/proc/self/fd/${fd}`
  * The real path the kernel gives descriptor `fd` (`/proc/self/fd/<fd>`); `undefined` where there is
  * no such `/proc`.
  */
-const descriptorRealPath = (fd: number): Effect.Effect<string | undefined, FsError> =>
-  Effect.tryPromise({ try: () => fsp.readlink(descriptorLink(fd)), catch: toFsError }).pipe(
-    Effect.catchIf(
-      (error) => errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR",
-      () => Effect.succeed(undefined)
-    )
-  )
-
 const descriptorRealPathSync = (fd: number): string | undefined => {
   try {
     return fs.readlinkSync(descriptorLink(fd))
@@ -75,28 +65,10 @@ const descriptorRealPathSync = (fd: number): string | undefined => {
 const sameFile = (a: Stats, b: Stats): boolean => a.dev === b.dev && a.ino === b.ino
 
 /**
- * Whether descriptor `fd`, opened from `expected`, is `expected` (see the module's comment). Fails
- * with `PathMoved` when it is not; with the Node error when the check itself fails. `viaProc` says
+ * Whether descriptor `fd`, opened from `expected`, is `expected` (see the module's comment). Throws
+ * `PathMoved` when it is not; the Node error when the check itself fails. `viaProc` says
  * whether `/proc` answered (names below the descriptor can then go through `descriptorLink`).
  */
-const verify = (fd: number, expected: string): Effect.Effect<{ readonly viaProc: boolean }, FsError | PathMoved> =>
-  Effect.gen(function* () {
-    const actual = yield* descriptorRealPath(fd)
-    if (actual !== undefined) {
-      if (actual !== expected) return yield* new PathMoved({ expected, actual })
-      return { viaProc: true }
-    }
-    // no /proc: check after the open, by name
-    const real = yield* Effect.tryPromise({ try: () => fsp.realpath(expected), catch: toFsError }).pipe(
-      Effect.catchAll(() => Effect.succeed("(gone)"))
-    )
-    if (real !== expected) return yield* new PathMoved({ expected, actual: real })
-    const named = yield* Effect.tryPromise({ try: () => fsp.stat(expected), catch: toFsError })
-    if (!sameFile(fs.fstatSync(fd), named))
-      return yield* new PathMoved({ expected, actual: `another file at ${expected}` })
-    return { viaProc: false }
-  })
-
 const verifySync = (fd: number, expected: string): { readonly viaProc: boolean } => {
   const actual = descriptorRealPathSync(fd)
   if (actual !== undefined) {
@@ -148,45 +120,6 @@ export const betweenCheckAndOpen = (path: string): Effect.Effect<void> =>
 // ---------------------------------------------------------------------------------------------
 // opening
 
-const openFile = (path: string, flags: number, mode?: number): Effect.Effect<FileHandle, FsError> =>
-  Effect.tryPromise({ try: () => fsp.open(path, flags, mode), catch: toFsError })
-
-const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
-  Effect.promise(() => handle.close().catch(() => undefined))
-
-/**
- * Opens the real path `expected` (as `resolveInWorkspace` gave it) with `flags` and checks that the
- * descriptor is that path; closes it and fails with `PathMoved` when it is not. The caller closes
- * the handle.
- */
-export const openChecked = (
-  expected: string,
-  flags: number = READ_FLAGS
-): Effect.Effect<FileHandle, FsError | PathMoved> =>
-  Effect.map(openVerified(expected, flags), (opened) => opened.handle)
-
-const openVerified = (
-  expected: string,
-  flags: number
-): Effect.Effect<{ readonly handle: FileHandle; readonly viaProc: boolean }, FsError | PathMoved> =>
-  Effect.gen(function* () {
-    yield* betweenCheckAndOpen(expected)
-    return yield* Effect.uninterruptible(
-      Effect.gen(function* () {
-        const handle = yield* openFile(expected, flags)
-        const { viaProc } = yield* verify(handle.fd, expected).pipe(Effect.tapError(() => closeQuietly(handle)))
-        return { handle, viaProc }
-      })
-    )
-  })
-
-const openVerifiedScoped = (expected: string, flags: number) =>
-  Effect.acquireRelease(openVerified(expected, flags), (opened) => closeQuietly(opened.handle))
-
-/** `openChecked` in a scope: the handle is closed when the scope ends. */
-export const openCheckedScoped = (expected: string, flags: number = READ_FLAGS) =>
-  Effect.map(openVerifiedScoped(expected, flags), (opened) => opened.handle)
-
 /**
  * The entries of the directory at the real path `directory`, read through a descriptor checked to
  * be that directory (`readdir /proc/self/fd/<fd>`). Fails with `PathMoved` when the name led
@@ -237,7 +170,7 @@ const openVerifiedSync = (expected: string, flags: number): { readonly fd: numbe
  * docs/benchmarks.md "Tools without the thread pool"). Path resolution (Workspace.ts) already blocks
  * the same way, so a hung mount stops the agent at the first of them either way.
  */
-export const openCheckedFdScoped = (
+export const openCheckedScoped = (
   expected: string,
   flags: number = READ_FLAGS
 ): Effect.Effect<number, FsError | PathMoved, Scope.Scope> =>
@@ -261,7 +194,7 @@ export interface CheckedDirectory {
   readonly at: (name: string) => string
 }
 
-/** Opens the directory `directory` checked (`openCheckedFdScoped`: blocking calls), in a scope that closes it. */
+/** Opens the directory `directory` checked (`openCheckedScoped`: blocking calls), in a scope that closes it. */
 export const openDirectoryScoped = (
   directory: string
 ): Effect.Effect<CheckedDirectory, FsError | PathMoved, Scope.Scope> =>
@@ -299,6 +232,28 @@ export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.E
           resume(error === null ? Effect.succeed(bytesRead) : Effect.fail(toFsError(error)))
         )
       })
+
+/**
+ * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
+ * `BLOCKING_IO_BYTES`; the file may have grown since, so it is read until a read gives nothing.
+ */
+export const readFdAll = (fd: number, size: number): Effect.Effect<Buffer, FsError> =>
+  Effect.gen(function* () {
+    const chunks: Array<Buffer> = []
+    let position = 0
+    let next = Math.min(Math.max(size, READ_ALL_CHUNK), BLOCKING_IO_BYTES)
+    while (true) {
+      const buffer = Buffer.allocUnsafe(next)
+      const bytesRead = yield* readFdAt(fd, buffer, position)
+      if (bytesRead === 0) break
+      chunks.push(buffer.subarray(0, bytesRead))
+      position += bytesRead
+      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, BLOCKING_IO_BYTES))
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, position)
+  })
+
+const READ_ALL_CHUNK = 64 * 1024
 
 /**
  * Writes all of `content` to descriptor `fd` from its start: a blocking `writeFileSync` up to

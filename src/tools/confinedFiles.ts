@@ -8,8 +8,8 @@ import type { Stats } from "node:fs"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, type Scope } from "effect"
-import { BLOCKING_IO_BYTES, openCheckedFdScoped, PathMoved, readFdAt } from "./confine.js"
-import { type FsError, toFsError } from "./FsError.js"
+import { openCheckedScoped, PathMoved, readFdAll } from "./confine.js"
+import { toFsError } from "./FsError.js"
 import { errnoCode, fsFailure } from "./fsErrors.js"
 import { notFoundFailure } from "./notFound.js"
 import { ToolFailure } from "./Tools.js"
@@ -57,7 +57,7 @@ export const openFailure = (
 
 /**
  * Opens (to read) the real path `absolute` that `confinedPath` gave for `input`, then checks what
- * was opened (`confine.openCheckedFdScoped`: the descriptor must be that path), so a directory on
+ * was opened (`confine.openCheckedScoped`: the descriptor must be that path), so a directory on
  * the way swapped for a symlink between the check and the open is refused, not followed. In a scope
  * (the descriptor is closed when it ends); returns the descriptor and its `fstat`. Fails as
  * `openFailure` says.
@@ -68,7 +68,7 @@ export const openConfined = (
   what = "File"
 ): Effect.Effect<{ readonly fd: number; readonly stat: Stats }, ToolFailure, Scope.Scope> =>
   Effect.gen(function* () {
-    const fd = yield* openCheckedFdScoped(where.absolute).pipe(
+    const fd = yield* openCheckedScoped(where.absolute).pipe(
       Effect.catchAll((error) => Effect.flatMap(openFailure(error, where, outsideAllowed, what), Effect.fail))
     )
     const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: (error) => fsFailure(error, where.shown) })
@@ -86,7 +86,7 @@ export const readExisting = (
 ): Effect.Effect<{ readonly stat: Stats; readonly content: Buffer | undefined } | undefined, ToolFailure> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const fd = yield* openCheckedFdScoped(where.absolute).pipe(
+      const fd = yield* openCheckedScoped(where.absolute).pipe(
         Effect.map((fd): number | undefined => fd),
         Effect.catchAll((error) =>
           errnoCode(error) === "ENOENT"
@@ -97,32 +97,10 @@ export const readExisting = (
       if (fd === undefined) return undefined
       return yield* Effect.gen(function* () {
         const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError })
-        return { stat, content: stat.isFile() ? yield* readAll(fd, stat.size) : undefined }
+        return { stat, content: stat.isFile() ? yield* readFdAll(fd, stat.size) : undefined }
       }).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
     })
   )
-
-/**
- * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
- * `BLOCKING_IO_BYTES`; the file may have grown since, so it is read until a read gives nothing.
- */
-const readAll = (fd: number, size: number): Effect.Effect<Buffer, FsError> =>
-  Effect.gen(function* () {
-    const chunks: Array<Buffer> = []
-    let position = 0
-    let next = Math.min(Math.max(size, READ_ALL_CHUNK), BLOCKING_IO_BYTES)
-    while (true) {
-      const buffer = Buffer.allocUnsafe(next)
-      const bytesRead = yield* readFdAt(fd, buffer, position)
-      if (bytesRead === 0) break
-      chunks.push(buffer.subarray(0, bytesRead))
-      position += bytesRead
-      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, BLOCKING_IO_BYTES))
-    }
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, position)
-  })
-
-const READ_ALL_CHUNK = 64 * 1024
 
 /** How a path is shown to the model: relative to `cwd` when it is inside, else absolute. */
 export const displayPath = (cwd: string, absolute: string): string => {

@@ -15,13 +15,13 @@
  * anything goes wrong with it (docs/tools.md, docs/benchmarks.md).
  */
 import * as fs from "node:fs"
-import * as fsp from "node:fs/promises"
 import { Effect, Option, Schema } from "effect"
 import type { YieldWrap } from "effect/Utils"
 import { formatBytes } from "./boundedOutput.js"
-import { openCheckedScoped, openCheckedSync } from "./confine.js"
+import { openCheckedScoped, openCheckedSync, readFdAll } from "./confine.js"
 import { confinedPath } from "./confinedFiles.js"
-import { fsFailure, tryFs } from "./fsErrors.js"
+import { toFsError } from "./FsError.js"
+import { fsFailure, statQuietly } from "./fsErrors.js"
 import { formatCount, globMatcher, rootRelative, type SearchStart, searchStart } from "./glob.js"
 import { walkFiles } from "./ignore.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
@@ -94,11 +94,12 @@ const searchFile = (real: string, regex: RegExp): Effect.Effect<Found> =>
   Effect.gen(function* () {
     const read = yield* Effect.scoped(
       Effect.gen(function* () {
-        const handle = yield* openCheckedScoped(real)
-        const stat = yield* tryFs(() => handle.stat())
+        // blocking calls (confine.ts), like the probes after a ripgrep search
+        const fd = yield* openCheckedScoped(real)
+        const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError })
         if (!stat.isFile()) return undefined
         if (stat.size > MAX_FILE_BYTES) return "large" as const
-        return yield* tryFs(() => handle.readFile())
+        return yield* readFdAll(fd, stat.size)
       })
     ).pipe(Effect.option)
     if (read._tag === "None" || read.value === undefined) return undefined
@@ -211,8 +212,7 @@ const searchWithRg = (
     for (const target of targets) {
       if (target.path.includes("\n")) return yield* new RipgrepError({ reason: "a file name holds a line feed" })
       if (target.symlink) {
-        const stat = yield* tryFs(() => fsp.stat(target.absolute)).pipe(Effect.option)
-        if (stat._tag === "None" || !stat.value.isFile()) continue
+        if (statQuietly(target.absolute)?.isFile() !== true) continue
       }
       files.push(target)
     }

@@ -12,8 +12,7 @@ import { Cause, Effect, Either, Exit, Fiber, Option, Runtime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import {
   BLOCKING_IO_BYTES,
-  openChecked,
-  openCheckedFdScoped,
+  openCheckedScoped,
   PathMoved,
   readdirChecked,
   readFdAt,
@@ -87,7 +86,7 @@ describe.skipIf(!onLinux)("confinement without races", () => {
     swapForSymlink(sub, outsideSub)
     // an open by name would now read the secret; the checked open refuses
     expect(fs.readFileSync(checked.real, "utf8")).toContain(SECRET)
-    const opened = await Effect.runPromise(Effect.either(openChecked(checked.real)))
+    const opened = await Effect.runPromise(Effect.either(Effect.scoped(openCheckedScoped(checked.real))))
     expect(Either.isLeft(opened) && opened.left instanceof PathMoved).toBe(true)
     const listed = await Effect.runPromise(Effect.either(readdirChecked(sub)))
     expect(Either.isLeft(listed) && listed.left instanceof PathMoved).toBe(true)
@@ -269,7 +268,7 @@ describe.skipIf(!onLinux)("confinement without races", () => {
 describe("the errors of checked opens are typed", () => {
   it("a missing file is an FsError with its errno code, a swapped path a PathMoved, never a bare Node error", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-fserror-"))
-    const missing = await Effect.runPromise(Effect.either(openChecked(path.join(dir, "nope.txt"))))
+    const missing = await Effect.runPromise(Effect.either(Effect.scoped(openCheckedScoped(path.join(dir, "nope.txt")))))
     expect(Either.isLeft(missing)).toBe(true)
     const error = Either.getLeft(missing).pipe(Option.getOrThrow)
     expect(error).toBeInstanceOf(FsError)
@@ -306,13 +305,13 @@ describe("reading a checked descriptor", () => {
     const content = Buffer.alloc(BLOCKING_IO_BYTES + 4096, 0)
     for (let i = 0; i < content.length; i++) content[i] = i % 251
     fs.writeFileSync(file, content)
-    const fd = await Effect.runPromise(Effect.scoped(openCheckedFdScoped(file)))
+    const fd = await Effect.runPromise(Effect.scoped(openCheckedScoped(file)))
     // the scope closed the descriptor
     expect(() => fs.fstatSync(fd)).toThrow()
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const open = yield* openCheckedFdScoped(file)
+          const open = yield* openCheckedScoped(file)
           const head = Buffer.alloc(8192)
           // below the mark: no thread-pool round trip, so it completes synchronously
           expect(runBlocking(readFdAt(open, head, BLOCKING_IO_BYTES - 4096))).toEqual({ sync: 8192 })
