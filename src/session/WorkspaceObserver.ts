@@ -21,6 +21,7 @@
  * (`noteIntent`, before it writes), and an intent stays noted through the snapshots before calls
  * until the tool recorded the change or its call ended (`dropIntents`).
  */
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
@@ -153,11 +154,17 @@ export const makeWorkspaceObserver = (
   const states = new Map<string, WorkspaceState>()
   const realRoots = new Map<string, string>()
 
+  // remembered per cwd: a thread-pool round trip per call would wait for the event loop (confine.ts)
   const realRoot = (cwd: string): Effect.Effect<string> =>
-    Effect.promise(async () => {
+    Effect.sync(() => {
       const known = realRoots.get(cwd)
       if (known !== undefined) return known
-      const real = await fsp.realpath(cwd).catch(() => nodePath.resolve(cwd))
+      let real: string
+      try {
+        real = fs.realpathSync(cwd)
+      } catch {
+        real = nodePath.resolve(cwd)
+      }
       realRoots.set(cwd, real)
       return real
     })

@@ -8,12 +8,10 @@
  * a read of the file in this session and no change on disk since; it writes atomically, records the
  * change, and remembers the new content as read (so edits can follow one another).
  */
-import * as fsp from "node:fs/promises"
 import { Effect, Schema } from "effect"
 import { confinedPath, readExisting } from "./confinedFiles.js"
 import { crashPoint } from "./crashPoint.js"
-import { fileStamp, requireFreshRead, tempPathFor, writeFileAtomic } from "./fileChanges.js"
-import { fsFailure, tryFs } from "./fsErrors.js"
+import { fileStamp, requireFreshRead, requireWritable, tempPathFor, writeFileAtomic } from "./fileChanges.js"
 import { notFoundFailure } from "./notFound.js"
 import { BINARY_PROBE_BYTES } from "./read.js"
 import { refuseMaskedSecret } from "./Secrets.js"
@@ -350,9 +348,7 @@ export const edit = defineTool<EditInput>({
     }
 
     const replaced = replaceAt(content, positions, oldString, newString)
-    yield* tryFs(() => fsp.access(absolute, fsp.constants.W_OK)).pipe(
-      Effect.mapError((error) => fsFailure(error, shown))
-    )
+    yield* requireWritable(absolute, shown)
     // the intent is committed before anything is written, and once the file is replaced the change is
     // recorded and remembered: an interrupt cannot split them, a crash leaves the intent to the sweep
     yield* Effect.uninterruptible(

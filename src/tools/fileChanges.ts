@@ -60,6 +60,13 @@ export const requireFreshRead = (
     }
   })
 
+/**
+ * Fails with the sentence for `EACCES` when the existing file `absolute` may not be written: renaming
+ * over a read-only file would succeed, so its permissions are checked first (a blocking `access`).
+ */
+export const requireWritable = (absolute: string, shown: string): Effect.Effect<void, ToolFailure> =>
+  Effect.try({ try: () => fs.accessSync(absolute, fs.constants.W_OK), catch: (error) => fsFailure(error, shown) })
+
 /** The suffix of every temporary file `writeFileAtomic` writes (and renames over its target). */
 export const TEMP_SUFFIX = ".logbook-tmp"
 

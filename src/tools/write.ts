@@ -8,15 +8,20 @@
  * with its before/after contents (`recordFileChange`), and the new content becomes what the agent
  * last read, so an edit can follow.
  */
-import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
 import { formatBytes } from "./boundedOutput.js"
 import { makeDirectoryChecked } from "./confine.js"
 import { confinedPath, openFailure, readExisting } from "./confinedFiles.js"
 import { crashPoint } from "./crashPoint.js"
-import { countLines, fileStamp, requireFreshRead, tempPathFor, writeFileAtomic } from "./fileChanges.js"
-import { fsFailure, tryFs } from "./fsErrors.js"
+import {
+  countLines,
+  fileStamp,
+  requireFreshRead,
+  requireWritable,
+  tempPathFor,
+  writeFileAtomic
+} from "./fileChanges.js"
 import { refuseMaskedSecret } from "./Secrets.js"
 import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
 import { nonEmptyString } from "./toolInput.js"
@@ -79,9 +84,7 @@ export const write = defineTool<WriteInput>({
       before = current.content
       yield* requireFreshRead(context.reads, absolute, shown, { stat: existing, content: before }, "overwrite")
       // renaming over a read-only file would succeed: respect its permissions instead
-      yield* tryFs(() => fsp.access(absolute, fsp.constants.W_OK)).pipe(
-        Effect.mapError((error) => fsFailure(error, shown))
-      )
+      yield* requireWritable(absolute, shown)
     } else {
       // each missing directory made through its parent's checked descriptor (confine.ts)
       yield* makeDirectoryChecked(nodePath.dirname(absolute)).pipe(
