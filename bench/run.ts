@@ -560,6 +560,17 @@ const stepsRows = (r: StepsResult): Array<Row> => {
         result: ""
       }
     )
+    for (const tool of ["write", "bash"] as const) {
+      const now = logbook.byTool?.[tool]
+      const then = before.byTool?.[tool]
+      if (now === undefined || then === undefined) continue
+      rows.push({
+        figure: `steps: cycle per \`${tool}\` step, this build (${ms(now.medianMs)} ms) / ${ref} (${ms(then.medianMs)} ms), same rounds`,
+        value: ratio(now.medianMs / then.medianMs),
+        goal: "(reported)",
+        result: ""
+      })
+    }
   }
   if (pi === undefined) {
     rows.push({ figure: "steps: against pi", value: "-", goal: "(skipped)", result: r.piSkipped ?? "" })
@@ -630,7 +641,18 @@ Skipped: ${r.reason}.`
       ],
       r.agents.map(row)
     ),
-    ...(r.piSkipped !== undefined ? ["", `pi was not run: ${r.piSkipped}.`] : [])
+    ...(r.piSkipped !== undefined ? ["", `pi was not run: ${r.piSkipped}.`] : []),
+    "",
+    "Other tools (logbook only; pi's `bash` is not sandboxed, so not the same work): the median cycle of " +
+      "sessions whose steps call `write` (a new small file) or `bash` (`echo`, in the sandbox where " +
+      `bubblewrap works), ${r.rounds} round${r.rounds === 1 ? "" : "s"}; medians in ms.`,
+    "",
+    table(
+      ["agent", "cycle, `write` steps", "cycle, `bash` steps"],
+      r.agents
+        .filter((a) => a.byTool !== undefined)
+        .map((a) => [row(a)[0]!, window(a.byTool?.write), window(a.byTool?.bash)])
+    )
   ].join("\n")
 }
 

@@ -73,14 +73,33 @@ export type Agent = "logbook" | "before" | "pi"
 
 const NOTE = "hello world\n"
 
-/** `steps` scripted answers: all but the last call `read` on note.txt, the last one stops. */
-const script = (steps: number) =>
+/**
+ * The tool a step calls: `read` of a 12-byte note (the benchmark's main figures), `write` of a new
+ * small file, or `bash` running `echo` (logbook only: the cost of those tools' steps).
+ */
+export type StepTool = "read" | "write" | "bash"
+
+/** The arguments of step `n`'s call of `tool`, in two pieces (streamed as two deltas). */
+const callArguments = (tool: StepTool, n: number): ReadonlyArray<string> => {
+  switch (tool) {
+    case "read":
+      return ['{"path":', `"notes/${n}.txt"}`]
+    case "write":
+      return [`{"path":"out/${n}.txt",`, `"content":"hello ${n}\\n"}`]
+    case "bash":
+      return [`{"command":"echo ${n}",`, '"description":"say the step"}']
+  }
+}
+
+/** `steps` scripted answers: all but the last call `tool` (default `read`), the last one stops. */
+const script = (steps: number, tool: StepTool = "read") =>
   Array.from({ length: steps }, (_, i) =>
     i < steps - 1
       ? Reply.stream({
           text: [`Step ${i + 1}: `, "reading the note."],
-          // a file of its own each step: the same call three times in a row needs approval (a loop)
-          toolCalls: [{ id: `call_${i + 1}`, name: "read", arguments: ['{"path":', `"notes/${i + 1}.txt"}`] }],
+          // a file (or a command) of its own each step: the same call three times in a row needs
+          // approval (a loop)
+          toolCalls: [{ id: `call_${i + 1}`, name: tool, arguments: callArguments(tool, i + 1) }],
           usage: { prompt_tokens: 1_000 + i * 40, completion_tokens: 20 }
         })
       : Reply.stream({
@@ -231,16 +250,23 @@ const runAgent = async (
   const child = spawn(process.execPath, args, { cwd: ws.ws, env, stdio: ["ignore", "pipe", "pipe"] })
   let stdout = ""
   let stderr = ""
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString()
+  // logbook marks a call that failed or was refused with ✗ on stderr (its status lines go there when
+  // stdout is not a terminal)
+  let failedCall = false
+  // decoded as a stream: a character split between two chunks stays whole
+  child.stdout.setEncoding("utf8")
+  child.stderr.setEncoding("utf8")
+  child.stdout.on("data", (text: string) => {
+    stdout += text
   })
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4_000)
+  child.stderr.on("data", (text: string) => {
+    if (text.includes("✗")) failedCall = true
+    stderr = (stderr + text).slice(-4_000)
   })
   const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
   const wallMs = performance.now() - start
-  // logbook marks a call that failed or was refused with ✗: every read must have worked
-  if (code !== 0 || !stdout.includes("the note says hello") || (agent !== "pi" && stdout.includes("✗"))) {
+  // every call must have worked
+  if (code !== 0 || !stdout.includes("the note says hello") || (agent !== "pi" && failedCall)) {
     throw new Error(`${agent} exited ${code} without the scripted answer:\n${stdout.slice(-1_000)}\n${stderr}`)
   }
   if (setup.server.pending() !== 0) throw new Error(`${agent} left ${setup.server.pending()} scripted answers unread`)
@@ -318,6 +344,8 @@ export interface AgentSteps {
   /** resume (one step in the long session) and a fresh one-step run, spawn to exit, medians */
   readonly resumeMs: number
   readonly freshMs: number
+  /** logbook (and its baseline) only: the cycle of steps calling `write` and `bash`, short sessions */
+  readonly byTool?: { readonly write: Window; readonly bash: Window } | undefined
 }
 
 export type StepsResult =
@@ -339,6 +367,8 @@ export const benchSteps = async (
     readonly shortSteps?: number
     readonly longSteps?: number
     readonly rounds?: number
+    /** steps of the `write` and `bash` sessions (default: `shortSteps`) */
+    readonly toolSteps?: number
     readonly withPi?: boolean
     /** logbook built from another git ref (`buildBaseline`): run side by side as the `before` agent */
     readonly baseline?: { readonly ref: string; readonly commit: string; readonly bin: string } | undefined
@@ -381,6 +411,24 @@ export const benchSteps = async (
           shortOverhead.get(agent)!.push(median(c.map((x, k) => x - (tools[k + 1] ?? 0))))
         }
         log(`  ${shortSteps} steps, round ${r + 1}, ${agent}: median cycle ${median(c).toFixed(2)} ms`)
+      }
+    }
+    // the steps of the other tools, logbook's builds only (pi's bash is not sandboxed: not the same work)
+    const toolSteps = options.toolSteps ?? shortSteps
+    const kinds = ["write", "bash"] as const
+    const logbooks = agents.filter((a) => a !== "pi")
+    const byTool = new Map<string, Array<number>>()
+    for (let r = 0; r < rounds; r++) {
+      for (const tool of kinds) {
+        for (let i = 0; i < logbooks.length; i++) {
+          const agent = logbooks[(i + r) % logbooks.length]!
+          const ws = makeWorkspace(setup, `${tool}-${agent}-${r}`, 0)
+          server.enqueue(...script(toolSteps, tool))
+          const run = await runAgent(setup, agent, ws, "go")
+          const c = median(cycles(run.arrivals, 1, toolSteps - 1))
+          byTool.set(`${agent}/${tool}`, [...(byTool.get(`${agent}/${tool}`) ?? []), c])
+          log(`  ${toolSteps} ${tool} steps, round ${r + 1}, ${agent}: median cycle ${c.toFixed(2)} ms`)
+        }
       }
     }
     const results: Array<AgentSteps> = []
@@ -427,7 +475,15 @@ export const benchSteps = async (
         peakRssBytes: long.rssBytes,
         resumeMs: median(resume),
         freshMs: median(fresh),
-        ...extra
+        ...extra,
+        ...(agent !== "pi"
+          ? {
+              byTool: {
+                write: windowOf(byTool.get(`${agent}/write`)!),
+                bash: windowOf(byTool.get(`${agent}/bash`)!)
+              }
+            }
+          : {})
       })
     }
     return {

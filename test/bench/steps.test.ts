@@ -14,7 +14,7 @@ import { tempDir } from "../support/tmp.js"
 describe("benchSteps", () => {
   it("measures cycles, overheads, resume and peak RSS of logbook through the built binary", async () => {
     const dir = tempDir("logbook-bench-steps-")
-    const result = await benchSteps(dir, { shortSteps: 4, longSteps: 9, rounds: 1, withPi: false })
+    const result = await benchSteps(dir, { shortSteps: 4, longSteps: 9, rounds: 1, toolSteps: 4, withPi: false })
     fs.rmSync(dir, { recursive: true, force: true })
     expect(result._tag).toBe("Done")
     if (result._tag !== "Done") return
@@ -36,6 +36,8 @@ describe("benchSteps", () => {
     expect(logbook.resumeMs).toBeGreaterThan(0)
     expect(logbook.freshMs).toBeGreaterThan(0)
     expect(logbook.peakRssBytes).toBeGreaterThan(10 * 2 ** 20)
+    // the steps of the other tools: each session answered (a failed call fails the run) and was timed
+    for (const tool of ["write", "bash"] as const) expect(logbook.byTool?.[tool].medianMs).toBeGreaterThan(0)
   })
 
   it("with a baseline build, runs it as a second logbook in the same rounds and measures it the same way", async () => {
