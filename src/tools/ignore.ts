@@ -18,7 +18,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { type PathMoved, readdirChecked, readdirCheckedSync, toCheckedError } from "./confine.js"
+import { type PathMoved, READ_FLAGS, readdirChecked, readdirCheckedSync, toCheckedError } from "./confine.js"
 import { compareNames, SKIPPED_DIRECTORIES } from "./directoryTree.js"
 import { type FsError, toFsError } from "./FsError.js"
 
@@ -242,8 +242,24 @@ interface WalkFs {
   readonly readdir: (directory: string) => Effect.Effect<Array<fs.Dirent>, FsError | PathMoved>
   readonly readText: (file: string) => Effect.Effect<string, FsError>
 }
+/**
+ * A `.gitignore`'s text, with blocking calls: opened non-blocking and read only when it is a regular
+ * file, so a FIFO of that name cannot hang the walk (and with it the event loop); anything else
+ * fails (no rules from it).
+ */
 const readTextSync = (file: string): Effect.Effect<string, FsError> =>
-  Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: toFsError })
+  Effect.try({
+    try: () => {
+      const fd = fs.openSync(file, READ_FLAGS)
+      try {
+        if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`)
+        return fs.readFileSync(fd, "utf8")
+      } finally {
+        fs.closeSync(fd)
+      }
+    },
+    catch: toFsError
+  })
 // directories are read through a descriptor checked to be the directory walked (confine.ts): one
 // swapped for a symlink since its parent was read is not followed
 const toolFs: WalkFs = { readdir: readdirChecked, readText: readTextSync }

@@ -81,7 +81,7 @@ const binaryFailure = (shown: string) =>
       `read shows text files only. Use bash to inspect it (e.g. \`file ${shown}\` or \`xxd ${shown} | head -50\`).`
   })
 
-/** Reads `handle` chunk by chunk: numbers and keeps the lines of the window, counts all of them. */
+/** Reads descriptor `fd` chunk by chunk: numbers and keeps the lines of the window, counts all of them. */
 const scanLines = (
   fd: number,
   shown: string,

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -291,5 +292,28 @@ describe("glob and grep input schemas", () => {
       "include",
       "ignoreCase"
     ])
+  })
+})
+
+describe.skipIf(process.platform !== "linux")("a walk and special files", () => {
+  it("a FIFO named .gitignore gives no rules and does not hang the walk (run in a child: a hang fails by timeout)", () => {
+    const dir = tempDir("logbook-glob-fifo-")
+    fs.mkdirSync(path.join(dir, "sub"))
+    fs.writeFileSync(path.join(dir, "sub", "a.txt"), "a")
+    execFileSync("mkfifo", [path.join(dir, "sub", ".gitignore")])
+    const ignore = path.join(import.meta.dirname, "..", "..", "src", "tools", "ignore.ts")
+    const script = [
+      'import { Effect } from "effect"',
+      `import { walkFiles } from ${JSON.stringify(ignore)}`,
+      `const files = await Effect.runPromise(walkFiles(${JSON.stringify(dir)}, ${JSON.stringify(dir)}))`,
+      "console.log(JSON.stringify(files.map((f) => f.relative)))"
+    ].join("\n")
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: path.join(import.meta.dirname, "..", ".."),
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    // a FIFO is not a file: only a.txt is listed
+    expect(JSON.parse(out.trim().split("\n").pop()!)).toEqual(["sub/a.txt"])
   })
 })
