@@ -227,11 +227,7 @@ export const BLOCKING_IO_BYTES = 1024 * 1024
 export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.Effect<number, FsError> =>
   position < BLOCKING_IO_BYTES
     ? Effect.try({ try: () => fs.readSync(fd, buffer, 0, buffer.length, position), catch: toFsError })
-    : Effect.async<number, FsError>((resume) => {
-        fs.read(fd, buffer, 0, buffer.length, position, (error, bytesRead) =>
-          resume(error === null ? Effect.succeed(bytesRead) : Effect.fail(toFsError(error)))
-        )
-      })
+    : throughPool<number>((done) => fs.read(fd, buffer, 0, buffer.length, position, done))
 
 /**
  * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
@@ -262,14 +258,18 @@ const READ_ALL_CHUNK = 64 * 1024
 export const writeFdAll = (fd: number, content: string | Uint8Array): Effect.Effect<void, FsError> =>
   (typeof content === "string" ? Buffer.byteLength(content) : content.byteLength) <= BLOCKING_IO_BYTES
     ? Effect.try({ try: () => fs.writeFileSync(fd, content), catch: toFsError })
-    : Effect.async<void, FsError>((resume) => {
-        fs.writeFile(fd, content, (error) => resume(error === null ? Effect.void : Effect.fail(toFsError(error))))
-      })
+    : throughPool<void>((done) => fs.writeFile(fd, content, (error) => done(error, undefined)))
 
 /** `fsync` of descriptor `fd`, through the thread pool (a flush to the disk can take milliseconds). */
 export const syncFd = (fd: number): Effect.Effect<void, FsError> =>
-  Effect.async<void, FsError>((resume) => {
-    fs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(toFsError(error))))
+  throughPool<void>((done) => fs.fsync(fd, (error) => done(error, undefined)))
+
+/** A callback-style `fs` call (through the thread pool) as an Effect that fails with an `FsError`. */
+const throughPool = <A>(
+  start: (done: (error: NodeJS.ErrnoException | null, value: A) => void) => void
+): Effect.Effect<A, FsError> =>
+  Effect.async<A, FsError>((resume) => {
+    start((error, value) => resume(error === null ? Effect.succeed(value) : Effect.fail(toFsError(error))))
   })
 
 /**
