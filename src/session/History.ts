@@ -27,6 +27,7 @@ import type {
 } from "../domain/Message.js"
 import type { ModelAssistantPart, ModelMessage, ModelToolResult } from "../model/Model.js"
 import type { Compaction, SessionState } from "../store/Projection.js"
+import * as ToolPartChanges from "../store/toolPartChanges.js"
 
 export interface HistoryOptions {
   /**
@@ -202,8 +203,43 @@ interface StepGroup {
   readonly messages: ReadonlyArray<ModelMessage>
 }
 
-/** By the first part of the group. */
-const stepGroups = new WeakMap<AssistantPart, StepGroup>()
+/**
+ * One step group of an assistant message's walk: where it was (`parts[from, to)`), where its
+ * `StepInfo` was in `message.steps` (-1: none) and where the next group's is looked for (`hint`),
+ * what it became, and how many messages the message had given up to and with it (`end`).
+ */
+interface WalkedGroup {
+  readonly from: number
+  readonly to: number
+  readonly info: StepInfo | undefined
+  readonly hint: number
+  readonly group: StepGroup
+  readonly end: number
+}
+
+/** An assistant message's last walk: what it was made from and what it gave. */
+interface Walk {
+  readonly parts: ReadonlyArray<AssistantPart>
+  readonly steps: ReadonlyArray<StepInfo>
+  /** the serial of the state's tool parts (toolPartChanges.ts); undefined: not made by a fold */
+  readonly toolParts: number | undefined
+  readonly reasoning: boolean
+  /** no steered message placed among its groups, and each group's step info found within `hint` */
+  readonly keepable: boolean
+  readonly groups: ReadonlyArray<WalkedGroup>
+  /** the messages of its groups, in order (steered user messages not among them) */
+  readonly messages: ReadonlyArray<ModelMessage>
+}
+
+/**
+ * The last walk of each assistant message, by its first part (the same object once the message's
+ * first step has ended). A turn grows by its newest step: a walk keeps the groups of the walk before
+ * but its last (which may have grown) when the parts and step infos before that group are the same
+ * objects (compared in place, without reading the parts) and no tool part of theirs changed since
+ * (toolPartChanges.ts says which did) — so a request at step 1,000 of a turn costs what its newest
+ * step costs, not a look at every step. Otherwise each group is checked (`stepGroup`).
+ */
+const walks = new WeakMap<AssistantPart, Walk>()
 
 const pushAssistant = (
   state: SessionState,
@@ -213,43 +249,129 @@ const pushAssistant = (
   includeReasoning: boolean,
   out: Array<ModelMessage>
 ): void => {
-  // step numbers are unique within a message (the kernel numbers a retried step anew)
-  const steps = new Map<number, StepInfo>()
-  for (const info of message.steps) steps.set(info.step, info)
-
   const parts = message.parts
+  if (parts.length === 0) return
+  const before = walks.get(parts[0]!)
+  const kept = before === undefined ? 0 : keptGroups(state, message, steered, includeReasoning, before)
+  const groups: Array<WalkedGroup> = []
+  const given: Array<ModelMessage> = []
+  /** how many of `given` are in `out` already (before a steered message) */
+  let flushed = 0
   let k = 0
+  let hint = 0
+  let keepable = steered.length === 0
+  if (before !== undefined && kept > 0) {
+    for (let i = 0; i < kept; i++) groups.push(before.groups[i]!)
+    const last = before.groups[kept - 1]!
+    for (let i = 0; i < last.end; i++) given.push(before.messages[i]!)
+    k = last.to
+    hint = last.hint
+  }
+  let b = kept
   while (k < parts.length) {
     // a group per step (parts without a step, from older logs, form their own)
     const step = parts[k]!.step
     let end = k + 1
     while (end < parts.length && parts[end]!.step === step) end++
-    const info = step === undefined ? undefined : steps.get(step)
+    let info: StepInfo | undefined
+    if (step !== undefined) {
+      const at = findStep(message.steps, step, hint)
+      if (at >= 0) {
+        info = message.steps[at]
+        hint = at + 1
+      } else keepable = false
+    }
     if (info !== undefined) {
       // a steered message recorded no later than this step started was delivered by it (or earlier)
       for (const user of steered) {
         if (!placed.has(user.id) && user.at <= info.startedAt) {
           placed.add(user.id)
+          for (; flushed < given.length; flushed++) out.push(given[flushed]!)
           out.push(userMessage(user))
         }
       }
     }
-    const group = stepGroup(state, parts, k, end, info?.aborted === true, includeReasoning)
-    for (const m of group.messages) out.push(m)
+    while (before !== undefined && b < before.groups.length && before.groups[b]!.from < k) b++
+    const last = before?.groups[b]
+    const known =
+      last !== undefined && last.from === k && last.to === end && last.info === info ? last.group : undefined
+    const group = stepGroup(state, parts, k, end, info?.aborted === true, includeReasoning, known)
+    for (const m of group.messages) given.push(m)
+    groups.push({ from: k, to: end, info, hint, group, end: given.length })
     k = end
   }
+  for (; flushed < given.length; flushed++) out.push(given[flushed]!)
+  walks.set(parts[0]!, {
+    parts,
+    steps: message.steps,
+    toolParts: ToolPartChanges.serialOf(state.toolParts),
+    reasoning: includeReasoning,
+    keepable,
+    groups,
+    messages: given
+  })
 }
 
-/** The messages of `parts[from, to)` (one step's), remembered while their inputs are the same objects. */
+/**
+ * How many groups of the message's walk `before` stand as they were: all but its last (which may
+ * have grown) when nothing they were made from changed; 0 when that is not known.
+ */
+const keptGroups = (
+  state: SessionState,
+  message: AssistantMessage,
+  steered: ReadonlyArray<UserMessage>,
+  reasoning: boolean,
+  before: Walk
+): number => {
+  const open = before.groups.length - 1
+  if (open < 1 || !before.keepable || steered.length > 0 || before.reasoning !== reasoning) return 0
+  if (before.toolParts === undefined) return 0
+  const from = before.groups[open]!.from
+  const parts = message.parts
+  if (parts !== before.parts) {
+    if (parts.length <= from || parts[from]!.step === parts[from - 1]!.step) return 0
+    for (let i = 0; i < from; i++) if (parts[i] !== before.parts[i]) return 0
+  }
+  const steps = message.steps
+  const used = before.groups[open - 1]!.hint
+  if (steps !== before.steps) {
+    if (steps.length < used) return 0
+    for (let i = 0; i < used; i++) if (steps[i] !== before.steps[i]) return 0
+  }
+  const changed = ToolPartChanges.changedSince(state.toolParts, before.toolParts)
+  if (changed === undefined) return 0
+  for (const callId of changed) {
+    // a call of this message's last group (its newest step) may change; one before it may not
+    if (state.toolParts.get(callId)?.messageId !== message.id) continue
+    let inOpen = false
+    for (let i = from; !inOpen && i < parts.length; i++) {
+      const part = parts[i]!
+      inOpen = part.type === "tool" && part.callId === callId
+    }
+    if (!inOpen) return 0
+  }
+  return open
+}
+
+/**
+ * The index of step `step` in `steps` (-1: none), looked for from `hint` (just after the last
+ * group's step: the kernel numbers steps upwards) to the end.
+ */
+const findStep = (steps: ReadonlyArray<StepInfo>, step: number, hint: number): number => {
+  for (let i = hint; i < steps.length; i++) if (steps[i]!.step === step) return i
+  return -1
+}
+
+/** The messages of `parts[from, to)` (one step's): `known` when its inputs are still the same objects. */
 const stepGroup = (
   state: SessionState,
   parts: ReadonlyArray<AssistantPart>,
   from: number,
   to: number,
   aborted: boolean,
-  reasoning: boolean
+  reasoning: boolean,
+  known: StepGroup | undefined
 ): StepGroup => {
-  const known = stepGroups.get(parts[from]!)
   if (
     known !== undefined &&
     known.aborted === aborted &&
@@ -265,15 +387,13 @@ const stepGroup = (
   }
   const groupParts = parts.slice(from, to)
   const tools = groupParts.map((part) => (part.type === "tool" ? state.toolParts.get(part.callId) : undefined))
-  const made: StepGroup = {
+  return {
     parts: groupParts,
     tools,
     aborted,
     reasoning,
     messages: stepMessages(groupParts, tools, aborted, reasoning)
   }
-  stepGroups.set(parts[from]!, made)
-  return made
 }
 
 /** One step's assistant message (text, reasoning and calls in stream order) and its tool message. */

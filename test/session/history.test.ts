@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
 import type { Event } from "../../src/domain/Events.js"
 import { CallId, MessageId, PartId, TurnId } from "../../src/domain/Ids.js"
+import type { AssistantMessage } from "../../src/domain/Message.js"
 import type { ModelMessage } from "../../src/model/Model.js"
 import {
   summaryContent,
@@ -699,6 +700,19 @@ describe("History: property", () => {
 })
 
 describe("History: remembered pieces", () => {
+  /** Step `i` of message A1: a text part and a `read` call (C1..C4) that finishes. */
+  const stepOf = (i: number): ReadonlyArray<Event> => {
+    const callId = [C1, C2, C3, C4][i]!
+    return [
+      ...(i === 0 ? [] : [stepStarted(i)]),
+      text(PartId.make(`t${i}`), `step ${i}`),
+      e("tool.pending", { messageId: A1, callId, tool: "read" }),
+      invoked(callId),
+      finished(callId),
+      stepFinished(i)
+    ]
+  }
+
   it("the history at every seq, built after the seqs before it, is the one built from a fresh copy of the state", () => {
     let reused = 0
     FastCheck.assert(
@@ -729,5 +743,82 @@ describe("History: remembered pieces", () => {
       { numRuns: 200, seed: 23 }
     )
     expect(reused).toBeGreaterThan(1000)
+  })
+
+  it("a turn's earlier steps are reused as they were, and a call pruned after them is sent pruned", () => {
+    const folder = Projection.folder(Projection.empty(SESSION_ID))
+    const log: Array<Event> = []
+    const fold = (events: ReadonlyArray<Event>): SessionState => {
+      const envelopes = toEnvelopes(SESSION_ID, [...log, ...events]).slice(log.length)
+      log.push(...events)
+      for (const envelope of envelopes) expect(Either.isRight(folder.push(envelope))).toBe(true)
+      return Either.getOrThrow(folder.state())
+    }
+    // a fresh copy shares no object with the folded states: it is built without anything remembered
+    const fresh = (state: SessionState) => toModelMessages(structuredClone(state))
+    const first = fold([...prelude, ...stepOf(0), ...stepOf(1), ...stepOf(2)])
+    const before = toModelMessages(first)
+    expect(before).toHaveLength(7) // the prompt, then an assistant and a tool message per step
+    const grown = fold(stepOf(3))
+    const after = toModelMessages(grown)
+    expect(after).toEqual(fresh(grown))
+    expect(after).toHaveLength(9)
+    // the three steps before are the same objects: only the new one was built
+    for (let i = 0; i < 7; i++) expect(after[i]).toBe(before[i])
+    // the second step's call is pruned: its tool message is built again, the steps around it are kept
+    const pruned = fold([e("context.pruned", { callIds: [C2] })])
+    const now = toModelMessages(pruned)
+    expect(now).toEqual(fresh(pruned))
+    expect(now[4]).toMatchObject({
+      role: "tool",
+      results: [{ callId: C2, output: expect.stringMatching(/^\[output pruned/) }]
+    })
+    for (const i of [0, 1, 2, 5, 6, 7, 8]) expect(now[i]).toBe(after[i])
+    expect(now[4]).not.toBe(after[4])
+  })
+
+  it("a request after a new step reads no part of the steps before the last one", () => {
+    const events = [...prelude, ...stepOf(0), ...stepOf(1), ...stepOf(2)]
+    const folded = ok(events)
+    // the first three parts (step 0's text and call, step 1's text) count the reads of their fields
+    let reads = 0
+    const watched = <T extends object>(part: T): T =>
+      new Proxy(part, {
+        get: (target, key, receiver) => {
+          reads++
+          return Reflect.get(target, key, receiver)
+        }
+      })
+    const message = folded.messages.find((m) => m.id === A1) as AssistantMessage
+    const state: SessionState = {
+      ...folded,
+      messages: folded.messages.map((m) =>
+        m === message ? { ...message, parts: message.parts.map((part, i) => (i < 3 ? watched(part) : part)) } : m
+      )
+    }
+    const first = toModelMessages(state)
+    expect(reads).toBeGreaterThan(0)
+    const all = [...events, ...stepOf(3)]
+    const grown = Either.getOrThrow(Projection.applyAll(state, toEnvelopes(SESSION_ID, all).slice(events.length)))
+    reads = 0
+    const next = toModelMessages(grown)
+    expect(reads).toBe(0)
+    expect(next).toEqual(toModelMessages(ok(all)))
+    for (let i = 0; i < 5; i++) expect(next[i]).toBe(first[i])
+    // a pruned call of an earlier step: every step is looked at again, and the history says so
+    const pruned = Either.getOrThrow(
+      Projection.applyAll(
+        grown,
+        toEnvelopes(SESSION_ID, [...all, e("context.pruned", { callIds: [C1] })]).slice(all.length)
+      )
+    )
+    reads = 0
+    const after = toModelMessages(pruned)
+    expect(reads).toBeGreaterThan(0)
+    expect(after).toEqual(toModelMessages(ok([...all, e("context.pruned", { callIds: [C1] })])))
+    expect(after[2]).toMatchObject({
+      role: "tool",
+      results: [{ callId: C1, output: expect.stringMatching(/^\[output pruned/) }]
+    })
   })
 })

@@ -297,6 +297,45 @@ describe("Projection: messages and turns", () => {
     ])
   })
 
+  it("a delta finds its part however far back, also in a state folded again from an earlier point", () => {
+    const P2 = PartId.make("p2")
+    const P3 = PartId.make("p3")
+    const common = [
+      ...prelude,
+      e("text.delta", { messageId: A1, partId: P1, delta: "a" }),
+      e("text.delta", { messageId: A1, partId: P2, delta: "b" }),
+      ...Array.from({ length: 40 }, (_, i) =>
+        e("text.delta", { messageId: A1, partId: PartId.make(`q${i}`), delta: "q" })
+      )
+    ]
+    const left = [
+      e("text.delta", { messageId: A1, partId: P1, delta: "1" }),
+      e("text.delta", { messageId: A1, partId: P3, delta: "L" })
+    ]
+    const right = [
+      e("text.delta", { messageId: A1, partId: P3, delta: "R" }),
+      e("text.delta", { messageId: A1, partId: P2, delta: "2" })
+    ]
+    const envelopes = (tail: ReadonlyArray<Event>) => toEnvelopes(SESSION_ID, [...common, ...tail]).slice(common.length)
+    const base = ok(common)
+    // one event at a time (each fold copies the parts), then the other branch from the same state
+    let l = base
+    for (const env of envelopes(left)) l = Either.getOrThrow(Projection.apply(l, env))
+    let r = base
+    for (const env of envelopes(right)) r = Either.getOrThrow(Projection.apply(r, env))
+    // and a third time from the left branch's state before its last event
+    const l1 = Either.getOrThrow(Projection.apply(base, envelopes(left)[0]!))
+    const again = Either.getOrThrow(Projection.apply(l1, envelopes(left)[1]!))
+    expect(l).toEqual(ok([...common, ...left]))
+    expect(again).toEqual(l)
+    expect(r).toEqual(ok([...common, ...right]))
+    const texts = (state: SessionState) =>
+      assistant(state).parts.flatMap((part) => (part.type === "tool" ? [] : [`${part.id}=${part.text}`]))
+    expect(texts(l).filter((t) => !t.startsWith("q"))).toEqual(["p1=a1", "p2=b", "p3=L"])
+    expect(texts(r).filter((t) => !t.startsWith("q"))).toEqual(["p1=a", "p2=b2", "p3=R"])
+    expect(assistant(base).parts).toHaveLength(42)
+  })
+
   it("parts carry the step that produced them, so an aborted step's output can be left out", () => {
     const P2 = PartId.make("p2")
     const s = ok([
