@@ -231,20 +231,21 @@ export const readFdAt = (fd: number, buffer: Buffer, position: number): Effect.E
 
 /**
  * All of descriptor `fd` from its start. `size` (its `fstat` size) sizes the first buffer, up to
- * `BLOCKING_IO_BYTES`; the file may have grown since, so it is read until a read gives nothing.
+ * `BLOCKING_IO_BYTES`; the file may have grown since, so it is read until a read gives nothing, or
+ * until `limit` bytes are read.
  */
-export const readFdAll = (fd: number, size: number): Effect.Effect<Buffer, FsError> =>
+export const readFdAll = (fd: number, size: number, limit = Number.POSITIVE_INFINITY): Effect.Effect<Buffer, FsError> =>
   Effect.gen(function* () {
     const chunks: Array<Buffer> = []
     let position = 0
-    let next = Math.min(Math.max(size, READ_ALL_CHUNK), BLOCKING_IO_BYTES)
-    while (true) {
+    let next = Math.min(Math.max(size, READ_ALL_CHUNK), BLOCKING_IO_BYTES, limit)
+    while (next > 0) {
       const buffer = Buffer.allocUnsafe(next)
       const bytesRead = yield* readFdAt(fd, buffer, position)
       if (bytesRead === 0) break
       chunks.push(buffer.subarray(0, bytesRead))
       position += bytesRead
-      next = Math.max(READ_ALL_CHUNK, Math.min(size - position, BLOCKING_IO_BYTES))
+      next = Math.min(Math.max(READ_ALL_CHUNK, Math.min(size - position, BLOCKING_IO_BYTES)), limit - position)
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, position)
   })

@@ -8,6 +8,7 @@ import type { Stats } from "node:fs"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, type Scope } from "effect"
+import { formatBytes } from "./boundedOutput.js"
 import { openCheckedScoped, PathMoved, readFdAll } from "./confine.js"
 import { toFsError } from "./FsError.js"
 import { errnoCode, fsFailure } from "./fsErrors.js"
@@ -76,9 +77,22 @@ export const openConfined = (
   })
 
 /**
+ * The largest file `write` and `edit` replace: they hold all of it in memory, and its content before
+ * and after is kept in the session's log.
+ */
+export const MAX_REPLACED_BYTES = 16 * 1024 * 1024
+
+/** `size`: the file's size at its `fstat`; "grew": it grew past the bound while it was read. */
+const tooLarge = (shown: string, size: number | "grew"): ToolFailure =>
+  new ToolFailure({
+    message: `Cannot change ${shown}: ${size === "grew" ? `it grew past ${formatBytes(MAX_REPLACED_BYTES)} while it was read` : `it is ${formatBytes(size)}`}, and write and edit change files of up to ${formatBytes(MAX_REPLACED_BYTES)} (the file is kept in the session's log before and after). Use bash to change a larger file.`
+  })
+
+/**
  * The file at the checked real path `absolute` as it is now, opened and checked like
  * `openConfined`: its `fstat`, and its content when it is a regular file; `undefined` when nothing
- * is there. For `write` and `edit`, which read a file before they replace it.
+ * is there. For `write` and `edit`, which read a file before they replace it: a regular file over
+ * `MAX_REPLACED_BYTES` (at the `fstat`, or grown past it while read) fails.
  */
 export const readExisting = (
   where: { readonly cwd: string; readonly input: string; readonly absolute: string; readonly shown: string },
@@ -96,9 +110,17 @@ export const readExisting = (
       )
       if (fd === undefined) return undefined
       return yield* Effect.gen(function* () {
-        const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError })
-        return { stat, content: stat.isFile() ? yield* readFdAll(fd, stat.size) : undefined }
-      }).pipe(Effect.mapError((error) => fsFailure(error, where.shown)))
+        const stat = yield* Effect.try({ try: () => fs.fstatSync(fd), catch: toFsError }).pipe(
+          Effect.mapError((error) => fsFailure(error, where.shown))
+        )
+        if (!stat.isFile()) return { stat, content: undefined }
+        if (stat.size > MAX_REPLACED_BYTES) return yield* tooLarge(where.shown, stat.size)
+        const content = yield* readFdAll(fd, stat.size, MAX_REPLACED_BYTES + 1).pipe(
+          Effect.mapError((error) => fsFailure(error, where.shown))
+        )
+        if (content.length > MAX_REPLACED_BYTES) return yield* tooLarge(where.shown, "grew")
+        return { stat, content }
+      })
     })
   )
 

@@ -15,6 +15,7 @@ import {
   openCheckedScoped,
   PathMoved,
   readdirChecked,
+  readFdAll,
   readFdAt,
   syncFd,
   writeFdAll
@@ -326,6 +327,25 @@ describe("reading a checked descriptor", () => {
         })
       )
     )
+  })
+
+  it("reads all of a descriptor, or up to a limit however large the file has grown", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-readall-"))
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const file = path.join(dir, "grown.bin")
+    const content = Buffer.alloc(BLOCKING_IO_BYTES + 70_000)
+    for (let i = 0; i < content.length; i++) content[i] = i % 253
+    fs.writeFileSync(file, content)
+    const read = (size: number, limit?: number) =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(openCheckedScoped(file), (fd) => readFdAll(fd, size, limit))))
+    // the size its fstat gave is only where to start: a file that grew is read to its end
+    expect((await read(10)).equals(content)).toBe(true)
+    expect((await read(content.length)).equals(content)).toBe(true)
+    // a limit stops it, within the first buffer and past the blocking mark
+    expect((await read(10, 5000)).equals(content.subarray(0, 5000))).toBe(true)
+    expect((await read(0, BLOCKING_IO_BYTES + 1)).equals(content.subarray(0, BLOCKING_IO_BYTES + 1))).toBe(true)
+    expect((await read(content.length, content.length + 1)).equals(content)).toBe(true)
+    expect((await read(100, 0)).length).toBe(0)
   })
 
   it("writes up to a mebibyte with blocking calls and more through the thread pool", async () => {

@@ -3,6 +3,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
+import { MAX_REPLACED_BYTES } from "../../src/tools/confinedFiles.js"
 import { type EditInput, type EditMetadata, edit } from "../../src/tools/edit.js"
 import { read } from "../../src/tools/read.js"
 import { type TestToolContext, testContext, workspaceWith } from "../support/toolContext.js"
@@ -234,6 +235,21 @@ describe("edit", () => {
       ])
       expect(path.basename(context.intents[0]!.temp)).toMatch(/^\.a\.txt\.[0-9a-z]+\.logbook-tmp$/)
       expect(fs.readdirSync(dir)).toEqual(["a.txt"])
+    })
+  )
+
+  it.effect("refuses a file over the bound of what write and edit replace, and leaves it as it was", () =>
+    Effect.gen(function* () {
+      const { context, file } = yield* readFile("huge.log", "the start\n")
+      // sparse: 17 MiB on paper, a few bytes on the disk
+      fs.truncateSync(file, MAX_REPLACED_BYTES + 1024 * 1024)
+      const message = yield* failure(context, { path: "huge.log", oldString: "the start", newString: "x" })
+      expect(message).toBe(
+        "Cannot change huge.log: it is 17 MB, and write and edit change files of up to 16 MB (the file is kept in the session's log before and after). Use bash to change a larger file."
+      )
+      expect(fs.statSync(file).size).toBe(MAX_REPLACED_BYTES + 1024 * 1024)
+      expect(context.intents).toEqual([])
+      expect(context.changes).toEqual([])
     })
   )
 

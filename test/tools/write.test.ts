@@ -3,6 +3,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
+import { MAX_REPLACED_BYTES } from "../../src/tools/confinedFiles.js"
 import { sha256Hex } from "../../src/tools/fileChanges.js"
 import { read } from "../../src/tools/read.js"
 import { type WriteInput, type WriteMetadata, write } from "../../src/tools/write.js"
@@ -71,6 +72,23 @@ describe("write", () => {
       expect(message).toContain("You have not read a.txt in this session. Read it first with the read tool")
       expect(message).toContain("overwriting a file you have not seen can lose work")
       expect(fs.readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("precious")
+      expect(context.changes).toEqual([])
+    })
+  )
+
+  it.effect("refuses to replace a file over the bound of what write and edit replace", () =>
+    Effect.gen(function* () {
+      const dir = workspace()
+      const file = path.join(dir, "huge.bin")
+      fs.writeFileSync(file, "")
+      // sparse: 16 MiB and one byte on paper
+      fs.truncateSync(file, MAX_REPLACED_BYTES + 1)
+      const context = testContext(dir)
+      const message = yield* failure(context, { path: "huge.bin", content: "small now" })
+      expect(message).toMatch(
+        /^Cannot change huge\.bin: it is 16 MB, and write and edit change files of up to 16 MB .* Use bash/
+      )
+      expect(fs.statSync(file).size).toBe(MAX_REPLACED_BYTES + 1)
       expect(context.changes).toEqual([])
     })
   )
