@@ -58,10 +58,15 @@ const own = <T extends object>(ctx: Ctx, value: T): Mutable<T> => {
 
 const ownArray = <T>(ctx: Ctx, value: ReadonlyArray<T>): Array<T> => own(ctx, value) as unknown as Array<T>
 
-/** A map of the state, owned and ready to change (copied on its first change in a fold). */
+/**
+ * A map of the state, owned and ready to change (copied on its first change in a fold). Copied with
+ * `forEach`: `new Map(map)` goes through the iterator protocol and took about 1.5× as long for 1,000
+ * entries on Node 20, 22 and 24 (a session-long map is copied about six times a step).
+ */
 const ownMap = <K, V>(ctx: Ctx, value: ReadonlyMap<K, V>): Map<K, V> => {
   if (ctx.owned.has(value)) return value as Map<K, V>
-  const copy = new Map(value)
+  const copy = new Map<K, V>()
+  value.forEach((v, k) => copy.set(k, v))
   ctx.owned.add(copy)
   return copy
 }
