@@ -66,7 +66,9 @@ const ownArray = <T>(ctx: Ctx, value: ReadonlyArray<T>): Array<T> => own(ctx, va
 const ownMap = <K, V>(ctx: Ctx, value: ReadonlyMap<K, V>): Map<K, V> => {
   if (ctx.owned.has(value)) return value as Map<K, V>
   const copy = new Map<K, V>()
-  value.forEach((v, k) => copy.set(k, v))
+  value.forEach((v, k) => {
+    copy.set(k, v)
+  })
   ctx.owned.add(copy)
   return copy
 }
