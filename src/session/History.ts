@@ -16,7 +16,7 @@
  * `toModelMessages` (a property test checks it at every seq of random sessions), and the kernel
  * can use it as an assertion. The rules are written down in `docs/history.md`.
  */
-import type { MessageId } from "../domain/Ids.js"
+import type { CallId, MessageId } from "../domain/Ids.js"
 import type {
   AssistantMessage,
   AssistantPart,
@@ -204,17 +204,19 @@ interface StepGroup {
 }
 
 /**
- * One step group of an assistant message's walk: where it was (`parts[from, to)`), where its
- * `StepInfo` was in `message.steps` (-1: none) and where the next group's is looked for (`hint`),
- * what it became, and how many messages the message had given up to and with it (`end`).
+ * One step group of an assistant message's walk: where it was (`parts[from, to)`), its step's
+ * `StepInfo`, what it became, how many messages the message had given up to and with it (`end`),
+ * and of the step infos of the groups up to and with it the highest index in `message.steps` plus
+ * one (`stepsUsed`) and the highest step number (`maxStep`).
  */
 interface WalkedGroup {
   readonly from: number
   readonly to: number
   readonly info: StepInfo | undefined
-  readonly hint: number
   readonly group: StepGroup
   readonly end: number
+  readonly stepsUsed: number
+  readonly maxStep: number
 }
 
 /** An assistant message's last walk: what it was made from and what it gave. */
@@ -224,11 +226,13 @@ interface Walk {
   /** the serial of the state's tool parts (toolPartChanges.ts); undefined: not made by a fold */
   readonly toolParts: number | undefined
   readonly reasoning: boolean
-  /** no steered message placed among its groups, and each group's step info found within `hint` */
+  /** the message had no steered message, and every step group's step had its `StepInfo` */
   readonly keepable: boolean
   readonly groups: ReadonlyArray<WalkedGroup>
   /** the messages of its groups, in order (steered user messages not among them) */
   readonly messages: ReadonlyArray<ModelMessage>
+  /** the calls of its groups but the last */
+  readonly calls: Set<CallId>
 }
 
 /**
@@ -253,19 +257,22 @@ const pushAssistant = (
   if (parts.length === 0) return
   const before = walks.get(parts[0]!)
   const kept = before === undefined ? 0 : keptGroups(state, message, steered, includeReasoning, before)
+  const stepIndex = stepLookup(message.steps)
   const groups: Array<WalkedGroup> = []
   const given: Array<ModelMessage> = []
   /** how many of `given` are in `out` already (before a steered message) */
   let flushed = 0
   let k = 0
-  let hint = 0
+  let stepsUsed = 0
+  let maxStep = Number.NEGATIVE_INFINITY
   let keepable = steered.length === 0
   if (before !== undefined && kept > 0) {
     for (let i = 0; i < kept; i++) groups.push(before.groups[i]!)
     const last = before.groups[kept - 1]!
     for (let i = 0; i < last.end; i++) given.push(before.messages[i]!)
     k = last.to
-    hint = last.hint
+    stepsUsed = last.stepsUsed
+    maxStep = last.maxStep
   }
   let b = kept
   while (k < parts.length) {
@@ -275,10 +282,11 @@ const pushAssistant = (
     while (end < parts.length && parts[end]!.step === step) end++
     let info: StepInfo | undefined
     if (step !== undefined) {
-      const at = findStep(message.steps, step, hint)
+      const at = stepIndex(step)
       if (at >= 0) {
         info = message.steps[at]
-        hint = at + 1
+        stepsUsed = Math.max(stepsUsed, at + 1)
+        maxStep = Math.max(maxStep, step)
       } else keepable = false
     }
     if (info !== undefined) {
@@ -297,10 +305,15 @@ const pushAssistant = (
       last !== undefined && last.from === k && last.to === end && last.info === info ? last.group : undefined
     const group = stepGroup(state, parts, k, end, info?.aborted === true, includeReasoning, known)
     for (const m of group.messages) given.push(m)
-    groups.push({ from: k, to: end, info, hint, group, end: given.length })
+    groups.push({ from: k, to: end, info, group, end: given.length, stepsUsed, maxStep })
     k = end
   }
   for (; flushed < given.length; flushed++) out.push(given[flushed]!)
+  // the calls of the groups but the last: those kept from the walk before (it is replaced) and the rest
+  const calls = before !== undefined && kept > 0 ? before.calls : new Set<CallId>()
+  for (let g = kept; g < groups.length - 1; g++) {
+    for (const part of groups[g]!.group.parts) if (part.type === "tool") calls.add(part.callId)
+  }
   walks.set(parts[0]!, {
     parts,
     steps: message.steps,
@@ -308,7 +321,8 @@ const pushAssistant = (
     reasoning: includeReasoning,
     keepable,
     groups,
-    messages: given
+    messages: given,
+    calls
   })
 }
 
@@ -332,35 +346,39 @@ const keptGroups = (
     if (parts.length <= from || parts[from]!.step === parts[from - 1]!.step) return 0
     for (let i = 0; i < from; i++) if (parts[i] !== before.parts[i]) return 0
   }
+  // the kept groups' step infos: the same objects where they were, and no later one of their numbers
   const steps = message.steps
-  const used = before.groups[open - 1]!.hint
+  const { stepsUsed, maxStep } = before.groups[open - 1]!
   if (steps !== before.steps) {
-    if (steps.length < used) return 0
-    for (let i = 0; i < used; i++) if (steps[i] !== before.steps[i]) return 0
+    if (steps.length < stepsUsed) return 0
+    for (let i = 0; i < stepsUsed; i++) if (steps[i] !== before.steps[i]) return 0
   }
+  for (let i = stepsUsed; i < steps.length; i++) if (steps[i]!.step <= maxStep) return 0
   const changed = ToolPartChanges.changedSince(state.toolParts, before.toolParts)
   if (changed === undefined) return 0
-  for (const callId of changed) {
-    // a call of this message's last group (its newest step) may change; one before it may not
-    if (state.toolParts.get(callId)?.messageId !== message.id) continue
-    let inOpen = false
-    for (let i = from; !inOpen && i < parts.length; i++) {
-      const part = parts[i]!
-      inOpen = part.type === "tool" && part.callId === callId
-    }
-    if (!inOpen) return 0
-  }
+  for (const callId of changed) if (before.calls.has(callId)) return 0
   return open
 }
 
 /**
- * The index of step `step` in `steps` (-1: none), looked for from `hint` (just after the last
- * group's step: the kernel numbers steps upwards) to the end.
+ * The index in `steps` of step `step`'s info, the last one of that number (-1: none). Looked for
+ * from the end first (a request's new groups are the newest steps); further back through a map,
+ * built on the first such lookup.
  */
-const findStep = (steps: ReadonlyArray<StepInfo>, step: number, hint: number): number => {
-  for (let i = hint; i < steps.length; i++) if (steps[i]!.step === step) return i
-  return -1
+const stepLookup = (steps: ReadonlyArray<StepInfo>): ((step: number) => number) => {
+  let byStep: Map<number, number> | undefined
+  return (step) => {
+    for (let i = steps.length - 1; i >= 0 && i >= steps.length - NEAR_END; i--) if (steps[i]!.step === step) return i
+    if (byStep === undefined) {
+      byStep = new Map()
+      for (let i = 0; i < steps.length; i++) byStep.set(steps[i]!.step, i)
+    }
+    return byStep.get(step) ?? -1
+  }
 }
+
+/** How many step infos from the end `stepLookup` reads before it builds its map. */
+const NEAR_END = 8
 
 /** The messages of `parts[from, to)` (one step's): `known` when its inputs are still the same objects. */
 const stepGroup = (

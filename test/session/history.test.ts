@@ -16,7 +16,8 @@ import {
 import { requestDigestOf } from "../../src/session/PromptVersion.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import * as Projection from "../../src/store/Projection.js"
-import { envelopesArb, SESSION_ID, toEnvelopes } from "../support/arbitraries.js"
+import { adversarialLog } from "../support/adversarialLog.js"
+import { envelopesArb, SESSION_ID, simulate, toEnvelopes } from "../support/arbitraries.js"
 import { A1, C1, e, P1, prelude, T1, U1, usage } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -62,6 +63,10 @@ const user = (content: string): ModelMessage => ({ role: "user", content })
 const call = (callId: CallId, ...input: [unknown?]) =>
   ({ type: "tool-call", callId, tool: "read", input: input.length > 0 ? input[0] : { path: "a.ts" } }) as const
 const ok_ = (callId: CallId, output = `out ${callId}`) => ({ callId, tool: "read", output, isError: false })
+
+/** An adversarial log (test/support/adversarialLog.ts), with step numbers recorded again in every other one. */
+const adversarial = (choices: ReadonlyArray<number>): Array<Event> =>
+  adversarialLog(choices, { dupSteps: (choices[0] ?? 0) % 2 === 0 })
 
 const deepFreeze = <T>(value: T): T => {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
@@ -745,6 +750,57 @@ describe("History: remembered pieces", () => {
     expect(reused).toBeGreaterThan(1000)
   })
 
+  it.each([
+    ["the simulated sessions", (choices: ReadonlyArray<number>) => simulate(choices)],
+    ["adversarial logs (calls running across steps, late prunes, repeated step numbers)", adversarial]
+  ])(
+    "histories of two branches of folds from one state, built in any order, are the ones built fresh: %s",
+    (_, log) => {
+      const choices = FastCheck.array(FastCheck.integer({ min: 0, max: 1_000_000 }), { minLength: 1, maxLength: 80 })
+      FastCheck.assert(
+        FastCheck.property(
+          choices,
+          choices,
+          choices,
+          FastCheck.array(FastCheck.nat(), { maxLength: 60 }),
+          (prefix, a, b, order) => {
+            // the prefix, then each branch's continuation (a longer log from the same choices), folded from it
+            const fold = (events: ReadonlyArray<Event>, state: SessionState, from: number) =>
+              Either.getOrThrow(Projection.applyAll(state, toEnvelopes(SESSION_ID, events).slice(from)))
+            const head = log(prefix)
+            const shared = fold(head, Projection.empty(SESSION_ID), 0)
+            const states: Array<SessionState> = [shared]
+            for (const tail of [a, b]) {
+              const events = log([...prefix, ...tail])
+              let state = shared
+              for (let at = head.length; at < events.length; at += 3) {
+                state = fold(events.slice(0, Math.min(at + 3, events.length)), state, at)
+                states.push(state)
+              }
+            }
+            // built in a random order, also on copies a fold did not make (JSON, a spread map)
+            for (const x of order) {
+              const state = states[x % states.length]!
+              const variant =
+                x % 5 === 3
+                  ? Projection.fromJsonState(JSON.parse(JSON.stringify(Projection.toJsonState(state))))!
+                  : x % 5 === 4
+                    ? { ...state, toolParts: new Map(state.toolParts) }
+                    : state
+              const includeReasoning = x % 2 === 0
+              expect(toModelMessages(variant, { includeReasoning })).toEqual(
+                toModelMessages(structuredClone(state), { includeReasoning })
+              )
+            }
+            // and each state of the branches in order, as the kernel does
+            for (const state of states) expect(toModelMessages(state)).toEqual(toModelMessages(structuredClone(state)))
+          }
+        ),
+        { numRuns: 150, seed: 31 }
+      )
+    }
+  )
+
   it("a turn's earlier steps are reused as they were, and a call pruned after them is sent pruned", () => {
     const folder = Projection.folder(Projection.empty(SESSION_ID))
     const log: Array<Event> = []
@@ -775,6 +831,52 @@ describe("History: remembered pieces", () => {
     })
     for (const i of [0, 1, 2, 5, 6, 7, 8]) expect(now[i]).toBe(after[i])
     expect(now[4]).not.toBe(after[4])
+  })
+
+  it("a step number recorded again: its groups take the last step info of that number, also after a walk", () => {
+    const events = [...prelude, ...stepOf(0), ...stepOf(1), ...stepOf(2)]
+    const folded = ok(events)
+    const first = toModelMessages(folded)
+    // step 1 again (the kernel never does this; a log may), aborted: the groups of step 1 take it
+    const again = [stepStarted(1), text(PartId.make("again"), "retry"), stepFinished(1, true)]
+    const all = [...events, ...again]
+    const grown = Either.getOrThrow(Projection.applyAll(folded, toEnvelopes(SESSION_ID, all).slice(events.length)))
+    const now = toModelMessages(grown)
+    expect(now).toEqual(toModelMessages(structuredClone(grown)))
+    expect(now).not.toEqual(first)
+    // step 1's call ran, so it stays with its result; its text is dropped with the aborted step's
+    expect(JSON.stringify(now)).not.toContain("step 1")
+    expect(JSON.stringify(now)).toContain(`"callId":"${C2}"`)
+  })
+
+  it("a call of an earlier step finished after a request is seen, whatever message id its part names", () => {
+    // step 0's call is still running at the first request; the message is renamed by hand (a state
+    // built with spread), so its tool parts name another message than the one that holds them
+    const events = [
+      ...prelude,
+      text(PartId.make("t0"), "step 0"),
+      e("tool.pending", { messageId: A1, callId: C1, tool: "read" }),
+      invoked(C1),
+      stepFinished(0),
+      ...stepOf(1),
+      stepStarted(2),
+      text(PartId.make("t2"), "step 2")
+    ]
+    const folded = ok(events)
+    const A9 = MessageId.make("a9")
+    const renamed: SessionState = {
+      ...folded,
+      messages: folded.messages.map((m) => (m.id === A1 ? { ...m, id: A9 } : m))
+    }
+    const before = toModelMessages(renamed)
+    expect(JSON.stringify(before)).toContain("the tool was still running")
+    const later = [finished(C1, "late"), text(PartId.make("t2"), " more", A9)]
+    const next = Either.getOrThrow(
+      Projection.applyAll(renamed, toEnvelopes(SESSION_ID, [...events, ...later]).slice(events.length))
+    )
+    const now = toModelMessages(next)
+    expect(now).toEqual(toModelMessages(structuredClone(next)))
+    expect(now[2]).toMatchObject({ role: "tool", results: [{ callId: C1, output: "late" }] })
   })
 
   it("a request after a new step reads no part of the steps before the last one", () => {
