@@ -28,6 +28,19 @@ export const adversarialLog = (choices: ReadonlyArray<number>, options: Adversar
   const messages: Array<MessageId> = []
   const undelivered: Array<MessageId> = []
   const words = ["a ", "b ", "", " ", "c\n"]
+  /** A part of `kind` for a delta: a new one when `fresh` or there is none yet, else the one `pick` takes. */
+  const partFor = (
+    kind: "text" | "reasoning",
+    prefix: string,
+    fresh: boolean,
+    pick: (ids: ReadonlyArray<PartId>) => PartId
+  ): PartId => {
+    const ids = parts.filter((p) => p.kind === kind).map((p) => p.id)
+    if (ids.length > 0 && !fresh) return pick(ids)
+    const partId = PartId.make(id(prefix))
+    parts.push({ id: partId, kind })
+    return partId
+  }
   for (const c of choices) {
     const x = Math.floor(c / 32)
     const m = c % 32
@@ -66,23 +79,15 @@ export const adversarialLog = (choices: ReadonlyArray<number>, options: Adversar
       case 3:
       case 4: {
         // text delta: new part, or the last, or any earlier part of the message
-        const texts = parts.filter((p) => p.kind === "text")
-        let partId: PartId
-        if (texts.length === 0 || x % 3 === 0) {
-          partId = PartId.make(id("p"))
-          parts.push({ id: partId, kind: "text" })
-        } else partId = x % 3 === 1 ? texts[texts.length - 1]!.id : texts[x % texts.length]!.id
+        const partId = partFor("text", "p", x % 3 === 0, (texts) =>
+          x % 3 === 1 ? texts[texts.length - 1]! : texts[x % texts.length]!
+        )
         out.push(e("text.delta", { messageId: msg!, partId, delta: words[x % words.length]! }))
         break
       }
       case 5:
       case 6: {
-        const rs = parts.filter((p) => p.kind === "reasoning")
-        let partId: PartId
-        if (rs.length === 0 || x % 2 === 0) {
-          partId = PartId.make(id("r"))
-          parts.push({ id: partId, kind: "reasoning" })
-        } else partId = rs[x % rs.length]!.id
+        const partId = partFor("reasoning", "r", x % 2 === 0, (rs) => rs[x % rs.length]!)
         out.push(
           e("reasoning.delta", {
             messageId: msg!,
