@@ -35,6 +35,7 @@ import { EventStore, type Snapshot } from "../src/store/EventStore.js"
 import { makeJournal } from "../src/store/SessionJournal.js"
 import { Secrets } from "../src/tools/Secrets.js"
 import { defineTool } from "../src/tools/Tools.js"
+import { type OpCount, OpCounter, underCounter } from "./ops.js"
 import { gc, median, now } from "./util.js"
 
 export interface KernelShape {
@@ -170,7 +171,12 @@ interface KernelRun {
 }
 
 /** One turn through the kernel on a fresh SQLite file; timed from `send` to the end of `wait` + `flush`. */
-export const runKernel = (file: string, shape: KernelShape, record?: Recorder): Promise<KernelRun> => {
+export const runKernel = (
+  file: string,
+  shape: KernelShape,
+  record?: Recorder,
+  counter?: OpCounter
+): Promise<KernelRun & { readonly count?: OpCount }> => {
   const script = kernelScript(shape)
   const agent = makeAgentLayer({
     sessions: { maxSteps: 1000, system: () => "system" },
@@ -189,9 +195,11 @@ export const runKernel = (file: string, shape: KernelShape, record?: Recorder): 
     if (record !== undefined) record.timed = true
     gc()
     const start = now()
+    counter?.start()
     yield* sessions.send(id, "go")
     const outcome = yield* sessions.wait(id)
     yield* store.flush
+    const count = counter?.stop()
     const ms = now() - start
     if (record !== undefined) record.timed = false
     const turn = Option.getOrThrow(outcome)
@@ -199,9 +207,9 @@ export const runKernel = (file: string, shape: KernelShape, record?: Recorder): 
       throw new Error(`the turn ended ${turn.reason} after ${turn.steps} steps, not stop after ${script.length}`)
     }
     const events = Chunk.toReadonlyArray(yield* Stream.runCollect(store.read(id)))
-    return { ms, events, before } satisfies KernelRun
+    return { ms, events, before, ...(count !== undefined ? { count } : {}) }
   })
-  return Effect.runPromise(program.pipe(Effect.provide(agent)))
+  return Effect.runPromise(program.pipe(Effect.provide(agent), underCounter(counter)))
 }
 
 /**
@@ -209,17 +217,19 @@ export const runKernel = (file: string, shape: KernelShape, record?: Recorder): 
  * done per event: what producing the model's side of the turn costs, which the kernel cannot avoid
  * (half of the baseline; the other half is the same events written through a `SessionJournal`).
  */
-export const runModelOnly = (shape: KernelShape): Promise<number> => {
+export const runModelOnly = (shape: KernelShape, counter?: OpCounter): Promise<number> => {
   const script = kernelScript(shape)
   const request = { messages: [], tools: [] }
   const program = Effect.gen(function* () {
     const model = yield* Model
     gc()
     const start = now()
+    counter?.start()
     for (let i = 0; i < script.length; i++) yield* Stream.runDrain(model.stream(request))
+    counter?.stop()
     return now() - start
   })
-  return Effect.runPromise(program.pipe(Effect.provide(layerModel(script))))
+  return Effect.runPromise(program.pipe(Effect.provide(layerModel(script)), underCounter(counter)))
 }
 
 /** The kernel's store calls with the events each one carried (type + payload, as read back). */
@@ -260,7 +270,8 @@ const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Even
 export const runReplay = (
   file: string,
   replay: Replay,
-  via: "store" | "journal" = "store"
+  via: "store" | "journal" = "store",
+  counter?: OpCounter
 ): Promise<{ readonly ms: number; readonly events: number }> => {
   const program = Effect.gen(function* () {
     const store = yield* EventStore
@@ -276,17 +287,43 @@ export const runReplay = (
         : yield* makeJournal(sessionId)
     gc()
     const start = now()
+    counter?.start()
     for (const call of replay.timed) {
       if (call.later) yield* sink.appendLater(call.events)
       else yield* sink.append(call.events)
     }
     yield* sink.flush
+    counter?.stop()
     const ms = now() - start
     const last = yield* store.lastSeq(sessionId)
     if (last !== replay.count) throw new Error(`${via} replay: expected ${replay.count} events, found ${last}`)
     return { ms, events: last }
   })
-  return Effect.runPromise(program.pipe(Effect.provide(EventStore.layerSqlite({ filename: file }))))
+  return Effect.runPromise(
+    program.pipe(Effect.provide(EventStore.layerSqlite({ filename: file })), underCounter(counter))
+  )
+}
+
+/** Effect operations and fibers per model step of the turn, counted in one unmeasured run of each side. */
+export interface KernelOps {
+  readonly kernel: OpCount
+  readonly model: OpCount
+  readonly journal: OpCount
+}
+
+/** One counted (unmeasured) run of the kernel, the model's streams and the journal replay: `KernelOps`. */
+export const countKernelOps = async (dir: string, shape: KernelShape, replay: Replay): Promise<KernelOps> => {
+  const counter = new OpCounter()
+  const kernelFile = path.join(dir, "kernel-ops.db")
+  const kernel = (await runKernel(kernelFile, shape, undefined, counter)).count!
+  removeDb(kernelFile)
+  await runModelOnly(shape, counter)
+  const model = counter.stop()
+  const journalFile = path.join(dir, "journal-ops.db")
+  await runReplay(journalFile, replay, "journal", counter)
+  const journal = counter.stop()
+  removeDb(journalFile)
+  return { kernel, model, journal }
 }
 
 export interface KernelResult {
@@ -331,6 +368,8 @@ export interface KernelResult {
   readonly overheadPerModelEventUs: number
   /** the model events of the turn (what `runModelOnly` drains) */
   readonly modelEvents: number
+  /** Effect operations and fibers of each side in the turn (counted, not timed) */
+  readonly ops: KernelOps
 }
 
 const removeDb = (file: string) => {
@@ -441,6 +480,7 @@ export const benchKernel = async (
         `events ${int(counts.kernel)} = ${int(counts.store)}; straight to the store ${times.store[r]!.toFixed(0)} ms`
     )
   }
+  const ops = await countKernelOps(dir, shape, replay)
   const kernelMs = median(times.kernel)
   const baselineMs = median(times.baseline)
   const range = (xs: ReadonlyArray<number>) => [Math.min(...xs), Math.max(...xs)] as const
@@ -474,7 +514,8 @@ export const benchKernel = async (
     ratioRange: range(ratios),
     overheadPerStepMs: (kernelMs - baselineMs) / steps,
     overheadPerModelEventUs: ((kernelMs - baselineMs) * 1000) / modelEvents,
-    modelEvents
+    modelEvents,
+    ops
   }
 }
 
@@ -493,7 +534,9 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.reso
         `kernel ${r.kernelMs.toFixed(0)} ms, baseline (model ${r.modelMs.toFixed(0)} + journal ${r.journalMs.toFixed(0)}) ` +
         `${r.baselineMs.toFixed(0)} ms, ratio ${r.ratio.toFixed(2)} ` +
         `(rounds ${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}); ` +
-        `own time ${r.overheadPerStepMs.toFixed(2)} ms a step, ${r.overheadPerModelEventUs.toFixed(1)} µs a model event`
+        `own time ${r.overheadPerStepMs.toFixed(2)} ms a step, ${r.overheadPerModelEventUs.toFixed(1)} µs a model event; ` +
+        `Effect operations per step: kernel ${int(Math.round(r.ops.kernel.ops / r.steps))}, model streams ${int(Math.round(r.ops.model.ops / r.steps))}, ` +
+        `journal ${int(Math.round(r.ops.journal.ops / r.steps))}; fibers per step ${(r.ops.kernel.fibers / r.steps).toFixed(1)}`
     )
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })

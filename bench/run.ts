@@ -431,8 +431,22 @@ const kernelRows = (k: KernelResult): Array<Row> => [
     value: `${k.overheadPerModelEventUs.toFixed(1)} µs`,
     goal: "(reported)",
     result: ""
+  },
+  {
+    figure:
+      `kernel: its own Effect operations per model step (kernel ${int(perStep(k, k.ops.kernel.ops))} − model ` +
+      `streams ${int(perStep(k, k.ops.model.ops))} − journal ${int(perStep(k, k.ops.journal.ops))}; counted, not timed)`,
+    value: int(ownOpsPerStep(k)),
+    goal: "(reported)",
+    result: ""
   }
 ]
+
+/** A count of the turn per model step, rounded. */
+const perStep = (k: KernelResult, count: number): number => Math.round(count / k.steps)
+
+/** The kernel's Effect operations per step beyond those of the model's streams and the journal. */
+const ownOpsPerStep = (k: KernelResult): number => perStep(k, k.ops.kernel.ops - k.ops.model.ops - k.ops.journal.ops)
 
 const kernelMarkdown = (k: KernelResult): string => {
   const range = (r: readonly [number, number], f: (x: number) => string) => `${f(r[0])}–${f(r[1])}`
@@ -474,6 +488,12 @@ const kernelMarkdown = (k: KernelResult): string => {
           "the kernel's own time (kernel − baseline)",
           ms(k.kernelMs - k.baselineMs),
           `${x2(k.overheadPerStepMs)} ms per step, ${k.overheadPerModelEventUs.toFixed(1)} µs per model event`
+        ],
+        [
+          "Effect operations per step (counted in one more run of each, not timed): kernel / model streams / journal",
+          `${int(perStep(k, k.ops.kernel.ops))} / ${int(perStep(k, k.ops.model.ops))} / ${int(perStep(k, k.ops.journal.ops))}`,
+          `the kernel's own ${int(ownOpsPerStep(k))}; fibers started per step ${(k.ops.kernel.fibers / k.steps).toFixed(1)} / ` +
+            `${(k.ops.model.fibers / k.steps).toFixed(1)} / ${(k.ops.journal.fibers / k.steps).toFixed(1)}`
         ],
         [
           "(not judged) the same calls straight to the `EventStore`",
