@@ -7,7 +7,7 @@
  * Only `EventStore` methods are used (append, appendLater, flush, saveSnapshot, read), so this works
  * the same on every store layer.
  */
-import { Clock, Effect, Ref } from "effect"
+import { Effect, Either } from "effect"
 import { type Envelope, type NewEvent, PAYLOAD_VERSION } from "../domain/Events.js"
 import { EventId, type SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
@@ -89,38 +89,40 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
   const store = yield* EventStore
   const every = options.every ?? DEFAULT_SNAPSHOT_EVERY
   const fence = { owner: options.owner }
-  const initial = options.initial ?? (yield* restore(sessionId))
-  const cached = yield* Ref.make(initial)
-  /** a snapshot fell due for events handed over with `appendLater` */
-  const snapshotDue = yield* Ref.make(false)
+  /**
+   * The state after everything handed over, and whether a snapshot fell due for events handed over
+   * with `appendLater`. Plain variables, not `Ref`s: they are read and written only by this
+   * journal's calls, each under `lock` (and `state` reads one reference) — a `Ref` per read and
+   * write was a third of an `appendLater`'s Effect operations, which the kernel runs several times
+   * per model step.
+   */
+  let cached = options.initial ?? (yield* restore(sessionId))
+  let snapshotDue = false
   const lock = yield* Effect.makeSemaphore(1)
 
-  /** Stamps the events' time and folds them with the seqs they will get. */
-  const prepare = (state: SessionState, events: ReadonlyArray<NewEvent>) =>
-    Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const redact = options.redact
-      const stamped = events.map((e): NewEvent => {
-        const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
-        // the payload masked is still the same event type's payload
-        return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
-      })
-      const predicted = stamped.map(
-        (e, i) =>
-          ({
-            id: e.id ?? placeholderId,
-            sessionId,
-            seq: state.lastSeq + i + 1,
-            at: e.at,
-            parentId: e.parentId ?? null,
-            v: PAYLOAD_VERSION,
-            type: e.type,
-            payload: e.payload
-          }) as Envelope
-      )
-      const next = yield* Projection.applyAll(state, predicted)
-      return { stamped, predicted, next }
+  /** Stamps the events' time (`now`) and folds them with the seqs they will get. */
+  const prepare = (state: SessionState, events: ReadonlyArray<NewEvent>, now: number) => {
+    const redact = options.redact
+    const stamped = events.map((e): NewEvent => {
+      const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
+      // the payload masked is still the same event type's payload
+      return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
     })
+    const predicted = stamped.map(
+      (e, i) =>
+        ({
+          id: e.id ?? placeholderId,
+          sessionId,
+          seq: state.lastSeq + i + 1,
+          at: e.at,
+          parentId: e.parentId ?? null,
+          v: PAYLOAD_VERSION,
+          type: e.type,
+          payload: e.payload
+        }) as Envelope
+    )
+    return Either.map(Projection.applyAll(state, predicted), (next) => ({ stamped, predicted, next }))
+  }
 
   const snapshotLogged = (state: SessionState) =>
     takeSnapshot(state).pipe(
@@ -135,7 +137,11 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
   const resync = (atSeq: number) =>
     restore(sessionId, { atSeq }).pipe(
       Effect.provideService(EventStore, store),
-      Effect.tap((state) => Ref.set(cached, state))
+      Effect.tap((state) =>
+        Effect.sync(() => {
+          cached = state
+        })
+      )
     )
 
   /**
@@ -154,10 +160,11 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
     lock.withPermits(1)(
       Effect.uninterruptible(
         Effect.gen(function* () {
-          const before = yield* Ref.get(cached)
+          const before = cached
           const events = decide(before)
           if (events.length === 0) return [] as ReadonlyArray<Envelope>
-          const { stamped, predicted, next } = yield* prepare(before, events)
+          const now = yield* Effect.clockWith((clock) => Effect.succeed(clock.unsafeCurrentTimeMillis()))
+          const { stamped, predicted, next } = yield* prepare(before, events, now)
           const envelopes = yield* store
             .append(sessionId, stamped, fence)
             .pipe(
@@ -171,8 +178,9 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
             envelopes.length === predicted.length &&
             envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
           const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
-          if (matches) yield* Ref.set(cached, state)
-          const due = yield* Ref.getAndSet(snapshotDue, false)
+          if (matches) cached = state
+          const due = snapshotDue
+          snapshotDue = false
           if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
           return envelopes
         })
@@ -181,25 +189,29 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
 
   const append = (events: ReadonlyArray<NewEvent>) => appendWith(() => events)
 
-  const appendLater = (events: ReadonlyArray<NewEvent>) =>
-    lock.withPermits(1)(
-      Effect.uninterruptible(
-        Effect.gen(function* () {
-          if (events.length === 0) return
-          const before = yield* Ref.get(cached)
-          const { stamped, predicted, next } = yield* prepare(before, events)
-          yield* store.appendLater(sessionId, stamped, fence)
-          yield* Ref.set(cached, next)
-          if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted }))
-            yield* Ref.set(snapshotDue, true)
-        })
-      )
-    )
+  // one step of Effect between taking the lock and the store's call: the fold is a plain function
+  const appendLater = (events: ReadonlyArray<NewEvent>): Effect.Effect<void, EventStoreError | ProjectionError> =>
+    events.length === 0
+      ? Effect.void
+      : lock.withPermits(1)(
+          Effect.uninterruptible(
+            Effect.clockWith((clock): Effect.Effect<void, EventStoreError | ProjectionError> => {
+              const before = cached
+              const prepared = prepare(before, events, clock.unsafeCurrentTimeMillis())
+              if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+              const { stamped, predicted, next } = prepared.right
+              return Effect.map(store.appendLater(sessionId, stamped, fence), () => {
+                cached = next
+                if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted })) snapshotDue = true
+              })
+            })
+          )
+        )
 
   /** Waits for the commit of everything handed over and checks the cached state against the log. */
   const settle = Effect.gen(function* () {
     yield* store.flush.pipe(Effect.tapError(() => recoverCache))
-    const state = yield* Ref.get(cached)
+    const state = cached
     const lastSeq = yield* store.lastSeq(sessionId)
     return lastSeq === state.lastSeq ? state : yield* resync(lastSeq)
   })
@@ -207,21 +219,23 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
   const flush = lock.withPermits(1)(
     Effect.gen(function* () {
       const state = yield* settle
-      if (yield* Ref.getAndSet(snapshotDue, false)) yield* snapshotLogged(state)
+      const due = snapshotDue
+      snapshotDue = false
+      if (due) yield* snapshotLogged(state)
     })
   )
 
   const snapshot = lock.withPermits(1)(
     Effect.gen(function* () {
       const state = yield* settle
-      yield* Ref.set(snapshotDue, false)
+      snapshotDue = false
       yield* takeSnapshot(state).pipe(Effect.provideService(EventStore, store))
     })
   )
 
   const journal: SessionJournal = {
     sessionId,
-    state: Ref.get(cached),
+    state: Effect.sync(() => cached),
     append,
     appendWith,
     appendLater,
