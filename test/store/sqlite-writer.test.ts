@@ -31,6 +31,53 @@ const open = (options: SqliteOptions) =>
     (context) => ({ sql: Context.get(context, SqlClient.SqlClient), store: Context.get(context, EventStore) })
   )
 
+/**
+ * `open` over a client whose `reserve` is counted; with `distinct`, each reservation hands out a
+ * `Connection` object of its own (over the same connection), as a client that pools would.
+ */
+const openCounted = (options: SqliteOptions, distinct: boolean) =>
+  Effect.gen(function* () {
+    const reserved = { count: 0 }
+    const counted = Layer.effect(
+      SqlClient.SqlClient,
+      Effect.map(
+        SqlClient.SqlClient,
+        (sql) =>
+          new Proxy(sql, {
+            get: (target, key, receiver) =>
+              key === "reserve"
+                ? Effect.zipRight(
+                    Effect.sync(() => {
+                      reserved.count++
+                    }),
+                    Effect.map(target.reserve, (conn) => (distinct ? { ...conn } : conn))
+                  )
+                : Reflect.get(target, key, receiver)
+          })
+      )
+    ).pipe(Layer.provide(layerClient(options)))
+    const context = yield* Layer.build(
+      Layer.scoped(
+        EventStore,
+        Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend))
+      ).pipe(Layer.provideMerge(counted), Layer.provideMerge(EventBus.layer))
+    )
+    return { sql: Context.get(context, SqlClient.SqlClient), store: Context.get(context, EventStore), reserved }
+  })
+
+/** Every kind of write of the store once: events, a snapshot, a blob, a lease taken and given back. */
+const everyWrite = (store: EventStore["Type"]) =>
+  Effect.gen(function* () {
+    yield* store.append(sid, [Events.make("session.created", { title: "t" })])
+    yield* store.appendLater(sid, [progress(1)])
+    yield* store.flush
+    yield* store.saveSnapshot({ sessionId: sid, version: 1, seq: 2, at: 1, state: { n: 1 } })
+    yield* store.putBlob(new TextEncoder().encode("blob"))
+    yield* store.acquireLease(sid, "owner-a", 60_000)
+    yield* store.append(sid, [progress(2)], { owner: "owner-a" })
+    yield* store.releaseLease(sid, "owner-a")
+  })
+
 /** What another process sees: the committed state of the file, through a connection of its own. */
 const committedTitle = (file: string) => {
   const db = new Database(file, { readonly: true })
@@ -107,6 +154,34 @@ describe("SQLite writes through the SqlClient", () => {
         expect(committedTitle(file)).toBe("inside")
         expect(yield* store.lastSeq(sid)).toBe(2)
       })
+  )
+
+  it.scoped("the writes run on the client's one connection without reserving it each time", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const { store, reserved } = yield* openCounted({ filename: file }, false)
+      const before = reserved.count
+      yield* everyWrite(store)
+      // none of the seven transactions reserved it (the backend did twice, once, to see it is one)
+      expect(reserved.count).toBe(before)
+      expect(yield* store.lastSeq(sid)).toBe(3)
+      expect(committedTitle(file)).toBe("t")
+      expect(writeLockFree(file)).toBe(true)
+      expect((yield* Effect.provideService(verifySession(sid), EventStore, store)).problems).toEqual([])
+    })
+  )
+
+  it.scoped("a client that hands out a connection per reservation: every write reserves one, as before", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      const { store, reserved } = yield* openCounted({ filename: file }, true)
+      const before = reserved.count
+      yield* everyWrite(store)
+      // seven transactions (the flush commits the handed-over event), each on a reserved connection
+      expect(reserved.count - before).toBe(7)
+      expect(yield* store.lastSeq(sid)).toBe(3)
+      expect(writeLockFree(file)).toBe(true)
+    })
   )
 
   it.scoped("the connection the writes use has synchronous=NORMAL, WAL and the busy timeout asked for", () =>
