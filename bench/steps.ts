@@ -130,7 +130,8 @@ const rssModule = (dir: string): string => {
       "  const prepare = Database.prototype.prepare",
       "  Database.prototype.prepare = function (source, ...rest) {",
       "    const statement = prepare.call(this, source, ...rest)",
-      "    if (/^\\s*COMMIT\\b/i.test(source)) {",
+      // the store's writer prefixes its statements with a comment (`/* logbook writer */`)
+      "    if (/^\\s*(\\/\\*[^*]*\\*\\/\\s*)?COMMIT\\b/i.test(source)) {",
       "      const run = statement.run",
       "      statement.run = function (...args) { const result = run.apply(this, args); commits++; return result }",
       "    }",

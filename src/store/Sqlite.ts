@@ -428,13 +428,17 @@ const isNoTransaction = (e: SqlError): boolean => /no transaction is active/i.te
  */
 const reservations = new WeakMap<SqlClient.SqlClient, number>()
 
-/** `sql.reserve`, counted in `reservations` until its scope closes. */
+/**
+ * `sql.reserve`, counted in `reservations` from before the wait for it until its scope closes (the
+ * count and its release are one uninterruptible step: an interrupt cannot leave it counted).
+ */
 const reserveCounted = (sql: SqlClient.SqlClient): Effect.Effect<Connection, SqlError, Scope.Scope> =>
-  Effect.tap(sql.reserve, () =>
-    Effect.zipRight(
+  Effect.zipRight(
+    Effect.acquireRelease(
       Effect.sync(() => reservations.set(sql, (reservations.get(sql) ?? 0) + 1)),
-      Effect.addFinalizer(() => Effect.sync(() => reservations.set(sql, (reservations.get(sql) ?? 1) - 1)))
-    )
+      () => Effect.sync(() => reservations.set(sql, (reservations.get(sql) ?? 1) - 1))
+    ),
+    sql.reserve
   )
 
 /** Runs an effect in a `BEGIN IMMEDIATE` transaction (nested calls use savepoints). */
@@ -689,6 +693,23 @@ const singleConnection = (sql: SqlClient.SqlClient): Effect.Effect<Connection | 
     first === second ? first : undefined
   )
 
+/** Prefixed to the writer's statements: their texts are their own in the prepared-statement cache. */
+const WRITER_STATEMENT = "/* logbook writer */ "
+
+/**
+ * `conn` with the writer's statements under texts of their own (`WRITER_STATEMENT` before each):
+ * no read of the client prepares the same text, so a write never waits for a read's preparation
+ * (`directTransaction`).
+ */
+const writerConnection = (conn: Connection): Connection => ({
+  ...conn,
+  execute: (statement, params, transformRows) => conn.execute(WRITER_STATEMENT + statement, params, transformRows),
+  executeRaw: (statement, params) => conn.executeRaw(WRITER_STATEMENT + statement, params),
+  executeValues: (statement, params) => conn.executeValues(WRITER_STATEMENT + statement, params),
+  executeUnprepared: (statement, params, transformRows) =>
+    conn.executeUnprepared(WRITER_STATEMENT + statement, params, transformRows)
+})
+
 /**
  * The writer's transactions on the client's one connection without reserving it each time (77 Effect
  * operations of a commit's ≈ 240, measured): a transaction whose statements all run without waiting,
@@ -697,48 +718,55 @@ const singleConnection = (sql: SqlClient.SqlClient): Effect.Effect<Connection | 
  * ensures (a plain statement of the client takes and gives back the semaphore before it runs, so
  * only a reserved connection, i.e. a transaction, holds it while other fibers run). While a
  * transaction of `immediate` (or the migrations) holds the connection, a write reserves it as
- * before (`reserved`), and so waits for it. better-sqlite3's statements are
- * synchronous, and so is every body the writer runs (statements, hashes, folds); a body that waited
- * anyway would let another transaction begin inside it, and that one dies with a defect instead.
- * A failure or a defect of the body rolls back, as `transaction`'s; nothing in it can be interrupted.
+ * before (`reserved`), and so waits for it; the check is made with cooperative yielding already
+ * off, so such a transaction cannot begin between the check and the `BEGIN`. better-sqlite3's
+ * statements are synchronous, and so is every body the writer runs (statements, hashes, folds) —
+ * on `writerConnection`, whose statements have texts no read shares: the client's prepared-statement
+ * cache makes a statement wait for another fiber's preparation of the same text in progress (a read
+ * that yielded in the middle of it), which a write must never do. A body that waited anyway would
+ * let another transaction begin inside it, and that one dies with a defect instead. A failure or a
+ * defect of the body rolls back, as `transaction`'s; nothing in it can be interrupted.
  */
 const directTransaction = (sql: SqlClient.SqlClient, conn: Connection, reserved: ReturnType<typeof transaction>) => {
   let open = false
   const direct = <A, E>(
     body: (conn: Connection) => Effect.Effect<A, E>,
     committed: ((value: A) => void) | undefined
-  ): Effect.Effect<A, E | SqlError | EventStoreError> =>
-    Effect.suspend(() => {
-      if (open) return Effect.dieMessage("a write transaction began inside another: a transaction's body waited")
-      open = true
-      return Effect.onExit(beginCommit(conn, body(conn), committed), () =>
+  ): Effect.Effect<A, E | SqlError | EventStoreError> => {
+    if (open) return Effect.dieMessage("a write transaction began inside another: a transaction's body waited")
+    open = true
+    return Effect.uninterruptible(
+      Effect.onExit(beginCommit(conn, body(conn), committed), () =>
         Effect.sync(() => {
           open = false
         })
       )
-    }).pipe(
-      Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.disable(RuntimeFlags.CooperativeYielding)),
-      Effect.uninterruptible
     )
+  }
   return <A, E>(
     body: (conn: Connection) => Effect.Effect<A, E>,
     /** run right after a successful COMMIT */
     committed?: (value: A) => void
   ): Effect.Effect<A, E | SqlError | EventStoreError> =>
-    Effect.suspend(() => ((reservations.get(sql) ?? 0) > 0 ? reserved(body, committed) : direct(body, committed)))
+    Effect.suspend(() => ((reservations.get(sql) ?? 0) > 0 ? reserved(body, committed) : direct(body, committed))).pipe(
+      Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.disable(RuntimeFlags.CooperativeYielding))
+    )
 }
 
 /**
- * The writes, on the `SqlClient`'s one connection: each write is one `immediate` transaction whose
+ * The writes, on the `SqlClient`'s one connection: each write is one `BEGIN IMMEDIATE` transaction whose
  * statements run on the transaction's connection with the client's prepared-statement cache
  * (`Connection.execute`), as few per commit as the data allows. Not `sql.unsafe`: its span,
  * compile and scope per statement cost ~20–50 µs each against ~4 µs for `execute` (docs/benchmarks.md,
- * "One write connection"), and a commit runs several. Reads go through the same client; while a write is open they
- * wait for it (the client's semaphore).
+ * "One write connection"), and a commit runs several. Reads go through the same client; none runs
+ * while a write is open (`directTransaction`: no other fiber runs; a reserved one: the client's
+ * semaphore).
  */
 const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
-  const reserved = transaction(sql, false)
-  const transact = conn === undefined ? reserved : directTransaction(sql, conn, reserved)
+  const reservedTransaction = transaction(sql, false)
+  const reserved: typeof reservedTransaction = (body, committed) =>
+    reservedTransaction((reservedConn) => body(writerConnection(reservedConn)), committed)
+  const transact = conn === undefined ? reserved : directTransaction(sql, writerConnection(conn), reserved)
 
   /**
    * What the last commits of this process left of each session they wrote — its index row, stats

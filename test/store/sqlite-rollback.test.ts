@@ -28,13 +28,15 @@ const failingRollback = (
   rollback = sqliteError("SQLITE_IOERR", "disk I/O error"),
   failing?: string
 ): SqlClient.SqlClient => {
-  const fails = (statement: string) => failing !== undefined && statement.startsWith(failing)
+  // the writer's statements begin with a comment of their own (`/* logbook writer */`)
+  const text = (statement: string) => statement.replace(/^\/\*[^*]*\*\/\s*/, "")
+  const fails = (statement: string) => failing !== undefined && text(statement).startsWith(failing)
   const reserve = Effect.map(
     sql.reserve,
     (conn): Connection => ({
       ...conn,
       execute: (statement, params, transform) =>
-        statement === "ROLLBACK"
+        text(statement) === "ROLLBACK"
           ? Effect.fail(rollback)
           : fails(statement)
             ? Effect.fail(sqliteError("SQLITE_IOERR", "disk I/O error"))

@@ -184,6 +184,36 @@ describe("SQLite writes through the SqlClient", () => {
     })
   )
 
+  it.scoped("a write never waits inside its transaction for a read's preparation of a statement", () =>
+    Effect.gen(function* () {
+      // `lease` reads with the text of a statement `acquireLease` writes with; a read that yields in
+      // the middle of preparing it (its op budget placed there) made a write's body wait for it, and
+      // the next write began inside that transaction (17 of these 36 schedules failed so)
+      for (let budget = 16; budget <= 24; budget++) {
+        for (let yields = 4; yields < 8; yields++) {
+          const exits = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const { store } = yield* open({ filename: tempDb() })
+              yield* store.append(sid, [Events.make("session.created", { title: "t" })])
+              const read = yield* Effect.fork(Effect.withMaxOpsBeforeYield(store.lease(sid), budget))
+              for (let i = 0; i < yields; i++) yield* Effect.yieldNow()
+              const lease = yield* Effect.fork(store.acquireLease(sid, "owner-a", 60_000))
+              const append = yield* Effect.fork(Effect.zipRight(Effect.yieldNow(), store.append(sid, [progress(1)])))
+              const exits = yield* Effect.all([Fiber.await(read), Fiber.await(lease), Fiber.await(append)])
+              expect(yield* store.lastSeq(sid)).toBe(2)
+              return exits
+            })
+          )
+          expect({ budget, yields, failed: exits.filter((exit) => exit._tag === "Failure").length }).toEqual({
+            budget,
+            yields,
+            failed: 0
+          })
+        }
+      }
+    })
+  )
+
   it.scoped("the connection the writes use has synchronous=NORMAL, WAL and the busy timeout asked for", () =>
     Effect.gen(function* () {
       const { sql } = yield* open({ filename: tempDb(), busyTimeoutMs: 1234 })
