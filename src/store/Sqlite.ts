@@ -732,17 +732,19 @@ const directTransaction = (sql: SqlClient.SqlClient, conn: Connection, reserved:
   const direct = <A, E>(
     body: (conn: Connection) => Effect.Effect<A, E>,
     committed: ((value: A) => void) | undefined
-  ): Effect.Effect<A, E | SqlError | EventStoreError> => {
-    if (open) return Effect.dieMessage("a write transaction began inside another: a transaction's body waited")
-    open = true
-    return Effect.uninterruptible(
-      Effect.onExit(beginCommit(conn, body(conn), committed), () =>
-        Effect.sync(() => {
-          open = false
-        })
-      )
+  ): Effect.Effect<A, E | SqlError | EventStoreError> =>
+    // the flag is set and cleared inside the uninterruptible region: no interrupt can leave it set
+    Effect.uninterruptible(
+      Effect.suspend(() => {
+        if (open) return Effect.dieMessage("a write transaction began inside another: a transaction's body waited")
+        open = true
+        return Effect.onExit(beginCommit(conn, body(conn), committed), () =>
+          Effect.sync(() => {
+            open = false
+          })
+        )
+      })
     )
-  }
   return <A, E>(
     body: (conn: Connection) => Effect.Effect<A, E>,
     /** run right after a successful COMMIT */
