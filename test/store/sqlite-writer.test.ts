@@ -19,24 +19,30 @@ import { tempDb } from "../support/tmp.js"
 const sid = SessionId.make("s1")
 const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })
 
-/** The store of `EventStore.layerSqlite` and its `SqlClient`, open for the rest of the test's scope. */
-const open = (options: SqliteOptions) =>
+/**
+ * The store of `EventStore.layerSqlite` and its `SqlClient` (`client`, by default the store's own),
+ * open for the rest of the test's scope.
+ */
+const open = (options: SqliteOptions, client: Layer.Layer<SqlClient.SqlClient, unknown> = layerClient(options)) =>
   Effect.map(
     Layer.build(
       Layer.scoped(
         EventStore,
         Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend))
-      ).pipe(Layer.provideMerge(layerClient(options)), Layer.provideMerge(EventBus.layer))
+      ).pipe(Layer.provideMerge(client), Layer.provideMerge(EventBus.layer))
     ),
     (context) => ({ sql: Context.get(context, SqlClient.SqlClient), store: Context.get(context, EventStore) })
   )
 
 /**
- * `open` over a client whose `reserve` is counted; with `distinct`, each reservation hands out a
- * `Connection` object of its own (over the same connection), as a client that pools would.
+ * Every kind of write of the store once (`everyWrite`) on a fresh file, over a client whose
+ * `reserve` is counted; with `distinct`, each reservation hands out a `Connection` object of its
+ * own (over the same connection), as a client that pools would. The reservations the writes made.
  */
-const openCounted = (options: SqliteOptions, distinct: boolean) =>
+const reservationsOfEveryWrite = (distinct: boolean) =>
   Effect.gen(function* () {
+    const file = tempDb()
+    const options = { filename: file }
     const reserved = { count: 0 }
     const counted = Layer.effect(
       SqlClient.SqlClient,
@@ -56,13 +62,13 @@ const openCounted = (options: SqliteOptions, distinct: boolean) =>
           })
       )
     ).pipe(Layer.provide(layerClient(options)))
-    const context = yield* Layer.build(
-      Layer.scoped(
-        EventStore,
-        Effect.flatMap(makeSqliteBackend(options), (backend) => makeService(backend))
-      ).pipe(Layer.provideMerge(counted), Layer.provideMerge(EventBus.layer))
-    )
-    return { sql: Context.get(context, SqlClient.SqlClient), store: Context.get(context, EventStore), reserved }
+    const { store } = yield* open(options, counted)
+    // the backend reserved it twice already, once, to see whether it hands out one connection
+    const before = reserved.count
+    yield* everyWrite(store)
+    expect(yield* store.lastSeq(sid)).toBe(3)
+    expect(writeLockFree(file)).toBe(true)
+    return { file, store, reservations: reserved.count - before }
   })
 
 /** Every kind of write of the store once: events, a snapshot, a blob, a lease taken and given back. */
@@ -158,29 +164,19 @@ describe("SQLite writes through the SqlClient", () => {
 
   it.scoped("the writes run on the client's one connection without reserving it each time", () =>
     Effect.gen(function* () {
-      const file = tempDb()
-      const { store, reserved } = yield* openCounted({ filename: file }, false)
-      const before = reserved.count
-      yield* everyWrite(store)
-      // none of the seven transactions reserved it (the backend did twice, once, to see it is one)
-      expect(reserved.count).toBe(before)
-      expect(yield* store.lastSeq(sid)).toBe(3)
+      const { file, store, reservations } = yield* reservationsOfEveryWrite(false)
+      // none of the seven transactions reserved it
+      expect(reservations).toBe(0)
       expect(committedTitle(file)).toBe("t")
-      expect(writeLockFree(file)).toBe(true)
       expect((yield* Effect.provideService(verifySession(sid), EventStore, store)).problems).toEqual([])
     })
   )
 
   it.scoped("a client that hands out a connection per reservation: every write reserves one, as before", () =>
     Effect.gen(function* () {
-      const file = tempDb()
-      const { store, reserved } = yield* openCounted({ filename: file }, true)
-      const before = reserved.count
-      yield* everyWrite(store)
+      const { reservations } = yield* reservationsOfEveryWrite(true)
       // seven transactions (the flush commits the handed-over event), each on a reserved connection
-      expect(reserved.count - before).toBe(7)
-      expect(yield* store.lastSeq(sid)).toBe(3)
-      expect(writeLockFree(file)).toBe(true)
+      expect(reservations).toBe(7)
     })
   )
 
