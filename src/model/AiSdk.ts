@@ -43,6 +43,7 @@ import {
   type ModelUsage,
   type ProviderMetadata
 } from "./Model.js"
+import type { PartReader, WireError, WireHttpError } from "./OpenAiCompatibleWire.js"
 import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
 
 /** How to talk to a provider; config's `provider.<id>.type` (ConfigSchema's `ProviderType` annotates this one). */
@@ -75,6 +76,12 @@ export interface AiSdkOptions {
    * included; default `defaultStreamIdleTimeoutMs`
    */
   readonly streamIdleTimeoutMs?: number | undefined
+  /**
+   * openai-compatible only: requests go through the SDK's provider package instead of our own
+   * client (OpenAiCompatibleWire.ts), which sends the same body and reads the same events
+   * (test/model/wire.test.ts). For comparing the two (tests, benchmarks); config does not set it.
+   */
+  readonly viaSdk?: boolean | undefined
 }
 
 /** A stream with no part for this long is cut (`AiSdkOptions.streamIdleTimeoutMs`). */
@@ -519,6 +526,23 @@ export const toModelError = (
     })
   }
 
+  if (isNamed(error, "WireHttpError")) {
+    // an error answer to our own openai-compatible request (OpenAiCompatibleWire.ts)
+    const answer = error as WireHttpError
+    const headers = lowerCaseHeaders(answer.headers, redact)
+    return make("http", `HTTP ${answer.status}: ${answer.message}`, {
+      status: answer.status,
+      ...(headers === undefined ? {} : { headers }),
+      body: cut(redact(answer.body)),
+      providerMessage: providerMessage(answer.body, redact)
+    })
+  }
+  if (isNamed(error, "WireError")) {
+    const wire = error as WireError
+    return wire.reason === "stream-cut"
+      ? make("stream-cut", "the stream ended before the step finished")
+      : make("invalid-response", `the provider sent something that cannot be understood: ${wire.message}`)
+  }
   if (isApiCallError(error)) {
     if (error.statusCode !== undefined && error.statusCode >= 200 && error.statusCode < 300) {
       // the SDK wraps a failure while reading a successful response ("Failed to process successful response")
@@ -854,7 +878,7 @@ const readyOrLater = <A>(read: Promise<A>): Promise<A | typeof LATER> =>
 const MAX_PULL_EVENTS = 256
 
 /** One read of the provider's stream. */
-type PartRead = Awaited<ReturnType<ReadableStreamDefaultReader<LanguageModelV3StreamPart>["read"]>>
+type PartRead = Awaited<ReturnType<PartReader["read"]>>
 
 /** One pull's read: its events, and the failure that ended it (given by the next pull). */
 interface ReadBatch {
@@ -877,7 +901,7 @@ interface ReadBatch {
  * "The step's cost, this build beside the session's start").
  */
 const readParts = (
-  reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart>,
+  reader: PartReader,
   state: MapState,
   options: AiSdkOptions,
   watch: IdleWatch,
@@ -993,6 +1017,54 @@ const readParts = (
   return pull
 }
 
+/**
+ * Opens one request: resolves with the reader of the answer's parts once the answer has begun,
+ * rejects with what went wrong (an HTTP error answer, the connection's error, the abort).
+ */
+type Open = (
+  request: ModelRequest,
+  providerOptions: ProviderMetadata | undefined,
+  signal: AbortSignal
+) => Promise<PartReader>
+
+/**
+ * The openai-compatible request made by us (OpenAiCompatibleWire.ts): the module, the SSE parser
+ * and the SDK's tool call tracker are loaded at the first request, as the SDK is.
+ */
+const openOwnRequest = (options: AiSdkOptions & { readonly baseURL: string }): Effect.Effect<Open, ModelError> =>
+  Effect.map(
+    loadSdk("the openai-compatible client", () =>
+      Promise.all([import("./OpenAiCompatibleWire.js"), import("eventsource-parser"), import("@ai-sdk/provider-utils")])
+    ),
+    ([wire, { createParser }, { StreamingToolCallTracker, secureJsonParse }]): Open => {
+      const target = wire.endpoint(options)
+      const utils = {
+        createParser,
+        secureJsonParse,
+        newTracker: (enqueue: (part: LanguageModelV3StreamPart) => void) =>
+          new StreamingToolCallTracker({ enqueue } as unknown as TransformStreamDefaultController<never>)
+      }
+      const reasoning = reasoningProviderOptions(options.type, optionsKeyOf(options), options.reasoning)
+      const effort = reasoning?.[optionsKeyOf(options)]?.reasoningEffort
+      const settings = {
+        modelId: options.modelId,
+        reasoningEffort: typeof effort === "string" ? effort : undefined,
+        secureJsonParse
+      }
+      return (request, _providerOptions, signal) =>
+        wire.post(target, wire.requestBody(request, settings), utils, signal)
+    }
+  )
+
+/** The provider's `doStream` through its SDK package. */
+const openSdkRequest = (options: AiSdkOptions, target: SdkTarget): Effect.Effect<Open, ModelError> =>
+  Effect.map(
+    languageModel(options),
+    (model): Open =>
+      async (request, providerOptions, signal) =>
+        (await model.doStream(toCallOptions(request, target, providerOptions, signal))).stream.getReader()
+  )
+
 export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   const target: SdkTarget = { type: options.type, optionsKey: optionsKeyOf(options) }
   const reasoningOptions = reasoningProviderOptions(options.type, target.optionsKey, options.reasoning)
@@ -1005,23 +1077,28 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
   })
   const idleMs = options.streamIdleTimeoutMs ?? defaultStreamIdleTimeoutMs
   /**
-   * The SDK model, built by the first request and kept: building it builds the provider's schemas
-   * for its stream chunks, which zod compiles on their first use — per request, that was the most
-   * of zod's time in a step (the options are fixed, so every request would build the same model).
+   * How a request is opened, made by the first request and kept: for the SDK, building its model
+   * builds the provider's schemas for its stream chunks, which zod compiles on their first use — per
+   * request, that was the most of zod's time in a step (the options are fixed, so every request
+   * would build the same model). openai-compatible requests are our own (OpenAiCompatibleWire.ts).
    */
-  let built: LanguageModelV3 | undefined
-  const sdkModel = Effect.suspend(() =>
-    built !== undefined
-      ? Effect.succeed(built)
-      : Effect.tap(languageModel(options), (model) => {
-          built = model
-        })
-  )
+  let opened: Open | undefined
+  const open = Effect.suspend(() => {
+    if (opened !== undefined) return Effect.succeed(opened)
+    const { baseURL } = options
+    const make =
+      options.type === "openai-compatible" && options.viaSdk !== true && baseURL !== undefined && baseURL !== ""
+        ? openOwnRequest({ ...options, baseURL })
+        : openSdkRequest(options, target)
+    return Effect.tap(make, (made) => {
+      opened = made
+    })
+  })
   // a stream that keeps its pull: the kernel reads it without the Stream's channel (pull.ts)
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     fromPull(
       Effect.gen(function* () {
-        const model = yield* sdkModel
+        const openRequest = yield* open
         const state = newState()
         // a response read to its end needs no abort (which costs an event dispatch through the
         // HTTP client's listeners, ~0.1 ms a request)
@@ -1037,7 +1114,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
             ? { [target.optionsKey]: { promptCacheKey: request.cacheKey } }
             : undefined
         )
-        let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
+        let reader: PartReader | undefined
         const watch = yield* watchIdle(idleMs, () => {
           controller.abort()
           reader?.cancel().catch(() => undefined)
@@ -1046,13 +1123,14 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
           idle: () => idleError(options, idleMs),
           of: (error: unknown) => toModelError(error, context(state))
         }
-        // the provider sends the request and resolves once the response has begun (an HTTP error rejects)
-        const { stream: parts } = yield* Effect.tryPromise({
-          try: () => model.doStream(toCallOptions(request, target, providerOptions, controller.signal)),
+        // the request is sent; it resolves once the response has begun (an HTTP error rejects)
+        // (interruptible: an interrupt while it waits aborts the request, by the controller's release)
+        const opened = yield* Effect.tryPromise({
+          try: () => openRequest(request, providerOptions, controller.signal),
           catch: (error) => (watch.idle() ? errors.idle() : errors.of(error))
         })
         reader = yield* Effect.acquireRelease(
-          Effect.sync(() => parts.getReader()),
+          Effect.succeed(opened),
           // a stream that failed rejects its cancel, one that ended has nothing to cancel
           (reader) => (state.ended ? Effect.void : Effect.promise(() => reader.cancel().catch(() => undefined)))
         )

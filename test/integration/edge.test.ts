@@ -13,6 +13,7 @@ import {
   fileLines,
   idle,
   isLive,
+  keyedProviderEnv,
   latestSession,
   makeJanitor,
   makeWorkspace,
@@ -235,19 +236,32 @@ describe("logbook run: more model failures", () => {
     expect(log.at(-1)).toMatchObject(idle)
   })
 
-  it("a port fetch never connects to (1): not retried, exit 1, the sentence says what to do", async () => {
+  it("a port fetch never connects to (1), for an openai provider (the SDK's fetch): not retried, exit 1, the sentence says what to do", async () => {
     // port 1 is on the fetch standard's list of blocked ports: undici fails with "bad port" before connecting
     const server = { url: "http://127.0.0.1:1" } as Parameters<typeof makeWorkspace>[0]
-    const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
-    const result = await runCli([...ws.runArgs, "hello"])
+    const model = "remote/gpt"
+    const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 }, config: { model } })
+    const env = keyedProviderEnv(server, model, { type: "openai" }, "sk-test-port-0123456789abcdef")
+    const result = await runCli([...ws.runArgs, "hello"], { env })
     expect(result.code).toBe(1)
     expect(notices(result.stderr)).toEqual([
       "logbook: cannot connect to 127.0.0.1:1 (blocked port), not retried: fetch never connects to port 1 (it is on " +
-        "the fetch standard's list of blocked ports); run the server on another port and change provider.local.baseURL"
+        "the fetch standard's list of blocked ports); run the server on another port and change provider.remote.baseURL"
     ])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(ofType(log, "model.retry")).toEqual([])
     expect(ofType(log, "model.error").map((e) => e.payload.retryable)).toEqual([false])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("an openai-compatible provider at port 1 (our own request blocks no port): connection refused, as at any port", async () => {
+    const server = { url: "http://127.0.0.1:1" } as Parameters<typeof makeWorkspace>[0]
+    const ws = makeWorkspace(server, { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } })
+    const result = await runCli([...ws.runArgs, "hello"])
+    expect(result.code).toBe(1)
+    expect(notices(result.stderr).join("\n")).toContain("cannot connect to 127.0.0.1:1 (connection refused)")
+    const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
+    expect(ofType(log, "model.error").length).toBeGreaterThan(0)
     expect(log.at(-1)).toMatchObject(idle)
   })
 })

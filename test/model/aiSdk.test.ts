@@ -14,7 +14,7 @@ import { describe as describeError } from "../../src/model/Retry.js"
 import { consumeBatched } from "../../src/session/Processor.js"
 import { keepsPull, openPull } from "../../src/stream/pull.js"
 import { anthropicReply } from "../support/recorded.js"
-import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
+import { Reply, type ScriptedResponse, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 
 const apiKey = "sk-test-7f3a9c1e5b2d4f6a8c0e"
 
@@ -372,7 +372,7 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
-  it.scopedLive("a malformed chunk → invalid-response (the SDK's JSONParseError)", () =>
+  it.scopedLive("a malformed chunk → invalid-response, after the events before it", () =>
     Effect.gen(function* () {
       const server = yield* scriptedServer
       server.enqueue(Reply.malformedAfter(1, Reply.stream({ text: ["ok ", "more"] })))
@@ -380,17 +380,42 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       expect(events).toEqual([{ _tag: "TextDelta", id: "txt-0", delta: "ok " }])
       const error = failure(exit)
       expect(error.reason).toBe("invalid-response")
-      expect(error.message).toContain("JSON parsing failed")
+      expect(error.message).toContain("a chunk is not JSON")
     })
   )
 
-  it.scopedLive("a JSON chunk of the wrong shape → invalid-response (the SDK's TypeValidationError)", () =>
+  it.scopedLive("a JSON chunk of the wrong shape → invalid-response, saying what is wrong", () =>
     Effect.gen(function* () {
       const server = yield* scriptedServer
       server.enqueue({ type: "sse", steps: [{ type: "raw", data: '{"choices": "nope"}' }, { type: "done" }] })
       const error = failure((yield* run(modelFor(server).stream(request))).exit)
       expect(error.reason).toBe("invalid-response")
-      expect(error.cause).toMatchObject({ name: "AI_TypeValidationError" })
+      expect(error.message).toContain("choices is not an array")
+    })
+  )
+
+  it.scopedLive.each<[string, ScriptedResponse, string]>([
+    ["a malformed chunk", Reply.malformedAfter(1, Reply.stream({ text: ["ok ", "more"] })), "AI_JSONParseError"],
+    [
+      "a JSON chunk of the wrong shape",
+      { type: "sse", steps: [{ type: "raw", data: '{"choices": "nope"}' }, { type: "done" }] },
+      "AI_TypeValidationError"
+    ]
+  ])("through the SDK's provider package: %s → invalid-response (the SDK's error)", ([, reply, name]) =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(reply)
+      const model = makeAiSdkModel({
+        name: "local/test-model",
+        type: "openai-compatible",
+        baseURL: `${server.url}/v1`,
+        apiKey,
+        modelId: "test-model",
+        viaSdk: true
+      })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error.reason).toBe("invalid-response")
+      expect(error.cause).toMatchObject({ name })
     })
   )
 
@@ -572,7 +597,21 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
-  it.scopedLive("a port fetch blocks (1) → network, kind blocked-port", () =>
+  it.scopedLive("through the SDK's provider package, a port fetch blocks (1) → network, kind blocked-port", () =>
+    Effect.gen(function* () {
+      const model = makeAiSdkModel({
+        name: "local/m",
+        type: "openai-compatible",
+        baseURL: "http://127.0.0.1:1/v1",
+        modelId: "m",
+        viaSdk: true
+      })
+      const error = failure((yield* run(model.stream(request))).exit)
+      expect(error).toMatchObject({ reason: "network", network: "blocked-port", host: "127.0.0.1", port: 1 })
+    })
+  )
+
+  it.scopedLive("our own request blocks no port: nothing listens at 1 → network, kind refused", () =>
     Effect.gen(function* () {
       const model = makeAiSdkModel({
         name: "local/m",
@@ -581,7 +620,7 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
         modelId: "m"
       })
       const error = failure((yield* run(model.stream(request))).exit)
-      expect(error).toMatchObject({ reason: "network", network: "blocked-port", host: "127.0.0.1", port: 1 })
+      expect(error).toMatchObject({ reason: "network", network: "refused", host: "127.0.0.1", port: 1 })
     })
   )
 

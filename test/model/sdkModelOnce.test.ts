@@ -36,7 +36,9 @@ describe("the SDK model", () => {
             name: "local/test-model",
             type: "openai-compatible",
             baseURL: `${server.url}/v1`,
-            modelId: "test-model"
+            modelId: "test-model",
+            // openai-compatible requests are our own unless asked to go through the SDK
+            viaSdk: true
           })
           for (const text of ["one", "two", "three"]) {
             server.enqueue(Reply.text(text))

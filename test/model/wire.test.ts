@@ -160,20 +160,27 @@ const events = (stream: Stream.Stream<ModelEvent, unknown>) =>
     return { out, exit }
   })
 
+/** One request of a case to a fresh scripted server: what was sent and the events read. */
+const exchange = (c: Case, extra: Partial<AiSdkOptions> = {}) =>
+  Effect.gen(function* () {
+    const server = yield* Effect.acquireRelease(
+      Effect.promise(() => startScriptedServer()),
+      (s) => Effect.promise(() => s.close())
+    )
+    server.enqueue(c.reply)
+    const model = makeAiSdkModel({ ...c.options, baseURL: `${server.url}/v1`, ...extra })
+    const { out, exit } = yield* events(model.stream(request))
+    expect(Exit.isSuccess(exit)).toBe(true)
+    expect(server.requests).toHaveLength(1)
+    return { sent: server.requests[0]!, out }
+  })
+
 describe("the wire, byte for byte", () => {
   for (const c of cases) {
+    // openai-compatible requests are our own (OpenAiCompatibleWire.ts): the SDK's are pinned here, ours below
     it.live(`${c.name}: the request body and headers, and the events of the answer`, () =>
       Effect.gen(function* () {
-        const server = yield* Effect.acquireRelease(
-          Effect.promise(() => startScriptedServer()),
-          (s) => Effect.promise(() => s.close())
-        )
-        server.enqueue(c.reply)
-        const model = makeAiSdkModel({ ...c.options, baseURL: `${server.url}/v1` })
-        const { out, exit } = yield* events(model.stream(request))
-        expect(Exit.isSuccess(exit)).toBe(true)
-        expect(server.requests).toHaveLength(1)
-        const sent = server.requests[0]!
+        const { sent, out } = yield* exchange(c, { viaSdk: true })
         yield* Effect.promise(() =>
           expect(
             `${sent.method} ${sent.url}\n${JSON.stringify(sentHeaders(sent), null, 2)}\n${sent.text}\n`
@@ -185,6 +192,24 @@ describe("the wire, byte for byte", () => {
       }).pipe(Effect.scoped)
     )
   }
+
+  it.live("openai-compatible, our own request: the SDK's body to the byte, the same events, our headers", () =>
+    Effect.gen(function* () {
+      const c = cases[0]!
+      const sdk = yield* exchange(c, { viaSdk: true })
+      const own = yield* exchange(c)
+      expect(`${own.sent.method} ${own.sent.url}`).toBe(`${sdk.sent.method} ${sdk.sent.url}`)
+      expect(own.sent.text).toBe(sdk.sent.text)
+      expect(own.out).toEqual(sdk.out)
+      // the key as a bearer token, config's headers, the length; none of undici's defaults
+      yield* Effect.promise(() =>
+        expect(`${JSON.stringify(sentHeaders(own.sent), null, 2)}\n`).toMatchFileSnapshot(
+          "__wire__/openai-compatible.own-headers.json"
+        )
+      )
+      expect(Number(own.sent.headers["content-length"])).toBe(Buffer.byteLength(own.sent.text))
+    }).pipe(Effect.scoped)
+  )
 })
 
 describe("part ids within a step", () => {
