@@ -533,14 +533,15 @@ export const toModelError = (
     return make("http", `HTTP ${answer.status}: ${answer.message}`, {
       status: answer.status,
       ...(headers === undefined ? {} : { headers }),
-      body: cut(redact(answer.body)),
-      providerMessage: providerMessage(answer.body, redact)
+      ...(answer.body === undefined
+        ? {}
+        : { body: cut(redact(answer.body)), providerMessage: providerMessage(answer.body, redact) })
     })
   }
   if (isNamed(error, "WireError")) {
     const wire = error as WireError
     return wire.reason === "stream-cut"
-      ? make("stream-cut", "the stream ended before the step finished")
+      ? make("stream-cut", wire.message)
       : make("invalid-response", `the provider sent something that cannot be understood: ${wire.message}`)
   }
   if (isApiCallError(error)) {

@@ -21,6 +21,8 @@
  */
 import * as http from "node:http"
 import * as https from "node:https"
+import type { Readable } from "node:stream"
+import * as zlib from "node:zlib"
 import type { LanguageModelV3StreamPart, LanguageModelV3Usage } from "@ai-sdk/provider"
 import { version } from "../version.js"
 import type { ModelMessage, ModelRequest, ModelTool } from "./Model.js"
@@ -164,9 +166,10 @@ export class WireError extends Error {
   override readonly name = "WireError"
   constructor(
     readonly reason: "invalid-response" | "stream-cut",
-    message: string
+    message: string,
+    options?: { readonly cause: unknown }
   ) {
-    super(message)
+    super(message, options)
   }
 }
 
@@ -204,7 +207,9 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 const nullish = (value: unknown): value is null | undefined => value === null || value === undefined
 const stringOrNullish = (value: unknown): boolean => nullish(value) || typeof value === "string"
-const numberOrNullish = (value: unknown): boolean => nullish(value) || typeof value === "number"
+/** zod's `number()`: a finite number (`1e400` parses to Infinity, which the schema refuses) */
+const numberOrNullish = (value: unknown): boolean =>
+  nullish(value) || (typeof value === "number" && Number.isFinite(value))
 
 /** Where a chunk does not fit the provider's chunk schema (`chunkBaseSchema`), or undefined when it fits. */
 const chunkProblem = (value: unknown): string | undefined => {
@@ -274,14 +279,21 @@ const chunkProblem = (value: unknown): string | undefined => {
 }
 
 /** The provider's error chunk (`openaiCompatibleErrorDataSchema`). */
-const isErrorChunk = (value: unknown): value is { readonly error: unknown } => {
+const isErrorChunk = (value: unknown): value is { readonly error: Record<string, unknown> } => {
   if (!isObject(value) || !isObject(value.error)) return false
   const { message, type, code } = value.error
   return (
     typeof message === "string" &&
     stringOrNullish(type) &&
-    (nullish(code) || typeof code === "string" || typeof code === "number")
+    (nullish(code) || typeof code === "string" || (typeof code === "number" && Number.isFinite(code)))
   )
+}
+
+/** An error chunk's error as the schema gives it: `message`, `type`, `param` and `code`, the other keys dropped (zod strips them). */
+const schemaError = (error: Record<string, unknown>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const key of ["message", "type", "param", "code"]) if (key in error) out[key] = error[key]
+  return out
 }
 
 /** The provider's unified finish reason (`mapOpenAICompatibleFinishReason`). */
@@ -350,6 +362,7 @@ export interface ToolCallTracker {
 }
 
 export interface WireUtils {
+  /** `JSON.parse` refusing prototype keys (`__proto__`, `constructor.prototype`), as the SDK reads chunks */
   readonly secureJsonParse: (text: string) => unknown
   readonly newTracker: (enqueue: (part: LanguageModelV3StreamPart) => void) => ToolCallTracker
   readonly createParser: typeof import("eventsource-parser").createParser
@@ -420,7 +433,7 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
     if (data === "[DONE]") return
     let value: unknown
     try {
-      value = JSON.parse(data)
+      value = utils.secureJsonParse(data)
     } catch (error) {
       errored = true
       enqueue({ type: "error", error: new WireError("invalid-response", `a chunk is not JSON: ${String(error)}`) })
@@ -431,7 +444,9 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
       errored = true
       enqueue({
         type: "error",
-        error: isErrorChunk(value) ? value.error : new WireError("invalid-response", `a chunk is malformed: ${problem}`)
+        error: isErrorChunk(value)
+          ? schemaError(value.error)
+          : new WireError("invalid-response", `a chunk is malformed: ${problem}`)
       })
       return
     }
@@ -479,7 +494,7 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
     pending.clear()
     tracker.flush()
     if (rawFinish === undefined && !errored) {
-      enqueue({ type: "error", error: new WireError("stream-cut", "the stream ended without a finish reason") })
+      enqueue({ type: "error", error: new WireError("stream-cut", "the stream ended before the step finished") })
       return
     }
     enqueue({
@@ -513,14 +528,17 @@ export const MAX_ERROR_BODY_BYTES = 256 * 1024
 /** The reading pauses when this many parts wait to be read (and goes on when they have been). */
 const HIGH_WATER_PARTS = 4096
 
-/** An HTTP answer that is not 2xx: what `AiSdk.toModelError` makes an `http` error of. */
+/**
+ * An HTTP answer that is not 2xx: what `AiSdk.toModelError` makes an `http` error of. `body` is
+ * undefined when it could not be read (the connection broke while it came).
+ */
 export class WireHttpError extends Error {
   override readonly name = "WireHttpError"
   constructor(
     readonly status: number,
     message: string,
     readonly headers: Record<string, string>,
-    readonly body: string
+    readonly body: string | undefined
   ) {
     super(message)
   }
@@ -614,31 +632,43 @@ export const post = (target: WireEndpoint, body: string, utils: WireUtils, signa
     })
     request.on("response", (response) => {
       const status = response.statusCode ?? 0
-      response.setEncoding("utf8")
+      const source = decoded(response)
+      source.setEncoding("utf8")
       if (status < 200 || status >= 300) {
         let text = ""
-        response.on("data", (piece: string) => {
-          text += piece
+        let cut = false
+        source.on("data", (piece: string) => {
+          text += text === "" ? withoutBom(piece) : piece
           if (text.length >= MAX_ERROR_BODY_BYTES) {
             text = text.slice(0, MAX_ERROR_BODY_BYTES)
+            cut = true
             response.destroy()
-            finish()
+            finish(text)
           }
         })
-        const finish = () => {
+        const finish = (body: string | undefined) => {
           if (settled) return
           settled = true
           signal.removeEventListener("abort", onAbort)
-          reject(
-            new WireHttpError(status, errorAnswerMessage(text, response.statusMessage ?? ""), headersOf(response), text)
-          )
+          const message = errorAnswerMessage(body ?? "", response.statusMessage ?? "")
+          reject(new WireHttpError(status, message, headersOf(response), body))
         }
-        response.on("end", finish)
-        response.on("error", finish)
+        source.on("end", () => finish(text))
+        // the body could not be read whole: as the SDK, no body (a cut of our own keeps what came)
+        source.on("error", () => finish(cut ? text : undefined))
+        response.on("aborted", () => finish(cut ? text : undefined))
+        return
+      }
+      if (status === 204 || status === 205) {
+        // fetch gives these no body, and the SDK refuses a response without one
+        settled = true
+        signal.removeEventListener("abort", onAbort)
+        response.resume()
+        reject(new WireError("invalid-response", `HTTP ${status}: the answer has no body`))
         return
       }
       settled = true
-      const queue = new PartQueue(response, () => request.destroy(new WireAbortError("the stream was cancelled")))
+      const queue = new PartQueue(source, () => request.destroy(new WireAbortError("the stream was cancelled")))
       reader = queue
       const chunks = makeChunkReader(utils, queue.push)
       const parser = utils.createParser({
@@ -659,14 +689,16 @@ export const post = (target: WireEndpoint, body: string, utils: WireUtils, signa
         queue.fail(error)
         request.destroy()
       }
-      response.on("data", (piece: string) => {
+      let first = true
+      source.on("data", (piece: string) => {
         try {
-          parser.feed(piece)
+          parser.feed(first ? withoutBom(piece) : piece)
+          first = false
         } catch (error) {
           failWith(error)
         }
       })
-      response.on("end", () => {
+      source.on("end", () => {
         signal.removeEventListener("abort", onAbort)
         try {
           chunks.end()
@@ -675,12 +707,51 @@ export const post = (target: WireEndpoint, body: string, utils: WireUtils, signa
           failWith(error)
         }
       })
-      response.on("error", (error) => queue.fail(error))
-      response.on("aborted", () => queue.fail(Object.assign(new Error("aborted"), { code: "ECONNRESET" })))
+      // the connection broke after the answer had begun: a cut stream, whether or not a part had come
+      const broke = (error: unknown) =>
+        queue.fail(
+          error instanceof WireAbortError
+            ? error
+            : new WireError("stream-cut", `the connection broke before the step finished: ${messageOf(error)}`, {
+                cause: error
+              })
+        )
+      source.on("error", broke)
+      response.on("error", broke)
+      response.on("aborted", () => broke(Object.assign(new Error("aborted"), { code: "ECONNRESET" })))
       resolve(queue)
     })
     request.end(body)
   })
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+/** A text without the byte order mark it may start with (a `TextDecoder`, which the SDK reads with, drops it). */
+const withoutBom = (text: string): string => (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
+
+/**
+ * The answer's body, decompressed when the server compressed it (we never ask for it, but a
+ * config header may, or a server may do it unasked): fetch decodes these, and so do we.
+ */
+const decoded = (response: http.IncomingMessage): Readable => {
+  const encoding = String(response.headers["content-encoding"] ?? "")
+    .trim()
+    .toLowerCase()
+  const decoder =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH })
+      : encoding === "deflate"
+        ? zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH })
+        : encoding === "br"
+          ? zlib.createBrotliDecompress({
+              flush: zlib.constants.BROTLI_OPERATION_FLUSH,
+              finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH
+            })
+          : undefined
+  if (decoder === undefined) return response
+  response.on("error", (error) => decoder.destroy(error))
+  return response.pipe(decoder)
+}
 
 /** The parts read and not yet taken, and the one `read` that waits for more. */
 class PartQueue implements PartReader {
@@ -692,7 +763,7 @@ class PartQueue implements PartReader {
   private paused = false
 
   constructor(
-    private readonly response: http.IncomingMessage,
+    private readonly response: Readable,
     private readonly destroy: () => void
   ) {}
 
