@@ -4,7 +4,7 @@
  * result (e.g. restore and the full fold disagree).
  *
  *   npm run bench                               all of them
- *   npm run bench -- restore                    one (or several): append, restore, stats, coldstart, startup, kernel, grep, render, snapshot
+ *   npm run bench -- restore                    one (or several): append, restore, stats, coldstart, startup, kernel, steps, provider, grep, render, snapshot
  *   npm run bench -- --quick                    small sizes, to check that everything runs
  *   npm run bench -- startup --baseline main    also build git ref `main` in a temporary directory and
  *                                               time its start-up in the same rounds (before / after);
@@ -21,6 +21,7 @@ import { type AppendResult, benchAppend } from "./append.js"
 import { benchColdStart, type ColdStartResult } from "./coldstart.js"
 import { benchGrep, type GrepResult, RIPGREP_MIN_FILES } from "./grep.js"
 import { benchKernel, DEFAULT_SHAPE, type KernelResult, QUICK_SHAPE } from "./kernel.js"
+import { benchProvider, type ProviderResult } from "./provider.js"
 import { benchRender, type RenderResult, type RenderRun } from "./render.js"
 import { benchRestore, type RestoreMeasurement, type RestoreResult } from "./restore.js"
 import { benchSnapshot, type SnapshotResult } from "./snapshot.js"
@@ -36,6 +37,7 @@ const NAMES = [
   "startup",
   "kernel",
   "steps",
+  "provider",
   "grep",
   "render",
   "snapshot"
@@ -53,7 +55,7 @@ interface Args {
 }
 
 const usage =
-  "usage: npm run bench -- [append] [restore] [stats] [coldstart] [startup] [kernel] [steps] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
+  "usage: npm run bench -- [append] [restore] [stats] [coldstart] [startup] [kernel] [steps] [provider] [grep] [render] [snapshot] [--quick] [--write FILE] [--baseline GIT-REF]"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const names: Array<Name> = []
@@ -676,6 +678,30 @@ Skipped: ${r.reason}.`
   ].join("\n")
 }
 
+const providerRows = (r: ProviderResult): Array<Row> =>
+  r.cases.map((c) => ({
+    figure:
+      `provider: one openai-compatible request with ${int(c.messages)} messages before it, our client ` +
+      `(${c.ownMs.toFixed(2)} ms) / the SDK's package (${c.sdkMs.toFixed(2)} ms), same rounds`,
+    value: ratio(c.ownMs / c.sdkMs),
+    goal: "(reported)",
+    result: ""
+  }))
+
+const providerMarkdown = (r: ProviderResult): string =>
+  [
+    `### One openai-compatible request: our client and the SDK's package (${r.rounds} rounds × ${r.requestsPerRound} requests each, alternated)`,
+    "",
+    "From the stream's start to its `Finish`, through `makeAiSdkModel` with and without `viaSdk`, to the scripted server in the same process (which neither parses nor keeps the body). Medians in ms.",
+    "",
+    "| messages before the request | body | our client | the SDK's package | ours / SDK |",
+    "|---|---|---|---|---|",
+    ...r.cases.map(
+      (c) =>
+        `| ${int(c.messages)} | ${bytes(c.bodyBytes)} | ${c.ownMs.toFixed(2)} | ${c.sdkMs.toFixed(2)} | ${ratio(c.ownMs / c.sdkMs)} |`
+    )
+  ].join("\n")
+
 const grepRows = (g: GrepResult): Array<Row> => {
   if (g._tag === "Skipped") return [{ figure: "grep", value: "-", goal: "(skipped)", result: g.reason }]
   const rows: Array<Row> = g.cases.map((c) => {
@@ -964,6 +990,11 @@ const main = async () => {
         })
         rows.push(...stepsRows(r))
         sections.push(stepsMarkdown(r))
+      } else if (name === "provider") {
+        console.log("\nprovider: openai-compatible requests, our client and the SDK's package alternated …")
+        const r = await benchProvider({ ...(args.quick ? { rounds: 2, requestsPerRound: 5 } : {}), log: console.log })
+        rows.push(...providerRows(r))
+        sections.push(providerMarkdown(r))
       } else if (name === "grep") {
         console.log("\ngrep: JavaScript and ripgrep searches alternated on generated trees …")
         const sub = fs.mkdtempSync(path.join(dir, "grep-"))

@@ -1052,8 +1052,9 @@ const openOwnRequest = (options: AiSdkOptions & { readonly baseURL: string }): E
         reasoningEffort: typeof effort === "string" ? effort : undefined,
         secureJsonParse
       }
+      const histories = wire.historiesFor()
       return (request, _providerOptions, signal) =>
-        wire.post(target, wire.requestBody(request, settings), utils, signal)
+        wire.post(target, wire.bodyParts(request, settings, histories(request.cacheKey)), utils, signal)
     }
   )
 

@@ -125,32 +125,131 @@ const toolsJsonOf = (tools: ReadonlyArray<ModelTool>): string => {
   return json
 }
 
-/**
- * The request body, as the provider's `doStream` serialises it: `model`, `max_tokens`,
- * `reasoning_effort`, `messages` (the system prompt first), `tools` and `tool_choice`, `stream` and
- * `stream_options`, in that order; fields without a value left out.
- */
-export const requestBody = (request: ModelRequest, settings: WireSettings): string => {
+/** The body's fields before the messages: `{"model":…,"max_tokens":…,"reasoning_effort":…,"messages":[` */
+const bodyHead = (request: ModelRequest, settings: WireSettings): string => {
   const head = JSON.stringify({
     model: settings.modelId,
     ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
     ...(settings.reasoningEffort === undefined ? {} : { reasoning_effort: settings.reasoningEffort })
   })
-  const parts: Array<string> = [head.slice(0, -1), ',"messages":[']
-  let first = true
-  const add = (json: string) => {
-    if (json === "") return
-    if (!first) parts.push(",")
-    parts.push(json)
-    first = false
+  return `${head.slice(0, -1)},"messages":[`
+}
+
+/** The body's fields after the messages' array: the tools, the choice and the stream options. */
+const bodyTail = (request: ModelRequest): string =>
+  (request.tools.length > 0 ? `],"tools":${toolsJsonOf(request.tools)},"tool_choice":"auto"` : "]") +
+  ',"stream":true,"stream_options":{"include_usage":true}}'
+
+const systemJson = (request: ModelRequest): string | undefined =>
+  request.system === undefined ? undefined : JSON.stringify({ role: "system", content: request.system })
+
+/**
+ * The request body, as the provider's `doStream` serialises it: `model`, `max_tokens`,
+ * `reasoning_effort`, `messages` (the system prompt first), `tools` and `tool_choice`, `stream` and
+ * `stream_options`, in that order; fields without a value left out. One string: what `bodyParts`
+ * writes in pieces, byte for byte.
+ */
+export const requestBody = (request: ModelRequest, settings: WireSettings): string => {
+  const jsons: Array<string> = []
+  const system = systemJson(request)
+  if (system !== undefined) jsons.push(system)
+  for (const message of request.messages) {
+    const json = messageJsonOf(message, settings)
+    if (json !== "") jsons.push(json)
   }
-  if (request.system !== undefined) add(JSON.stringify({ role: "system", content: request.system }))
-  for (const message of request.messages) add(messageJsonOf(message, settings))
-  parts.push("]")
-  if (request.tools.length > 0) parts.push(',"tools":', toolsJsonOf(request.tools), ',"tool_choice":"auto"')
-  parts.push(',"stream":true,"stream_options":{"include_usage":true}}')
-  // one flat string: the HTTP layer measures and encodes it once
-  return parts.join("")
+  return bodyHead(request, settings) + jsons.join(",") + bodyTail(request)
+}
+
+/**
+ * One conversation's messages serialised, kept between its requests and extended (issue 13 §2):
+ * each message's JSON behind a comma, in one buffer that grows. A request whose history begins
+ * with the messages already in the buffer (the same objects: the history hands back what did not
+ * change) appends only its new ones, and the body is written from the buffer as it is: no string
+ * of the whole history is joined and none encoded per request (each cost ≈ 1.5 ms at 2,000
+ * messages on this machine, a fresh 400 kB of memory every time).
+ *
+ * Bytes once written are never written again, as a body handed to the socket may still be being
+ * sent: a history that differs from the buffer's before its end (a compaction, another branch)
+ * makes a new buffer with the common part copied, and so does growing.
+ */
+export class HistoryBytes {
+  private messages: Array<ModelMessage> = []
+  /** where each message's bytes end in `bytes` */
+  private ends: Array<number> = []
+  private bytes: Buffer = Buffer.alloc(0)
+  /** how far `bytes` has ever been written */
+  private written = 0
+
+  /** The messages, each behind a comma: bytes of the buffer, to be sent before the next call. */
+  serialise(messages: ReadonlyArray<ModelMessage>, settings: WireSettings): Buffer {
+    let kept = 0
+    const common = Math.min(this.messages.length, messages.length)
+    while (kept < common && this.messages[kept] === messages[kept]) kept++
+    let end = kept === 0 ? 0 : this.ends[kept - 1]!
+    this.messages.length = kept
+    this.ends.length = kept
+    if (end < this.written && kept < messages.length) this.replace(end, this.bytes.length)
+    for (let i = kept; i < messages.length; i++) {
+      const message = messages[i]!
+      const json = messageJsonOf(message, settings)
+      if (json !== "") {
+        const length = Buffer.byteLength(json)
+        const needed = end + 1 + length
+        if (needed > this.bytes.length) this.replace(end, Math.max(2 * this.bytes.length, needed, 64 * 1024))
+        this.bytes[end] = 0x2c
+        end += 1 + this.bytes.write(json, end + 1, length, "utf8")
+      }
+      this.messages.push(message)
+      this.ends.push(end)
+    }
+    if (end > this.written) this.written = end
+    return this.bytes.subarray(0, end)
+  }
+
+  /** A new buffer of `capacity` bytes holding the first `end` bytes of the old one. */
+  private replace(end: number, capacity: number): void {
+    const bytes = Buffer.allocUnsafe(Math.max(capacity, end))
+    this.bytes.copy(bytes, 0, 0, end)
+    this.bytes = bytes
+    this.written = end
+  }
+}
+
+/**
+ * The request body in pieces written one after the other: the head with the system prompt, the
+ * history's bytes (without their first comma when there is no system prompt), the tail. Joined,
+ * they are `requestBody`'s string.
+ */
+export const bodyParts = (
+  request: ModelRequest,
+  settings: WireSettings,
+  history: HistoryBytes
+): { readonly parts: ReadonlyArray<string | Buffer>; readonly length: number } => {
+  const messages = history.serialise(request.messages, settings)
+  const system = systemJson(request)
+  const head = bodyHead(request, settings) + (system ?? "")
+  const rest = system === undefined && messages.length > 0 ? messages.subarray(1) : messages
+  const tail = bodyTail(request)
+  return { parts: [head, rest, tail], length: Buffer.byteLength(head) + rest.length + Buffer.byteLength(tail) }
+}
+
+/**
+ * The kept histories of a model's conversations by the request's `cacheKey` (the session id): a
+ * few at a time, the one used longest ago dropped first.
+ */
+export const historiesFor = (size = 8): ((key: string | undefined) => HistoryBytes) => {
+  const kept = new Map<string, HistoryBytes>()
+  return (key) => {
+    const name = key ?? ""
+    let history = kept.get(name)
+    if (history === undefined) {
+      history = new HistoryBytes()
+      const oldest = kept.keys().next()
+      if (kept.size >= size && oldest.done !== true) kept.delete(oldest.value)
+    } else kept.delete(name)
+    kept.set(name, history)
+    return history
+  }
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -595,12 +694,17 @@ export const endpoint = (options: {
 }
 
 /**
- * Posts the body and resolves with the reader of the answer's parts once a 2xx answer has begun;
+ * Posts the body (its parts written one after the other) and resolves with the reader of the answer's parts once a 2xx answer has begun;
  * rejects with a `WireHttpError` for another status (its body read, bounded), the connection's
  * error, or a `WireAbortError` when `signal` aborts first. After that, aborting (or `cancel`)
  * destroys the request: a pending `read` rejects with the abort.
  */
-export const post = (target: WireEndpoint, body: string, utils: WireUtils, signal: AbortSignal): Promise<PartReader> =>
+export const post = (
+  target: WireEndpoint,
+  body: { readonly parts: ReadonlyArray<string | Buffer>; readonly length: number },
+  utils: WireUtils,
+  signal: AbortSignal
+): Promise<PartReader> =>
   new Promise<PartReader>((resolve, reject) => {
     if (signal.aborted) {
       reject(new WireAbortError("the request was aborted"))
@@ -610,7 +714,7 @@ export const post = (target: WireEndpoint, body: string, utils: WireUtils, signa
     const request = client.request(target.url, {
       method: "POST",
       agent: target.agent,
-      headers: { ...target.headers, "content-length": Buffer.byteLength(body) }
+      headers: { ...target.headers, "content-length": body.length }
     })
     let settled = false
     let reader: PartQueue | undefined
@@ -721,7 +825,8 @@ export const post = (target: WireEndpoint, body: string, utils: WireUtils, signa
       response.on("aborted", () => broke(Object.assign(new Error("aborted"), { code: "ECONNRESET" })))
       resolve(queue)
     })
-    request.end(body)
+    for (const part of body.parts) request.write(part)
+    request.end()
   })
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))

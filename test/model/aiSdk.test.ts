@@ -337,6 +337,34 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     )
   }
 
+  it.scopedLive("a redirect is not followed: a 307 is an http error naming it, and nothing else is requested", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue({
+        type: "http",
+        status: 307,
+        headers: { location: `${server.url}/elsewhere/chat/completions` },
+        body: ""
+      })
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error).toMatchObject({ reason: "http", status: 307 })
+      expect(error.headers?.location).toBe(`${server.url}/elsewhere/chat/completions`)
+      expect(server.requests).toHaveLength(1)
+    })
+  )
+
+  it.scopedLive("an error body larger than 256 kB is read no further: the error keeps its start", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      server.enqueue(Reply.error(500, { body: `start ${"x".repeat(2_000_000)}` }))
+      const error = failure((yield* run(modelFor(server).stream(request))).exit)
+      expect(error).toMatchObject({ reason: "http", status: 500 })
+      expect(error.body!.startsWith("start xxx")).toBe(true)
+      // cut to 4,096 characters, and the length said is what was read: 256 kB, not the 2 MB sent
+      expect(error.body).toContain(`(${256 * 1024} characters)`)
+    })
+  )
+
   it.scopedLive("cuts the response body to a few kB", () =>
     Effect.gen(function* () {
       const server = yield* scriptedServer
