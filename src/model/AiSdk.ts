@@ -11,6 +11,10 @@
  * the API key (request headers are never copied, and the key's value is redacted from every string).
  * test/model/wire.test.ts pins the bytes sent and the events read to what `streamText` sent and read.
  *
+ * openai-compatible requests are made by OpenAiCompatibleWire.ts instead of the provider's package
+ * (issue 13 §2): the same body and the same stream parts, without the SDK's pipeline; the parts
+ * are read and mapped here as the SDK's are (`viaSdk` sends them through the package, to compare).
+ *
  * The provider's package is loaded when it is first needed, not with this module (`languageModel`,
  * `loadSdk`); only type imports are at the top, so the CLI's bundle keeps it in a chunk of its own
  * that `logbook --version` and the read commands never load (scripts/build.mjs). The `ai` package
@@ -1033,11 +1037,22 @@ type Open = (
  * and the SDK's tool call tracker are loaded at the first request, as the SDK is.
  */
 const openOwnRequest = (options: AiSdkOptions & { readonly baseURL: string }): Effect.Effect<Open, ModelError> =>
-  Effect.map(
+  Effect.flatMap(
     loadSdk("the openai-compatible client", () =>
       Promise.all([import("./OpenAiCompatibleWire.js"), import("eventsource-parser"), import("@ai-sdk/provider-utils")])
     ),
-    ([wire, { createParser }, { StreamingToolCallTracker, secureJsonParse }]): Open => {
+    ([wire, { createParser }, { StreamingToolCallTracker, secureJsonParse }]) => {
+      const provider = providerName(options.name)
+      // config checks the URL; a program that builds the layer itself may not have
+      if (!/^https?:\/\//i.test(options.baseURL) || !URL.canParse(options.baseURL)) {
+        return Effect.fail(
+          new ModelError({
+            reason: "config",
+            message: `Provider "${provider}" has a baseURL that is not an http:// or https:// URL: set provider.${provider}.baseURL (e.g. http://localhost:11434/v1).`,
+            provider
+          })
+        )
+      }
       const target = wire.endpoint(options)
       const utils = {
         createParser,
@@ -1053,8 +1068,9 @@ const openOwnRequest = (options: AiSdkOptions & { readonly baseURL: string }): E
         secureJsonParse
       }
       const histories = wire.historiesFor()
-      return (request, _providerOptions, signal) =>
+      const open: Open = (request, _providerOptions, signal) =>
         wire.post(target, wire.bodyParts(request, settings, histories(request.cacheKey)), utils, signal)
+      return Effect.succeed(open)
     }
   )
 

@@ -639,6 +639,19 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
     })
   )
 
+  it.scopedLive(
+    "a baseURL that is not an http(s) URL (a layer built without config's check) → config, naming the key",
+    () =>
+      Effect.gen(function* () {
+        for (const baseURL of ["localhost:11434/v1", "ftp://host/v1", "http://"]) {
+          const model = makeAiSdkModel({ name: "local/m", type: "openai-compatible", baseURL, modelId: "m" })
+          const error = failure((yield* run(model.stream(request))).exit)
+          expect(error).toMatchObject({ reason: "config", provider: "local" })
+          expect(error.message).toContain("provider.local.baseURL")
+        }
+      })
+  )
+
   it.scopedLive("our own request blocks no port: nothing listens at 1 → network, kind refused", () =>
     Effect.gen(function* () {
       const model = makeAiSdkModel({
