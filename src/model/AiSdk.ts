@@ -542,6 +542,11 @@ export const toModelError = (
         : { body: cut(redact(answer.body)), providerMessage: providerMessage(answer.body, redact) })
     })
   }
+  if (isNamed(error, "WireConnectionError")) {
+    // no answer to our own request: what Node said is the cause, whose code gives the kind
+    return make("network", `cannot connect: ${errorMessage(error)}`)
+  }
+  if (isNamed(error, "WireConfigError")) return make("config", `the request could not be made: ${errorMessage(error)}`)
   if (isNamed(error, "WireError")) {
     const wire = error as WireError
     return wire.reason === "stream-cut"

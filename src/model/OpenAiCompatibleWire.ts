@@ -624,8 +624,18 @@ export const MAX_EVENT_BYTES = 16 * 1024 * 1024
 /** An error answer's body is read up to this many bytes (a `ModelError` keeps its first 4,096 characters). */
 export const MAX_ERROR_BODY_BYTES = 256 * 1024
 
-/** The reading pauses when this many parts wait to be read (and goes on when they have been). */
+/** The reading pauses when this many parts, or parts with this many characters of text, wait to be read. */
 const HIGH_WATER_PARTS = 4096
+const HIGH_WATER_CHARS = 8 * 1024 * 1024
+
+/** A kept-alive connection idle this long is closed (undici's default keep-alive timeout). */
+const KEEP_ALIVE_IDLE_MS = 4_000
+
+/** The text a part carries (what it holds in memory while it waits). */
+const partChars = (part: LanguageModelV3StreamPart): number =>
+  part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-input-delta"
+    ? part.delta.length
+    : 0
 
 /**
  * An HTTP answer that is not 2xx: what `AiSdk.toModelError` makes an `http` error of. `body` is
@@ -641,6 +651,20 @@ export class WireHttpError extends Error {
   ) {
     super(message)
   }
+}
+
+/**
+ * No answer came: the connection failed (refused, reset, a host that does not resolve, TLS, a
+ * server that does not speak HTTP). `AiSdk.toModelError` makes it a `network` error; its `cause`
+ * is Node's error, whose code tells the kind (`networkKind`).
+ */
+export class WireConnectionError extends Error {
+  override readonly name = "WireConnectionError"
+}
+
+/** The request could not be made as configured (a header value Node refuses): a `config` error. */
+export class WireConfigError extends Error {
+  override readonly name = "WireConfigError"
 }
 
 /** The request was aborted (the idle cut, or the stream was stopped) before the answer began. */
@@ -689,7 +713,10 @@ export const endpoint = (options: {
   }
   if (options.apiKey !== undefined && options.apiKey !== "") headers.authorization = `Bearer ${options.apiKey}`
   for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value
-  const agent = url.protocol === "https:" ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true })
+  // a kept connection idle for 4 s is closed, as undici's fetch closes it: a server or a middlebox
+  // may have forgotten it meanwhile (the agent's timeout closes free sockets only, not a stream that stalls)
+  const keep = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS }
+  const agent = url.protocol === "https:" ? new https.Agent(keep) : new http.Agent(keep)
   return { url, headers, agent }
 }
 
@@ -711,13 +738,21 @@ export const post = (
       return
     }
     const client = target.url.protocol === "https:" ? https : http
-    const request = client.request(target.url, {
-      method: "POST",
-      agent: target.agent,
-      headers: { ...target.headers, "content-length": body.length }
-    })
+    let request: http.ClientRequest
+    try {
+      request = client.request(target.url, {
+        method: "POST",
+        agent: target.agent,
+        headers: { ...target.headers, "content-length": body.length }
+      })
+    } catch (error) {
+      // a header value Node refuses (a key or a config header with a line break, a non-Latin-1 character)
+      reject(new WireConfigError(`a request header is not valid: ${messageOf(error)}`, { cause: error }))
+      return
+    }
     let settled = false
-    let reader: PartQueue | undefined
+    /** what a connection error does once the answer has begun (its body is being read) */
+    let afterAnswer: ((error: unknown) => void) | undefined
     const onAbort = () => {
       const error = new WireAbortError("the request was aborted")
       request.destroy(error)
@@ -729,13 +764,25 @@ export const post = (
     signal.addEventListener("abort", onAbort, { once: true })
     request.on("error", (error) => {
       signal.removeEventListener("abort", onAbort)
-      if (!settled) {
+      if (afterAnswer !== undefined) afterAnswer(error)
+      else if (!settled) {
         settled = true
-        reject(error)
-      } else reader?.fail(error)
+        // no answer: a connection failure (refused, reset, TLS, not HTTP …), whatever Node calls it
+        reject(error instanceof WireAbortError ? error : new WireConnectionError(messageOf(error), { cause: error }))
+      }
     })
     request.on("response", (response) => {
       const status = response.statusCode ?? 0
+      if (status === 204 || status === 205) {
+        // fetch gives these no body, and the SDK refuses a response without one
+        settled = true
+        afterAnswer = () => undefined
+        signal.removeEventListener("abort", onAbort)
+        response.on("error", () => undefined)
+        response.resume()
+        reject(new WireError("invalid-response", `HTTP ${status}: the answer has no body`))
+        return
+      }
       const source = decoded(response)
       source.setEncoding("utf8")
       if (status < 200 || status >= 300) {
@@ -759,21 +806,14 @@ export const post = (
         }
         source.on("end", () => finish(text))
         // the body could not be read whole: as the SDK, no body (a cut of our own keeps what came)
-        source.on("error", () => finish(cut ? text : undefined))
-        response.on("aborted", () => finish(cut ? text : undefined))
-        return
-      }
-      if (status === 204 || status === 205) {
-        // fetch gives these no body, and the SDK refuses a response without one
-        settled = true
-        signal.removeEventListener("abort", onAbort)
-        response.resume()
-        reject(new WireError("invalid-response", `HTTP ${status}: the answer has no body`))
+        const broken = () => finish(cut ? text : undefined)
+        afterAnswer = broken
+        source.on("error", broken)
+        response.on("aborted", broken)
         return
       }
       settled = true
       const queue = new PartQueue(source, () => request.destroy(new WireAbortError("the stream was cancelled")))
-      reader = queue
       const chunks = makeChunkReader(utils, queue.push)
       const parser = utils.createParser({
         onEvent: (event) => chunks.chunk(event.data),
@@ -820,6 +860,7 @@ export const post = (
                 cause: error
               })
         )
+      afterAnswer = broke
       source.on("error", broke)
       response.on("error", broke)
       response.on("aborted", () => broke(Object.assign(new Error("aborted"), { code: "ECONNRESET" })))
@@ -858,10 +899,15 @@ const decoded = (response: http.IncomingMessage): Readable => {
   return response.pipe(decoder)
 }
 
-/** The parts read and not yet taken, and the one `read` that waits for more. */
+/**
+ * The parts read and not yet taken, and the `read` that waits for more: one at a time (`readParts`
+ * never asks again before a read has settled).
+ */
 class PartQueue implements PartReader {
   private parts: Array<LanguageModelV3StreamPart> = []
   private head = 0
+  /** the text the waiting parts carry */
+  private chars = 0
   private waiting: { resolve: (read: PartRead) => void; reject: (error: unknown) => void } | undefined
   private done = false
   private failure: { error: unknown } | undefined
@@ -881,7 +927,8 @@ class PartQueue implements PartReader {
       return
     }
     this.parts.push(part)
-    if (!this.paused && this.parts.length - this.head >= HIGH_WATER_PARTS) {
+    this.chars += partChars(part)
+    if (!this.paused && (this.parts.length - this.head >= HIGH_WATER_PARTS || this.chars >= HIGH_WATER_CHARS)) {
       this.paused = true
       this.response.pause()
     }
@@ -907,11 +954,12 @@ class PartQueue implements PartReader {
     if (this.head < this.parts.length) {
       const value = this.parts[this.head]!
       this.head++
+      this.chars -= partChars(value)
       if (this.head === this.parts.length) {
         this.parts = []
         this.head = 0
       }
-      if (this.paused && this.parts.length - this.head < HIGH_WATER_PARTS / 2) {
+      if (this.paused && this.parts.length - this.head < HIGH_WATER_PARTS / 2 && this.chars < HIGH_WATER_CHARS / 2) {
         this.paused = false
         this.response.resume()
       }
