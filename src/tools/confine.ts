@@ -109,7 +109,10 @@ export const betweenCheckAndOpen = (path: string): Effect.Effect<void> =>
     const prefix = process.env[HANDSHAKE_ENV]
     if (prefix === undefined || prefix === "") return Effect.void
     return Effect.gen(function* () {
-      fs.writeFileSync(`${prefix}.checked`, path)
+      // written whole, then renamed: the test polls for the file and must never read it half written
+      // (it read "" once, in CI under Node 24)
+      fs.writeFileSync(`${prefix}.checking`, path)
+      fs.renameSync(`${prefix}.checking`, `${prefix}.checked`)
       while (!fs.existsSync(`${prefix}.go`)) yield* Effect.sleep(Duration.millis(HANDSHAKE_POLL_MS))
       // in this order: once `.go` is gone, the test knows a `.checked` it sees is the next one
       fs.rmSync(`${prefix}.checked`, { force: true })
