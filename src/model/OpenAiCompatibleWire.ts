@@ -481,8 +481,8 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
   let errored = false
   let usage: ChunkUsage | undefined
   let first = true
-  let reasoningOpen = false
-  let textOpen = false
+  /** the text or reasoning part that is open (at most one: a delta of the other kind ends it) */
+  let open: "text" | "reasoning" | undefined
   let refused = false
 
   const toolCallDelta = (delta: ToolCallDelta) => {
@@ -504,25 +504,24 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
       forwarded.add(index)
     }
   }
+  const close = () => {
+    if (open === "text") enqueue({ type: "text-end", id: "txt-0" })
+    else if (open === "reasoning") enqueue({ type: "reasoning-end", id: "reasoning-0" })
+    open = undefined
+  }
   const reasoningDelta = (delta: string) => {
-    if (textOpen) {
-      enqueue({ type: "text-end", id: "txt-0" })
-      textOpen = false
-    }
-    if (!reasoningOpen) {
+    if (open !== "reasoning") {
+      close()
       enqueue({ type: "reasoning-start", id: "reasoning-0" })
-      reasoningOpen = true
+      open = "reasoning"
     }
     enqueue({ type: "reasoning-delta", id: "reasoning-0", delta })
   }
   const textDelta = (delta: string) => {
-    if (reasoningOpen) {
-      enqueue({ type: "reasoning-end", id: "reasoning-0" })
-      reasoningOpen = false
-    }
-    if (!textOpen) {
+    if (open !== "text") {
+      close()
       enqueue({ type: "text-start", id: "txt-0" })
-      textOpen = true
+      open = "text"
     }
     enqueue({ type: "text-delta", id: "txt-0", delta })
   }
@@ -575,18 +574,15 @@ export const makeChunkReader = (utils: WireUtils, enqueue: (part: LanguageModelV
       textDelta(delta.refusal)
     }
     if (!nullish(delta.tool_calls) && delta.tool_calls.length > 0) {
-      if (reasoningOpen) {
-        enqueue({ type: "reasoning-end", id: "reasoning-0" })
-        reasoningOpen = false
-      }
+      // a tool call ends the reasoning, not the text (as the provider does)
+      if (open === "reasoning") close()
       for (const call of delta.tool_calls) toolCallDelta(call)
     }
   }
 
   /** The answer has ended. */
   const end = (): void => {
-    if (reasoningOpen) enqueue({ type: "reasoning-end", id: "reasoning-0" })
-    if (textOpen) enqueue({ type: "text-end", id: "txt-0" })
+    close()
     for (const [index, held] of pending) {
       tracker.processDelta({ index, id: held.id, function: { arguments: held.args } })
     }
