@@ -153,7 +153,7 @@ export const openDriver = (sessionId: SessionId, scope: Scope.CloseableScope, op
     if (Option.isSome(indexed) && indexed.value.deleted) return yield* Effect.fail(deletedError(sessionId))
     // a command the dead process started may still run: stop it before the sweep ends its call;
     // a file change it announced and never recorded is checked on disk (issue 12 §2)
-    const { state } = yield* Recovery.recover(sessionId, {
+    const { state, snapshotSeq } = yield* Recovery.recover(sessionId, {
       stopGroup: stopLeftovers(sessionId, options.onLeftoverCommands),
       checkIntent,
       owner
@@ -166,6 +166,7 @@ export const openDriver = (sessionId: SessionId, scope: Scope.CloseableScope, op
     // every event of this driver is fenced by the lease: after losing it, nothing more is written
     const journal = yield* makeJournal(sessionId, {
       initial: state,
+      snapshotSeq,
       every: options.snapshotEvery,
       owner,
       redact: options.secrets.redact,

@@ -18,7 +18,7 @@ import { EventStore, type Lease } from "./EventStore.js"
 import { endOpenStep, endOpenToolPart } from "./openParts.js"
 import type { SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
-import { restore } from "./Snapshots.js"
+import { restoreWithBase } from "./Snapshots.js"
 
 /** The `reason` written by the sweep. */
 export const CRASH_REASON = "crash"
@@ -223,12 +223,17 @@ export interface RecoverOptions {
   readonly checkIntent?: ((cwd: string, intent: OpenIntent) => Effect.Effect<IntentFinding>) | undefined
 }
 
+export interface RecoverResult extends SweepResult {
+  /** the seq of the snapshot the state was restored from (0: none), for the journal's snapshot policy */
+  readonly snapshotSeq: number
+}
+
 /**
  * Restores a session and sweeps it (the caller holds the lease). With `stopGroup`, the process
  * groups the dead process's running calls recorded are stopped first.
  */
 export const recover = Effect.fn("Recovery.recover")(function* (sessionId: SessionId, options: RecoverOptions = {}) {
-  const state = yield* restore(sessionId)
+  const { state, snapshotSeq } = yield* restoreWithBase(sessionId)
   const stopped = new Set<string>()
   const stopGroup = options.stopGroup
   if (stopGroup !== undefined) {
@@ -257,7 +262,8 @@ export const recover = Effect.fn("Recovery.recover")(function* (sessionId: Sessi
       findings.set(part.callId, checked)
     }
   }
-  return yield* sweep(state, stopped, options.owner, findings)
+  const swept = yield* sweep(state, stopped, options.owner, findings)
+  return { ...swept, snapshotSeq } satisfies RecoverResult
 })
 
 export interface LeaseOptions {

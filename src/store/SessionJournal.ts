@@ -14,7 +14,14 @@ import type { EventStoreError } from "./Errors.js"
 import { EventStore } from "./EventStore.js"
 import type { ProjectionError, SessionState } from "./Projection.js"
 import * as Projection from "./Projection.js"
-import { DEFAULT_SNAPSHOT_EVERY, type RestoreError, restore, shouldSnapshot, takeSnapshot } from "./Snapshots.js"
+import {
+  DEFAULT_SNAPSHOT_EVERY,
+  type RestoreError,
+  restore,
+  restoreWithBase,
+  shouldSnapshot,
+  takeSnapshot
+} from "./Snapshots.js"
 
 /**
  * The write side of one session: appends events through `EventStore`, keeps the projection up
@@ -57,6 +64,11 @@ export interface JournalOptions {
   readonly every?: number | undefined
   /** the current state, when the caller already has it (e.g. from `Recovery.openSession`) */
   readonly initial?: SessionState | undefined
+  /**
+   * With `initial`: the seq of the snapshot it was restored from (`Recovery.recover`'s
+   * `snapshotSeq`; default 0, none), which decides whether a turn's end takes one (`shouldSnapshot`)
+   */
+  readonly snapshotSeq?: number | undefined
   /** the lease owner the journal writes for: every append is fenced by it (`AppendOptions.owner`) */
   readonly owner?: string | undefined
   /**
@@ -96,8 +108,14 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
    * write was a third of an `appendLater`'s Effect operations, which the kernel runs several times
    * per model step.
    */
-  let cached = options.initial ?? (yield* restore(sessionId))
+  const restored =
+    options.initial !== undefined
+      ? { state: options.initial, snapshotSeq: options.snapshotSeq ?? 0 }
+      : yield* restoreWithBase(sessionId)
+  let cached = restored.state
   let snapshotDue = false
+  /** the seq of the session's newest snapshot this journal knows of (restored from, or taken) */
+  let snapshotSeq = restored.snapshotSeq
   const lock = yield* Effect.makeSemaphore(1)
 
   /** Stamps the events' time (`now`) and folds them with the seqs they will get. */
@@ -124,13 +142,23 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
     return Either.map(Projection.applyAll(state, predicted), (next) => ({ stamped, predicted, next }))
   }
 
-  const snapshotLogged = (state: SessionState) =>
+  /** Takes a snapshot of `state` and remembers its seq. */
+  const snapshotOf = (state: SessionState) =>
     takeSnapshot(state).pipe(
+      Effect.tap(() =>
+        Effect.sync(() => {
+          snapshotSeq = state.lastSeq
+        })
+      ),
+      Effect.provideService(EventStore, store)
+    )
+
+  const snapshotLogged = (state: SessionState) =>
+    snapshotOf(state).pipe(
       Effect.catchAll((error) =>
         // a snapshot is a cache: the events are committed, so a failed snapshot only costs time later
         Effect.logWarning(`could not save a snapshot of session ${sessionId} at seq ${state.lastSeq}`, error)
-      ),
-      Effect.provideService(EventStore, store)
+      )
     )
 
   /** The cached state is wrong (the store assigned other seqs): rebuild it from the store. */
@@ -181,7 +209,8 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
           if (matches) cached = state
           const due = snapshotDue
           snapshotDue = false
-          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes })) yield* snapshotLogged(state)
+          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes, snapshotSeq }))
+            yield* snapshotLogged(state)
           return envelopes
         })
       )
@@ -202,7 +231,8 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
               const { stamped, predicted, next } = prepared.right
               return Effect.map(store.appendLater(sessionId, stamped, fence), () => {
                 cached = next
-                if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted })) snapshotDue = true
+                if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted, snapshotSeq }))
+                  snapshotDue = true
               })
             })
           )
@@ -229,7 +259,7 @@ export const makeJournal = Effect.fn("SessionJournal.make")(function* (
     Effect.gen(function* () {
       const state = yield* settle
       snapshotDue = false
-      yield* takeSnapshot(state).pipe(Effect.provideService(EventStore, store))
+      yield* snapshotOf(state)
     })
   )
 

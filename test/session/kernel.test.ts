@@ -16,6 +16,9 @@ import { unansweredCalls, validateHistory } from "../../src/session/History.js"
 import { ownerIsDead, Sessions } from "../../src/session/Sessions.js"
 import { EventStoreError } from "../../src/store/Errors.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import * as Projection from "../../src/store/Projection.js"
+import * as Snapshots from "../../src/store/Snapshots.js"
+import { DEFAULT_SNAPSHOT_EVERY, turnEndMinimum } from "../../src/store/Snapshots.js"
 import { groupAlive, newProcessToken, PROCESS_TOKEN_ENV } from "../../src/tools/processGroup.js"
 import { redactionMarker, Secrets, type SecretsOptions } from "../../src/tools/Secrets.js"
 import {
@@ -822,6 +825,33 @@ describe("Sessions: interrupt, steer, queue", () => {
         )
       )
     })
+  )
+})
+
+describe("Sessions: snapshots at a turn's end", () => {
+  it.live("the first turn's end takes one; a session opened again counts from the snapshot it was restored from", () =>
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const sessions = yield* Sessions
+      const snapshotSeqs = (id: SessionId) => store.snapshotSeqs(id, Projection.PROJECTION_VERSION)
+      const { id } = yield* prompt("hello")
+      const first = yield* snapshotSeqs(id)
+      const end = (yield* sessions.state(id)).lastSeq
+      // none yet: the turn's end took one
+      expect(first).toEqual([end])
+      // opened again (a new driver, restored from that snapshot): a one-step turn adds ≈ 14 events,
+      // fewer than a fifth of `DEFAULT_SNAPSHOT_EVERY` since the snapshot, so its end takes none
+      yield* sessions.close(id)
+      yield* sessions.open(id)
+      yield* sessions.send(id, "again")
+      expect(Option.getOrThrow(yield* sessions.wait(id)).reason).toBe("stop")
+      const later = (yield* sessions.state(id)).lastSeq
+      expect(later - end).toBeGreaterThan(5)
+      expect(later - end).toBeLessThan(turnEndMinimum(DEFAULT_SNAPSHOT_EVERY))
+      expect(yield* snapshotSeqs(id)).toEqual(first)
+      // and the state restored from the snapshot and those events is the log's
+      expect(yield* Snapshots.restore(id)).toEqual(yield* sessions.state(id))
+    }).pipe(Effect.provide(layer([Script.text("hi"), Script.text("again")])))
   )
 })
 

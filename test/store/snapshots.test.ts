@@ -77,13 +77,35 @@ describe("Snapshots.shouldSnapshot", () => {
     expect(Snapshots.shouldSnapshot({ every: 10, prevSeq: 3, envelopes: batch(4, Array(30).fill("a")) })).toBe(true)
   })
 
-  it("is true at each turn's end, false for an empty batch, and defaults to every 500", () => {
+  it("is true at a turn's end with no snapshot yet or a fifth of `every` events after the newest, false for an empty batch, and defaults to every 500", () => {
+    // no snapshot yet (0, the default): every turn's end
     expect(Snapshots.shouldSnapshot({ prevSeq: 3, envelopes: batch(4, ["a", "turn.finished"]) })).toBe(true)
-    expect(Snapshots.shouldSnapshot({ prevSeq: 3, envelopes: batch(4, ["turn.interrupted"]) })).toBe(true)
+    expect(Snapshots.shouldSnapshot({ prevSeq: 3, envelopes: batch(4, ["turn.interrupted"]), snapshotSeq: 0 })).toBe(
+      true
+    )
     expect(Snapshots.shouldSnapshot({ prevSeq: 3, envelopes: batch(4, ["turn.started", "text.delta"]) })).toBe(false)
-    expect(Snapshots.shouldSnapshot({ prevSeq: 499, envelopes: batch(500, ["a"]) })).toBe(true)
+    // default every 500: 100 events or more after the newest snapshot
+    expect(
+      Snapshots.shouldSnapshot({ prevSeq: 1_203, envelopes: batch(1_204, ["a", "turn.finished"]), snapshotSeq: 1_105 })
+    ).toBe(true)
+    expect(
+      Snapshots.shouldSnapshot({ prevSeq: 1_203, envelopes: batch(1_204, ["a", "turn.finished"]), snapshotSeq: 1_106 })
+    ).toBe(false)
+    expect(Snapshots.shouldSnapshot({ prevSeq: 13, envelopes: batch(14, ["turn.interrupted"]), snapshotSeq: 5 })).toBe(
+      false
+    )
+    expect(Snapshots.shouldSnapshot({ prevSeq: 499, envelopes: batch(500, ["a"]), snapshotSeq: 498 })).toBe(true)
     expect(Snapshots.shouldSnapshot({ prevSeq: 500, envelopes: batch(501, ["a"]) })).toBe(false)
     expect(Snapshots.shouldSnapshot({ prevSeq: 7, envelopes: [] })).toBe(false)
+    // with `every`: a fifth of it
+    expect(Snapshots.turnEndMinimum(25)).toBe(5)
+    expect(Snapshots.turnEndMinimum(3)).toBe(1)
+    expect(
+      Snapshots.shouldSnapshot({ every: 25, prevSeq: 8, envelopes: batch(9, ["turn.finished"]), snapshotSeq: 5 })
+    ).toBe(false)
+    expect(
+      Snapshots.shouldSnapshot({ every: 25, prevSeq: 9, envelopes: batch(10, ["turn.finished"]), snapshotSeq: 5 })
+    ).toBe(true)
   })
 })
 
@@ -236,6 +258,7 @@ for (const [name, makeLayer] of layers) {
             const events = session(150)
             const journal = yield* SessionJournal.makeJournal(SESSION_ID, { every: 25 })
             const expected: Array<number> = []
+            let last = 0
             let i = 0
             let size = 1
             while (i < events.length) {
@@ -243,8 +266,10 @@ for (const [name, makeLayer] of layers) {
               const before = (yield* journal.state).lastSeq
               const envelopes = yield* journal.append(batch)
               expect(envelopes.map((x) => x.seq)).toEqual(batch.map((_, j) => before + j + 1))
-              if (Snapshots.shouldSnapshot({ every: 25, prevSeq: before, envelopes }))
-                expected.push(before + batch.length)
+              if (Snapshots.shouldSnapshot({ every: 25, prevSeq: before, envelopes, snapshotSeq: last })) {
+                last = before + batch.length
+                expected.push(last)
+              }
               expect(yield* journal.state).toEqual(yield* Snapshots.foldAll(SESSION_ID))
               i += size
               size = (size % 4) + 1
@@ -300,6 +325,70 @@ for (const [name, makeLayer] of layers) {
             expect((yield* second.state).title).toBe("kept")
           })
         )
+      )
+
+      it.effect(
+        "a turn's end takes a snapshot a fifth of `every` events after the newest one, also the one a journal was restored from",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const U = MessageId.make("u1")
+              /** a turn of `size` events: started, `size - 2` titles, finished */
+              const turn = (k: number, size: number) => [
+                e("turn.started", { turnId: TurnId.make(`t${k}`), messageIds: [U] }),
+                ...Array.from({ length: size - 2 }, (_, j) => e("session.titled", { title: `${k}.${j}` })),
+                e("turn.finished", { turnId: TurnId.make(`t${k}`), reason: "stop" })
+              ]
+              const first = yield* SessionJournal.makeJournal(SESSION_ID, { every: 50 })
+              yield* first.append([
+                e("session.created", {}),
+                e("user.message", { messageId: U, text: "hi", mode: "prompt" })
+              ])
+              // seq 2 → 5: no snapshot yet
+              yield* first.append(turn(1, 3))
+              expect(yield* snapshotSeqs).toEqual([5])
+              // → 12: 7 since 5, fewer than 10
+              yield* first.append(turn(2, 7))
+              expect(yield* snapshotSeqs).toEqual([5])
+              // → 15: 10 since 5
+              yield* first.append(turn(3, 3))
+              expect(yield* snapshotSeqs).toEqual([5, 15])
+              // → 22: a turn that has not ended
+              yield* first.append(turn(4, 8).slice(0, -1))
+              expect(yield* snapshotSeqs).toEqual([5, 15])
+              // a journal opened now restores from the snapshot at 15 and folds 16…22
+              const second = yield* SessionJournal.makeJournal(SESSION_ID, { every: 50 })
+              expect((yield* second.state).lastSeq).toBe(22)
+              // → 23: 8 since 15 (a journal that took the session for one without a snapshot would take one)
+              yield* second.append(turn(4, 8).slice(-1))
+              expect(yield* snapshotSeqs).toEqual([5, 15])
+              // → 25: 10 since 15
+              yield* second.append(turn(5, 2))
+              expect(yield* snapshotSeqs).toEqual([5, 15, 25])
+              // → 27: 2 since 25 (the snapshot it took)
+              yield* second.append(turn(6, 2))
+              expect(yield* snapshotSeqs).toEqual([5, 15, 25])
+              // given the state and its snapshot's seq (as `SessionOpen` does after `Recovery.recover`)
+              const restored = yield* Snapshots.restoreWithBase(SESSION_ID)
+              expect(restored.snapshotSeq).toBe(25)
+              expect(restored.state).toEqual(yield* Snapshots.foldAll(SESSION_ID))
+              const third = yield* SessionJournal.makeJournal(SESSION_ID, {
+                every: 50,
+                initial: restored.state,
+                snapshotSeq: restored.snapshotSeq
+              })
+              // → 34: 9 since 25
+              yield* third.append(turn(7, 7))
+              expect(yield* snapshotSeqs).toEqual([5, 15, 25])
+              // → 36: 11 since 25
+              yield* third.append(turn(8, 2))
+              expect(yield* snapshotSeqs).toEqual([15, 25, 36])
+              // crossing a multiple of `every` takes one, whatever came since the last
+              yield* third.append(Array.from({ length: 14 }, (_, j) => e("session.titled", { title: `x${j}` })))
+              expect(yield* snapshotSeqs).toEqual([25, 36, 50])
+              expect(yield* Snapshots.restore(SESSION_ID)).toEqual(yield* Snapshots.foldAll(SESSION_ID))
+            })
+          )
       )
 
       it.effect("appendLater folds at once; a snapshot that fell due is taken after the flush", () =>
