@@ -13,7 +13,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { type Chunk, Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option, Ref } from "effect"
+import { Chunk, Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
 import type { ConfigInput } from "../config/Config.js"
 import type { Envelope, EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
@@ -219,29 +219,40 @@ export const run = Command.make(
         }
       })
       const answer = makeAnswer()
-      const target = yield* Ref.make<number | undefined>(undefined)
-      const rendered = yield* Ref.make(from - 1)
-      const show = (event: Envelope) =>
-        Effect.gen(function* () {
-          answer.see(event)
-          if (json) yield* write(`${JSON.stringify(event)}\n`)
-          else yield* writer.show(renderer.render(event))
-          // the prompt, after everything written before the ask; later output waits for the answer
-          if (event.type === "permission.asked" && desk !== undefined) {
-            yield* writer.hold(desk.serve(event.payload.permissionId))
+      // the seq of the turn's last event once the turn is over, and the last event shown: plain
+      // variables, read and written by this fiber and the output's between two of their steps
+      let target: number | undefined
+      let rendered = from - 1
+      /**
+       * Shows a batch of events the log's pull gave, up to the turn's last one (true when it was
+       * shown). One pass without an Effect per event — the output ran about a fifth of a step's
+       * Effect operations (docs/benchmarks.md, "The output of `logbook run` in one pass") — except
+       * where an event waits: the approval prompt, after everything written before the ask (later
+       * output waits for the answer).
+       */
+      const showUntilDone = (events: Chunk.Chunk<Envelope>): Effect.Effect<boolean> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const list = Chunk.toReadonlyArray(events)
+          for (let i = 0; i < list.length; i++) {
+            const event = list[i]!
+            answer.see(event)
+            if (json) {
+              process.stdout.write(`${JSON.stringify(event)}\n`)
+            } else writer.unsafeShow(renderer.render(event), now)
+            if (event.type === "permission.asked" && desk !== undefined) {
+              const rest = Chunk.unsafeFromArray(list.slice(i + 1))
+              return Effect.zipRight(
+                writer.hold(desk.serve(event.payload.permissionId)),
+                Effect.suspend(() => {
+                  rendered = event.seq
+                  return target !== undefined && event.seq >= target ? Effect.succeed(true) : showUntilDone(rest)
+                })
+              )
+            }
+            rendered = event.seq
+            if (target !== undefined && event.seq >= target) return Effect.succeed(true)
           }
-        })
-      // shown until the turn's last event, read from the log's pull in a loop (the stages of a Stream
-      // pipeline per event cost more than the rest of the output: src/stream/pull.ts)
-      const showUntilDone = (events: Chunk.Chunk<Envelope>) =>
-        Effect.gen(function* () {
-          for (const event of events) {
-            yield* show(event)
-            yield* Ref.set(rendered, event.seq)
-            const until = yield* Ref.get(target)
-            if (until !== undefined && event.seq >= until) return true
-          }
-          return false
+          return Effect.succeed(false)
         })
       const follower = yield* Effect.scoped(
         Effect.flatMap(openPull(store.follow(sessionId, from)), (pull) => {
@@ -261,8 +272,8 @@ export const run = Command.make(
         // the turn is over: no ask can still be answered
         if (desk !== undefined) yield* desk.close
         const last = yield* store.lastSeq(sessionId)
-        yield* Ref.set(target, last)
-        if ((yield* Ref.get(rendered)) >= last) yield* Fiber.interrupt(follower)
+        target = last
+        if (rendered >= last) yield* Fiber.interrupt(follower)
         else yield* Fiber.join(follower)
       })
 

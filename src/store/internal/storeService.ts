@@ -738,11 +738,16 @@ export const makeService = (
         let lastLive = clock.unsafeCurrentTimeMillis()
         /** a mark is in the buffer, not taken yet: one is enough */
         let marked = false
-        yield* Queue.take(subscription).pipe(
-          Effect.flatMap((e) => {
-            if (e.sessionId !== sessionId) return Effect.void
+        // what a commit published, taken together (one wait, then what else is there)
+        yield* Effect.zipWith(Queue.take(subscription), Queue.takeAll(subscription), (first, rest) => {
+          const mine: Array<RawEnvelope> = first.sessionId === sessionId ? [first] : []
+          for (const e of rest) if (e.sessionId === sessionId) mine.push(e)
+          return mine
+        }).pipe(
+          Effect.flatMap((mine) => {
+            if (mine.length === 0) return Effect.void
             lastLive = clock.unsafeCurrentTimeMillis()
-            return Queue.offer(live, e)
+            return Queue.offerAll(live, mine)
           }),
           Effect.forever,
           Effect.forkScoped
