@@ -11,6 +11,7 @@ import {
   Duration,
   Effect,
   Either,
+  Exit,
   FiberId,
   Option,
   Queue,
@@ -567,15 +568,21 @@ export const makeService = (
     const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> =>
       Effect.flatMap(bus.subscribers, (subscribers) => {
         const published: Array<Envelope> = []
-        const settle: Array<Effect.Effect<boolean>> = []
+        const waiting: Array<readonly [Deferred.Deferred<ReadonlyArray<Envelope>, EventStoreError>, Array<Envelope>]> = []
         for (let i = 0; i < batch.length; i++) {
           const { request, done } = batch[i]!
           if (done === undefined && subscribers === 0) continue
           const envelopes = toEnvelopes(request, firstSeqs[i]!)
           if (subscribers > 0) for (const e of envelopes) published.push(e)
-          if (done !== undefined) settle.push(Deferred.succeed(done, envelopes))
+          if (done !== undefined) waiting.push([done, envelopes])
         }
-        return Effect.zipRight(bus.publish(published), Effect.all(settle, { discard: true }))
+        // the callers woken in one step (an `Effect.all` of `Deferred.succeed`s cost ≈ 10 operations a commit)
+        return Effect.zipRight(
+          bus.publish(published),
+          Effect.sync(() => {
+            for (const [done, envelopes] of waiting) Deferred.unsafeDone(done, Exit.succeed(envelopes))
+          })
+        )
       })
 
     /**
