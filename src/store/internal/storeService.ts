@@ -568,7 +568,7 @@ export const makeService = (
     const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> =>
       Effect.flatMap(bus.subscribers, (subscribers) => {
         const published: Array<Envelope> = []
-        const waiting: Array<readonly [Deferred.Deferred<ReadonlyArray<Envelope>, EventStoreError>, Array<Envelope>]> = []
+        const waiting: Array<readonly [NonNullable<Pending["done"]>, Array<Envelope>]> = []
         for (let i = 0; i < batch.length; i++) {
           const { request, done } = batch[i]!
           if (done === undefined && subscribers === 0) continue
