@@ -13,9 +13,9 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Chunk, Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
+import { Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
 import type { ConfigInput } from "../config/Config.js"
-import type { Envelope, EventDecodeError } from "../domain/Events.js"
+import type { EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ToolPart } from "../domain/Message.js"
 import { parseReasoning } from "../model/Reasoning.js"
@@ -34,6 +34,7 @@ import { streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { readMessage } from "./runInput.js"
 import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
+import { makeEventShower } from "./runShow.js"
 import { makeRunWriter } from "./runWriter.js"
 import { interruptReason } from "./signals.js"
 
@@ -219,45 +220,24 @@ export const run = Command.make(
         }
       })
       const answer = makeAnswer()
-      // the seq of the turn's last event once the turn is over, and the last event shown: plain
-      // variables, read and written by this fiber and the output's between two of their steps
-      let target: number | undefined
-      let rendered = from - 1
-      /**
-       * Shows a batch of events the log's pull gave, up to the turn's last one (true when it was
-       * shown). One pass without an Effect per event — the output ran about a fifth of a step's
-       * Effect operations (docs/benchmarks.md, "The output of `logbook run` in one pass") — except
-       * where an event waits: the approval prompt, after everything written before the ask (later
-       * output waits for the answer).
-       */
-      const showUntilDone = (events: Chunk.Chunk<Envelope>): Effect.Effect<boolean> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const list = Chunk.toReadonlyArray(events)
-          for (let i = 0; i < list.length; i++) {
-            const event = list[i]!
-            answer.see(event)
-            if (json) {
-              process.stdout.write(`${JSON.stringify(event)}\n`)
-            } else writer.unsafeShow(renderer.render(event), now)
-            if (event.type === "permission.asked" && desk !== undefined) {
-              const rest = Chunk.unsafeFromArray(list.slice(i + 1))
-              return Effect.zipRight(
-                writer.hold(desk.serve(event.payload.permissionId)),
-                Effect.suspend(() => {
-                  rendered = event.seq
-                  return target !== undefined && event.seq >= target ? Effect.succeed(true) : showUntilDone(rest)
-                })
-              )
-            }
-            rendered = event.seq
-            if (target !== undefined && event.seq >= target) return Effect.succeed(true)
-          }
-          return Effect.succeed(false)
-        })
+      // the batches of events the log's pull gives, shown in one pass each up to the turn's last
+      const shower = makeEventShower({
+        shownBefore: from - 1,
+        showOne: (event, now) => {
+          answer.see(event)
+          if (json) process.stdout.write(`${JSON.stringify(event)}\n`)
+          else writer.unsafeShow(renderer.render(event), now)
+        },
+        // the prompt, after everything written before the ask; later output waits for the answer
+        waitAfter: (event) =>
+          event.type === "permission.asked" && desk !== undefined
+            ? writer.hold(desk.serve(event.payload.permissionId))
+            : undefined
+      })
       const follower = yield* Effect.scoped(
         Effect.flatMap(openPull(store.follow(sessionId, from)), (pull) => {
           const next = pull.pipe(
-            Effect.flatMap(showUntilDone),
+            Effect.flatMap(shower.show),
             // the log's follow does not end; if it did, so would the output
             Effect.catchAll(Option.match({ onNone: () => Effect.succeed(true), onSome: Effect.fail }))
           )
@@ -271,9 +251,7 @@ export const run = Command.make(
       const finishOutput = Effect.gen(function* () {
         // the turn is over: no ask can still be answered
         if (desk !== undefined) yield* desk.close
-        const last = yield* store.lastSeq(sessionId)
-        target = last
-        if (rendered >= last) yield* Fiber.interrupt(follower)
+        if (shower.finish(yield* store.lastSeq(sessionId))) yield* Fiber.interrupt(follower)
         else yield* Fiber.join(follower)
       })
 
