@@ -30,9 +30,10 @@ export interface OutputStream {
 }
 
 export interface RunWriter {
-  /** writes what the renderer made of one event */
-  readonly show: (pieces: ReadonlyArray<Piece>) => Effect.Effect<void>
-  /** the same, outside an Effect, with the time it is written at (`logbook run` shows a batch of events at once) */
+  /**
+   * writes what the renderer made of one event, with the time it is written at: outside an
+   * Effect, as `logbook run` shows a batch of events in one pass (runShow.ts)
+   */
   readonly unsafeShow: (pieces: ReadonlyArray<Piece>, now: number) => void
   /** a line on stderr (a notice such as `logbook: interrupting: …`), above the live rows */
   readonly line: (text: string) => Effect.Effect<void>
@@ -134,10 +135,6 @@ export const makeRunWriter = (options: {
     const unsafeShow = (pieces: ReadonlyArray<Piece>, now: number) => {
       if (pieces.length > 0) around(now, () => pieces.forEach(apply))
     }
-    const show = (pieces: ReadonlyArray<Piece>) =>
-      pieces.length === 0
-        ? Effect.void
-        : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => unsafeShow(pieces, now)))
 
     const unsafeLine = (text: string, now: number) => around(now, () => statusLine(text))
 
@@ -189,7 +186,6 @@ export const makeRunWriter = (options: {
     })
 
     return {
-      show,
       unsafeShow,
       line: (text) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => unsafeLine(text, now))),
       unsafeLine,

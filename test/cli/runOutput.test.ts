@@ -3,7 +3,7 @@
  * tested through the built binary in test/integration).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { makeStyle } from "../../src/cli/render.js"
 import {
   describeInput,
@@ -77,7 +77,8 @@ const transcript = (r: TextRenderer, events: ReadonlyArray<Envelope>, answer = "
     const stdout = fakeStream(false)
     const stderr = fakeStream(false)
     const writer = yield* makeRunWriter({ stdout, stderr })
-    for (const event of events) yield* writer.show(r.render(event))
+    const now = yield* Clock.currentTimeMillis
+    for (const event of events) writer.unsafeShow(r.render(event), now)
     yield* writer.end
     yield* writer.answer(answer)
     return { stdout: stdout.text(), stderr: stderr.text() }

@@ -4,10 +4,10 @@
  * place only when stderr is a terminal. Through the built binary: test/integration/output.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Clock, Effect, Fiber, TestClock } from "effect"
 import type { LiveRow } from "../../src/cli/liveRegion.js"
 import type { Piece } from "../../src/cli/runOutput.js"
-import { makeRunWriter } from "../../src/cli/runWriter.js"
+import { makeRunWriter, type RunWriter } from "../../src/cli/runWriter.js"
 import { fakeStream } from "../support/fakeStream.js"
 
 const ERASE = "\r\u001b[2K"
@@ -18,6 +18,10 @@ const line = (value: string): Piece => ({ _tag: "Line", text: value })
 const row = (label: string): LiveRow => ({ text: (now) => `${label} at ${now}`, style: (t) => t })
 const live = (key: string, label: string): Piece => ({ _tag: "Live", key, row: row(label), plain: `⋯ ${label}` })
 const end = (key: string): Piece => ({ _tag: "End", key })
+
+/** What the renderer made of one event, written at the clock's time (as `logbook run` writes a batch). */
+const show = (writer: RunWriter, pieces: ReadonlyArray<Piece>) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => writer.unsafeShow(pieces, now)))
 
 const setup = (stdoutTTY: boolean, stderrTTY: boolean, columns = 80) =>
   Effect.gen(function* () {
@@ -31,9 +35,9 @@ describe("the run's writer", () => {
   it.scoped("stdout and stderr terminals: the text on stdout, status lines on stderr on a line of their own", () =>
     Effect.gen(function* () {
       const { stdout, stderr, writer } = yield* setup(true, true)
-      yield* writer.show([{ _tag: "Break" }, text("Let me look")])
-      yield* writer.show([line("✓ read a.txt  4ms")])
-      yield* writer.show([{ _tag: "Break" }, text("Done.")])
+      yield* show(writer, [{ _tag: "Break" }, text("Let me look")])
+      yield* show(writer, [line("✓ read a.txt  4ms")])
+      yield* show(writer, [{ _tag: "Break" }, text("Done.")])
       yield* writer.end
       yield* writer.answer("Done.")
       // the text streamed there: the answer is not written again
@@ -45,7 +49,7 @@ describe("the run's writer", () => {
   it.scoped("a live row is drawn below, redrawn every second, and replaced in place by the final line", () =>
     Effect.gen(function* () {
       const { stderr, writer } = yield* setup(true, true)
-      yield* writer.show([live("c1", "bash make")])
+      yield* show(writer, [live("c1", "bash make")])
       expect(stderr.text()).toBe("bash make at 0")
       stderr.clear()
       yield* TestClock.adjust("1 second")
@@ -54,7 +58,7 @@ describe("the run's writer", () => {
       yield* TestClock.adjust("1 second")
       expect(stderr.text()).toBe(`${ERASE}bash make at 2000`)
       stderr.clear()
-      yield* writer.show([end("c1"), line("✓ bash make  2.1s")])
+      yield* show(writer, [end("c1"), line("✓ bash make  2.1s")])
       expect(stderr.text()).toBe(`${ERASE}✓ bash make  2.1s\n`)
       stderr.clear()
       // nothing is live any more: the ticker draws nothing
@@ -66,11 +70,11 @@ describe("the run's writer", () => {
   it.scoped("several live rows: erased together, a status line above them, the others drawn again", () =>
     Effect.gen(function* () {
       const { stderr, writer } = yield* setup(true, true)
-      yield* writer.show([live("a", "bash one")])
-      yield* writer.show([live("b", "bash two")])
+      yield* show(writer, [live("a", "bash one")])
+      yield* show(writer, [live("b", "bash two")])
       expect(stderr.text()).toBe(`bash one at 0${ERASE}bash one at 0\nbash two at 0`)
       stderr.clear()
-      yield* writer.show([end("a"), line("✓ bash one  1ms")])
+      yield* show(writer, [end("a"), line("✓ bash one  1ms")])
       expect(stderr.text()).toBe(`${ERASE}${UP}✓ bash one  1ms\nbash two at 0`)
       stderr.clear()
       yield* writer.line("logbook: warn: something")
@@ -84,8 +88,8 @@ describe("the run's writer", () => {
   it.scoped("a live row after text that did not end its line starts on a new line", () =>
     Effect.gen(function* () {
       const { stdout, stderr, writer } = yield* setup(true, true)
-      yield* writer.show([text("I will build it.")])
-      yield* writer.show([live("c1", "bash make")])
+      yield* show(writer, [text("I will build it.")])
+      yield* show(writer, [live("c1", "bash make")])
       expect(stdout.text()).toBe("I will build it.")
       expect(stderr.text()).toBe("\nbash make at 0")
     })
@@ -94,7 +98,7 @@ describe("the run's writer", () => {
   it.scoped("hold: the rows are erased while a prompt is on the screen and drawn after it", () =>
     Effect.gen(function* () {
       const { stderr, writer } = yield* setup(true, true)
-      yield* writer.show([live("c1", "bash make")])
+      yield* show(writer, [live("c1", "bash make")])
       stderr.clear()
       const prompt = yield* Effect.fork(
         writer.hold(
@@ -116,7 +120,7 @@ describe("the run's writer", () => {
   it.scoped("a row never wraps: it is cut to the terminal's width", () =>
     Effect.gen(function* () {
       const { stderr, writer } = yield* setup(true, true, 20)
-      yield* writer.show([live("c1", "bash a-very-long-command-line")])
+      yield* show(writer, [live("c1", "bash a-very-long-command-line")])
       expect(stderr.text()).toBe("bash a-very-long-c…")
     })
   )
@@ -124,10 +128,10 @@ describe("the run's writer", () => {
   it.scoped("stdout not a terminal: the text goes to stderr, stdout gets only the answer", () =>
     Effect.gen(function* () {
       const { stdout, stderr, writer } = yield* setup(false, true)
-      yield* writer.show([{ _tag: "Break" }, text("Let me look.")])
-      yield* writer.show([live("c1", "bash ls")])
-      yield* writer.show([end("c1"), line("✓ bash ls  3ms")])
-      yield* writer.show([{ _tag: "Break" }, text("It is 42.")])
+      yield* show(writer, [{ _tag: "Break" }, text("Let me look.")])
+      yield* show(writer, [live("c1", "bash ls")])
+      yield* show(writer, [end("c1"), line("✓ bash ls  3ms")])
+      yield* show(writer, [{ _tag: "Break" }, text("It is 42.")])
       yield* writer.end
       yield* writer.answer("It is 42.")
       expect(stdout.text()).toBe("It is 42.\n")
@@ -138,12 +142,12 @@ describe("the run's writer", () => {
   it.scoped("neither a terminal: plain lines once, no carriage return and no escape sequence at all", () =>
     Effect.gen(function* () {
       const { stdout, stderr, writer } = yield* setup(false, false)
-      yield* writer.show([{ _tag: "Break" }, text("Working")])
-      yield* writer.show([live("c1", "bash make")])
+      yield* show(writer, [{ _tag: "Break" }, text("Working")])
+      yield* show(writer, [live("c1", "bash make")])
       yield* TestClock.adjust("5 seconds")
-      yield* writer.show([{ _tag: "Touch", key: "c1" }])
-      yield* writer.show([end("c1"), line("✓ bash make  5s")])
-      yield* writer.show([live("retry", "retry"), end("retry")])
+      yield* show(writer, [{ _tag: "Touch", key: "c1" }])
+      yield* show(writer, [end("c1"), line("✓ bash make  5s")])
+      yield* show(writer, [live("retry", "retry"), end("retry")])
       yield* writer.line("logbook: interrupting")
       yield* writer.end
       yield* writer.answer("")
@@ -155,9 +159,9 @@ describe("the run's writer", () => {
   it.scoped("stdout a terminal, stderr not: the text on stdout, a new step's text on a new line", () =>
     Effect.gen(function* () {
       const { stdout, stderr, writer } = yield* setup(true, false)
-      yield* writer.show([{ _tag: "Break" }, text("one")])
-      yield* writer.show([line("✓ bash ls  3ms")])
-      yield* writer.show([{ _tag: "Break" }, text("two")])
+      yield* show(writer, [{ _tag: "Break" }, text("one")])
+      yield* show(writer, [line("✓ bash ls  3ms")])
+      yield* show(writer, [{ _tag: "Break" }, text("two")])
       yield* writer.end
       expect(stdout.text()).toBe("one\ntwo\n")
       expect(stderr.text()).toBe("✓ bash ls  3ms\n")
