@@ -145,15 +145,19 @@ export const renderTable = (
   options: { readonly width?: number | undefined; readonly now: number }
 ): Array<string> => {
   const width = options.width ?? 80
-  const plain = rows.map(({ outcome, shortId, summary: s }) => ({
-    id: shortId,
-    status: s.deleted ? ("deleted" as const) : outcome,
-    updated: updatedText(s.updatedAt, options.now),
-    cost: costText(s),
-    model: s.model ?? "-",
-    title: s.title === null || s.title === "" ? "(untitled)" : oneLine(s.title),
-    untitled: s.title === null || s.title === ""
-  }))
+  const plain = rows.map(({ outcome, shortId, summary: s }) => {
+    // a blank title or model shows its placeholder: an empty cell would leave the row's end blank
+    const untitled = s.title === null || s.title.trim() === ""
+    return {
+      id: shortId,
+      status: s.deleted ? ("deleted" as const) : outcome,
+      updated: updatedText(s.updatedAt, options.now),
+      cost: costText(s),
+      model: s.model === null || s.model.trim() === "" ? "-" : s.model,
+      title: untitled ? "(untitled)" : oneLine(s.title ?? ""),
+      untitled
+    }
+  })
   const column = (header: string, key: "id" | "status" | "updated" | "cost" | "model" | "title") =>
     Math.max(header.length, ...plain.map((r) => Array.from(r[key]).length))
   const fixed = column("ID", "id") + column("STATUS", "status") + column("UPDATED", "updated") + column("COST", "cost")

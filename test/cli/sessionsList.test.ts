@@ -76,6 +76,16 @@ describe("sessions list", () => {
     expect(cut("ääääääää", 4)).toBe("äää…")
   })
 
+  it("a blank title or model shows its placeholder, so the row keeps its cost whole", () => {
+    const listed: Array<ListedSession> = [
+      { shortId: "a000a00a", outcome: "running", summary: summary({ title: " ", model: " \t", costKnown: false }) },
+      { shortId: "b000b00b", outcome: "new", summary: summary({ title: "\n", model: null }) }
+    ]
+    const lines = renderTable(listed, makeStyle(false), { now: 1_800_000_000_000 })
+    expect(lines[1]).toMatch(/ unknown +- +\(untitled\)$/)
+    expect(lines[2]).toMatch(/ \$0 +- +\(untitled\)$/)
+  })
+
   it("property: the table fits 80 columns, cutting only the title and the model", () => {
     const row = FastCheck.record({
       shortId: FastCheck.stringMatching(/^[0-9a-f]{8}(-[0-9a-f]{1,4})?$/),
