@@ -71,8 +71,12 @@ export interface StepInput {
    * is appended — atomically, so a message withdrawn meanwhile is never delivered. Default: none.
    */
   readonly deliver?: ((state: SessionState) => ReadonlyArray<MessageId>) | undefined
-  /** completes when a steered message arrives: the stream is stopped and the step ends there */
-  readonly steer?: Deferred.Deferred<void> | undefined
+  /**
+   * Completes when a steered message arrives: the stream is stopped and the step ends there. A
+   * `Steer` (`makeSteer`, completed with `signalSteer`) wakes a wait for the model without a fiber
+   * of its own; a bare `Deferred` is awaited by one per request.
+   */
+  readonly steer?: Deferred.Deferred<void> | Steer | undefined
   readonly price?: Price | undefined
   /** why the step was interrupted, read by the cleanup (default "interrupted") */
   readonly interruptReason?: Effect.Effect<string> | undefined
@@ -81,6 +85,37 @@ export interface StepInput {
 /** Reason given to parts and steps that a failed (retryable or not) model request cut short. */
 export const STREAM_FAILED = "stream-failed"
 export const STEERED = "steered"
+
+/**
+ * A step's steer signal as the kernel makes it: `done` completes when a steered message comes, and
+ * while the step's reader runs, `wake` is what wakes its wait for the model (its queue's shutdown).
+ * So the signal needs no fiber awaiting it: a bare `Deferred` costs one per model request (≈ 80
+ * Effect operations, docs/benchmarks.md).
+ */
+export interface Steer {
+  readonly _tag: "Steer"
+  readonly done: Deferred.Deferred<void>
+  /** set by the reader of each request (`consumeBatched`); a later request's replaces it */
+  wake: Effect.Effect<void> | undefined
+}
+
+export const makeSteer: Effect.Effect<Steer> = Effect.map(
+  Deferred.make<void>(),
+  (done): Steer => ({ _tag: "Steer", done, wake: undefined })
+)
+
+/**
+ * Completes the signal, then wakes the reader if one runs. The order makes it exact: a reader that
+ * set `wake` after it was read here checks `done` after that, and finds it completed.
+ */
+export const signalSteer = (steer: Steer): Effect.Effect<void> =>
+  Effect.zipRight(
+    Deferred.succeed(steer.done, undefined),
+    Effect.suspend(() => steer.wake ?? Effect.void)
+  )
+
+const steerDone = (steer: Deferred.Deferred<void> | Steer): Deferred.Deferred<void> =>
+  Deferred.DeferredTypeId in steer ? steer : steer.done
 
 /**
  * The cost of a step in USD from per-million prices; cached tokens are priced separately when given
@@ -256,9 +291,10 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, queue: Queue.Queue<Re
  *
  * With `steer`, the batches end when it completes: each batch checks it first (no batch starts once
  * the steer is done), and a wait for the model is woken by shutting the queue down (which also
- * stops the model's stream). A batch being handled when the steer completes (or an interrupt
- * comes) is finished first; the reader's fiber (and with it the model's stream) and the steer's are
- * interrupted and awaited before this returns, so nothing of the stream runs after it.
+ * stops the model's stream): by the `Steer`'s `wake`, or by a fiber awaiting a bare `Deferred`. A
+ * batch being handled when the steer completes (or an interrupt comes) is finished first; the
+ * reader's fiber (and with it the model's stream) and the steer's, if any, are interrupted and
+ * awaited before this returns, so nothing of the stream runs after it.
  *
  * A loop over a queue, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
  * `runForEach` cost ≈ 0.7 ms more a step than this (docs/architecture.md, "The Processor's pipeline").
@@ -266,14 +302,19 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, queue: Queue.Queue<Re
 export const consumeBatched = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,
   handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,
-  steer?: Deferred.Deferred<void> | undefined
+  steer?: Deferred.Deferred<void> | Steer | undefined
 ): Effect.Effect<void, E | E2> =>
   Effect.scoped(
     Effect.gen(function* () {
       const queue = yield* Queue.bounded<Read<E>>(MAX_BATCH)
       yield* Effect.forkScoped(readInto(stream, queue))
-      if (steer !== undefined) yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), Queue.shutdown(queue)))
-      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steer)
+      if (steer !== undefined) {
+        // before the first look at `done` (see `signalSteer`)
+        if (Deferred.DeferredTypeId in steer)
+          yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), Queue.shutdown(queue)))
+        else steer.wake = Queue.shutdown(queue)
+      }
+      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steerDone(steer))
       // waits for one chunk, then takes what else is there (`Queue.takeBetween(1, n)` returns the one
       // it waited for alone, so a burst would be split after its first chunk); a queue shut down by
       // the steer is the end (an interrupt from outside is not caught here)
@@ -496,7 +537,7 @@ const makeProcessor = (
         chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.step": step })
       )
 
-      const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steer))
+      const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
       if (st.finish === undefined && !steered) {
         return yield* new ModelError({
           reason: "stream-cut",

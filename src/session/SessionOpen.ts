@@ -6,7 +6,7 @@
  * `Driver` the turns work with. Sessions.ts keeps the open drivers; TurnLoop.ts runs their turns.
  */
 import { hostname } from "node:os"
-import { type Deferred, Effect, Option, Ref, Schema, type Scope, SubscriptionRef } from "effect"
+import { Effect, Option, Ref, Schema, type Scope, SubscriptionRef } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { EventStore } from "../store/EventStore.js"
 import type { RecoverOptions } from "../store/Recovery.js"
@@ -15,6 +15,7 @@ import { makeJournal, type SessionJournal } from "../store/SessionJournal.js"
 import { checkIntent } from "../tools/intentRecovery.js"
 import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
 import type { SecretsService } from "../tools/Secrets.js"
+import type { Steer } from "./Processor.js"
 import type { TurnOutcome } from "./TurnLoop.js"
 
 /** Why the session cannot be driven: not open here, unknown, deleted, or held by another process. */
@@ -33,7 +34,7 @@ export interface Driver {
   /** a turn fiber runs (or is about to) */
   readonly running: Ref.Ref<boolean>
   /** completes the current stream's steer signal */
-  readonly steer: Ref.Ref<Deferred.Deferred<void> | undefined>
+  readonly steer: Ref.Ref<Steer | undefined>
   readonly interruptReason: Ref.Ref<string>
   /** `running` and the latest outcome, for `wait` */
   readonly status: SubscriptionRef.SubscriptionRef<{
@@ -179,7 +180,7 @@ export const openDriver = (sessionId: SessionId, scope: Scope.CloseableScope, op
       journal,
       lock: yield* Effect.makeSemaphore(1),
       running: yield* Ref.make(false),
-      steer: yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined),
+      steer: yield* Ref.make<Steer | undefined>(undefined),
       interruptReason: yield* Ref.make("user"),
       status: yield* SubscriptionRef.make<{ running: boolean; last: TurnOutcome | undefined }>({
         running: false,

@@ -35,7 +35,6 @@
 
 import {
   Context,
-  Deferred,
   Effect,
   ExecutionStrategy,
   Exit,
@@ -68,7 +67,7 @@ import {
   makeCompactor
 } from "./Compaction.js"
 import { Instructions } from "./Instructions.js"
-import { Processor } from "./Processor.js"
+import { Processor, signalSteer } from "./Processor.js"
 import { type Driver, leaseLostError, openDriver, ownerId, SessionUnavailable } from "./SessionOpen.js"
 import { lastTurnFigures, makeTurnLoop, type TurnOutcome } from "./TurnLoop.js"
 
@@ -304,7 +303,7 @@ export const makeSessions = (options: SessionsOptions) =>
           yield* driver.journal.append([make("user.message", { messageId, text, mode })])
           if (mode === "steer") {
             const steer = yield* Ref.get(driver.steer)
-            if (steer !== undefined) yield* Deferred.succeed(steer, undefined)
+            if (steer !== undefined) yield* signalSteer(steer)
           }
           return messageId
         })

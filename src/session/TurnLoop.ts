@@ -13,7 +13,7 @@
  * Whatever way a turn ends — finished, failed (a model error, a store error, a bug), interrupted —
  * what it left open is ended (`cleanup`: `Recovery.sweepEvents`) and the driver's `status` says how.
  */
-import { Cause, Deferred, Effect, Exit, Ref, SubscriptionRef } from "effect"
+import { Cause, Effect, Exit, Ref, SubscriptionRef } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { type MessageId, makeMessageId, makeTurnId, type TurnId } from "../domain/Ids.js"
 import { emptyUsage, type Usage } from "../domain/Message.js"
@@ -29,7 +29,7 @@ import type { Actions } from "./Actions.js"
 import type { Compactor } from "./Compaction.js"
 import { providerOf, toModelMessages } from "./History.js"
 import { type InstructionsService, warnSkipped } from "./Instructions.js"
-import type { Processor } from "./Processor.js"
+import { makeSteer, type Processor } from "./Processor.js"
 import { type Driver, leaseLostError } from "./SessionOpen.js"
 import { fullSystemPrompt } from "./SystemPrompt.js"
 
@@ -180,7 +180,7 @@ export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
           compactedAt = step
         // the signal first, then the state: a steer recorded in between is delivered by this step
         // (decided when its step.started is appended: a message withdrawn before is not)
-        const steer = yield* Deferred.make<void>()
+        const steer = yield* makeSteer
         yield* Ref.set(driver.steer, steer)
         const result = yield* processor
           .run({

@@ -4,9 +4,9 @@
  * Queues, never by time: each test says when the stream may go on.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream, Supervisor } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
-import { consumeBatched } from "../../src/session/Processor.js"
+import { consumeBatched, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
 import { fromPull, type OpenPull } from "../../src/stream/pull.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })
@@ -126,94 +126,140 @@ describe("consumeBatched", () => {
   )
 })
 
-describe("consumeBatched with a steer", () => {
-  it.effect("a steer during a batch: the batch is finished, no further batch starts, the stream is closed", () =>
+/** The two forms of a step's steer signal: the kernel's `Steer`, and a bare `Deferred` (awaited by a fiber). */
+const steerKinds = [
+  {
+    name: "a Steer",
+    make: makeSteer as Effect.Effect<Steer | Deferred.Deferred<void>>,
+    signal: (steer: Steer | Deferred.Deferred<void>) =>
+      Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
+  },
+  {
+    name: "a bare Deferred",
+    make: Deferred.make<void>() as Effect.Effect<Steer | Deferred.Deferred<void>>,
+    signal: (steer: Steer | Deferred.Deferred<void>) =>
+      Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
+  }
+] as const
+
+/** Counts the fibers started under it. */
+class FiberCount extends Supervisor.AbstractSupervisor<void> {
+  started = 0
+  get value() {
+    return Effect.void
+  }
+  override onStart() {
+    this.started++
+  }
+}
+
+describe("consumeBatched: what a steer costs", () => {
+  it.effect("a Steer needs no fiber of its own (the reader's only); a bare Deferred is awaited by one", () =>
     Effect.gen(function* () {
-      const steer = yield* Deferred.make<void>()
-      const busy = yield* Deferred.make<void>()
-      const queued = yield* Deferred.make<void>()
-      const log: Array<string> = []
-      const stream = Stream.make(delta("a")).pipe(
-        Stream.concat(step(Deferred.await(busy))),
-        Stream.concat(Stream.make(delta("b"))),
-        Stream.concat(step(Deferred.succeed(queued, undefined))),
-        Stream.concat(Stream.never),
-        Stream.ensuring(Effect.sync(() => log.push("stream closed")))
-      )
-      yield* consumeBatched(
-        stream,
-        (batch) =>
-          Effect.gen(function* () {
-            log.push(`batch ${texts(batch).join(",")}`)
-            yield* Deferred.succeed(busy, undefined)
-            yield* Deferred.await(queued)
-            // the steer comes while this batch is handled: the batch goes on to its end
-            yield* Deferred.succeed(steer, undefined)
-            yield* Effect.yieldNow()
-            log.push("batch done")
-          }),
-        steer
-      )
-      // "b" was queued, but no batch starts once the steer is done; the stream ended before this returned
-      expect(log).toEqual(["batch a", "batch done", "stream closed"])
+      const fibers = (steer: Steer | Deferred.Deferred<void>) =>
+        Effect.gen(function* () {
+          const count = new FiberCount()
+          yield* consumeBatched(Stream.make(delta("a"), delta("b")), () => Effect.void, steer).pipe(
+            Effect.supervised(count)
+          )
+          return count.started
+        })
+      expect(yield* fibers(yield* makeSteer)).toBe(1)
+      expect(yield* fibers(yield* Deferred.make<void>())).toBe(2)
     })
   )
+})
 
-  it.effect("a steer while the model is silent stops the stream", () =>
-    Effect.gen(function* () {
-      const steer = yield* Deferred.make<void>()
-      const seen = yield* Queue.unbounded<ReadonlyArray<string>>()
-      const closed = yield* Ref.make(false)
-      const stream = Stream.make(delta("a")).pipe(Stream.concat(Stream.never), Stream.ensuring(Ref.set(closed, true)))
-      const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch)), steer))
-      expect(yield* Queue.take(seen)).toEqual(["a"])
-      yield* Deferred.succeed(steer, undefined)
-      expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
-      expect(yield* Ref.get(closed)).toBe(true)
-    })
-  )
-
-  it.effect("a steer done before the stream starts: nothing is handled", () =>
-    Effect.gen(function* () {
-      const steer = yield* Deferred.make<void>()
-      yield* Deferred.succeed(steer, undefined)
-      const batches: Array<ReadonlyArray<string>> = []
-      yield* consumeBatched(Stream.make(delta("a")), (batch) => Effect.sync(() => batches.push(texts(batch))), steer)
-      expect(batches).toEqual([])
-    })
-  )
-
-  it.effect("an interrupt during a batch waits for the batch; then the stream is closed", () =>
-    Effect.gen(function* () {
-      const steer = yield* Deferred.make<void>()
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const log: Array<string> = []
-      const stream = Stream.make(delta("a")).pipe(
-        Stream.concat(Stream.never),
-        Stream.ensuring(Effect.sync(() => log.push("stream closed")))
-      )
-      const consuming = yield* Effect.fork(
-        consumeBatched(
+for (const kind of steerKinds) {
+  describe(`consumeBatched with a steer (${kind.name})`, () => {
+    it.effect("a steer during a batch: the batch is finished, no further batch starts, the stream is closed", () =>
+      Effect.gen(function* () {
+        const steer = yield* kind.make
+        const busy = yield* Deferred.make<void>()
+        const queued = yield* Deferred.make<void>()
+        const log: Array<string> = []
+        const stream = Stream.make(delta("a")).pipe(
+          Stream.concat(step(Deferred.await(busy))),
+          Stream.concat(Stream.make(delta("b"))),
+          Stream.concat(step(Deferred.succeed(queued, undefined))),
+          Stream.concat(Stream.never),
+          Stream.ensuring(Effect.sync(() => log.push("stream closed")))
+        )
+        yield* consumeBatched(
           stream,
-          () =>
+          (batch) =>
             Effect.gen(function* () {
-              yield* Deferred.succeed(started, undefined)
-              yield* Deferred.await(release)
+              log.push(`batch ${texts(batch).join(",")}`)
+              yield* Deferred.succeed(busy, undefined)
+              yield* Deferred.await(queued)
+              // the steer comes while this batch is handled: the batch goes on to its end
+              yield* kind.signal(steer)
+              yield* Effect.yieldNow()
               log.push("batch done")
             }),
           steer
         )
-      )
-      yield* Deferred.await(started)
-      const interrupting = yield* Effect.fork(Fiber.interrupt(consuming))
-      yield* Deferred.succeed(release, undefined)
-      const exit = yield* Fiber.join(interrupting)
-      expect(Exit.isInterrupted(exit)).toBe(true)
-      expect(log).toEqual(["batch done", "stream closed"])
-    })
-  )
-})
+        // "b" was queued, but no batch starts once the steer is done; the stream ended before this returned
+        expect(log).toEqual(["batch a", "batch done", "stream closed"])
+      })
+    )
+
+    it.effect("a steer while the model is silent stops the stream", () =>
+      Effect.gen(function* () {
+        const steer = yield* kind.make
+        const seen = yield* Queue.unbounded<ReadonlyArray<string>>()
+        const closed = yield* Ref.make(false)
+        const stream = Stream.make(delta("a")).pipe(Stream.concat(Stream.never), Stream.ensuring(Ref.set(closed, true)))
+        const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch)), steer))
+        expect(yield* Queue.take(seen)).toEqual(["a"])
+        yield* kind.signal(steer)
+        expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
+        expect(yield* Ref.get(closed)).toBe(true)
+      })
+    )
+
+    it.effect("a steer done before the stream starts: nothing is handled", () =>
+      Effect.gen(function* () {
+        const steer = yield* kind.make
+        yield* kind.signal(steer)
+        const batches: Array<ReadonlyArray<string>> = []
+        yield* consumeBatched(Stream.make(delta("a")), (batch) => Effect.sync(() => batches.push(texts(batch))), steer)
+        expect(batches).toEqual([])
+      })
+    )
+
+    it.effect("an interrupt during a batch waits for the batch; then the stream is closed", () =>
+      Effect.gen(function* () {
+        const steer = yield* kind.make
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const log: Array<string> = []
+        const stream = Stream.make(delta("a")).pipe(
+          Stream.concat(Stream.never),
+          Stream.ensuring(Effect.sync(() => log.push("stream closed")))
+        )
+        const consuming = yield* Effect.fork(
+          consumeBatched(
+            stream,
+            () =>
+              Effect.gen(function* () {
+                yield* Deferred.succeed(started, undefined)
+                yield* Deferred.await(release)
+                log.push("batch done")
+              }),
+            steer
+          )
+        )
+        yield* Deferred.await(started)
+        const interrupting = yield* Effect.fork(Fiber.interrupt(consuming))
+        yield* Deferred.succeed(release, undefined)
+        const exit = yield* Fiber.join(interrupting)
+        expect(Exit.isInterrupted(exit)).toBe(true)
+        expect(log).toEqual(["batch done", "stream closed"])
+      })
+    )
+  })
+}
 
 const noUsage = { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
 
