@@ -10,7 +10,7 @@
  * with the store's error. Actions.ts runs the batch the calls belong to.
  */
 import * as nodePath from "node:path"
-import { Cause, Clock, Deferred, Duration, Effect, Option } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Either, type Exit, Fiber, Option } from "effect"
 import { type FileRead, make } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
@@ -80,6 +80,35 @@ const STOP_WAIT = Duration.seconds(10)
 class TimedOut {
   readonly _tag = "TimedOut"
 }
+
+/**
+ * The exit of `fiber`, or `undefined` when it has not ended within `ms` (it is left running). One
+ * timer and an observer on the fiber, where `Effect.raceFirst` against a sleep forked two fibers
+ * (≈ 75 Effect operations a call). Interrupted meanwhile, the wait drops its timer and observer and
+ * interrupts `fiber` without awaiting it (as a race does with its fibers): the caller's interrupt
+ * handling waits for the call to confirm it stopped, within its own bound.
+ */
+const awaitWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, ms: number): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.withFiberRuntime((self) =>
+    Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
+      const ended = fiber.unsafePoll()
+      if (ended !== null) return resume(Effect.succeed(ended))
+      const observer = (exit: Exit.Exit<A, E>) => {
+        clearTimeout(timer)
+        resume(Effect.succeed(exit))
+      }
+      const timer = setTimeout(() => {
+        fiber.removeObserver(observer)
+        resume(Effect.succeed(undefined))
+      }, ms)
+      fiber.addObserver(observer)
+      return Effect.suspend(() => {
+        clearTimeout(timer)
+        fiber.removeObserver(observer)
+        return fiber.interruptAsFork(self.id())
+      })
+    })
+  )
 
 const describeDefect = (cause: Cause.Cause<unknown>): string => {
   const squashed = Cause.squash(cause)
@@ -401,10 +430,6 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         progress: progress.report
       }
 
-      const timeout = Effect.sleep(Duration.millis(prepared.timeoutMs)).pipe(
-        Effect.zipRight(journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })])),
-        Effect.zipRight(Effect.fail(new TimedOut()))
-      )
       const done = yield* Deferred.make<void>()
       const execution = Effect.suspend(() => {
         stopped = done
@@ -417,21 +442,31 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         Effect.ensuring(endObserved),
         Effect.ensuring(Deferred.succeed(done, undefined))
       )
-      const executed = yield* execution.pipe(
-        Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause as Cause.Cause<never>)
-            : Effect.succeed(
-                Option.match(Cause.failureOption(cause), {
-                  onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
-                  onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
-                })
-              )
-        ),
-        Effect.raceFirst(timeout),
-        Effect.either
+      const running = yield* Effect.fork(
+        execution.pipe(
+          Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause as Cause.Cause<never>)
+              : Effect.succeed(
+                  Option.match(Cause.failureOption(cause), {
+                    onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                    onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
+                  })
+                )
+          )
+        )
       )
+      const ended = yield* awaitWithin(running, prepared.timeoutMs)
+      // timed out: recorded while the tool still runs, then it is stopped (its finalizers run first)
+      const executed =
+        ended !== undefined
+          ? Either.right(yield* ended)
+          : yield* journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })]).pipe(
+              Effect.zipLeft(Fiber.interrupt(running)),
+              Effect.map(() => Either.left(new TimedOut())),
+              Effect.catchAll((error) => Effect.zipRight(Fiber.interrupt(running), Effect.succeed(Either.left(error))))
+            )
       // the log failed under the tool: the turn fails with the store's error (typed, not a defect)
       if (recordFailure !== undefined) return yield* Effect.fail(recordFailure)
       if (executed._tag === "Left") {

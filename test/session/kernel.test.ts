@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream, Supervisor } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { CallId, SessionId } from "../../src/domain/Ids.js"
 import { Model, ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -301,6 +301,42 @@ describe("Sessions: a turn", () => {
         )
       )
     )
+  )
+})
+
+/** Counts the fibers started under it. */
+class FiberCount extends Supervisor.AbstractSupervisor<void> {
+  started = 0
+  get value() {
+    return Effect.void
+  }
+  override onStart() {
+    this.started++
+  }
+}
+
+describe("Sessions: the fibers of a step", () => {
+  it.effect("a step with one in-process call starts two: the model's reader and the tool's", () =>
+    Effect.gen(function* () {
+      const fibersOf = (calls: number) =>
+        Effect.gen(function* () {
+          const count = new FiberCount()
+          const script = [
+            ...Array.from({ length: calls }, (_, i) =>
+              Script.toolCalls([{ callId: `c${i}`, tool: "echo", input: { text: String(i) } }])
+            ),
+            Script.text("done")
+          ]
+          const { outcome } = yield* prompt("go").pipe(Effect.supervised(count), Effect.provide(layer(script)))
+          expect(outcome.reason).toBe("stop")
+          return count.started
+        })
+      // what a turn starts once cancels out: the difference is two steps' fibers
+      // the first turn in a process starts one more (something made once, on first use)
+      yield* fibersOf(1)
+      expect((yield* fibersOf(4)) - (yield* fibersOf(2))).toBe(4)
+      expect((yield* fibersOf(6)) - (yield* fibersOf(4))).toBe(4)
+    })
   )
 })
 
