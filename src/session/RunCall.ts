@@ -82,33 +82,28 @@ class TimedOut {
 }
 
 /**
- * The exit of `fiber`, or `undefined` when it has not ended within `ms` (it is left running). One
+ * The exit of `fiber`, or `undefined` when it has not ended within `ms` (it is left running): one
  * timer and an observer on the fiber, where `Effect.raceFirst` against a sleep forked two fibers
- * (≈ 75 Effect operations a call). Interrupted meanwhile, the wait drops its timer and observer and
- * interrupts `fiber` without awaiting it (as a race does with its fibers): the caller's interrupt
- * handling waits for the call to confirm it stopped, within its own bound.
+ * (≈ 75 Effect operations a call). Interrupted, the wait drops both.
  */
 const awaitWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, ms: number): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.withFiberRuntime((self) =>
-    Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
-      const ended = fiber.unsafePoll()
-      if (ended !== null) return resume(Effect.succeed(ended))
-      const observer = (exit: Exit.Exit<A, E>) => {
-        clearTimeout(timer)
-        resume(Effect.succeed(exit))
-      }
-      const timer = setTimeout(() => {
-        fiber.removeObserver(observer)
-        resume(Effect.succeed(undefined))
-      }, ms)
-      fiber.addObserver(observer)
-      return Effect.suspend(() => {
-        clearTimeout(timer)
-        fiber.removeObserver(observer)
-        return fiber.interruptAsFork(self.id())
-      })
+  Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
+    const ended = fiber.unsafePoll()
+    if (ended !== null) return resume(Effect.succeed(ended))
+    const observer = (exit: Exit.Exit<A, E>) => {
+      clearTimeout(timer)
+      resume(Effect.succeed(exit))
+    }
+    const timer = setTimeout(() => {
+      fiber.removeObserver(observer)
+      resume(Effect.succeed(undefined))
+    }, ms)
+    fiber.addObserver(observer)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      fiber.removeObserver(observer)
     })
-  )
+  })
 
 const describeDefect = (cause: Cause.Cause<unknown>): string => {
   const squashed = Cause.squash(cause)
@@ -442,31 +437,34 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         Effect.ensuring(endObserved),
         Effect.ensuring(Deferred.succeed(done, undefined))
       )
-      const running = yield* Effect.fork(
-        execution.pipe(
-          Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(cause as Cause.Cause<never>)
-              : Effect.succeed(
-                  Option.match(Cause.failureOption(cause), {
-                    onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
-                    onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
-                  })
-                )
-          )
+      const outcome = execution.pipe(
+        Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause as Cause.Cause<never>)
+            : Effect.succeed(
+                Option.match(Cause.failureOption(cause), {
+                  onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                  onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
+                })
+              )
         )
       )
+      // the tool in a fiber of its own, awaited within its timeout; timed out, `tool.timeout` is
+      // recorded while it still runs, then it is stopped (its finalizers run before this goes on).
+      // An interrupt from outside reaches the tool's fiber at once (a fiber's interrupt is sent to
+      // its children) and is not awaited here, as with a race: `interrupted` waits for the call
+      // to confirm it stopped, within its own bound.
+      const running = yield* Effect.fork(outcome)
       const ended = yield* awaitWithin(running, prepared.timeoutMs)
-      // timed out: recorded while the tool still runs, then it is stopped (its finalizers run first)
-      const executed =
-        ended !== undefined
-          ? Either.right(yield* ended)
-          : yield* journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })]).pipe(
-              Effect.zipLeft(Fiber.interrupt(running)),
-              Effect.map(() => Either.left(new TimedOut())),
-              Effect.catchAll((error) => Effect.zipRight(Fiber.interrupt(running), Effect.succeed(Either.left(error))))
-            )
+      const executed: Either.Either<Effect.Effect.Success<typeof outcome>, TimedOut | RestoreError> = ended !==
+      undefined
+        ? Either.right(yield* ended)
+        : yield* journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })]).pipe(
+            Effect.zipLeft(Fiber.interrupt(running)),
+            Effect.map(() => Either.left(new TimedOut())),
+            Effect.catchAll((error) => Effect.zipRight(Fiber.interrupt(running), Effect.succeed(Either.left(error))))
+          )
       // the log failed under the tool: the turn fails with the store's error (typed, not a defect)
       if (recordFailure !== undefined) return yield* Effect.fail(recordFailure)
       if (executed._tag === "Left") {

@@ -497,6 +497,8 @@ describe("Sessions: interrupt, steer, queue", () => {
         // what the tool recorded as it was stopped is the metadata of its tool.failed
         const failed = (yield* events(id)).filter((e) => e.type === "tool.failed")
         expect(failed.map((e) => e.payload)).toMatchObject([{ callId: "w1", metadata: { stoppedWhile: "waiting" } }])
+        // stopped at once and confirmed (not after the bounded wait for a tool that does not stop)
+        expect((failed[0]!.payload as { error: string }).error).toMatch(/^The call was interrupted \(user\) and stopped/)
         // the next prompt's history answers the interrupted call
         yield* sessions.send(id, "again")
         yield* sessions.wait(id)
