@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream, Supervisor } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { CallId, SessionId } from "../../src/domain/Ids.js"
 import { Model, ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -30,6 +30,7 @@ import {
   type ToolsOptions
 } from "../../src/tools/Tools.js"
 import { todo } from "../../src/tools/todo.js"
+import { FiberCount } from "../support/fiberCount.js"
 import { A1, C1, e, prelude, usage } from "../support/fixtures.js"
 import { tempDir } from "../support/tmp.js"
 
@@ -304,17 +305,6 @@ describe("Sessions: a turn", () => {
   )
 })
 
-/** Counts the fibers started under it. */
-class FiberCount extends Supervisor.AbstractSupervisor<void> {
-  started = 0
-  get value() {
-    return Effect.void
-  }
-  override onStart() {
-    this.started++
-  }
-}
-
 describe("Sessions: the fibers of a step", () => {
   it.effect("a step with one in-process call starts two: the model's reader and the tool's", () =>
     Effect.gen(function* () {
@@ -498,7 +488,9 @@ describe("Sessions: interrupt, steer, queue", () => {
         const failed = (yield* events(id)).filter((e) => e.type === "tool.failed")
         expect(failed.map((e) => e.payload)).toMatchObject([{ callId: "w1", metadata: { stoppedWhile: "waiting" } }])
         // stopped at once and confirmed (not after the bounded wait for a tool that does not stop)
-        expect((failed[0]!.payload as { error: string }).error).toMatch(/^The call was interrupted \(user\) and stopped/)
+        expect((failed[0]!.payload as { error: string }).error).toMatch(
+          /^The call was interrupted \(user\) and stopped/
+        )
         // the next prompt's history answers the interrupted call
         yield* sessions.send(id, "again")
         yield* sessions.wait(id)

@@ -4,10 +4,11 @@
  * Queues, never by time: each test says when the stream may go on.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream, Supervisor } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
 import { consumeBatched, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
 import { fromPull, type OpenPull } from "../../src/stream/pull.js"
+import { FiberCount } from "../support/fiberCount.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })
 const texts = (batch: Chunk.Chunk<ModelEvent>) =>
@@ -141,17 +142,6 @@ const steerKinds = [
       Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
   }
 ] as const
-
-/** Counts the fibers started under it. */
-class FiberCount extends Supervisor.AbstractSupervisor<void> {
-  started = 0
-  get value() {
-    return Effect.void
-  }
-  override onStart() {
-    this.started++
-  }
-}
 
 describe("consumeBatched: what a steer costs", () => {
   it.effect("a Steer needs no fiber of its own (the reader's only); a bare Deferred is awaited by one", () =>
