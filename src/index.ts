@@ -43,7 +43,7 @@ export {
   type LoadedInstructions,
   makeInstructions
 } from "./session/Instructions.js"
-export { Processor, type StepInput, type StepResult } from "./session/Processor.js"
+export { makeSteer, Processor, type Steer, type StepInput, type StepResult, signalSteer } from "./session/Processor.js"
 export { canonicalJson, type PromptVersion, promptDocument, promptVersionOf } from "./session/PromptVersion.js"
 export * as Replay from "./session/Replay.js"
 export * as Rerun from "./session/Rerun.js"
