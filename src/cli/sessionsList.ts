@@ -147,15 +147,15 @@ export const renderTable = (
   const width = options.width ?? 80
   const plain = rows.map(({ outcome, shortId, summary: s }) => {
     // a blank title or model shows its placeholder: an empty cell would leave the row's end blank
-    const untitled = s.title === null || s.title.trim() === ""
+    const title = s.title !== null && s.title.trim() !== "" ? s.title : undefined
     return {
       id: shortId,
       status: s.deleted ? ("deleted" as const) : outcome,
       updated: updatedText(s.updatedAt, options.now),
       cost: costText(s),
       model: s.model === null || s.model.trim() === "" ? "-" : s.model,
-      title: untitled ? "(untitled)" : oneLine(s.title ?? ""),
-      untitled
+      title: title === undefined ? "(untitled)" : oneLine(title),
+      untitled: title === undefined
     }
   })
   const column = (header: string, key: "id" | "status" | "updated" | "cost" | "model" | "title") =>

@@ -457,14 +457,14 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
       // to confirm it stopped, within its own bound.
       const running = yield* Effect.fork(outcome)
       const ended = yield* awaitWithin(running, prepared.timeoutMs)
-      const executed: Either.Either<Effect.Effect.Success<typeof outcome>, TimedOut | RestoreError> = ended !==
-      undefined
-        ? Either.right(yield* ended)
-        : yield* journal.append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })]).pipe(
-            Effect.zipLeft(Fiber.interrupt(running)),
-            Effect.map(() => Either.left(new TimedOut())),
-            Effect.catchAll((error) => Effect.zipRight(Fiber.interrupt(running), Effect.succeed(Either.left(error))))
-          )
+      let executed: Either.Either<Effect.Effect.Success<typeof outcome>, TimedOut | RestoreError>
+      if (ended !== undefined) executed = Either.right(yield* ended)
+      else {
+        const recorded = yield* journal
+          .append([make("tool.timeout", { callId, timeoutMs: prepared.timeoutMs })])
+          .pipe(Effect.either, Effect.zipLeft(Fiber.interrupt(running)))
+        executed = Either.left(Either.isLeft(recorded) ? recorded.left : new TimedOut())
+      }
       // the log failed under the tool: the turn fails with the store's error (typed, not a defect)
       if (recordFailure !== undefined) return yield* Effect.fail(recordFailure)
       if (executed._tag === "Left") {

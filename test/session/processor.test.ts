@@ -128,20 +128,17 @@ describe("consumeBatched", () => {
 })
 
 /** The two forms of a step's steer signal: the kernel's `Steer`, and a bare `Deferred` (awaited by a fiber). */
-const steerKinds = [
-  {
-    name: "a Steer",
-    make: makeSteer as Effect.Effect<Steer | Deferred.Deferred<void>>,
-    signal: (steer: Steer | Deferred.Deferred<void>) =>
-      Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
-  },
-  {
-    name: "a bare Deferred",
-    make: Deferred.make<void>() as Effect.Effect<Steer | Deferred.Deferred<void>>,
-    signal: (steer: Steer | Deferred.Deferred<void>) =>
-      Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
-  }
-] as const
+const steerKinds: ReadonlyArray<{
+  readonly name: string
+  readonly make: Effect.Effect<Steer | Deferred.Deferred<void>>
+}> = [
+  { name: "a Steer", make: makeSteer },
+  { name: "a bare Deferred", make: Deferred.make<void>() }
+]
+
+/** Completes either form as its users do: `signalSteer` for a `Steer`. */
+const signal = (steer: Steer | Deferred.Deferred<void>) =>
+  Deferred.DeferredTypeId in steer ? Deferred.succeed(steer, undefined) : signalSteer(steer)
 
 describe("consumeBatched: what a steer costs", () => {
   it.effect("a Steer needs no fiber of its own (the reader's only); a bare Deferred is awaited by one", () =>
@@ -183,7 +180,7 @@ for (const kind of steerKinds) {
               yield* Deferred.succeed(busy, undefined)
               yield* Deferred.await(queued)
               // the steer comes while this batch is handled: the batch goes on to its end
-              yield* kind.signal(steer)
+              yield* signal(steer)
               yield* Effect.yieldNow()
               log.push("batch done")
             }),
@@ -202,7 +199,7 @@ for (const kind of steerKinds) {
         const stream = Stream.make(delta("a")).pipe(Stream.concat(Stream.never), Stream.ensuring(Ref.set(closed, true)))
         const consuming = yield* Effect.fork(consumeBatched(stream, (batch) => Queue.offer(seen, texts(batch)), steer))
         expect(yield* Queue.take(seen)).toEqual(["a"])
-        yield* kind.signal(steer)
+        yield* signal(steer)
         expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
         expect(yield* Ref.get(closed)).toBe(true)
       })
@@ -211,7 +208,7 @@ for (const kind of steerKinds) {
     it.effect("a steer done before the stream starts: nothing is handled", () =>
       Effect.gen(function* () {
         const steer = yield* kind.make
-        yield* kind.signal(steer)
+        yield* signal(steer)
         const batches: Array<ReadonlyArray<string>> = []
         yield* consumeBatched(Stream.make(delta("a")), (batch) => Effect.sync(() => batches.push(texts(batch))), steer)
         expect(batches).toEqual([])
