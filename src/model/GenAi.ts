@@ -4,7 +4,7 @@
  * the model and the tokens. Never the prompt or the completion: they may hold anything (keys
  * included), and the event log already records them.
  */
-import { Effect } from "effect"
+import { Effect, type Tracer } from "effect"
 import type { Model, ModelRequest, ModelUsage } from "./Model.js"
 
 /** The provider of a model as the conventions name it (`openai`, `anthropic`, `openai-compatible` …). */
@@ -36,9 +36,43 @@ export const finishAttributes = (finish: ChatFinish): Record<string, unknown> =>
   ...(finish.responseModel !== undefined ? { "gen_ai.response.model": finish.responseModel } : {})
 })
 
-/** Records what the stream's end said on the current span (the request's `chatSpan`). */
+/**
+ * The tracer Effect runs with when none was installed: it keeps its spans in memory and exports
+ * none of them.
+ */
+const defaultTracer: Tracer.Tracer = Effect.runSync(Effect.tracer)
+
+/**
+ * `traced()` when spans go somewhere — a tracer was installed (logbook's OTLP export, an
+ * embedder's own `Layer.setTracer`) — else `untraced`. A span costs the kernel ≈ 50 µs even with
+ * the default tracer, which exports nothing (docs/benchmarks.md, "Spans only when traced"): the
+ * spans made several times a model step are made only when they go somewhere, as an OpenTelemetry
+ * API without an SDK makes none.
+ */
+export const ifTraced = <A, E, R>(
+  traced: () => Effect.Effect<A, E, R>,
+  untraced: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => Effect.tracerWith((tracer) => (tracer === defaultTracer ? untraced : traced()))
+
+/**
+ * `Effect.fn(name)(body)` when traced (`ifTraced`), else `body` alone: for the service methods that
+ * run several times a model step (`Processor.run`, `Actions.run`).
+ */
+export const tracedFn = <Args extends Array<unknown>, A, E, R>(
+  name: string,
+  body: (...args: Args) => Effect.Effect<A, E, R>
+): ((...args: Args) => Effect.Effect<A, E, R>) => {
+  const spanned = Effect.fn(name)(body)
+  return (...args) =>
+    ifTraced(
+      () => spanned(...args),
+      Effect.suspend(() => body(...args))
+    )
+}
+
+/** Records what the stream's end said on the current span (the request's `chatSpan`), when traced. */
 export const annotateFinish = (finish: ChatFinish): Effect.Effect<void> =>
-  Effect.annotateCurrentSpan(finishAttributes(finish))
+  ifTraced(() => Effect.annotateCurrentSpan(finishAttributes(finish)), Effect.void)
 
 /**
  * An error as a span may show it: its tag and its `reason` (and HTTP status), never its message
@@ -64,12 +98,17 @@ class SpanFailure<E> extends Error {
   }
 }
 
+interface SafeSpanOptions {
+  readonly kind?: "client" | "internal"
+  readonly attributes: Record<string, unknown>
+}
+
 /**
  * Runs `effect` in a span whose failure is shown as `errorType` only (status error, `error.type`);
  * the effect fails as before.
  */
-export const withSafeSpan =
-  (name: string, options: { readonly kind?: "client" | "internal"; readonly attributes: Record<string, unknown> }) =>
+const safeSpan =
+  (name: string, options: SafeSpanOptions) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     effect.pipe(
       Effect.tapError((error) => Effect.annotateCurrentSpan("error.type", errorType(error))),
@@ -77,6 +116,12 @@ export const withSafeSpan =
       Effect.withSpan(name, { kind: options.kind ?? "internal", attributes: options.attributes }),
       Effect.mapError((wrapped) => wrapped.failure)
     )
+
+/** `safeSpan` when traced (`ifTraced`), its options made only then; else `effect` alone. */
+export const withSafeSpan =
+  (name: string, options: () => SafeSpanOptions) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    ifTraced(() => safeSpan(name, options())(effect), effect)
 
 /**
  * Runs one model request (`effect` streams it) in its `chat <model id>` span. `attributes` adds
@@ -86,7 +131,7 @@ export const withSafeSpan =
 export const chatSpan = (model: Model["Type"], request: ModelRequest, attributes: Record<string, unknown>) => {
   const provider = providerOf(model)
   const modelId = modelIdOf(model)
-  return withSafeSpan(`chat ${modelId}`, {
+  return withSafeSpan(`chat ${modelId}`, () => ({
     kind: "client",
     attributes: {
       "gen_ai.operation.name": "chat",
@@ -97,7 +142,7 @@ export const chatSpan = (model: Model["Type"], request: ModelRequest, attributes
       "logbook.model": model.name,
       ...attributes
     }
-  })
+  }))
 }
 
 /** A call that ended failed (or refused), inside its span only: the span's status is then error. */
@@ -114,19 +159,23 @@ class ToolFailed<A> {
 export const toolSpan =
   (call: { readonly tool: string; readonly callId: string }, attributes: Record<string, unknown>) =>
   <A extends { readonly ok: boolean }, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    effect.pipe(
-      Effect.flatMap((outcome) => (outcome.ok ? Effect.succeed(outcome) : Effect.fail(new ToolFailed(outcome)))),
-      withSafeSpan(`execute_tool ${call.tool}`, {
-        attributes: {
-          "gen_ai.operation.name": "execute_tool",
-          "gen_ai.tool.name": call.tool,
-          "gen_ai.tool.call.id": call.callId,
-          "gen_ai.tool.type": "function",
-          ...attributes
-        }
-      }),
-      Effect.catchIf(
-        (error): error is ToolFailed<A> => error instanceof ToolFailed,
-        (failed) => Effect.succeed(failed.outcome)
-      )
+    ifTraced(
+      () =>
+        effect.pipe(
+          Effect.flatMap((outcome) => (outcome.ok ? Effect.succeed(outcome) : Effect.fail(new ToolFailed(outcome)))),
+          safeSpan(`execute_tool ${call.tool}`, {
+            attributes: {
+              "gen_ai.operation.name": "execute_tool",
+              "gen_ai.tool.name": call.tool,
+              "gen_ai.tool.call.id": call.callId,
+              "gen_ai.tool.type": "function",
+              ...attributes
+            }
+          }),
+          Effect.catchIf(
+            (error): error is ToolFailed<A> => error instanceof ToolFailed,
+            (failed) => Effect.succeed(failed.outcome)
+          )
+        ),
+      effect
     )

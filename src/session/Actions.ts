@@ -18,7 +18,7 @@
 import { Context, Effect, Layer, Ref } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { type ActionId, type MessageId, makeActionId } from "../domain/Ids.js"
-import { toolSpan } from "../model/GenAi.js"
+import { toolSpan, tracedFn } from "../model/GenAi.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionJournal } from "../store/SessionJournal.js"
 import type { RestoreError } from "../store/Snapshots.js"
@@ -139,8 +139,8 @@ const makeActions = (
       return { actionId, failed, outcomes }
     })
 
-  // a span per batch; each call in it has its `execute_tool <tool>` span
-  return { run: Effect.fn("Actions.run")(run) }
+  // a span per batch (when traced: `tracedFn`); each call in it has its `execute_tool <tool>` span
+  return { run: tracedFn("Actions.run", run) }
 }
 
 /** The execution session: runs the tool calls of one model step. */

@@ -26,7 +26,7 @@ import { Cause, Chunk, Context, Deferred, Effect, Exit, Layer, Option, Queue, ty
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
-import { annotateFinish, type ChatFinish, chatSpan } from "../model/GenAi.js"
+import { annotateFinish, type ChatFinish, chatSpan, tracedFn } from "../model/GenAi.js"
 import { Model, ModelError, ModelEvent, type ModelRequest, type ModelUsage } from "../model/Model.js"
 import type { Price } from "../model/Price.js"
 import { gaveUp, Retry, type RetryGaveUp, type RetryInfo } from "../model/Retry.js"
@@ -631,9 +631,10 @@ const makeProcessor = (
       return result as StepResult
     })
 
-  // spans for the callers of these methods: `run` calls its own `attempt` directly, so a turn's
-  // attempts are not spans of their own (each attempt's model request has its `chat <model>` span)
-  return { attempt: Effect.fn("Processor.attempt")(attempt), run: Effect.fn("Processor.run")(run) }
+  // spans for the callers of these methods (when traced: `tracedFn`): `run` calls its own `attempt`
+  // directly, so a turn's attempts are not spans of their own (each attempt's model request has its
+  // `chat <model>` span)
+  return { attempt: tracedFn("Processor.attempt", attempt), run: tracedFn("Processor.run", run) }
 }
 
 /** One model step: stream -> events, ToolPart transitions, retry, cleanup. */

@@ -1,10 +1,19 @@
 /**
  * The GenAI spans (src/model/GenAi.ts) under a tracer that records every span: names, attributes,
- * and what a failure shows (its kind only) while the effect's own result stays as it was.
+ * and what a failure shows (its kind only) while the effect's own result stays as it was; and
+ * without an installed tracer, none of the per-step spans is made (`ifTraced`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option, Tracer } from "effect"
-import { chatSpan, errorType, modelIdOf, providerOf, toolSpan } from "../../src/model/GenAi.js"
+import {
+  annotateFinish,
+  chatSpan,
+  errorType,
+  modelIdOf,
+  providerOf,
+  toolSpan,
+  tracedFn
+} from "../../src/model/GenAi.js"
 import { ModelError } from "../../src/model/Model.js"
 
 interface Recorded {
@@ -143,6 +152,56 @@ describe("toolSpan", () => {
         "logbook.session.id": "s",
         "error.type": "ToolFailed"
       })
+    })
+  )
+})
+
+describe("spans only when traced", () => {
+  /** the name of the span current inside each of the kernel's per-step span helpers, and the result */
+  const insideEach = Effect.gen(function* () {
+    const current = Effect.map(Effect.currentSpan, (span) => ({ callId: span.name, ok: true }))
+    const step = tracedFn("Processor.run", (n: number) => Effect.map(Effect.currentSpan, (span) => `${span.name} ${n}`))
+    return {
+      chat: yield* Effect.map(Effect.currentSpan, (span) => span.name).pipe(
+        chatSpan(model, { messages: [], tools: [] }, {})
+      ),
+      tool: (yield* current.pipe(toolSpan({ tool: "bash", callId: "c1" }, {}))).callId,
+      fn: yield* step(2)
+    }
+  })
+
+  it.effect("with the default tracer (nothing installed) no span is made: the effects run in the caller's span", () =>
+    Effect.gen(function* () {
+      const inside = yield* insideEach.pipe(Effect.withSpan("caller"))
+      expect(inside).toEqual({ chat: "caller", tool: "caller", fn: "caller 2" })
+      // nor are the stream's tokens recorded on the caller's span
+      const attributes = yield* Effect.gen(function* () {
+        yield* annotateFinish({
+          finishReason: "stop",
+          usage: { input: 1, output: 2, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+        })
+        return (yield* Effect.currentSpan).attributes
+      }).pipe(Effect.withSpan("caller"))
+      expect([...attributes.keys()]).toEqual([])
+      // and a failure still fails the effect as it was
+      const error = new ModelError({ reason: "http", status: 500, message: "boom" })
+      expect(yield* Effect.exit(Effect.fail(error).pipe(chatSpan(model, { messages: [], tools: [] }, {})))).toEqual(
+        Exit.fail(error)
+      )
+    })
+  )
+
+  it.effect("with a tracer installed each helper makes its span, annotated at the stream's end", () =>
+    Effect.gen(function* () {
+      const { spans, tracer } = recording()
+      const inside = yield* insideEach.pipe(Effect.withSpan("caller"), Effect.withTracer(tracer))
+      expect(inside).toEqual({ chat: "chat qwen3:8b", tool: "execute_tool bash", fn: "Processor.run 2" })
+      expect(spans.map((s) => s.name)).toEqual(["caller", "chat qwen3:8b", "execute_tool bash", "Processor.run"])
+      yield* annotateFinish({
+        finishReason: "stop",
+        usage: { input: 1, output: 2, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
+      }).pipe(chatSpan(model, { messages: [], tools: [] }, {}), Effect.withTracer(tracer))
+      expect(spans[4]!.attributes.get("gen_ai.usage.output_tokens")).toBe(2)
     })
   )
 })
