@@ -416,11 +416,19 @@ const kernelRows = (k: KernelResult): Array<Row> => [
   {
     figure:
       `kernel: ${int(k.shape.deltas)} text deltas + ${int(k.shape.calls)} tool calls through the kernel ` +
-      `(${ms(k.kernelMs)} ms) / the same model streams drained alone + the same ${int(k.baselineEvents)} events ` +
-      `through a SessionJournal (${ms(k.baselineMs)} ms)`,
+      `(${ms(k.kernelMs)} ms) / the same model streams drained + the same ${int(k.baselineEvents)} events ` +
+      `through a SessionJournal, step by step in the kernel's order (${ms(k.baselineMs)} ms)`,
     value: ratio(k.ratio),
     goal: `≤ ${KERNEL_GOAL}`,
     result: verdict(k.ratio <= KERNEL_GOAL)
+  },
+  {
+    figure:
+      `kernel: the same over the two halves run apart (the streams alone ${ms(k.modelMs)} ms + the journal's calls ` +
+      `alone ${ms(k.journalMs)} ms; apart, each runs warm in the caches)`,
+    value: ratio(k.separateRatio),
+    goal: "(reported)",
+    result: ""
   },
   {
     figure: "kernel: its own time (kernel − baseline) per model step",
@@ -461,9 +469,11 @@ const kernelMarkdown = (k: KernelResult): string => {
       `from \`send\` to the end of \`wait\`: ${int(k.timedEvents)} events, handed to the store in ` +
       `${int(k.appendLaterCalls)} \`appendLater\` and ${int(k.appendCalls)} awaited \`append\` calls; the journal ` +
       `saved ${k.snapshots} snapshots (${bytes(k.snapshotBytes)} of JSON). The baseline is what the kernel cannot ` +
-      `avoid: the same ${k.steps} model streams (${int(k.modelEvents)} events) drained alone, plus the same events ` +
-      "(type and payload, read back from the kernel's database) written through a `SessionJournal` on a fresh file " +
-      "in the same calls, then `flush`. Events in each database: kernel " +
+      `avoid: the same ${k.steps} model streams (${int(k.modelEvents)} events) drained with nothing done per event, ` +
+      "and the same events (type and payload, read back from the kernel's database) written through a " +
+      "`SessionJournal` on a fresh file in the same calls, in the kernel's order — per step its `step.started`, " +
+      "its stream, the rest of its calls — then `flush`. The same two halves run apart (all streams, then all " +
+      "calls) are shown too, not judged. Events in each database: kernel " +
       `${int(k.kernelEvents)}, replay ${int(k.baselineEvents)} (asserted equal in every round).`,
     "",
     table(
@@ -471,13 +481,18 @@ const kernelMarkdown = (k: KernelResult): string => {
       [
         ["kernel (`send` … `wait`)", ms(k.kernelMs), range(k.kernelRange, ms)],
         [
-          "baseline: model streams drained + the events through a `SessionJournal`",
+          "baseline: model streams drained + the events through a `SessionJournal`, in the kernel's order",
           ms(k.baselineMs),
           range(k.baselineRange, ms)
         ],
+        [
+          "(not judged) the same two halves apart, summed per round",
+          ms(k.separateMs),
+          `${range(k.separateRange, ms)}; in the kernel's order they cost ${x2(k.baselineMs / k.separateMs)}×`
+        ],
         ["  the model streams alone, drained", ms(k.modelMs), range(k.modelRange, ms)],
         [
-          "  the same calls through a `SessionJournal` (fold + snapshots + store)",
+          "  the same calls alone through a `SessionJournal` (fold + snapshots + store)",
           ms(k.journalMs),
           range(k.journalRange, ms)
         ],
@@ -486,6 +501,7 @@ const kernelMarkdown = (k: KernelResult): string => {
           `**${ratio(k.ratio)}** ${verdict(k.ratio <= KERNEL_GOAL)}`,
           `${range(k.ratioRange, x2)} (per round)`
         ],
+        ["(not judged) kernel / the halves apart", ratio(k.separateRatio), ""],
         [
           "the kernel's own time (kernel − baseline)",
           ms(k.kernelMs - k.baselineMs),
