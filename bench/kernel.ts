@@ -33,13 +33,14 @@ import * as path from "node:path"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as Events from "../src/domain/Events.js"
 import { type SessionId, SessionId as SessionIdSchema } from "../src/domain/Ids.js"
-import { Model, ModelEvent } from "../src/model/Model.js"
+import { Model, type ModelError, ModelEvent } from "../src/model/Model.js"
 import { defaultRetryOptions } from "../src/model/Retry.js"
-import { makeScripted, Script, type ScriptStep } from "../src/model/Scripted.js"
+import { Script, type ScriptStep } from "../src/model/Scripted.js"
 import { makeAgentLayer } from "../src/session/Agent.js"
 import { Sessions } from "../src/session/Sessions.js"
 import { EventStore, type Snapshot } from "../src/store/EventStore.js"
 import { makeJournal } from "../src/store/SessionJournal.js"
+import { fromPull, openPull } from "../src/stream/pull.js"
 import { Secrets } from "../src/tools/Secrets.js"
 import { defineTool } from "../src/tools/Tools.js"
 import { type OpCount, OpCounter, underCounter } from "./ops.js"
@@ -115,14 +116,47 @@ const echo = defineTool({
   execute: (input) => Effect.succeed({ output: input.text })
 })
 
-/** The scripted model, one event per stream chunk (as a real provider's stream delivers them). */
+/**
+ * The scripted model: each request streams the script's next step, one event per chunk (as a real
+ * provider's stream delivers them). Its streams are pulls (`fromPull`), as the provider layers'
+ * are (src/model/AiSdk.ts): the kernel reads them without a channel (`openPull`), and so does
+ * `drain`. (Through `Stream.toPull`, which a stream made another way gets, each request also
+ * paid a channel executor and its `Effect.provide` of a runtime at the close, ≈ 0.1 ms: a cost of
+ * the benchmark's model, not of the kernel or of a provider.)
+ */
 const layerModel = (script: ReadonlyArray<ScriptStep>): Layer.Layer<Model> =>
-  Layer.effect(
-    Model,
-    Effect.map(makeScripted(script, { name: "bench/scripted" }), ({ model }) => ({
-      name: model.name,
-      stream: (request) => model.stream(request).pipe(Stream.rechunk(1))
-    }))
+  Layer.sync(Model, () => {
+    let next = 0
+    return {
+      name: "bench/scripted",
+      stream: () =>
+        fromPull(
+          Effect.suspend(() => {
+            const step = script[next++]
+            if (step === undefined) return Effect.dieMessage(`bench model: request ${next} has no step`)
+            let at = 0
+            return Effect.succeed(
+              Effect.suspend(() =>
+                at < step.events.length
+                  ? Effect.succeed(Chunk.of(step.events[at++]!))
+                  : Effect.fail(Option.none<ModelError>())
+              )
+            )
+          })
+        )
+    }
+  })
+
+/** Reads `stream` to its end as the kernel reads a model's stream (`openPull`), doing nothing per chunk. */
+const drain = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<void, E> =>
+  Effect.scoped(
+    Effect.flatMap(openPull(stream), (pull) => {
+      const loop: Effect.Effect<void, E> = Effect.matchEffect(pull, {
+        onFailure: Option.match({ onNone: () => Effect.void, onSome: Effect.fail }),
+        onSuccess: () => loop
+      })
+      return loop
+    })
   )
 
 /** One call the kernel made to the store: how many events, awaited (`append`) or not (`appendLater`). */
@@ -232,7 +266,7 @@ export const runModelOnly = (shape: KernelShape, counter?: OpCounter): Promise<n
     gc()
     const start = now()
     counter?.start()
-    for (let i = 0; i < script.length; i++) yield* Stream.runDrain(model.stream(request))
+    for (let i = 0; i < script.length; i++) yield* drain(model.stream(request))
     counter?.stop()
     return now() - start
   })
@@ -371,7 +405,7 @@ export const runInterleaved = (
     for (const c of before) yield* call(c)
     for (const step of steps) {
       yield* call(step.started)
-      yield* Stream.runDrain(model.stream(request))
+      yield* drain(model.stream(request))
       for (const c of step.rest) yield* call(c)
     }
     yield* journal.flush
