@@ -617,7 +617,18 @@ const makeProcessor = (
         )
       )
       const driver = yield* retry.driver({ onRetry: recordRetry(input.journal) })
-      const result = yield* Effect.retryOrElse(once, driver, gaveUp)
+      // the schedule runs from the first failure on: its first input is that failure, then each
+      // attempt after it (as `Effect.retryOrElse(once, driver, gaveUp)`, without its machinery on
+      // the way of a step that succeeds at once — most of them: ≈ 35 Effect operations a step)
+      const result = yield* Effect.catchAll(once, (first) => {
+        let told = false
+        const attempts = Effect.suspend(() => {
+          if (told) return once
+          told = true
+          return Effect.fail(first)
+        })
+        return Effect.retryOrElse(attempts, driver, gaveUp)
+      })
       if ("_tag" in result && result._tag === "Carried") return yield* Effect.fail(result.error)
       return result as StepResult
     })
