@@ -10,7 +10,7 @@
  * with the store's error. Actions.ts runs the batch the calls belong to.
  */
 import * as nodePath from "node:path"
-import { Cause, Clock, Deferred, Duration, Effect, Either, type Exit, Fiber, Option } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
 import { type FileRead, make } from "../domain/Events.js"
 import type { CallId, MessageId } from "../domain/Ids.js"
 import { formatMs } from "../model/Retry.js"
@@ -433,9 +433,9 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         // the tool's own spans are not traced: a tool's failure message (a span's status) may quote
         // the file or the output it concerns; the call's `execute_tool` span says how it ended
         Effect.withTracerEnabled(false),
-        // what the call changed is recorded once it stopped (its process group gone), before it counts as stopped
-        Effect.ensuring(endObserved),
-        Effect.ensuring(Deferred.succeed(done, undefined))
+        // what the call changed is recorded once it stopped (its process group gone), before it
+        // counts as stopped (`endObserved` never fails)
+        Effect.ensuring(Effect.zipRight(endObserved, Deferred.succeed(done, undefined)))
       )
       const outcome = execution.pipe(
         Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
@@ -504,10 +504,17 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
       ])
       return { callId, ok: true }
     }).pipe(
-      Effect.ensuring(endObserved),
-      Effect.onInterrupt(() => interrupted),
-      // after the interrupt's record too: until then the call may still be writing
-      Effect.ensuring(dropIntents)
+      // one finalizer (each `ensuring` costs its own uninterruptible region): what the call changed,
+      // then an interrupted call's record, then the intents dropped — after the interrupt's record
+      // too: until then the call may still be writing (`endObserved` and `interrupted` never fail)
+      Effect.onExit((exit) =>
+        Effect.ensuring(
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+            ? Effect.zipRight(endObserved, interrupted)
+            : endObserved,
+          dropIntents
+        )
+      )
     )
   }
 
