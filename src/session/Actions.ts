@@ -100,24 +100,29 @@ const makeActions = (
         ...(input.opening ?? []),
         make("action.state", { actionId, state: "running", callIds })
       ])
-      // a call that fails (the store) interrupts its siblings: their reason is then `error`, not the user's
-      const batchFailed = yield* Ref.make(false)
-      const batchInput: BatchInput = {
-        ...input,
-        interruptReason: Effect.flatMap(Ref.get(batchFailed), (failed) =>
-          failed ? Effect.succeed("error") : (input.interruptReason ?? Effect.succeed("interrupted"))
-        )
-      }
-      const outcomes = yield* Effect.forEach(
-        input.calls,
-        (call) =>
-          runCall(batchInput, call).pipe(
-            // one span per call (`execute_tool <tool>`), status error when the call failed
-            toolSpan(call, { "logbook.session.id": input.journal.sessionId }),
-            Effect.tapError(() => Ref.set(batchFailed, true))
-          ),
-        // one call (most batches) runs on the batch's own fiber: a concurrent forEach forks per call
-        { concurrency: input.calls.length === 1 ? 1 : concurrency }
+      // one span per call (`execute_tool <tool>`), status error when the call failed
+      const runOne = (batchInput: BatchInput, call: StepCall) =>
+        runCall(batchInput, call).pipe(toolSpan(call, { "logbook.session.id": input.journal.sessionId }))
+      const [single] = input.calls
+      const outcomes = yield* (
+        input.calls.length === 1 && single !== undefined
+          ? // one call (most batches), on the batch's own fiber, with no sibling to interrupt
+            Effect.map(runOne(input, single), (outcome) => [outcome])
+          : Effect.gen(function* () {
+              // a call that fails (the store) interrupts its siblings: their reason is then `error`, not the user's
+              const batchFailed = yield* Ref.make(false)
+              const batchInput: BatchInput = {
+                ...input,
+                interruptReason: Effect.flatMap(Ref.get(batchFailed), (failed) =>
+                  failed ? Effect.succeed("error") : (input.interruptReason ?? Effect.succeed("interrupted"))
+                )
+              }
+              return yield* Effect.forEach(
+                input.calls,
+                (call) => runOne(batchInput, call).pipe(Effect.tapError(() => Ref.set(batchFailed, true))),
+                { concurrency }
+              )
+            })
       ).pipe(
         Effect.onExit((exit) =>
           exit._tag === "Success"
