@@ -262,7 +262,7 @@ const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
  * call gets, and how far the stream runs ahead); a chunk bigger than the room left waits for the
  * rest of it to fit.
  */
-const MAX_BATCH = 4096
+export const MAX_BATCH = 4096
 
 /**
  * Reads the model's stream into `mailbox`, one chunk a pull (`openPull`: without a channel for a
@@ -327,11 +327,11 @@ export const consumeBatched = <E, E2>(
       }
       const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steerDone(steer))
       while (!(yield* steered)) {
-        // a mailbox shut down by the steer is done, empty; one the stream ended or failed is done
-        // once its last events are taken (its failure comes with the next look: `await`)
+        // done: the stream ended (with its last events) or the steer shut the mailbox down (empty);
+        // a failure comes after the events before it, as the next take's failure
         const [events, done] = yield* mailbox.takeAll
         if (events.length > 0) yield* Effect.uninterruptible(handle(events))
-        if (done || Option.isNone(mailbox.unsafeSize())) return yield* mailbox.await
+        if (done) return
       }
     })
   )

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
-import { consumeBatched, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
+import { consumeBatched, MAX_BATCH, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
 import { fromPull, type OpenPull } from "../../src/stream/pull.js"
 import { FiberCount } from "../support/fiberCount.js"
 
@@ -116,6 +116,28 @@ describe("consumeBatched", () => {
     })
   )
 
+  it.effect(
+    "a burst bigger than the mailbox: every event handled once, in order, in batches of at most MAX_BATCH",
+    () =>
+      Effect.gen(function* () {
+        for (const end of ["stop", "fail"] as const) {
+          // one chunk of 2.5 × MAX_BATCH events (the reader waits for room twice), then the end
+          const burst = Array.from({ length: Math.floor(MAX_BATCH * 2.5) }, (_, i) => delta(String(i)))
+          const stream = Stream.fromIterable(burst).pipe(
+            Stream.concat(end === "fail" ? Stream.fail("cut" as const) : Stream.empty)
+          )
+          const batches: Array<ReadonlyArray<string>> = []
+          const exit = yield* consumeBatched(stream, (batch) => Effect.sync(() => batches.push(texts(batch)))).pipe(
+            Effect.exit
+          )
+          expect(exit).toEqual(end === "fail" ? Exit.fail("cut") : Exit.void)
+          expect(batches.flat()).toEqual(burst.map((_, i) => String(i)))
+          expect(batches.length).toBeGreaterThanOrEqual(3)
+          for (const batch of batches) expect(batch.length).toBeLessThanOrEqual(MAX_BATCH)
+        }
+      })
+  )
+
   it.effect("a handler failure ends the stream with the handler's error", () =>
     Effect.gen(function* () {
       const closed = yield* Ref.make(false)
@@ -203,6 +225,28 @@ for (const kind of steerKinds) {
         expect(Exit.isSuccess(yield* Fiber.await(consuming))).toBe(true)
         expect(yield* Ref.get(closed)).toBe(true)
       })
+    )
+
+    it.effect(
+      "a steer while the reader waits for room in a full mailbox: that batch ends it, the stream is closed",
+      () =>
+        Effect.gen(function* () {
+          const steer = yield* kind.make
+          const closed = yield* Ref.make(false)
+          // more than the mailbox holds, at once, then a model that never ends: the reader waits for room
+          const stream = Stream.fromIterable(Array.from({ length: MAX_BATCH + 10 }, (_, i) => delta(String(i)))).pipe(
+            Stream.concat(Stream.never),
+            Stream.ensuring(Ref.set(closed, true))
+          )
+          const batches: Array<number> = []
+          yield* consumeBatched(
+            stream,
+            (batch) => Effect.sync(() => batches.push(batch.length)).pipe(Effect.zipRight(signal(steer))),
+            steer
+          )
+          expect(batches).toEqual([MAX_BATCH])
+          expect(yield* Ref.get(closed)).toBe(true)
+        })
     )
 
     it.effect("a steer done before the stream starts: nothing is handled", () =>
