@@ -20,10 +20,11 @@
  * stream drained, then the rest of its calls — the order a kernel cannot avoid (a step's request
  * goes out after its `step.started` is committed, its events are written after they streamed).
  * The same two halves run apart (all streams, then all calls: `runModelOnly` + `runReplay`) are
- * reported too, not judged: apart, each runs with its code and data warm in the caches, and the
- * same work costs ≈ 20–30% less than in any order a turn can run it (docs/benchmarks.md,
- * "The kernel's baseline in the kernel's order"). A side not judged replays the same calls
- * straight to the `EventStore` (the store's own part).
+ * reported too, not judged: apart, each ran warm in the caches, and with a model stream that cost
+ * ≈ 10 µs an event the same work cost 1.10–1.32× as much in the kernel's order (with the pull
+ * model below, 0.92–1.10×: docs/benchmarks.md, "The kernel measured against a model read as the
+ * providers' are"). A side not judged replays the same calls straight to the `EventStore` (the
+ * store's own part).
  *
  *   node --expose-gc --import tsx bench/kernel.ts [--quick]     this benchmark alone (e.g. to profile)
  */

@@ -222,7 +222,7 @@ const uniqueCallId = (taken: (id: string) => boolean, id: string): CallId => {
 
 /**
  * Merges consecutive deltas of the same part (events that arrived in one chunk): one event per run
- * of them, made once (not one object per delta merged: a run of 99 deltas cost ≈ 27 µs that way).
+ * of them, made once (not one object per delta merged: a run of 99 deltas cost ≈ 16 µs that way).
  */
 const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
   const out: Array<ModelEvent> = []

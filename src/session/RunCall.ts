@@ -434,8 +434,9 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         // the file or the output it concerns; the call's `execute_tool` span says how it ended
         Effect.withTracerEnabled(false),
         // what the call changed is recorded once it stopped (its process group gone), before it
-        // counts as stopped (`endObserved` never fails)
-        Effect.ensuring(Effect.zipRight(endObserved, Deferred.succeed(done, undefined)))
+        // counts as stopped (one finalizer on the way of the call; it confirms the stop whatever
+        // happens to the record)
+        Effect.ensuring(Effect.ensuring(endObserved, Deferred.succeed(done, undefined)))
       )
       const outcome = execution.pipe(
         Effect.map((output): { readonly _tag: "Ok"; readonly output: ToolOutput } => ({ _tag: "Ok", output })),
