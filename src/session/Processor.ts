@@ -281,10 +281,15 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, mailbox: Mailbox.Mail
               onNone: () => mailbox.end,
               onSome: (failure) => mailbox.failCause(failure)
             }),
-          onSuccess: (chunk) =>
-            Effect.flatMap(mailbox.offerAll(chunk), () =>
-              Option.isNone(mailbox.unsafeSize()) ? Effect.succeed(false) : loop
-            )
+          onSuccess: (chunk) => {
+            // room for all of it (the usual case): on to the next pull, without an effect a chunk
+            const rest = mailbox.unsafeOfferAll(chunk)
+            if (rest.length === 0) return loop
+            // full: wait for room; shut down by the steer (done): stop
+            return Option.isNone(mailbox.unsafeSize())
+              ? Effect.succeed(false)
+              : Effect.flatMap(mailbox.offerAll(rest), (left) => (left.length === 0 ? loop : Effect.succeed(false)))
+          }
         })
         return loop
       }
