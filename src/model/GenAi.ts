@@ -55,20 +55,21 @@ export const ifTraced = <A, E, R>(
 ): Effect.Effect<A, E, R> => Effect.tracerWith((tracer) => (tracer === defaultTracer ? untraced : traced()))
 
 /**
- * `Effect.fn(name)(body)` when traced (`ifTraced`), else `body` alone: for the service methods that
- * run several times a model step (`Processor.run`, `Actions.run`).
+ * `spanned` (the method made with `Effect.fn(name)(body)` where it is defined, so that a failed
+ * span's `code.stacktrace` names that place; the call it names is this helper's, as whether to
+ * trace is decided when the method runs) when traced (`ifTraced`), else `body` alone: for the
+ * service methods that run several times a model step (`Processor.run`, `Actions.run`).
  */
-export const tracedFn = <Args extends Array<unknown>, A, E, R>(
-  name: string,
-  body: (...args: Args) => Effect.Effect<A, E, R>
-): ((...args: Args) => Effect.Effect<A, E, R>) => {
-  const spanned = Effect.fn(name)(body)
-  return (...args) =>
+export const tracedFn =
+  <Args extends Array<unknown>, A, E, R>(
+    spanned: (...args: Args) => Effect.Effect<A, E, R>,
+    body: (...args: Args) => Effect.Effect<A, E, R>
+  ): ((...args: Args) => Effect.Effect<A, E, R>) =>
+  (...args) =>
     ifTraced(
       () => spanned(...args),
       Effect.suspend(() => body(...args))
     )
-}
 
 /** Records what the stream's end said on the current span (the request's `chatSpan`), when traced. */
 export const annotateFinish = (finish: ChatFinish): Effect.Effect<void> =>

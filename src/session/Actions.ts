@@ -145,7 +145,7 @@ const makeActions = (
     })
 
   // a span per batch (when traced: `tracedFn`); each call in it has its `execute_tool <tool>` span
-  return { run: tracedFn("Actions.run", run) }
+  return { run: tracedFn(Effect.fn("Actions.run")(run), run) }
 }
 
 /** The execution session: runs the tool calls of one model step. */

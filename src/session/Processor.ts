@@ -259,10 +259,12 @@ const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
 
 /**
  * The most events the reader puts in the mailbox ahead of the batches (bounds how much one `handle`
- * call gets, and how far the stream runs ahead); a chunk bigger than the room left waits for the
- * rest of it to fit.
+ * call gets, and how far the stream runs ahead). A chunk bigger than the room left goes in as room
+ * is made, so it is split over batches: with the provider layers' chunks of at most 256 events (the
+ * parts of one network read) that takes 256 chunks arriving while one batch is handled, as the
+ * queue of 256 chunks this replaced allowed.
  */
-export const MAX_BATCH = 4096
+export const MAX_BATCH = 65_536
 
 /**
  * Reads the model's stream into `mailbox`, one chunk a pull (`openPull`: without a channel for a
@@ -315,6 +317,9 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, mailbox: Mailbox.Mail
  * A loop over a mailbox, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
  * `runForEach` cost ≈ 0.7 ms more a step than a loop (docs/architecture.md, "The Processor's pipeline").
  */
+/** What the take gives when the steer ended the stream: nothing more, done. */
+const steeredEnd = [Chunk.empty<ModelEvent>(), true] as const
+
 export const consumeBatched = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,
   handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,
@@ -331,10 +336,17 @@ export const consumeBatched = <E, E2>(
         else steer.wake = Effect.asVoid(mailbox.shutdown)
       }
       const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steerDone(steer))
+      // done: the stream ended (with its last events) or the steer shut the mailbox down (empty);
+      // a failure comes after the events before it, as the next take's failure — unless the steer
+      // came first: its shutdown drops what was not taken, the stream's failure with it (the step
+      // ends steered, as a steer that comes before a failure is read)
+      const take = Effect.catchAllCause(mailbox.takeAll, (cause) =>
+        Cause.isInterrupted(cause)
+          ? Effect.failCause(cause)
+          : Effect.flatMap(steered, (done) => (done ? Effect.succeed(steeredEnd) : Effect.failCause(cause)))
+      )
       while (!(yield* steered)) {
-        // done: the stream ended (with its last events) or the steer shut the mailbox down (empty);
-        // a failure comes after the events before it, as the next take's failure
-        const [events, done] = yield* mailbox.takeAll
+        const [events, done] = yield* take
         if (events.length > 0) yield* Effect.uninterruptible(handle(events))
         if (done) return
       }
@@ -641,7 +653,10 @@ const makeProcessor = (
   // spans for the callers of these methods (when traced: `tracedFn`): `run` calls its own `attempt`
   // directly, so a turn's attempts are not spans of their own (each attempt's model request has its
   // `chat <model>` span)
-  return { attempt: tracedFn("Processor.attempt", attempt), run: tracedFn("Processor.run", run) }
+  return {
+    attempt: tracedFn(Effect.fn("Processor.attempt")(attempt), attempt),
+    run: tracedFn(Effect.fn("Processor.run")(run), run)
+  }
 }
 
 /** One model step: stream -> events, ToolPart transitions, retry, cleanup. */

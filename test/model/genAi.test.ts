@@ -160,7 +160,8 @@ describe("spans only when traced", () => {
   /** the name of the span current inside each of the kernel's per-step span helpers, and the result */
   const insideEach = Effect.gen(function* () {
     const current = Effect.map(Effect.currentSpan, (span) => ({ callId: span.name, ok: true }))
-    const step = tracedFn("Processor.run", (n: number) => Effect.map(Effect.currentSpan, (span) => `${span.name} ${n}`))
+    const body = (n: number) => Effect.map(Effect.currentSpan, (span) => `${span.name} ${n}`)
+    const step = tracedFn(Effect.fn("Processor.run")(body), body)
     return {
       chat: yield* Effect.map(Effect.currentSpan, (span) => span.name).pipe(
         chatSpan(model, { messages: [], tools: [] }, {})
@@ -203,5 +204,19 @@ describe("spans only when traced", () => {
       }).pipe(chatSpan(model, { messages: [], tools: [] }, {}), Effect.withTracer(tracer))
       expect(spans[4]!.attributes.get("gen_ai.usage.output_tokens")).toBe(2)
     })
+  )
+
+  it.effect(
+    "a failed traced method's span names where the method was made (its call is the helper's: decided when it runs)",
+    () =>
+      Effect.gen(function* () {
+        const { spans, tracer } = recording()
+        const body = (n: number) => Effect.fail(`no ${n}`)
+        const method = tracedFn(Effect.fn("Processor.run")(body), body)
+        expect(yield* Effect.exit(method(1).pipe(Effect.withTracer(tracer)))).toEqual(Exit.fail("no 1"))
+        const [made, called] = String(spans[0]?.attributes.get("code.stacktrace")).split("\n")
+        expect(made).toContain("genAi.test.ts")
+        expect(called).toContain("GenAi.ts")
+      })
   )
 })

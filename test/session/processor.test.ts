@@ -249,6 +249,41 @@ for (const kind of steerKinds) {
         })
     )
 
+    it.effect(
+      "a steer right after the stream failed, before its last events were taken: the step ends steered, not failed",
+      () =>
+        Effect.gen(function* () {
+          // "a", then the failure; the steer comes from the pull's release (as the failure is read)
+          // or from a fiber woken as the stream fails — before the consumer takes "a" either way
+          for (const from of ["release", "fiber"] as const) {
+            const steer = yield* kind.make
+            const failing = yield* Deferred.make<void>()
+            const open: OpenPull<ModelEvent, "cut"> = Effect.gen(function* () {
+              yield* Effect.acquireRelease(Effect.void, () => (from === "release" ? signal(steer) : Effect.void))
+              let n = 0
+              return Effect.suspend(() =>
+                n++ === 0
+                  ? Effect.succeed(Chunk.of(delta("a")))
+                  : Effect.zipRight(Deferred.succeed(failing, undefined), Effect.fail(Option.some("cut" as const)))
+              )
+            })
+            const steering = yield* Effect.fork(
+              from === "fiber" ? Effect.zipRight(Deferred.await(failing), signal(steer)) : Effect.void
+            )
+            const handled: Array<string> = []
+            const exit = yield* consumeBatched(
+              fromPull(open),
+              (batch) => Effect.sync(() => handled.push(...texts(batch))),
+              steer
+            ).pipe(Effect.exit)
+            yield* Fiber.join(steering)
+            // the steer was first: no batch after it, and the stream's failure is not the step's
+            expect(exit).toEqual(Exit.void)
+            expect(["", "a"]).toContain(handled.join(""))
+          }
+        })
+    )
+
     it.effect("a steer done before the stream starts: nothing is handled", () =>
       Effect.gen(function* () {
         const steer = yield* kind.make
