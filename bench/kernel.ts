@@ -332,6 +332,24 @@ const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Even
   return { untimed, timed, count: events.length }
 }
 
+/** Where a replay writes: the store itself or a `SessionJournal` over it. */
+interface ReplaySink<E> {
+  readonly append: (events: ReadonlyArray<Events.NewEvent>) => Effect.Effect<unknown, E>
+  readonly appendLater: (events: ReadonlyArray<Events.NewEvent>) => Effect.Effect<void, E>
+}
+
+/** One of the kernel's recorded calls made again on `sink`: handed over or awaited, as the kernel made it. */
+const callAgain = <E>(sink: ReplaySink<E>, call: ReplayCall) =>
+  call.later ? sink.appendLater(call.events) : sink.append(call.events)
+
+/** The replayed session's last seq, which must be the recording's event count (`what` names the replay). */
+const checkReplayed = (store: EventStore["Type"], sessionId: SessionId, replay: Replay, what: string) =>
+  Effect.flatMap(store.lastSeq(sessionId), (last) =>
+    last === replay.count
+      ? Effect.succeed(last)
+      : Effect.dieMessage(`${what} replay: expected ${replay.count} events, found ${last}`)
+  )
+
 /**
  * The same events to a fresh `EventStore`, in the same calls as the kernel made them (its batches
  * reconstructed exactly: each `append` / `appendLater` call of the kernel is one call here with the
@@ -361,16 +379,11 @@ export const runReplay = (
     gc()
     const start = now()
     counter?.start()
-    for (const call of replay.timed) {
-      if (call.later) yield* sink.appendLater(call.events)
-      else yield* sink.append(call.events)
-    }
+    for (const call of replay.timed) yield* callAgain(sink, call)
     yield* sink.flush
     counter?.stop()
     const ms = now() - start
-    const last = yield* store.lastSeq(sessionId)
-    if (last !== replay.count) throw new Error(`${via} replay: expected ${replay.count} events, found ${last}`)
-    return { ms, events: last }
+    return { ms, events: yield* checkReplayed(store, sessionId, replay, via) }
   })
   return Effect.runPromise(
     program.pipe(Effect.provide(EventStore.layerSqlite({ filename: file })), underCounter(counter))
@@ -400,20 +413,17 @@ export const runInterleaved = (
     const sessionId = SessionIdSchema.make("bench-kernel-interleaved")
     for (const events of replay.untimed) yield* store.append(sessionId, events)
     const journal = yield* makeJournal(sessionId)
-    const call = (c: ReplayCall) => (c.later ? journal.appendLater(c.events) : journal.append(c.events))
     gc()
     const start = now()
-    for (const c of before) yield* call(c)
+    for (const c of before) yield* callAgain(journal, c)
     for (const step of steps) {
-      yield* call(step.started)
+      yield* callAgain(journal, step.started)
       yield* drain(model.stream(request))
-      for (const c of step.rest) yield* call(c)
+      for (const c of step.rest) yield* callAgain(journal, c)
     }
     yield* journal.flush
     const ms = now() - start
-    const last = yield* store.lastSeq(sessionId)
-    if (last !== replay.count) throw new Error(`interleaved replay: expected ${replay.count} events, found ${last}`)
-    return { ms, events: last }
+    return { ms, events: yield* checkReplayed(store, sessionId, replay, "interleaved") }
   })
   return Effect.runPromise(
     program.pipe(Effect.provide(Layer.merge(layerModel(script), EventStore.layerSqlite({ filename: file }))))
