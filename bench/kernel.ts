@@ -24,20 +24,23 @@
  * ≈ 10 µs an event the same work cost 1.10–1.32× as much in the kernel's order (with the pull
  * model below, 0.92–1.10×: docs/benchmarks.md, "The kernel measured against a model read as the
  * providers' are"). A side not judged replays the same calls straight to the `EventStore` (the
- * store's own part).
+ * store's own part). Another, the floor, is the baseline plus the two fibers a kernel step cannot
+ * drop (the reader that lets a steer stop the stream, a fiber per tool call for its timeout): over
+ * the baseline it is the part of the goal's room that no kernel of this design can have for itself.
  *
  *   node --expose-gc --import tsx bench/kernel.ts [--quick]     this benchmark alone (e.g. to profile)
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import * as Events from "../src/domain/Events.js"
 import { type SessionId, SessionId as SessionIdSchema } from "../src/domain/Ids.js"
 import { Model, type ModelError, ModelEvent } from "../src/model/Model.js"
 import { defaultRetryOptions } from "../src/model/Retry.js"
 import { Script, type ScriptStep } from "../src/model/Scripted.js"
 import { makeAgentLayer } from "../src/session/Agent.js"
+import { consumeBatched } from "../src/session/Processor.js"
 import { Sessions } from "../src/session/Sessions.js"
 import { EventStore, type Snapshot } from "../src/store/EventStore.js"
 import { makeJournal } from "../src/store/SessionJournal.js"
@@ -109,12 +112,15 @@ export const scriptText = (shape: KernelShape): string =>
 export const modelEventCount = (shape: KernelShape): number =>
   kernelScript(shape).reduce((sum, step) => sum + step.events.length, 0)
 
+/** What the echo tool does (the floor of `runInterleaved` runs it too). */
+const echoText = (text: string) => Effect.succeed({ output: text })
+
 /** A trivial in-process tool: returns its input. */
 const echo = defineTool({
   name: "echo",
   description: "returns its text",
   input: Schema.Struct({ text: Schema.String }),
-  execute: (input) => Effect.succeed({ output: input.text })
+  execute: (input) => echoText(input.text)
 })
 
 /**
@@ -312,7 +318,7 @@ const replaySteps = (replay: Replay): ReplaySteps => {
   return { before, steps }
 }
 
-const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Events.Envelope>): Replay => {
+export const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Events.Envelope>): Replay => {
   const events = envelopes.map((e) => Events.make(e.type, e.payload as never) as Events.NewEvent)
   const total = calls.reduce((sum, c) => sum + c.count, 0)
   if (total !== events.length) {
@@ -395,11 +401,19 @@ export const runReplay = (
  * and the same calls through a `SessionJournal`, in the kernel's order (`replaySteps`): the calls
  * before the first step, then per step its `step.started` call, its stream, the rest of its calls;
  * then `flush`. On a fresh SQLite file; checks that it holds exactly `replay.count` events.
+ *
+ * `floor` (reported, not judged): the same, plus only the two fibers no kernel step can drop — the
+ * stream read by the kernel's reader (`consumeBatched`: a fiber of its own and a mailbox, which is
+ * what lets a steered message stop a wait for the model) with nothing done per batch, and each tool
+ * call run in a fiber of its own (what makes its timeout possible; the kernel's timer is left
+ * out) after the call with its `tool.invoked`. What any kernel with those guarantees costs over
+ * the baseline, before it does anything of its own: the room the goal leaves is what is above it.
  */
 export const runInterleaved = (
   file: string,
   shape: KernelShape,
-  replay: Replay
+  replay: Replay,
+  floor = false
 ): Promise<{ readonly ms: number; readonly events: number }> => {
   const script = kernelScript(shape)
   const { before, steps } = replaySteps(replay)
@@ -418,12 +432,16 @@ export const runInterleaved = (
     for (const c of before) yield* callAgain(journal, c)
     for (const step of steps) {
       yield* callAgain(journal, step.started)
-      yield* drain(model.stream(request))
-      for (const c of step.rest) yield* callAgain(journal, c)
+      yield* floor ? consumeBatched(model.stream(request), () => Effect.void) : drain(model.stream(request))
+      for (const c of step.rest) {
+        yield* callAgain(journal, c)
+        if (floor && c.events.some((e) => e.type === "tool.invoked"))
+          yield* Effect.flatten(Fiber.await(yield* Effect.fork(echoText("step"))))
+      }
     }
     yield* journal.flush
     const ms = now() - start
-    return { ms, events: yield* checkReplayed(store, sessionId, replay, "interleaved") }
+    return { ms, events: yield* checkReplayed(store, sessionId, replay, floor ? "floor" : "interleaved") }
   })
   return Effect.runPromise(
     program.pipe(Effect.provide(Layer.merge(layerModel(script), EventStore.layerSqlite({ filename: file }))))
@@ -479,6 +497,14 @@ export interface KernelResult {
   readonly baselineMs: number
   readonly kernelRange: readonly [number, number]
   readonly baselineRange: readonly [number, number]
+  /**
+   * (not judged) the floor of each round (`runInterleaved` with `floor`): the baseline plus the
+   * kernel's reader and a fiber per tool call, what no kernel step with its guarantees can drop
+   */
+  readonly floorMs: number
+  readonly floorRange: readonly [number, number]
+  /** floor / baseline of the medians: how much of the goal's room those two fibers take */
+  readonly floorRatio: number
   /** (not judged) the same two halves apart: the model's streams alone + the journal replay alone, summed per round */
   readonly separateMs: number
   readonly separateRange: readonly [number, number]
@@ -569,15 +595,18 @@ export const benchKernel = async (
     journal: [] as Array<number>,
     model: [] as Array<number>,
     baseline: [] as Array<number>,
+    floor: [] as Array<number>,
     separate: [] as Array<number>
   }
   await runModelOnly(shape)
-  const warm = file()
-  await runInterleaved(warm, shape, replay)
-  removeDb(warm)
+  for (const floor of [false, true]) {
+    const warm = file()
+    await runInterleaved(warm, shape, replay, floor)
+    removeDb(warm)
+  }
   const ratios: Array<number> = []
   const counts = { kernel: 0, store: 0 }
-  const sides = ["kernel", "store", "journal", "baseline"] as const
+  const sides = ["kernel", "store", "journal", "baseline", "floor"] as const
   for (let r = 0; r < rounds; r++) {
     // which side goes first rotates from round to round
     for (let i = 0; i < sides.length; i++) {
@@ -597,6 +626,8 @@ export const benchKernel = async (
         } else if (side === "baseline") {
           // `runInterleaved` checks that the database holds exactly `replay.count` events
           times.baseline.push((await runInterleaved(f, shape, replay)).ms)
+        } else if (side === "floor") {
+          times.floor.push((await runInterleaved(f, shape, replay, true)).ms)
         } else {
           // `runReplay` checks that the database holds exactly `replay.count` events
           const replayed = await runReplay(f, replay, side)
@@ -618,7 +649,7 @@ export const benchKernel = async (
     ratios.push(k / b)
     log(
       `  round ${r + 1}: kernel ${k.toFixed(0)} ms, model + journal in the kernel's order ${b.toFixed(0)} ms, ` +
-        `ratio ${(k / b).toFixed(2)}; apart: model ${times.model[r]!.toFixed(0)} ms + journal ` +
+        `ratio ${(k / b).toFixed(2)}; floor ${times.floor[r]!.toFixed(0)} ms (${(times.floor[r]! / b).toFixed(2)}); apart: model ${times.model[r]!.toFixed(0)} ms + journal ` +
         `${times.journal[r]!.toFixed(0)} ms = ${apart.toFixed(0)} ms; events ${int(counts.kernel)} = ` +
         `${int(counts.store)}; straight to the store ${times.store[r]!.toFixed(0)} ms`
     )
@@ -652,6 +683,9 @@ export const benchKernel = async (
     modelRange: range(times.model),
     kernelRange: range(times.kernel),
     baselineRange: range(times.baseline),
+    floorMs: median(times.floor),
+    floorRange: range(times.floor),
+    floorRatio: median(times.floor) / baselineMs,
     separateMs,
     separateRange: range(times.separate),
     separateRatio: kernelMs / separateMs,
@@ -679,7 +713,8 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.reso
     console.log(
       `events: kernel ${int(r.kernelEvents)}, baseline ${int(r.baselineEvents)}; ` +
         `kernel ${r.kernelMs.toFixed(0)} ms, baseline (model + journal in the kernel's order) ` +
-        `${r.baselineMs.toFixed(0)} ms, ratio ${r.ratio.toFixed(2)}; apart (model ${r.modelMs.toFixed(0)} + journal ` +
+        `${r.baselineMs.toFixed(0)} ms, ratio ${r.ratio.toFixed(2)}; floor ${r.floorMs.toFixed(0)} ms, ` +
+        `${r.floorRatio.toFixed(2)} of the baseline; apart (model ${r.modelMs.toFixed(0)} + journal ` +
         `${r.journalMs.toFixed(0)}) ${r.separateMs.toFixed(0)} ms, ratio ${r.separateRatio.toFixed(2)} ` +
         `(rounds ${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}); ` +
         `own time ${r.overheadPerStepMs.toFixed(2)} ms a step, ${r.overheadPerModelEventUs.toFixed(1)} µs a model event; ` +

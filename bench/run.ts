@@ -431,6 +431,17 @@ const kernelRows = (k: KernelResult): Array<Row> => [
     result: ""
   },
   {
+    figure:
+      `kernel: the floor (the baseline + the kernel's reader of the stream + a fiber per tool call: what no kernel ` +
+      `step with a steer and a tool timeout can drop; ${ms(k.floorMs)} ms) / the baseline; the goal leaves ` +
+      (k.floorRatio < KERNEL_GOAL
+        ? `${ratio(KERNEL_GOAL - k.floorRatio)} of the baseline for everything else a step does`
+        : "nothing for everything else a step does"),
+    value: ratio(k.floorRatio),
+    goal: "(reported)",
+    result: ""
+  },
+  {
     figure: "kernel: its own time (kernel − baseline) per model step",
     value: `${k.overheadPerStepMs.toFixed(2)} ms`,
     goal: "(reported)",
@@ -502,6 +513,11 @@ const kernelMarkdown = (k: KernelResult): string => {
           `${range(k.ratioRange, x2)} (per round)`
         ],
         ["(not judged) kernel / the halves apart", ratio(k.separateRatio), ""],
+        [
+          "(not judged) the floor: the baseline + the kernel's reader of the stream + a fiber per tool call",
+          ms(k.floorMs),
+          `${range(k.floorRange, ms)}; ${ratio(k.floorRatio)} of the baseline`
+        ],
         [
           "the kernel's own time (kernel − baseline)",
           ms(k.kernelMs - k.baselineMs),
