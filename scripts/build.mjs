@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Bundles the CLI (src/bin.ts -> dist/bin.js + dist/chunks/) and, when it exists, the library
+ * Bundles the CLI (src/entry.ts -> dist/bin.js, src/bin.ts and the rest -> dist/chunks/) and, when it exists, the library
  * surface (src/index.ts -> dist/index.js) with esbuild.
  *
  * - ESM, platform node, target node20, minified, linked source maps.
@@ -8,13 +8,15 @@
  *   native modules: `better-sqlite3` loads a `.node` addon and must stay a runtime import. In the
  *   CLI it is loaded when the first database is opened, not at start (`lazyNativePlugin`), so
  *   `--version`, `help` and `config` do not read its JavaScript.
- * - Code splitting: what src/bin.ts imports statically is dist/bin.js (plus any chunk it shares with
+ * - dist/bin.js is src/entry.ts alone: it turns Node's compile cache on, then imports the program
+ *   (src/bin.ts, a chunk), whose modules are then compiled with the cache (Node ≥ 22.1).
+ * - Code splitting: what src/bin.ts imports statically is its chunk (plus any chunk it shares with
  *   a lazy part); each dynamic `import()` (the model SDKs in src/model/AiSdk.ts, the model catalog in
  *   src/model/Catalog.ts, the interactive screen) is a chunk in dist/chunks/ that is only read when
  *   that code runs, so `logbook --version` and the read commands never parse the SDKs.
  *   Chunks are named by a hash of their content (`chunks/<name>-<hash>.js`): a name never stands for
  *   two contents.
- * - dist/bin.js starts with src/bin.ts's shebang (esbuild keeps an entry's hashbang first, so only
+ * - dist/bin.js starts with src/entry.ts's shebang (esbuild keeps an entry's hashbang first, so only
  *   bin.js has one). Every file of the CLI gets the `require` banner (bundled CommonJS code calls
  *   `require` for Node built-ins, and a module-scoped `require` must be in each file whose code may
  *   call it; in the others it costs one `createRequire` call).
@@ -261,7 +263,7 @@ const buildInto = async ({ root, outdir, dist, pkg, clean, types }) => {
 
   const bin = await esbuild.build({
     ...common,
-    entryPoints: { bin: join(root, "src/bin.ts") },
+    entryPoints: { bin: join(root, "src/entry.ts") },
     outdir,
     splitting: true,
     entryNames: "[name]",
@@ -269,7 +271,7 @@ const buildInto = async ({ root, outdir, dist, pkg, clean, types }) => {
     plugins: [lazyNativePlugin, stubDevtools],
     // React's production build: its development build renders the screen 3-4× slower (bench/render.ts)
     define: { ...common.define, "process.env.NODE_ENV": JSON.stringify("production") },
-    // the shebang is src/bin.ts's own first line, which esbuild puts before the banner
+    // the shebang is src/entry.ts's own first line, which esbuild puts before the banner
     banner: { js: requireBanner },
     minify: true,
     keepNames: false,

@@ -1,6 +1,6 @@
-#!/usr/bin/env node
 /**
- * The `logbook` executable: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
+ * The `logbook` executable's program: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
+ * src/entry.ts (dist/bin.js) loads it once Node's compile cache is on.
  * Each command opens the store it needs (the database path comes from its flags), so this entry
  * only provides the platform, and the trace exporter when the environment asks for one
  * (`observability/Tracing.ts`).
@@ -9,8 +9,7 @@
  * (SIGINT, SIGTERM, SIGHUP: `cli/signals.ts`) gives 130 and a defect 1. Errors are printed by the program as one sentence,
  * so the runtime's own error reporting is off.
  *
- * The shebang above is the bundle's (scripts/build.mjs keeps it first in dist/bin.js only). What this
- * file imports statically is read at every start; heavy parts that only some commands need (the
+ * What this file imports statically is read at every start; heavy parts that only some commands need (the
  * model SDKs, the model catalog, the interactive screen) are loaded with `import()` where they are
  * used, so `logbook --version` and the read commands start without them.
  */

@@ -49,7 +49,11 @@ const sdkFiles = holding(isSdk)
 const catalogFiles = holding((pkg) => pkg === "@pydantic/genai-prices")
 const screenFiles = holding((pkg) => pkg === "ink" || pkg === "react")
 
-/** bin.js and every file it imports statically, transitively: what any start reads. */
+/**
+ * What any start reads: bin.js (src/entry.ts, which turns the compile cache on), the program it
+ * then imports (its one dynamic import, src/bin.ts's chunk) and every file they import statically,
+ * transitively.
+ */
 const staticClosure = (): ReadonlySet<string> => {
   const seen = new Set<string>()
   const visit = (name: string) => {
@@ -58,6 +62,7 @@ const staticClosure = (): ReadonlySet<string> => {
     for (const next of bundle.files[name]?.imports ?? []) visit(next)
   }
   visit("bin.js")
+  for (const program of bundle.files["bin.js"]?.dynamicImports ?? []) visit(program)
   return seen
 }
 
@@ -112,6 +117,16 @@ describe("the bundle (dist/bundle.json)", () => {
       expect(file.externals).not.toContain("better-sqlite3")
     }
     expect(Object.values(bundle.files).some((file) => file.lazyExternals.includes("better-sqlite3"))).toBe(true)
+  })
+
+  it("makes bin.js the entry alone: it imports nothing statically and the program (one chunk) after the compile cache is on", () => {
+    const bin = bundle.files["bin.js"]
+    expect(bin?.imports).toEqual([])
+    expect(bin?.dynamicImports).toHaveLength(1)
+    expect(bin?.dynamicImports[0]).toMatch(/^chunks\/bin-[A-Z0-9]+\.js$/)
+    const text = fs.readFileSync(path.join(dist, "bin.js"), "utf8")
+    expect(text.indexOf("enableCompileCache")).toBeGreaterThan(0)
+    expect(text.indexOf("enableCompileCache")).toBeLessThan(text.indexOf("import("))
   })
 
   it("puts a shebang on bin.js only", () => {
