@@ -1,7 +1,7 @@
 /**
  * The `logbook` executable's program: runs the command tree once with `NodeRuntime.runMain` (STYLE §3).
  * src/entry.ts (dist/bin.js) loads it once Node's compile cache is on.
- * Each command opens the store it needs (the database path comes from its flags), so this entry
+ * Each command opens the store it needs (the database path comes from its flags), so this file
  * only provides the platform, and the trace exporter when the environment asks for one
  * (`observability/Tracing.ts`).
  *
