@@ -318,7 +318,7 @@ const replaySteps = (replay: Replay): ReplaySteps => {
   return { before, steps }
 }
 
-export const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Events.Envelope>): Replay => {
+const toReplay = (calls: ReadonlyArray<StoreCall>, envelopes: ReadonlyArray<Events.Envelope>): Replay => {
   const events = envelopes.map((e) => Events.make(e.type, e.payload as never) as Events.NewEvent)
   const total = calls.reduce((sum, c) => sum + c.count, 0)
   if (total !== events.length) {
