@@ -7,7 +7,9 @@
 import * as Args from "@effect/cli/Args"
 import type { CliApp } from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
+import * as Prompt from "@effect/cli/Prompt"
 import { Console, Effect } from "effect"
+import { editDistance } from "../domain/nearest.js"
 import { version } from "../version.js"
 import { audit, blob } from "./audit.js"
 import { chat } from "./chat.js"
@@ -144,14 +146,104 @@ export const routeDefault = (
   terminal: boolean
 ): ReadonlyArray<string> => {
   const rest = argv.slice(2)
-  let i = 0
   // leading --db <file> belongs to whatever command follows (hoistDbOption)
-  while (i < rest.length && (rest[i] === "--db" || rest[i]!.startsWith("--db="))) i += rest[i] === "--db" ? 2 : 1
-  const first = rest[i]
+  const first = argv[firstWordIndex(argv)]
   if (first === undefined) return rest.length === 0 && !terminal ? argv : [...argv.slice(0, 2), "chat", ...rest]
   if (commands.has(first) || rootFlags.has(first.split("=")[0]!)) return argv
   return [...argv.slice(0, 2), "chat", ...rest]
 }
+
+/** The index in `argv` of its first word after leading `--db <file>` flags (which `hoistDbOption` moves). */
+const firstWordIndex = (argv: ReadonlyArray<string>): number => {
+  let i = 2
+  while (i < argv.length && (argv[i] === "--db" || argv[i]!.startsWith("--db="))) i += argv[i] === "--db" ? 2 : 1
+  return i
+}
+
+/** The flags of the interactive session that take a value (`logbook -m <model> …`). */
+const chatValueFlags = new Set(["--db", "--cwd", "--model", "-m", "--session", "-s", "--reasoning"])
+
+/**
+ * The index of the first word of the interactive session's message on a command line routed to it:
+ * the first word that is no flag and no flag's value; none after `--` (what follows is the message
+ * as typed, never taken for a command).
+ */
+const firstMessageIndex = (argv: ReadonlyArray<string>): number | undefined => {
+  let i = 2
+  while (i < argv.length) {
+    const arg = argv[i]!
+    if (arg === "--") return undefined
+    if (chatValueFlags.has(arg)) i += 2
+    else if (arg.startsWith("-")) i += 1
+    else return i
+  }
+  return undefined
+}
+
+/** Two strings of one length that differ only by two neighbouring characters swapped. */
+const isSwap = (a: string, b: string): boolean => {
+  if (a.length !== b.length) return false
+  const at = [...a].findIndex((char, i) => char !== b[i])
+  return at >= 0 && a[at] === b[at + 1] && a[at + 1] === b[at] && a.slice(at + 2) === b.slice(at + 2)
+}
+
+/**
+ * A first word that is one typo from a command (`sesions`, `sessoins`, `Stats`): a command line that
+ * would otherwise open the interactive session with it as a message for the model, which may run
+ * commands. A word with a space is a quoted message, never a typo. For the short commands (five letters or fewer:
+ * `run`, `stats`, `audit` …) a changed letter is not a typo but another word (`fun`, `what`, `state`):
+ * only a letter missing, doubled or swapped is. See docs/cli.md.
+ */
+export const nearMissCommand = (
+  argv: ReadonlyArray<string>,
+  commands: ReadonlySet<string>
+): { readonly index: number; readonly typed: string; readonly meant: string } | undefined => {
+  const first = argv[firstWordIndex(argv)]
+  // an explicit `logbook chat …` takes its words as a message
+  if (first === undefined || commands.has(first) || rootFlags.has(first.split("=")[0]!)) return undefined
+  const index = firstMessageIndex(argv)
+  const typed = index === undefined ? undefined : argv[index]
+  if (index === undefined || typed === undefined || commands.has(typed) || /\s/.test(typed)) return undefined
+  for (const name of commands) {
+    if (editDistance(typed, name) > 1) continue
+    const word = typed.toLowerCase()
+    if (name.length <= 5 && word.length === name.length && word !== name && !isSwap(word, name)) continue
+    return { index, typed, meant: name }
+  }
+  return undefined
+}
+
+/**
+ * A near-miss of a command is never sent to the model: on a terminal the user is asked whether they
+ * meant the command (yes runs it); elsewhere, or on no, it is a usage error (exit 2) that says how to
+ * send those words as a message.
+ */
+const confirmNearMiss = (
+  argv: ReadonlyArray<string>,
+  miss: { readonly index: number; readonly typed: string; readonly meant: string },
+  terminal: boolean
+) =>
+  Effect.gen(function* () {
+    const words = argv.slice(miss.index)
+    const notCommand = `"${miss.typed}" is not a logbook command`
+    const asMessage = terminal
+      ? `to send it to the agent as a message, put it after --: logbook -- ${words.join(" ")}`
+      : `to send it to the agent as a message: logbook run ${JSON.stringify(words.join(" "))}`
+    const meant = terminal
+      ? yield* Prompt.confirm({
+          message: `${notCommand}. Did you mean \`logbook ${miss.meant}\`?`,
+          initial: false
+        }).pipe(Effect.catchTag("QuitException", () => Effect.interrupt))
+      : false
+    if (!meant) {
+      return yield* CliError.usage(
+        terminal ? `${notCommand}; ${asMessage}` : `${notCommand}: did you mean \`${miss.meant}\`? (${asMessage})`
+      )
+    }
+    // the command first, its words next, then the flags typed before the typo (`--db x`)
+    const corrected = [...argv.slice(0, 2), miss.meant, ...argv.slice(miss.index + 1), ...argv.slice(2, miss.index)]
+    return yield* cli(corrected)
+  })
 
 const commandNames = new Set(
   [
@@ -189,11 +281,11 @@ export const commandOf = (argv: ReadonlyArray<string>): string => {
  * whole command is one span (`logbook run`, `logbook events` …), the root of the run's trace.
  */
 export const main = (argv: ReadonlyArray<string>) => {
-  const routed = hoistDbOption(
-    routeDefault(argv, commandNames, process.stdin.isTTY === true && process.stdout.isTTY === true)
-  )
+  const terminal = process.stdin.isTTY === true && process.stdout.isTTY === true
+  const routed = hoistDbOption(routeDefault(argv, commandNames, terminal))
   const command = commandOf(routed)
-  return toExitCode(cli(routed)).pipe(
+  const miss = nearMissCommand(argv, commandNames)
+  return toExitCode(miss === undefined ? cli(routed) : confirmNearMiss(argv, miss, terminal)).pipe(
     Effect.tap((code) => Effect.annotateCurrentSpan("process.exit.code", code)),
     Effect.onInterrupt(() => Effect.annotateCurrentSpan("process.exit.code", ExitCode.interrupted)),
     Effect.withSpan(command === "logbook" ? "logbook" : `logbook ${command}`, {

@@ -11,6 +11,7 @@ import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { ConfigProvider, Effect, Config as EffectConfig, Either, Option, ParseResult, Schema } from "effect"
+import { editDistance } from "../domain/nearest.js"
 import { PermissionRules } from "../tools/Permissions.js"
 import type { SandboxMode } from "../tools/Sandbox.js"
 import {
@@ -152,24 +153,6 @@ export const findSecretField = (
     if (inner !== undefined) return inner
   }
   return undefined
-}
-
-const editDistance = (a: string, b: string): number => {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!
-    row[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!
-      row[j] = Math.min(
-        row[j]! + 1,
-        row[j - 1]! + 1,
-        diagonal + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1)
-      )
-      diagonal = above
-    }
-  }
-  return row[b.length]!
 }
 
 /** The reason for an `Unexpected` issue: an unknown key (with a suggestion) or an invalid record key. */

@@ -6,24 +6,10 @@ import type { Stats } from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
+import { editDistance } from "../domain/nearest.js"
 import { compareNames } from "./directoryTree.js"
 import { errnoCode, fsFailure, tryFs } from "./fsErrors.js"
 import { ToolFailure } from "./Tools.js"
-
-/** Edit distance between two short strings (names), for suggestions. */
-const editDistance = (a: string, b: string): number => {
-  const previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = previous[0]!
-    previous[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const above = previous[j]!
-      previous[j] = Math.min(above + 1, previous[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diagonal = above
-    }
-  }
-  return previous[b.length]!
-}
 
 const stem = (name: string): string => {
   const dot = name.lastIndexOf(".")
