@@ -16,6 +16,7 @@ import * as Options from "@effect/cli/Options"
 import * as Path from "@effect/platform/Path"
 import { Config, Effect, Layer, Option } from "effect"
 import { EventStore } from "../store/EventStore.js"
+import { CliError } from "./errors.js"
 
 /** `--db <file>`, falling back to `LOGBOOK_DB`; put on every command that opens the database. */
 export const dbOption: Options.Options<Option.Option<string>> = Options.text("db").pipe(
@@ -39,11 +40,30 @@ export const defaultDbPath = (
   return path.join(dataHome, "logbook", "logbook.db")
 }
 
-/** The absolute database path for a parsed `--db` option. */
+/**
+ * The URL scheme of a `--db` value that is a URL (`postgres://…`, `file:…`), or `undefined` for a
+ * path (a one-letter scheme is a Windows drive). This build takes paths only.
+ */
+export const urlScheme = (value: string): string | undefined => /^([a-z][a-z0-9+.-]+):/i.exec(value)?.[1]
+
+/**
+ * The absolute database path for a parsed `--db` option. A value with a URL scheme is refused (exit 2)
+ * before anything is created: this build keeps the log in a SQLite file only, and such a value
+ * would otherwise become a directory named after the scheme.
+ */
 export const resolveDbPath = Effect.fn("cli.resolveDbPath")(function* (db: Option.Option<string>) {
   const path = yield* Path.Path
   const given = Option.filter(db, (file) => file !== "")
-  if (Option.isSome(given)) return path.resolve(given.value)
+  if (Option.isSome(given)) {
+    const scheme = urlScheme(given.value)
+    if (scheme !== undefined) {
+      return yield* CliError.usage(
+        `--db / LOGBOOK_DB: ${JSON.stringify(given.value)} is a ${scheme}: URL, and this build of logbook keeps its ` +
+          "log in a SQLite file only; give the database file's path"
+      )
+    }
+    return path.resolve(given.value)
+  }
   const xdgDataHome = yield* Config.string("XDG_DATA_HOME").pipe(Config.option, Config.map(Option.getOrUndefined))
   const home = yield* Config.string("HOME").pipe(Config.withDefault(homedir()))
   return defaultDbPath(path, { xdgDataHome, home })

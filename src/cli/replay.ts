@@ -14,12 +14,12 @@ import { type ReplayedRequest, ReplayUnavailable, replayRequest } from "../sessi
 import { dbOption, existingStore } from "./db.js"
 import { CliError } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
-import { formatOption, seqOption, sessionArg } from "./options.js"
+import { formatOption, integerOption, seqOption, sessionArg } from "./options.js"
 import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 
 const atOption = seqOption("at", "The request of the step running at this seq (the last one started at or before it).")
-const stepOption = Options.integer("step").pipe(
+const stepOption = integerOption("step").pipe(
   Options.optional,
   Options.withPseudoName("n"),
   Options.withDescription("The n-th model request of the session (1 is the first; retried attempts count).")

@@ -30,12 +30,12 @@ import { Approver } from "../tools/Approver.js"
 import { setupAgent } from "./agentSetup.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
-import { formatOption, sessionArg } from "./options.js"
+import { formatOption, integerOption, sessionArg } from "./options.js"
 import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { modelOption, yesOption } from "./run.js"
 
-const fromStepOption = Options.integer("from-step").pipe(
+const fromStepOption = integerOption("from-step").pipe(
   Options.optional,
   Options.withPseudoName("n"),
   Options.withDescription(

@@ -29,7 +29,7 @@ import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
-import { cwdOption, formatOption, resolveCwd } from "./options.js"
+import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { streamStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
 import { readMessage } from "./runInput.js"
@@ -65,7 +65,7 @@ export const continueOption = Options.boolean("continue").pipe(
   Options.withAlias("c"),
   Options.withDescription("Continue the latest session of the working directory.")
 )
-const maxStepsOption = Options.integer("max-steps").pipe(
+const maxStepsOption = integerOption("max-steps").pipe(
   Options.optional,
   Options.withPseudoName("n"),
   Options.withDescription("The most model steps in this turn (default: the config's maxSteps, 50).")

@@ -12,7 +12,7 @@ import { ownerIsDead } from "../session/Sessions.js"
 import { EventStore, type Lease, type SessionSummary } from "../store/EventStore.js"
 import { dbOption, existingStore, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
-import { formatOption } from "./options.js"
+import { formatOption, integerOption } from "./options.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 import { shortIds } from "./shortId.js"
 
@@ -26,7 +26,7 @@ const allOption = Options.boolean("all").pipe(
   Options.withDescription("Also list deleted sessions (marked deleted).")
 )
 
-const limitOption = Options.integer("limit").pipe(
+const limitOption = integerOption("limit").pipe(
   Options.optional,
   Options.withAlias("n"),
   Options.withDescription("Show at most this many sessions (the most recently updated).")

@@ -17,7 +17,7 @@ import { layerClient } from "../store/Sqlite.js"
 import { type Figures, type StatsGrouping, type StatsReport, stats } from "../store/Stats.js"
 import { dbOption, resolveDbPath } from "./db.js"
 import { CliError } from "./errors.js"
-import { cwdOption, formatOption, resolveCwd } from "./options.js"
+import { choiceOption, cwdOption, formatOption, resolveCwd } from "./options.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 import { cut } from "./sessionsList.js"
 import { parseSince } from "./since.js"
@@ -27,7 +27,7 @@ const statsFormat = formatOption(
   "text: a summary and tables for people (80 wide); json: the whole report as one JSON object."
 )
 
-const byOption = Options.choice("by", ["model", "tool", "prompt", "day"]).pipe(
+const byOption = choiceOption("by", ["model", "tool", "prompt", "day"]).pipe(
   Options.optional,
   Options.withDescription(
     "Figures per model, per tool (with its most frequent errors), per prompt version, or per day (UTC)."

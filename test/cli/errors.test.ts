@@ -258,6 +258,42 @@ describe("logbook database selection and errors", () => {
     expect(events.stdout).toContain("session.created")
   })
 
+  it.each([["postgresql://host/db"], ["postgres://u@localhost:5432/team"], ["file:x.db"], ["sqlite:logbook.db"]])(
+    "a --db or LOGBOOK_DB with a URL scheme (%s) is refused, naming it: exit 2, nothing created",
+    async (url) => {
+      const cwd = scratchDir()
+      const scheme = url.slice(0, url.indexOf(":"))
+      for (const [args, env] of [
+        [["sessions", "list", "--db", url], {}],
+        [["run", "hello"], { LOGBOOK_DB: url }],
+        [["import", path.join(cwd, "missing.jsonl")], { LOGBOOK_DB: url }],
+        [["events", id], { LOGBOOK_DB: url }]
+      ] as const) {
+        const result = await runCli(args, { cwd, env })
+        expect(result.code).toBe(2)
+        expectOneSentence(result.stderr)
+        expect(result.stderr).toContain(`${JSON.stringify(url)} is a ${scheme}: URL`)
+      }
+      expect(filesIn(cwd)).toEqual([])
+    }
+  )
+
+  it.each([
+    [["events", id, "--format", "jsn"], '--format: expected text or json, got "jsn"'],
+    [["sessions", "list", "--limit", "abc"], '--limit: expected a whole number, got "abc"'],
+    [["sessions", "list", "--format", "yaml"], '--format: expected table or json, got "yaml"'],
+    [["stats", "--by", "user"], '--by: expected model, tool, prompt or day, got "user"'],
+    [["replay", id, "--at", "x"], '--at: expected a whole number, got "x"'],
+    [["replay", id, "--step", "1.5"], '--step: expected a whole number, got "1.5"'],
+    [["events", id, "--from", "one"], '--from: expected a whole number, got "one"'],
+    [["run", "--max-steps", "many", "hi"], '--max-steps: expected a whole number, got "many"'],
+    [["rerun", id, "--from-step", "x"], '--from-step: expected a whole number, got "x"']
+  ])("a bad flag value (%j) names its flag: exit 2, logbook: prefix", async (args, message) => {
+    const result = await runCli([...args, "--db", db])
+    expect(result.code).toBe(2)
+    expect(result.stderr.trim()).toBe(`logbook: ${message}`)
+  })
+
   it("a relative --db is resolved against the working directory", async () => {
     const result = await runCli(["sessions", "list", "--format", "json", "--db", path.basename(db)], {
       cwd: path.dirname(db)
