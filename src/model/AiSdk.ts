@@ -48,7 +48,7 @@ import {
   type ProviderMetadata
 } from "./Model.js"
 import type { PartReader, WireError, WireHttpError } from "./OpenAiCompatibleWire.js"
-import { type ReasoningSetting, reasoningProviderOptions } from "./Reasoning.js"
+import { type ReasoningSetting, reasoningGoesBack, reasoningProviderOptions } from "./Reasoning.js"
 
 /** How to talk to a provider; config's `provider.<id>.type` (ConfigSchema's `ProviderType` annotates this one). */
 export const AiSdkProviderType = Schema.Literal("openai-compatible", "openai", "anthropic")
@@ -214,15 +214,16 @@ type SdkAssistantPart = Extract<SdkMessage, { role: "assistant" }>["content"][nu
  * - Anthropic: a thinking block with its `signature`, or a `redacted_thinking` block's data, in its
  *   place (the API refuses a tool-use turn whose thinking is missing or altered); reasoning without
  *   either cannot be sent back and is left out.
- * - openai-compatible: `reasoning_content` of assistant messages that made tool calls (DeepSeek's
- *   thinking mode requires it; Kimi, Qwen and others keep it); other reasoning is not sent.
+ * - openai-compatible: `reasoning_content` of the assistant messages of a turn that made tool calls
+ *   (`reasoningGoesBack`: DeepSeek's thinking mode requires it; Kimi, Qwen and others keep it); other
+ *   reasoning is not sent.
  * - OpenAI Chat Completions: takes no reasoning back.
  * Only the target's own metadata key is sent (History already keeps other providers' reasoning out).
  */
 const toSdkReasoning = (
   part: Extract<ModelAssistantPart, { type: "reasoning" }>,
   target: SdkTarget,
-  withToolCalls: boolean
+  withReasoning: boolean
 ): SdkAssistantPart | undefined => {
   const own = part.metadata?.[target.optionsKey]
   switch (target.type) {
@@ -232,7 +233,7 @@ const toSdkReasoning = (
       }
       return { type: "reasoning", text: part.text, providerOptions: { [target.optionsKey]: { ...own } as never } }
     case "openai-compatible":
-      if (!withToolCalls || part.text.trim() === "") return undefined
+      if (!withReasoning || part.text.trim() === "") return undefined
       return {
         type: "reasoning",
         text: part.text,
@@ -246,9 +247,9 @@ const toSdkReasoning = (
 /** An assistant message's parts the target takes (an empty text part is never sent, as the SDK drops it). */
 const toSdkAssistantParts = (
   parts: ReadonlyArray<ModelAssistantPart>,
-  target: SdkTarget | undefined
+  target: SdkTarget | undefined,
+  withReasoning: boolean
 ): Array<SdkAssistantPart> => {
-  const withToolCalls = parts.some((part) => part.type === "tool-call")
   const content: Array<SdkAssistantPart> = []
   for (const part of parts) {
     if (part.type === "tool-call") {
@@ -259,7 +260,7 @@ const toSdkAssistantParts = (
     } else if (target === undefined) {
       content.push({ type: "reasoning", text: part.text })
     } else {
-      const reasoning = toSdkReasoning(part, target, withToolCalls)
+      const reasoning = toSdkReasoning(part, target, withReasoning)
       if (reasoning !== undefined) content.push(reasoning)
     }
   }
@@ -282,8 +283,8 @@ const toSdkAssistantParts = (
  */
 export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> => {
   const out: Array<SdkMessage> = []
-  for (const message of messages) {
-    const sdk = sdkMessageOf(message, target)
+  for (let i = 0; i < messages.length; i++) {
+    const sdk = sdkMessageOf(messages[i]!, messages[i - 1], target)
     if (sdk === undefined) continue
     const last = out.at(-1)
     // a new array: the remembered messages are shared by later requests
@@ -301,24 +302,37 @@ export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: Sd
  */
 const sdkMessages = new WeakMap<
   ModelMessage,
-  { readonly target: SdkTarget | undefined; readonly sdk: SdkMessage | undefined }
+  {
+    readonly target: SdkTarget | undefined
+    readonly withReasoning: boolean
+    readonly sdk: SdkMessage | undefined
+  }
 >()
 
-const sdkMessageOf = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage | undefined => {
+const sdkMessageOf = (
+  message: ModelMessage,
+  previous: ModelMessage | undefined,
+  target: SdkTarget | undefined
+): SdkMessage | undefined => {
+  const withReasoning = reasoningGoesBack(message, previous)
   const known = sdkMessages.get(message)
-  if (known !== undefined && known.target === target) return known.sdk
-  const sdk = toSdkMessage(message, target)
-  sdkMessages.set(message, { target, sdk })
+  if (known !== undefined && known.target === target && known.withReasoning === withReasoning) return known.sdk
+  const sdk = toSdkMessage(message, target, withReasoning)
+  sdkMessages.set(message, { target, withReasoning, sdk })
   return sdk
 }
 
 /** One history message for the provider; none for an assistant message left with nothing the target takes. */
-const toSdkMessage = (message: ModelMessage, target: SdkTarget | undefined): SdkMessage | undefined => {
+const toSdkMessage = (
+  message: ModelMessage,
+  target: SdkTarget | undefined,
+  withReasoning: boolean
+): SdkMessage | undefined => {
   switch (message.role) {
     case "user":
       return { role: "user", content: [{ type: "text", text: message.content }] }
     case "assistant": {
-      const content = toSdkAssistantParts(message.parts, target)
+      const content = toSdkAssistantParts(message.parts, target, withReasoning)
       return content.length > 0 ? { role: "assistant", content } : undefined
     }
     case "tool":

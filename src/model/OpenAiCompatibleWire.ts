@@ -26,6 +26,7 @@ import * as zlib from "node:zlib"
 import type { LanguageModelV3StreamPart, LanguageModelV3Usage } from "@ai-sdk/provider"
 import { version } from "../version.js"
 import type { ModelMessage, ModelRequest, ModelTool } from "./Model.js"
+import { reasoningGoesBack } from "./Reasoning.js"
 
 // -----------------------------------------------------------------------------------------------
 // the body
@@ -56,10 +57,10 @@ const toolArguments = (input: unknown, settings: WireSettings): string => {
 /**
  * A history message as the provider's messages, joined by commas: none for an assistant message
  * left with nothing to send (as `AiSdk.toSdkMessages` leaves it out). Reasoning goes back as
- * `reasoning_content` only with the message's tool calls (as `AiSdk.toSdkReasoning` decides for
- * openai-compatible).
+ * `reasoning_content` in a turn that made tool calls (`reasoningGoesBack`, as `AiSdk.toSdkReasoning`
+ * decides for openai-compatible).
  */
-const messageJson = (message: ModelMessage, settings: WireSettings): string => {
+const messageJson = (message: ModelMessage, settings: WireSettings, withReasoning: boolean): string => {
   switch (message.role) {
     case "user":
       return JSON.stringify({ role: "user", content: message.content })
@@ -68,14 +69,13 @@ const messageJson = (message: ModelMessage, settings: WireSettings): string => {
         .map((result) => JSON.stringify({ role: "tool", tool_call_id: result.callId, content: result.output }))
         .join(",")
     case "assistant": {
-      const withToolCalls = message.parts.some((part) => part.type === "tool-call")
       let text = ""
       let reasoning = ""
       const toolCalls: Array<unknown> = []
       for (const part of message.parts) {
         if (part.type === "text") text += part.text
         else if (part.type === "reasoning") {
-          if (withToolCalls && part.text.trim() !== "") reasoning += part.text
+          if (withReasoning && part.text.trim() !== "") reasoning += part.text
         } else {
           toolCalls.push({
             id: part.callId,
@@ -97,14 +97,14 @@ const messageJson = (message: ModelMessage, settings: WireSettings): string => {
 }
 
 /** A message's JSON, made once: the same message object comes back in every later request of the session. */
-const messageJsons = new WeakMap<ModelMessage, string>()
+const messageJsons = new WeakMap<ModelMessage, { readonly withReasoning: boolean; readonly json: string }>()
 
-const messageJsonOf = (message: ModelMessage, settings: WireSettings): string => {
-  let json = messageJsons.get(message)
-  if (json === undefined) {
-    json = messageJson(message, settings)
-    messageJsons.set(message, json)
-  }
+const messageJsonOf = (message: ModelMessage, previous: ModelMessage | undefined, settings: WireSettings): string => {
+  const withReasoning = reasoningGoesBack(message, previous)
+  const known = messageJsons.get(message)
+  if (known !== undefined && known.withReasoning === withReasoning) return known.json
+  const json = messageJson(message, settings, withReasoning)
+  messageJsons.set(message, { withReasoning, json })
   return json
 }
 
@@ -153,8 +153,8 @@ export const requestBody = (request: ModelRequest, settings: WireSettings): stri
   const jsons: Array<string> = []
   const system = systemJson(request)
   if (system !== undefined) jsons.push(system)
-  for (const message of request.messages) {
-    const json = messageJsonOf(message, settings)
+  for (let i = 0; i < request.messages.length; i++) {
+    const json = messageJsonOf(request.messages[i]!, request.messages[i - 1], settings)
     if (json !== "") jsons.push(json)
   }
   return bodyHead(request, settings) + jsons.join(",") + bodyTail(request)
@@ -191,7 +191,7 @@ export class HistoryBytes {
     if (end < this.written && kept < messages.length) this.replace(end, this.bytes.length)
     for (let i = kept; i < messages.length; i++) {
       const message = messages[i]!
-      const json = messageJsonOf(message, settings)
+      const json = messageJsonOf(message, messages[i - 1], settings)
       if (json !== "") {
         const length = Buffer.byteLength(json)
         const needed = end + 1 + length

@@ -16,6 +16,7 @@
  * model without it, e.g. `deepseek-chat`).
  */
 import { Either, Schema } from "effect"
+import type { ModelMessage } from "./Model.js"
 
 export const ReasoningEffort = Schema.Literal("minimal", "low", "medium", "high")
 export type ReasoningEffort = typeof ReasoningEffort.Type
@@ -93,3 +94,12 @@ export const reasoningProviderOptions = (
         : { [optionsKey]: { reasoningEffort: typeof setting === "number" ? effortOfBudget(setting) : setting } }
   }
 }
+
+/**
+ * Whether an assistant message's reasoning goes back to an openai-compatible provider: DeepSeek's
+ * thinking mode needs the `reasoning_content` of every assistant message of a turn that made tool
+ * calls, in every later request — the messages with the calls and the answer that follows their
+ * results (the message after a tool message). A turn without tool calls needs none.
+ */
+export const reasoningGoesBack = (message: ModelMessage, previous: ModelMessage | undefined): boolean =>
+  previous?.role === "tool" || (message.role === "assistant" && message.parts.some((part) => part.type === "tool-call"))

@@ -5,7 +5,8 @@
  * what the real API requires —
  * - Anthropic extended thinking: every thinking block with its signature, redacted thinking with its
  *   data, a signature-only block, in their places, before the tool use they led to;
- * - DeepSeek-style `reasoning_content`: sent back for the assistant messages that made tool calls;
+ * - DeepSeek-style `reasoning_content`: sent back for every assistant message of a turn that made tool
+ *   calls (the calls and the answer after their results), in every later request; not for a turn without;
  * - OpenAI Chat Completions (a recorded answer): `reasoning_effort` from the config or `--reasoning`, no reasoning back;
  * - and a session that switches provider never sends one provider's reasoning to another.
  */
@@ -179,7 +180,7 @@ describe("Anthropic extended thinking + tools", () => {
 })
 
 describe("DeepSeek-style reasoning_content (openai-compatible)", () => {
-  it("sends reasoning_content back for the assistant messages that made tool calls, also after --continue", async () => {
+  it("sends reasoning_content back for every assistant message of a turn with tool calls, also after --continue", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     // a recorded deepseek-reasoner step: reasoning, then a call of a tool logbook does not have
@@ -200,16 +201,29 @@ describe("DeepSeek-style reasoning_content (openai-compatible)", () => {
     expect(second.reasoning_content).toBe(reasoning)
     expect(second.tool_calls[0].id).toBe("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF")
 
-    server.enqueue(Reply.text("Fine."))
+    // turn 2 makes no tool call: a recorded answer with reasoning
+    server.enqueue(recordedReply("deepseek-reasoner-text.chunks.txt"), Reply.text("Fine."))
     const again = await runCli([...ws.runArgs, "--continue", "and tomorrow?"])
     expect(again.code).toBe(0)
-    const messages = bodyOf(server.requests[2]!).messages as ReadonlyArray<Json>
-    expect(toolCallMessage(server.requests[2]!).reasoning_content).toBe(reasoning)
-    // the final answer of turn 1 (no tool calls): its reasoning is not needed and not sent
-    const answer = messages.filter((m) => m.role === "assistant").at(-1)
+    const answered = recordedText("deepseek-reasoner-text.chunks.txt")
+    expect(answered.reasoning.length).toBeGreaterThan(50)
+    const assistants = (request: RecordedRequest) =>
+      (bodyOf(request).messages as ReadonlyArray<Json>).filter((m) => m.role === "assistant")
+    // turn 1, as DeepSeek's thinking mode requires: the call and the final answer after its result,
+    // each with its reasoning_content (the answer's, not the call's)
+    const [call, answer] = assistants(server.requests[2]!)
+    expect(call.reasoning_content).toBe(reasoning)
     expect(answer.tool_calls).toBeUndefined()
-    expect(answer.content).toBe(recordedText("deepseek-reasoner-text.chunks.txt").text)
-    expect(answer.reasoning_content).toBeUndefined()
+    expect(answer.content).toBe(answered.text)
+    expect(answer.reasoning_content).toBe(answered.reasoning)
+
+    const third = await runCli([...ws.runArgs, "--continue", "thanks"])
+    expect(third.code).toBe(0)
+    const later = assistants(server.requests[3]!)
+    expect(later).toHaveLength(3)
+    // turn 1 keeps its reasoning in every later request; turn 2 (no tool call) needs none
+    expect(later.map((m) => m.reasoning_content)).toEqual([reasoning, answered.reasoning, undefined])
+    expect(later[2].content).toBe(answered.text)
   })
 })
 

@@ -63,7 +63,14 @@ const history: ReadonlyArray<ModelMessage> = [
     ]
   },
   { role: "tool", results: [{ callId: "call_3", tool: "bash", output: "ok ✓ ünïcode", isError: false }] },
-  { role: "assistant", parts: [{ type: "text", text: "Done: the bug was on line 1." }] },
+  // the answer after the calls' results: its reasoning goes back too (DeepSeek's thinking mode)
+  {
+    role: "assistant",
+    parts: [
+      { type: "reasoning", text: "The tests pass now." },
+      { type: "text", text: "Done: the bug was on line 1." }
+    ]
+  },
   { role: "user", content: "now explain" },
   // a step a steered message stopped mid-thinking: no signature, no call
   { role: "assistant", parts: [{ type: "reasoning", text: "Let me think about" }] },
