@@ -11,6 +11,8 @@
  * commit.
  */
 
+import { failedExit } from "../../domain/Message.js"
+
 /** The event types the stats index reads the payload of (the others are skipped unparsed). */
 export const STATS_TYPES: ReadonlyArray<string> = [
   "session.created",
@@ -145,13 +147,6 @@ interface UsageJson {
   readonly costKnown?: boolean
 }
 
-/** The exit code a finished call's metadata names (a command's), if any. */
-export const exitCodeOf = (metadata: unknown): number | undefined => {
-  if (typeof metadata !== "object" || metadata === null) return undefined
-  const code = (metadata as { exitCode?: unknown }).exitCode
-  return typeof code === "number" && Number.isFinite(code) ? code : undefined
-}
-
 /** A payload as stored (JSON text) or already parsed. */
 export type PayloadJson = string | object
 
@@ -221,10 +216,10 @@ export const deriveStats = (
       return
     }
     case "tool.finished": {
-      const p = parse<{ callId: string; metadata?: { exitCode?: unknown } }>(json)
-      const code = exitCodeOf(p.metadata)
-      if (code === undefined || code === 0) sink.toolEnded(sessionId, p.callId, at, "ok", null, null)
-      else sink.toolEnded(sessionId, p.callId, at, "exit", `exit code ${code}`, null)
+      const p = parse<{ callId: string; metadata?: unknown }>(json)
+      const exit = failedExit(p.metadata)
+      if (exit === undefined) sink.toolEnded(sessionId, p.callId, at, "ok", null, null)
+      else sink.toolEnded(sessionId, p.callId, at, "exit", `exit code ${exit.code}`, null)
       return
     }
     case "tool.failed": {
