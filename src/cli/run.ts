@@ -265,7 +265,7 @@ export const run = Command.make(
           // stdout holds the answer, or nothing: what a turn that did not finish wrote last is not one
           if (outcome?.reason === "stop") yield* writer.answer(answer.text())
           if (outcome !== undefined) {
-            yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs)))
+            yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs, outcome.abortedSteps)))
           }
           // the one place text mode names the session
           yield* writer.line(sessionLine(sessionId, db))

@@ -2,7 +2,8 @@
  * What `logbook run` prints while a turn runs, from the committed events (see docs/run.md).
  *
  * - `text`: the model's text as it streams; one line per tool call when it starts (`⋯ bash npm test`)
- *   and when it ends (`✓ bash npm test  1.2s`, `✗ … interrupted`); a retry wait as
+ *   and when it ends (`✓ bash npm test  1.2s`, `✗ … interrupted`; a command that exited non-zero:
+ *   `✗ bash npm test  1.2s  exit 1` and the last lines of its output); a retry wait as
  *   `retry 2/8 in 4s: 429 rate limited`; a cut response is marked; the answer (`makeAnswer`).
  * - `json`: one JSON line per committed event (the envelope), then a final `done` line.
  *
@@ -14,7 +15,17 @@
 import type { Envelope } from "../domain/Events.js"
 import type { Usage } from "../domain/Message.js"
 import { formatMs } from "../model/Retry.js"
-import { compactJson, formatCount, formatDuration, formatUsageCost, oneLine, truncate } from "../present/text.js"
+import { exitText, outputTail } from "../present/commandOutput.js"
+import { sanitize } from "../present/sanitize.js"
+import {
+  compactJson,
+  formatCount,
+  formatDuration,
+  formatSteps,
+  formatUsageCost,
+  oneLine,
+  truncate
+} from "../present/text.js"
 import type { TurnOutcome } from "../session/Sessions.js"
 import { type LiveRow, lastLine } from "./liveRegion.js"
 import type { Style } from "./render.js"
@@ -51,10 +62,11 @@ export const runningRow = (label: string, elapsedMs: number, output: string): st
   return `⋯ ${label}  ${elapsed(elapsedMs)}${last === "" ? "" : `  ${last}`}`
 }
 
-export const usageSummary = (usage: Usage, steps: number, elapsedMs: number): string => {
+/** The usage line: tokens, cost, the steps (and the attempts cut, `formatSteps`) and the wall time. */
+export const usageSummary = (usage: Usage, steps: number, elapsedMs: number, abortedSteps = 0): string => {
   const parts = [`tokens in ${formatCount(usage.input)}`, `out ${formatCount(usage.output)}`]
   if (usage.cacheRead > 0) parts.push(`cached ${formatCount(usage.cacheRead)}`)
-  parts.push(`cost ${formatUsageCost(usage)}`, `${steps} step${steps === 1 ? "" : "s"}`, formatDuration(elapsedMs))
+  parts.push(`cost ${formatUsageCost(usage)}`, formatSteps(steps, abortedSteps), formatDuration(elapsedMs))
   return parts.join(" · ")
 }
 
@@ -80,6 +92,9 @@ export interface TextRenderer {
   /** the pieces for this event (none for most) */
   readonly render: (event: Envelope) => ReadonlyArray<Piece>
 }
+
+/** The lines of a failed command's output shown under its line. */
+const TAIL_LINES = 3
 
 /** The key of the retry wait's live row. */
 export const RETRY_KEY = "retry"
@@ -162,11 +177,18 @@ export const makeTextRenderer = (
         ]
       }
       case "tool.finished": {
-        const call = calls.get(event.payload.callId)
+        const p = event.payload
+        const call = calls.get(p.callId)
         const took = call === undefined ? "" : `  ${style.dim(formatDuration(event.at - call.startedAt))}`
+        const label = call?.label ?? p.callId
+        // a command that exited non-zero failed: its exit and the last lines it printed
+        const exit = exitText(p.metadata)
+        if (exit === undefined) return [{ _tag: "End", key: p.callId }, line(`${style.green("✓")} ${label}${took}`)]
+        const tail = outputTail(sanitize(p.output), TAIL_LINES).lines
         return [
-          { _tag: "End", key: event.payload.callId },
-          line(`${style.green("✓")} ${call?.label ?? event.payload.callId}${took}`)
+          { _tag: "End", key: p.callId },
+          line(`${style.red("✗")} ${label}${took}  ${exit}`),
+          ...tail.map((text) => line(style.dim(`  │ ${truncate(text, 160)}`)))
         ]
       }
       case "tool.failed": {

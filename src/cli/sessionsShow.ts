@@ -6,11 +6,13 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect, Either, Option } from "effect"
 import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.js"
+import { exitText } from "../present/commandOutput.js"
 import {
   compactJson,
   formatCount,
   formatDuration,
   formatLocalTime,
+  formatSteps,
   formatUsageCost,
   truncateLines
 } from "../present/text.js"
@@ -73,7 +75,7 @@ const statusText = (
   }
 }
 
-/** `completed`, `error (interrupted: user)`, `running` … with the duration when it is known. */
+/** `completed`, `failed (exit 1)`, `error (interrupted: user)`, `running` … with the duration when it is known. */
 export const toolStateText = (part: ToolPart, style: Style): string => {
   const state = part.state
   switch (state._tag) {
@@ -81,8 +83,12 @@ export const toolStateText = (part: ToolPart, style: Style): string => {
       return style.dim("pending")
     case "running":
       return `${style.yellow(state.timedOut ? "running (timed out, stopping)" : "running")} since ${formatLocalTime(state.startedAt)}`
-    case "completed":
-      return `${style.green("completed")} ${formatDuration(state.endedAt - state.startedAt)}`
+    case "completed": {
+      // a command that exited non-zero ran to its end, and failed
+      const exit = exitText(state.metadata)
+      const label = exit === undefined ? style.green("completed") : style.red(`failed (${exit})`)
+      return `${label} ${formatDuration(state.endedAt - state.startedAt)}`
+    }
     case "error": {
       const flags = [
         state.interrupted ? `interrupted${state.reason !== undefined ? `: ${state.reason}` : ""}` : "",
@@ -137,6 +143,16 @@ const userLines = (message: UserMessage, style: Style): Array<string> => {
   ]
 }
 
+/**
+ * The message's steps as `run` counts them (`formatSteps`): those that went through, and the attempts
+ * cut; nothing for the usual single step.
+ */
+const stepsOf = (message: AssistantMessage): string => {
+  const cut = message.steps.filter((step) => step.aborted).length
+  const steps = message.steps.length - cut
+  return steps === 1 && cut === 0 ? "" : formatSteps(steps, cut)
+}
+
 const assistantLines = (
   state: Projection.SessionState,
   message: AssistantMessage,
@@ -147,8 +163,8 @@ const assistantLines = (
     formatLocalTime(message.startedAt),
     message.model ?? "",
     message.completedAt === undefined ? "not completed" : formatDuration(message.completedAt - message.startedAt),
-    message.finishReason ?? "",
-    message.steps.length > 1 ? `${message.steps.length} steps` : "",
+    message.interrupted !== undefined ? `interrupted (${message.interrupted})` : (message.finishReason ?? ""),
+    stepsOf(message),
     usageLine(message.usage)
   ].filter((s) => s !== "")
   const lines = [`${style.bold(style.magenta("assistant"))}  ${style.dim(info.join(" · "))}`]

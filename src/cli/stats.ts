@@ -100,6 +100,15 @@ const describeFilter = (report: StatsReport, file: string): string => {
   return `${file}: ${parts.join(", ")}`
 }
 
+/** ` (2 refused, 1 non-zero exit)`: what the failed calls include besides tool errors; empty when none. */
+const failedDetail = (refused: number, exitNonZero: number): string => {
+  const parts = [
+    refused > 0 ? `${formatCount(refused)} refused` : "",
+    exitNonZero > 0 ? `${formatCount(exitNonZero)} non-zero exit` : ""
+  ].filter((p) => p !== "")
+  return parts.length === 0 ? "" : ` (${parts.join(", ")})`
+}
+
 /** The summary block: one figure a line, its details after it. */
 const summaryLines = (f: Figures): Array<string> => {
   const row = (name: string, value: string, detail = "") =>
@@ -111,12 +120,12 @@ const summaryLines = (f: Figures): Array<string> => {
       formatCount(f.turns),
       `${plural(f.interrupts, "interrupt")}, ${plural(f.crashes, "crash", "crashes")} recovered`
     ),
-    row("steps", formatCount(f.steps), `${formatCount(f.abortedSteps)} aborted`),
-    row("retries", formatCount(f.retries), `${percent(f.retryRate)} of steps`),
+    row("steps", formatCount(f.steps), `${plural(f.abortedSteps, "attempt")} cut (retried or interrupted)`),
+    row("retries", formatCount(f.retries), `${percent(f.retryRate)} of model requests`),
     row(
       "tool calls",
       formatCount(f.toolCalls),
-      `${formatCount(f.toolErrors)} failed, ${formatCount(f.toolTimeouts)} timed out, ${formatCount(f.toolInterrupted)} interrupted`
+      `${formatCount(f.toolErrors)} failed${failedDetail(f.toolRefused, f.toolExitNonZero)}, ${formatCount(f.toolTimeouts)} timed out, ${formatCount(f.toolInterrupted)} interrupted`
     ),
     row(
       "tokens in",
@@ -125,7 +134,7 @@ const summaryLines = (f: Figures): Array<string> => {
     ),
     row("tokens out", formatCount(f.tokens.output), `reasoning ${formatCount(f.tokens.reasoning)}`),
     row("cost", costOf(f), f.costKnown ? "" : "some tokens had no price: a lower bound"),
-    row("first token", ms(f.ttft.avgMs), `mean of ${plural(f.ttft.count, "step")}, max ${ms(f.ttft.maxMs)}`),
+    row("first token", ms(f.ttft.avgMs), `mean of ${plural(f.ttft.count, "request")}, max ${ms(f.ttft.maxMs)}`),
     row(
       "turn time",
       ms(f.turnDuration.avgMs),
@@ -180,11 +189,13 @@ export const renderStats = (report: StatsReport, file: string, style: Style, wid
       section(
         "TOOLS",
         fitTable(
-          ["CALLS", "OK", "FAILED", "TIMEOUT", "INTR", "MEAN", "MAX", "TOOL"],
+          ["CALLS", "OK", "FAILED", "REFUSED", "EXIT≠0", "TIMEOUT", "INTR", "MEAN", "MAX", "TOOL"],
           report.tools.map((t) => [
             formatCount(t.calls),
             formatCount(t.ok),
             formatCount(t.errors),
+            formatCount(t.refused),
+            formatCount(t.exitNonZero),
             formatCount(t.timeouts),
             formatCount(t.interrupted),
             ms(t.duration.avgMs),

@@ -2,7 +2,7 @@
  * The message / part model that the projection builds from events (DESIGN §3).
  */
 import { Schema } from "effect"
-import { CallId, MessageId, PartId } from "./Ids.js"
+import { CallId, MessageId, PartId, TurnId } from "./Ids.js"
 
 /** Token usage of one model step, or a sum of steps. */
 export const Usage = Schema.Struct({
@@ -102,6 +102,18 @@ export const ToolError = Schema.TaggedStruct("error", {
   endedAt: Schema.Finite
 })
 export const ToolState = Schema.Union(ToolPending, ToolRunning, ToolCompleted, ToolError)
+
+/**
+ * The exit of a finished call's command when it failed: the non-zero `exitCode` (and `signal`) its
+ * metadata names. A command that exits non-zero is a result the model reads, not a tool error, but
+ * everything that shows or counts calls treats it as a failed call.
+ */
+export const failedExit = (metadata: unknown): { readonly code: number; readonly signal?: string } | undefined => {
+  if (typeof metadata !== "object" || metadata === null) return undefined
+  const { exitCode, signal } = metadata as { exitCode?: unknown; signal?: unknown }
+  if (typeof exitCode !== "number" || !Number.isFinite(exitCode) || exitCode === 0) return undefined
+  return typeof signal === "string" ? { code: exitCode, signal } : { code: exitCode }
+}
 export type ToolState = typeof ToolState.Type
 export type ToolStatus = ToolState["_tag"]
 
@@ -197,6 +209,10 @@ export const AssistantMessage = Schema.Struct({
   startedAt: Schema.Finite,
   completedAt: Schema.optional(Schema.Finite),
   finishReason: Schema.optional(Schema.String),
+  /** the turn it answers (absent: started outside a turn) */
+  turnId: Schema.optional(TurnId),
+  /** its turn was interrupted, and why (`turn.interrupted`'s reason: `user`, `crash`, `shutdown` …) */
+  interrupted: Schema.optional(Schema.String),
   parts: Schema.Array(AssistantPart),
   steps: Schema.Array(StepInfo),
   usage: Usage

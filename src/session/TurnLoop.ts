@@ -41,7 +41,10 @@ export interface TurnOutcome {
   readonly finishReason?: string | undefined
   /** for `error` and `interrupted`: what happened, one sentence */
   readonly message?: string | undefined
+  /** the model steps that went through (what `maxSteps` counts) */
   readonly steps: number
+  /** the attempts a retry or an interrupt cut (`step.finished {aborted: true}`) */
+  readonly abortedSteps?: number | undefined
   /** usage of the turn's assistant message */
   readonly usage: Usage
 }
@@ -61,14 +64,17 @@ const pendingSteer = (state: SessionState): ReadonlyArray<MessageId> =>
  * Steps and usage of the latest assistant message (the turn's, which is always the newest one):
  * the steps that went through, not the attempts a retry or an interrupt cut.
  */
-export const lastTurnFigures = (state: SessionState): { readonly steps: number; readonly usage: Usage } => {
+export const lastTurnFigures = (
+  state: SessionState
+): { readonly steps: number; readonly abortedSteps: number; readonly usage: Usage } => {
   for (let i = state.messages.length - 1; i >= 0; i--) {
     const message = state.messages[i]!
     if (message.role === "assistant") {
-      return { steps: message.steps.filter((step) => !step.aborted).length, usage: message.usage }
+      const aborted = message.steps.filter((step) => step.aborted).length
+      return { steps: message.steps.length - aborted, abortedSteps: aborted, usage: message.usage }
     }
   }
-  return { steps: 0, usage: emptyUsage }
+  return { steps: 0, abortedSteps: 0, usage: emptyUsage }
 }
 
 /** The turn's settings (`SessionsOptions`: see there). */

@@ -362,7 +362,7 @@ const handlers: Handlers = {
     s.turn = null
     s.lastTurn = { turnId: p.turnId, reason: p.reason, interrupted: false, at: env.at }
   },
-  "turn.interrupted": (_ctx, s, env) => {
+  "turn.interrupted": (ctx, s, env) => {
     const p = env.payload
     if (p.turnId !== undefined && s.turn?.turnId !== p.turnId) {
       illegal(s, env, `turn ${p.turnId} is not the open turn (${s.turn?.turnId ?? "none"})`)
@@ -370,6 +370,15 @@ const handlers: Handlers = {
     const turnId = p.turnId ?? s.turn?.turnId
     s.lastTurn = { ...(turnId !== undefined ? { turnId } : {}), reason: p.reason, interrupted: true, at: env.at }
     s.turn = null
+    // the turn's assistant message says who stopped it (its `finishReason` is only the sweep's reason)
+    if (turnId !== undefined) {
+      for (let i = s.messages.length - 1; i >= 0; i--) {
+        const message = s.messages[i]!
+        if (message.role !== "assistant") continue
+        if (message.turnId !== turnId) break
+        assistantFor(ctx, s, env, message.id, { open: false }).interrupted = p.reason
+      }
+    }
   },
   "chat.state": (_ctx, s, env) => {
     s.chatState = env.payload.state
@@ -381,6 +390,7 @@ const handlers: Handlers = {
       role: "assistant",
       id: p.messageId,
       ...(p.model !== undefined ? { model: p.model } : {}),
+      ...(s.turn !== null ? { turnId: s.turn.turnId } : {}),
       startedAt: env.at,
       parts: [],
       steps: [],

@@ -11,7 +11,7 @@ import { ActionId, CallId, MessageId, SessionId, TurnId } from "../domain/Ids.js
 import { emptyUsage, Message, ToolPart, type ToolState, Usage } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 12
+export const PROJECTION_VERSION = 13
 
 /** The open turn. */
 export const Turn = Schema.Struct({

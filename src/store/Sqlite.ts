@@ -29,6 +29,8 @@ import type { Lease, SessionStatusName, SessionSummary, Snapshot } from "./inter
 import {
   deriveStats,
   emptyCursor,
+  STATS_CALL_TYPES,
+  STATS_CALLS_SCHEMA,
   STATS_SCHEMA,
   STATS_SQL,
   STATS_TYPES,
@@ -134,7 +136,13 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
         CASE WHEN type IN ('text.delta', 'reasoning.delta', 'tool.pending') THEN '{}' ELSE payload END AS payload
         FROM events WHERE session_id = ${id} AND ${sql.in("type", STATS_TYPES)} ORDER BY seq`
       const writes: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
-      const sink = sqlSink((statement, params) => writes.push([statement, params]))
+      // the tool rows are migration 5's (`5_stats_calls` derives them, with the column it adds)
+      const sink = {
+        ...sqlSink((statement, params) => writes.push([statement, params])),
+        toolPending: () => {},
+        toolInvoked: () => {},
+        toolEnded: () => {}
+      }
       const cursor = emptyCursor()
       for (const row of rows) deriveStats(cursor, sink, id, row.seq, row.type, row.at, row.payload)
       for (const [statement, params] of writes) {
@@ -181,6 +189,35 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
         }
       }
       yield* sql`INSERT INTO chain_marks (session_id, reason, through_seq, at) VALUES (${sessionId}, 'migrated', ${after}, ${now})`
+    }
+  }),
+  // the stats index counts every call the model sent (docs/stats.md): a row from `tool.pending`, so a
+  // call refused before it ran counts, `ran` for the calls that were invoked, and a command's
+  // non-zero exit as its outcome; the tool rows are derived again by the same fold
+  "5_stats_calls": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of STATS_CALLS_SCHEMA) yield* sql.unsafe(statement)
+    const ids = yield* sql<{ id: string }>`SELECT id FROM sessions`
+    const none = () => {}
+    for (const { id } of ids) {
+      // a finished call's output is not read: its call id and exit code are all the fold needs
+      const rows = yield* sql<{ seq: number; type: string; at: number; payload: string }>`SELECT seq, type, at,
+        CASE WHEN type = 'tool.finished' THEN json_object('callId', json_extract(payload, '$.callId'),
+          'metadata', json_object('exitCode', json_extract(payload, '$.metadata.exitCode'))) ELSE payload END AS payload
+        FROM events WHERE session_id = ${id} AND ${sql.in("type", STATS_CALL_TYPES)} ORDER BY seq`
+      const writes: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
+      const sink = {
+        ...sqlSink((statement, params) => writes.push([statement, params])),
+        step: none,
+        turnStarted: none,
+        turnEnded: none,
+        retry: none
+      }
+      const cursor = emptyCursor()
+      for (const row of rows) deriveStats(cursor, sink, id, row.seq, row.type, row.at, row.payload)
+      for (const [statement, params] of writes) {
+        yield* sql.unsafe(STATS_SQL[statement], params as Array<unknown>)
+      }
     }
   })
 }

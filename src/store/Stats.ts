@@ -15,6 +15,9 @@ import type { RawEnvelope } from "../domain/Events.js"
 import { EventStoreError } from "./Errors.js"
 import { deriveStats, emptyCursor, type StatsCursor, type StepRow, type ToolOutcome } from "./internal/statsIndex.js"
 
+/** The outcomes of a call that count as failed (docs/stats.md): the tool ran and failed, it was refused, its command exited non-zero. */
+const FAILED: ReadonlyArray<ToolOutcome> = ["error", "refused", "exit"]
+
 export const StatsGrouping = Schema.Literal("model", "tool", "prompt", "day")
 export type StatsGrouping = typeof StatsGrouping.Type
 
@@ -52,13 +55,21 @@ export interface Timing {
 export interface Figures {
   readonly sessions: number
   readonly turns: number
+  /** model steps that went through (`step.finished` not aborted) */
   readonly steps: number
+  /** attempts cut (`step.finished {aborted: true}`): by a retryable failure, an interrupt, a crash */
   readonly abortedSteps: number
   readonly retries: number
-  /** retries per step (null without steps) */
+  /** retries per model request, `steps + abortedSteps` (null without any) */
   readonly retryRate: number | null
+  /** every call the model sent, whether it ran or not */
   readonly toolCalls: number
+  /** failed calls: the tool failed, the call was refused, or its command exited non-zero */
   readonly toolErrors: number
+  /** of `toolErrors`: calls refused before they ran (invalid JSON or input, unknown tool, denied, rejected) */
+  readonly toolRefused: number
+  /** of `toolErrors`: commands that exited non-zero */
+  readonly toolExitNonZero: number
   readonly toolTimeouts: number
   readonly toolInterrupted: number
   readonly interrupts: number
@@ -74,11 +85,15 @@ export interface ToolFigures {
   readonly tool: string
   readonly calls: number
   readonly ok: number
+  /** failed: errors, refused calls and non-zero exits */
   readonly errors: number
+  readonly refused: number
+  readonly exitNonZero: number
   readonly timeouts: number
   readonly interrupted: number
-  /** invoked, never ended (still running, or a crash not yet swept) */
+  /** sent or invoked, never ended (still running, or a crash not yet swept) */
   readonly open: number
+  /** of the calls that ran (were invoked) and ended */
   readonly duration: Timing
 }
 
@@ -176,6 +191,8 @@ interface ToolAgg {
   readonly calls: number
   readonly ok: number
   readonly errors: number
+  readonly refused: number
+  readonly exit_nonzero: number
   readonly timeouts: number
   readonly interrupted: number
   readonly open: number
@@ -199,6 +216,8 @@ const emptyFigures: Figures = {
   retryRate: null,
   toolCalls: 0,
   toolErrors: 0,
+  toolRefused: 0,
+  toolExitNonZero: 0,
   toolTimeouts: 0,
   toolInterrupted: 0,
   interrupts: 0,
@@ -220,7 +239,7 @@ const figuresBy = (sql: SqlClient.SqlClient, filter: StatsFilter, by: StatsGroup
     const steps =
       stepKey === undefined
         ? []
-        : yield* sql<StepAgg>`SELECT ${stepKey} AS k, count(*) AS steps, total(x.aborted) AS aborted,
+        : yield* sql<StepAgg>`SELECT ${stepKey} AS k, count(*) - total(x.aborted) AS steps, total(x.aborted) AS aborted,
           total(x.input) AS input, total(x.output) AS output, total(x.reasoning) AS reasoning,
           total(x.cache_read) AS cache_read, total(x.cache_write) AS cache_write, total(x.cost) AS cost,
           min(x.cost_known) AS cost_known, count(x.ttft_ms) AS ttft_n, avg(x.ttft_ms) AS ttft_avg,
@@ -291,19 +310,28 @@ const figuresBy = (sql: SqlClient.SqlClient, filter: StatsFilter, by: StatsGroup
       const g = group(r.k)
       g.toolCalls = r.calls
       g.toolErrors = r.errors
+      g.toolRefused = r.refused
+      g.toolExitNonZero = r.exit_nonzero
       g.toolTimeouts = r.timeouts
       g.toolInterrupted = r.interrupted
     }
     for (const r of retries) group(r.k).retries = r.retries
-    for (const g of groups.values()) g.retryRate = g.steps === 0 ? null : g.retries / g.steps
+    for (const g of groups.values()) g.retryRate = rateOf(g)
     return groups
   })
 
+/** retries per model request (null without any) */
+const rateOf = (f: Pick<Figures, "steps" | "abortedSteps" | "retries">): number | null =>
+  f.steps + f.abortedSteps === 0 ? null : f.retries / (f.steps + f.abortedSteps)
+
 const toolsBy = (sql: SqlClient.SqlClient, filter: StatsFilter, key: Fragment) =>
   sql<ToolAgg>`SELECT ${key} AS k, count(*) AS calls, total(x.outcome = 'ok') AS ok,
-    total(x.outcome = 'error') AS errors, total(x.outcome = 'timeout') AS timeouts,
-    total(x.outcome = 'interrupted') AS interrupted, total(x.outcome = 'open') AS open,
-    count(x.ended_at) AS dur_n, avg(x.ended_at - x.at) AS dur_avg, max(x.ended_at - x.at) AS dur_max
+    total(x.outcome IN ('error', 'refused', 'exit')) AS errors, total(x.outcome = 'refused') AS refused,
+    total(x.outcome = 'exit') AS exit_nonzero, total(x.outcome = 'timeout') AS timeouts,
+    total(x.outcome = 'interrupted') AS interrupted, total(x.outcome IN ('open', 'pending')) AS open,
+    count(CASE WHEN x.ran = 1 THEN x.ended_at END) AS dur_n,
+    avg(CASE WHEN x.ran = 1 THEN x.ended_at - x.at END) AS dur_avg,
+    max(CASE WHEN x.ran = 1 THEN x.ended_at - x.at END) AS dur_max
     FROM ${from(sql, "stat_tools")} WHERE ${where(sql, filter)} GROUP BY k ORDER BY calls DESC, k`
 
 /** The report for `options`, from the stats index of the database `SqlClient` reads. */
@@ -329,6 +357,8 @@ export const stats = Effect.fn("Stats.stats")(function* (options: StatsOptions =
         calls: r.calls,
         ok: r.ok,
         errors: r.errors,
+        refused: r.refused,
+        exitNonZero: r.exit_nonzero,
         timeouts: r.timeouts,
         interrupted: r.interrupted,
         open: r.open,
@@ -336,7 +366,7 @@ export const stats = Effect.fn("Stats.stats")(function* (options: StatsOptions =
       })
     )
     const errors = yield* sql<ToolError>`SELECT x.tool AS tool, coalesce(x.error, '') AS error, count(*) AS count
-      FROM ${from(sql, "stat_tools")} WHERE ${where(sql, filter, [sql`x.outcome IN ('error', 'timeout')`])}
+      FROM ${from(sql, "stat_tools")} WHERE ${where(sql, filter, [sql`x.outcome IN ('error', 'refused', 'exit', 'timeout')`])}
       GROUP BY x.tool, x.error ORDER BY count DESC, x.tool, x.error LIMIT ${top}`
     const by = options.by ?? null
     const groups =
@@ -384,6 +414,8 @@ interface ToolRow {
   outcome: ToolOutcome
   error: string | null
   endedAt: number | null
+  /** it was invoked (ran) */
+  ran: boolean
 }
 interface TurnRow {
   sessionId: string
@@ -434,17 +466,47 @@ export const foldIndex = (envelopes: Iterable<RawEnvelope>): FoldedIndex => {
       cursor,
       {
         step: (row) => index.steps.push(row),
-        toolInvoked: (sessionId, callId, _seq, at, model, tool) => {
-          const row: ToolRow = { sessionId, at, model, tool, outcome: "open", error: null, endedAt: null }
-          openTools.set(`${sessionId}\u0000${callId}`, row)
+        toolPending: (sessionId, callId, _seq, at, model, tool) => {
+          const key = `${sessionId}\u0000${callId}`
+          if (openTools.has(key)) return
+          const row: ToolRow = {
+            sessionId,
+            at,
+            model,
+            tool,
+            outcome: "pending",
+            error: null,
+            endedAt: null,
+            ran: false
+          }
+          openTools.set(key, row)
           index.tools.push(row)
+        },
+        toolInvoked: (sessionId, callId, _seq, at, model, tool) => {
+          const key = `${sessionId}\u0000${callId}`
+          const sent = openTools.get(key)
+          const row: ToolRow = sent ?? {
+            sessionId,
+            at,
+            model,
+            tool,
+            outcome: "open",
+            error: null,
+            endedAt: null,
+            ran: true
+          }
+          Object.assign(row, { at, model, tool, outcome: "open", ran: true })
+          if (sent === undefined) {
+            openTools.set(key, row)
+            index.tools.push(row)
+          }
         },
         toolEnded: (sessionId, callId, at, outcome, error) => {
           const key = `${sessionId}\u0000${callId}`
           const row = openTools.get(key)
           if (row === undefined) return
           openTools.delete(key)
-          row.outcome = outcome
+          row.outcome = row.outcome === "pending" && outcome === "error" ? "refused" : outcome
           row.error = error
           row.endedAt = at
         },
@@ -541,8 +603,8 @@ export const foldFigures = (
       if (!keep(r)) continue
       const g = group(key(r))
       const f = g.figures
-      f.steps++
       if (r.aborted) f.abortedSteps++
+      else f.steps++
       g.tokens.input += r.input
       g.tokens.output += r.output
       g.tokens.reasoning += r.reasoning
@@ -570,7 +632,9 @@ export const foldFigures = (
       if (!keep(r)) continue
       const f = group(key(r)).figures
       f.toolCalls++
-      if (r.outcome === "error") f.toolErrors++
+      if (FAILED.includes(r.outcome)) f.toolErrors++
+      if (r.outcome === "refused") f.toolRefused++
+      if (r.outcome === "exit") f.toolExitNonZero++
       if (r.outcome === "timeout") f.toolTimeouts++
       if (r.outcome === "interrupted") f.toolInterrupted++
     }
@@ -584,7 +648,7 @@ export const foldFigures = (
     g.figures.ttft = timed(g.ttft)
     g.figures.turnDuration = timed(g.dur)
     g.figures.sessions = g.sessions.size
-    g.figures.retryRate = g.figures.steps === 0 ? null : g.figures.retries / g.figures.steps
+    g.figures.retryRate = rateOf(g.figures)
     out.set(k, g.figures)
   }
   return out

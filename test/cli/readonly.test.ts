@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import * as Events from "../../src/domain/Events.js"
 import { CallId } from "../../src/domain/Ids.js"
+import { LATEST_MIGRATION } from "../../src/store/Sqlite.js"
 import { type RunOptions, runCli, sampleSession, seed, spawnCli } from "../support/cli.js"
 import { downgradeToSchema1, schemaOf } from "../support/oldSchema.js"
 
@@ -217,7 +218,7 @@ describe.runIf(isRoot)("read commands with read access only (run as nobody)", ()
       { id, model: "test-model", outcome: "interrupted", cost: 0.0123, costKnown: true }
     ])
     expect(old.stderr).toBe(
-      `logbook: warn: ${file} was written by an older logbook (it has schema 1, older than this logbook's 4): ` +
+      `logbook: warn: ${file} was written by an older logbook (it has schema 1, older than this logbook's ${LATEST_MIGRATION}): ` +
         "read from an upgraded private copy; the next logbook command that writes to it (run, compact, sessions delete) upgrades it in place\n"
     )
     expect(snapshotOf(dir)).toEqual(before)
@@ -227,7 +228,7 @@ describe.runIf(isRoot)("read commands with read access only (run as nobody)", ()
     // root (the owner) deletes a session: the writable open upgrades the file
     const deleted = await runCli(["sessions", "delete", id, "--db", file])
     expect(deleted.code).toBe(0)
-    expect(schemaOf(file)).toBe(4)
+    expect(schemaOf(file)).toBe(LATEST_MIGRATION)
     const now = await runCli(["sessions", "list", "--all", "--db", file, "--format", "json"], asNobody())
     expect(now.stderr).toBe("")
     expect(JSON.parse(now.stdout)).toMatchObject([{ id, deleted: true, outcome: "interrupted" }])

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto"
 import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
 import { eventHash } from "../../src/store/internal/chain.js"
+import { LATEST_MIGRATION } from "../../src/store/Sqlite.js"
 import { runCli } from "../support/cli.js"
 import { downgradeToSchema3, schemaOf } from "../support/oldSchema.js"
 import { Reply } from "../support/scriptedServer.js"
@@ -215,7 +216,7 @@ describe("a tamper-evident log", () => {
     // a command that writes upgrades the file: the old rows are chained, new ones chain on from them
     const deleted = await runCli(["sessions", "delete", id, "--db", ws.db])
     expect(deleted.code).toBe(0)
-    expect(schemaOf(ws.db)).toBe(4)
+    expect(schemaOf(ws.db)).toBe(LATEST_MIGRATION)
     const verify = await runCli(["verify", id, "--db", ws.db, "--format", "json"])
     expect(verify.code).toBe(0)
     const session = (JSON.parse(verify.stdout) as { sessions: Array<Record<string, unknown>> }).sessions[0]!

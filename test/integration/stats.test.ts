@@ -131,13 +131,16 @@ describe("logbook stats", () => {
       sessions: 5,
       // one each, and the crashed session's second (the run that swept it)
       turns: 6,
-      // 1 + 2 (the attempt cut by the 500 is a step of its own) + 2 + 1 + 2
-      steps: 8,
+      // 1 + 1 + 2 + 1 + 2: the attempt the 500 cut is not a step, but an aborted attempt
+      steps: 7,
       abortedSteps: 1,
       retries: 1,
+      // per model request: 7 steps and 1 cut attempt
       retryRate: 1 / 8,
       toolCalls: 4,
       toolErrors: 1,
+      toolRefused: 0,
+      toolExitNonZero: 0,
       toolTimeouts: 1,
       toolInterrupted: 2,
       interrupts: 2,
@@ -166,8 +169,8 @@ describe("logbook stats", () => {
         return t
       })
     ).toEqual([
-      { tool: "bash", calls: 3, ok: 0, errors: 0, timeouts: 1, interrupted: 2, open: 0 },
-      { tool: "read", calls: 1, ok: 0, errors: 1, timeouts: 0, interrupted: 0, open: 0 }
+      { tool: "bash", calls: 3, ok: 0, errors: 0, refused: 0, exitNonZero: 0, timeouts: 1, interrupted: 2, open: 0 },
+      { tool: "read", calls: 1, ok: 0, errors: 1, refused: 0, exitNonZero: 0, timeouts: 0, interrupted: 0, open: 0 }
     ])
     expect(report.errors.map((e) => [e.tool, e.count])).toEqual([
       ["bash", 1],
@@ -177,13 +180,17 @@ describe("logbook stats", () => {
 
     // the figures agree with the logs themselves
     let steps = 0
+    let cut = 0
     let retries = 0
     for (const name of Object.keys(dirs)) {
       const log = await readLog(db, await latestSession(db, dirs[name]!))
-      steps += ofType(log, "step.finished").length
+      for (const step of ofType(log, "step.finished")) {
+        if (step.payload.aborted === true) cut += 1
+        else steps += 1
+      }
       retries += ofType(log, "model.retry").length
     }
-    expect([steps, retries]).toEqual([8, 1])
+    expect([steps, cut, retries]).toEqual([7, 1, 1])
   })
 
   it("filters by workspace, time and model, and groups by model, day and prompt version", async () => {
@@ -193,13 +200,13 @@ describe("logbook stats", () => {
     const future = await statsJson("--since", "2999-01-01")
     expect(future.summary).toMatchObject({ sessions: 0, turns: 0, steps: 0, toolCalls: 0, retryRate: null })
     const recent = await statsJson("--since", "1d")
-    expect(recent.summary.steps).toBe(8)
+    expect(recent.summary.steps).toBe(7)
     expect((await statsJson("--model", "other/model")).summary.steps).toBe(0)
-    expect((await statsJson("-m", "local/scripted")).summary.steps).toBe(8)
+    expect((await statsJson("-m", "local/scripted")).summary.steps).toBe(7)
 
     const byModel = await statsJson("--by", "model")
     expect(byModel.groups.map((g) => [g.key, g.figures.sessions, g.figures.steps, g.figures.toolCalls])).toEqual([
-      ["local/scripted", 5, 8, 4]
+      ["local/scripted", 5, 7, 4]
     ])
     const byDay = await statsJson("--by", "day")
     expect(byDay.groups.reduce((n, g) => n + g.figures.turns, 0)).toBe(6)
@@ -208,7 +215,7 @@ describe("logbook stats", () => {
     // every attempt recorded the version of the prompt it sent; the prompt names the workspace, so
     // each of the five has its own
     expect(byPrompt.groups.every((g) => g.key !== null && g.figures.sessions === 1)).toBe(true)
-    expect(byPrompt.groups.map((g) => g.figures.steps).sort()).toEqual([1, 1, 2, 2, 2])
+    expect(byPrompt.groups.map((g) => g.figures.steps).sort()).toEqual([1, 1, 1, 2, 2])
   })
 
   it("prints a summary and tables that fit 80 columns", async () => {
@@ -218,12 +225,12 @@ describe("logbook stats", () => {
     expect(lines.every((line) => Array.from(line).length <= 80)).toBe(true)
     expect(lines).toContain("  sessions            5")
     expect(lines).toContain("  turns               6  2 interrupts, 1 crash recovered")
-    expect(lines).toContain("  steps               8  1 aborted")
-    expect(lines).toContain("  retries             1  12.5% of steps")
+    expect(lines).toContain("  steps               7  1 attempt cut (retried or interrupted)")
+    expect(lines).toContain("  retries             1  12.5% of model requests")
     expect(lines).toContain("  tool calls          4  1 failed, 1 timed out, 2 interrupted")
     expect(lines).toContain("  tokens in       2,800  cache read 0, write 0")
     expect(lines).toContain("TOOLS")
-    expect(lines.find((line) => /^\s+3\s+0\s+0\s+1\s+2\s.*bash$/.test(line))).toBeDefined()
+    expect(lines.find((line) => /^\s+3\s+0\s+0\s+0\s+0\s+1\s+2\s.*bash$/.test(line))).toBeDefined()
     expect(lines).toContain("INTERRUPTS")
 
     const byTool = await runCli(["stats", "--db", db, "--by", "tool"])
@@ -233,7 +240,7 @@ describe("logbook stats", () => {
     const byModel = await runCli(["stats", "--db", db, "--by", "model"])
     const modelLines = byModel.stdout.trimEnd().split("\n")
     expect(modelLines.at(-2)).toMatch(/^TURNS\s+STEPS\s+RETRY\s+TOOLS\s+FAIL\s+INTR\s+TOKENS\s+COST\s+TTFT\s+MODEL$/)
-    expect(modelLines.at(-1)).toMatch(/^\s+6\s+8\s+12\.5%\s+4\s+2\s+2\s+3,080\s+\$0\.0034\s+\S+\s+local\/scripted$/)
+    expect(modelLines.at(-1)).toMatch(/^\s+6\s+7\s+12\.5%\s+4\s+2\s+2\s+3,080\s+\$0\.0034\s+\S+\s+local\/scripted$/)
   })
 
   it("refuses a --since it cannot read, and a missing database, with exit 2", async () => {

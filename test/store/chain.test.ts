@@ -14,6 +14,7 @@ import { EventStore } from "../../src/store/EventStore.js"
 import { canonicalText, eventHash, genesisHash } from "../../src/store/internal/chain.js"
 import { exportSession, importSession } from "../../src/store/SessionFile.js"
 import * as Snapshots from "../../src/store/Snapshots.js"
+import { LATEST_MIGRATION } from "../../src/store/Sqlite.js"
 import { checkOnRead, problemText, verifySession } from "../../src/store/Verify.js"
 import { downgradeToSchema3, schemaOf } from "../support/oldSchema.js"
 import { tempDb } from "../support/tmp.js"
@@ -174,7 +175,7 @@ describe("the hash chain", () => {
           return { migrated, verification: yield* verifySession(sid), rows: yield* rowsOf(store) }
         })
       )
-      expect(schemaOf(file)).toBe(4)
+      expect(schemaOf(file)).toBe(LATEST_MIGRATION)
       // the same chain as the append path computes: the canonical bytes are the same
       expect(after.migrated).toEqual(before)
       expect(after.rows[12]!.prevHash).toBe(before[11]!.hash)

@@ -11,6 +11,7 @@ import { Chunk, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
+import { LATEST_MIGRATION } from "../../src/store/Sqlite.js"
 import { verifySession } from "../../src/store/Verify.js"
 import { choicesFromSeed, simulate } from "../support/arbitraries.js"
 import { downgradeToSchema1, SCHEMA_1_SESSION_COLUMNS, schemaOf, sessionColumns } from "../support/oldSchema.js"
@@ -325,7 +326,7 @@ describe("EventStore SQLite file", () => {
         return yield* store.sessions({ includeDeleted: true })
       }).pipe(Effect.provide(EventStore.layerSqlite({ filename: file })))
       expect(upgraded).toEqual(expected)
-      expect(schemaOf(file)).toBe(4)
+      expect(schemaOf(file)).toBe(LATEST_MIGRATION)
       expect(sessionColumns(file)).toEqual([
         ...SCHEMA_1_SESSION_COLUMNS,
         "model",

@@ -9,10 +9,10 @@ import { Chunk, Effect, Stream } from "effect"
 import * as Events from "../../src/domain/Events.js"
 import { CallId, MessageId, PartId, SessionId, TurnId } from "../../src/domain/Ids.js"
 import { EventStore } from "../../src/store/EventStore.js"
-import { layerClient } from "../../src/store/Sqlite.js"
+import { LATEST_MIGRATION, layerClient } from "../../src/store/Sqlite.js"
 import { type Figures, foldFigures, foldIndex, type StatsOptions, stats } from "../../src/store/Stats.js"
 import { choicesFromSeed, simulate } from "../support/arbitraries.js"
-import { downgradeToSchema2, schemaOf } from "../support/oldSchema.js"
+import { downgradeToSchema2, downgradeToSchema4, schemaOf } from "../support/oldSchema.js"
 import { tempDb } from "../support/tmp.js"
 
 const T0 = Date.UTC(2026, 0, 10, 12, 0, 0)
@@ -126,6 +126,59 @@ const sessionB = timed([
   ],
   [130, Events.make("turn.interrupted", { turnId: TurnId.make("t1"), reason: "user" })]
 ])
+/**
+ * Every way a call ends besides those of session A: refused before it ran (invalid JSON, unknown
+ * tool, rejected), a command that exited non-zero, one that exited 0, and a call whose input was
+ * cut (interrupted while pending).
+ */
+const m3 = MessageId.make("m3")
+const pending = (at: number, id: string, tool: string) =>
+  [at, Events.make("tool.pending", { messageId: m3, callId: CallId.make(id), tool })] as const
+const sessionC = timed([
+  [0, Events.make("session.created", { cwd: "/w/c", model: "prov/alpha" })],
+  [10, Events.make("turn.started", { turnId: TurnId.make("t1"), messageIds: [] })],
+  [20, Events.make("assistant.started", { messageId: m3, model: "prov/alpha" })],
+  [30, Events.make("step.started", { messageId: m3, step: 0 })],
+  pending(40, "json", "bash"),
+  pending(41, "unknown", "nosuch"),
+  pending(42, "rejected", "write"),
+  pending(43, "exit", "bash"),
+  pending(44, "zero", "bash"),
+  pending(45, "cut", "read"),
+  [50, Events.make("step.finished", { messageId: m3, step: 0, finishReason: "tool-calls", usage: usage(1, 1, 0) })],
+  [60, Events.make("tool.failed", { callId: CallId.make("json"), error: "not valid JSON", inputText: "{x" })],
+  [61, Events.make("tool.failed", { callId: CallId.make("unknown"), error: 'Unknown tool "nosuch"', input: {} })],
+  [62, Events.make("tool.failed", { callId: CallId.make("rejected"), error: "Rejected by the user", input: {} })],
+  [70, Events.make("tool.invoked", { messageId: m3, callId: CallId.make("exit"), tool: "bash", input: {} })],
+  [
+    90,
+    Events.make("tool.finished", {
+      callId: CallId.make("exit"),
+      output: "boom\n\nExit code: 2",
+      metadata: { exitCode: 2 }
+    })
+  ],
+  [91, Events.make("tool.invoked", { messageId: m3, callId: CallId.make("zero"), tool: "bash", input: {} })],
+  [
+    95,
+    Events.make("tool.finished", {
+      callId: CallId.make("zero"),
+      output: "ok\n\nExit code: 0",
+      metadata: { exitCode: 0 }
+    })
+  ],
+  [
+    96,
+    Events.make("tool.failed", {
+      callId: CallId.make("cut"),
+      error: "input cut off",
+      interrupted: true,
+      reason: "step"
+    })
+  ],
+  [100, Events.make("turn.finished", { turnId: TurnId.make("t1"), reason: "stop" })]
+])
+
 const deleted = timed([
   [0, Events.make("session.created", { cwd: "/w/a", model: "prov/alpha" })],
   [1, Events.make("turn.started", { turnId: TurnId.make("t1"), messageIds: [] })],
@@ -171,12 +224,15 @@ describe("Stats", () => {
       expect(report.summary).toEqual({
         sessions: 2,
         turns: 3,
-        steps: 5,
+        // 5 requests, 2 of them cut
+        steps: 3,
         abortedSteps: 2,
         retries: 1,
         retryRate: 0.2,
         toolCalls: 4,
         toolErrors: 1,
+        toolRefused: 0,
+        toolExitNonZero: 0,
         toolTimeouts: 1,
         toolInterrupted: 1,
         interrupts: 2,
@@ -200,6 +256,8 @@ describe("Stats", () => {
           calls: 2,
           ok: 0,
           errors: 0,
+          refused: 0,
+          exitNonZero: 0,
           timeouts: 1,
           interrupted: 1,
           open: 0,
@@ -210,6 +268,8 @@ describe("Stats", () => {
           calls: 2,
           ok: 1,
           errors: 1,
+          refused: 0,
+          exitNonZero: 0,
           timeouts: 0,
           interrupted: 0,
           open: 0,
@@ -223,19 +283,19 @@ describe("Stats", () => {
 
       const byModel = yield* statsOf(file, { by: "model" })
       expect(byModel.groups.map((g) => [g.key, g.figures.steps, g.figures.turns, g.figures.toolCalls])).toEqual([
-        ["prov/alpha", 4, 2, 3],
+        ["prov/alpha", 2, 2, 3],
         ["prov/beta", 1, 1, 1]
       ])
       const byDay = yield* statsOf(file, { by: "day" })
       expect(byDay.groups.map((g) => [g.key, g.figures.sessions, g.figures.steps, g.figures.retries])).toEqual([
-        ["2026-01-10", 2, 4, 1],
+        ["2026-01-10", 2, 2, 1],
         ["2026-01-11", 1, 1, 0]
       ])
       const byPrompt = yield* statsOf(file, { by: "prompt" })
       expect(byPrompt.groups.map((g) => [g.key, g.figures.sessions, g.figures.steps, g.figures.cost])).toEqual([
         ["pv1", 1, 2, 0.75],
         ["pv2", 1, 1, 0.125],
-        [null, 2, 2, 0]
+        [null, 2, 0, 0]
       ])
 
       const onlyB = yield* statsOf(file, { cwd: "/w/b" })
@@ -283,6 +343,89 @@ describe("Stats", () => {
     })
   )
 
+  it.effect("counts every call the model sent: refused ones and non-zero exits are failed", () =>
+    Effect.gen(function* () {
+      const file = tempDb()
+      yield* writeSessions(file, [["c", sessionC]])
+      const report = yield* statsOf(file)
+      expect(report.summary).toMatchObject({
+        toolCalls: 6,
+        toolErrors: 4,
+        toolRefused: 3,
+        toolExitNonZero: 1,
+        toolTimeouts: 0,
+        toolInterrupted: 1
+      })
+      expect(rounded(report.summary)).toEqual(rounded(foldFigures(yield* foldOf(file)).get(null)!))
+      expect(report.tools).toEqual([
+        {
+          tool: "bash",
+          calls: 3,
+          ok: 1,
+          errors: 2,
+          refused: 1,
+          exitNonZero: 1,
+          timeouts: 0,
+          interrupted: 0,
+          open: 0,
+          // the two that ran: 20 and 4 ms
+          duration: { count: 2, avgMs: 12, maxMs: 20 }
+        },
+        {
+          tool: "nosuch",
+          calls: 1,
+          ok: 0,
+          errors: 1,
+          refused: 1,
+          exitNonZero: 0,
+          timeouts: 0,
+          interrupted: 0,
+          open: 0,
+          duration: { count: 0, avgMs: null, maxMs: null }
+        },
+        {
+          tool: "read",
+          calls: 1,
+          ok: 0,
+          errors: 0,
+          refused: 0,
+          exitNonZero: 0,
+          timeouts: 0,
+          interrupted: 1,
+          open: 0,
+          duration: { count: 0, avgMs: null, maxMs: null }
+        },
+        {
+          tool: "write",
+          calls: 1,
+          ok: 0,
+          errors: 1,
+          refused: 1,
+          exitNonZero: 0,
+          timeouts: 0,
+          interrupted: 0,
+          open: 0,
+          duration: { count: 0, avgMs: null, maxMs: null }
+        }
+      ])
+      expect(report.errors).toEqual([
+        { tool: "bash", error: "exit code 2", count: 1 },
+        { tool: "bash", error: "not valid JSON", count: 1 },
+        { tool: "nosuch", error: 'Unknown tool "nosuch"', count: 1 },
+        { tool: "write", error: "Rejected by the user", count: 1 }
+      ])
+
+      // a database schema 4 wrote (no rows for refused calls, a non-zero exit `ok`) gets them from migration 5
+      downgradeToSchema4(file)
+      expect(schemaOf(file)).toBe(4)
+      expect(yield* statsOf(file)).toEqual(report)
+      expect(schemaOf(file)).toBe(4)
+      yield* writeSessions(file, [])
+      expect(schemaOf(file)).toBe(LATEST_MIGRATION)
+      expect(yield* statsOf(file)).toEqual(report)
+    })
+  )
+
   it.effect("a database of the previous schema gets the same stats once migration 3 backfilled it", () =>
     Effect.gen(function* () {
       const file = tempDb()
@@ -300,7 +443,7 @@ describe("Stats", () => {
       expect(schemaOf(file)).toBe(2)
       // a writable open upgrades the file; appends then go on from the backfilled cursors
       yield* writeSessions(file, [])
-      expect(schemaOf(file)).toBe(4)
+      expect(schemaOf(file)).toBe(LATEST_MIGRATION)
       expect(yield* statsOf(file, { by: "day" })).toEqual(expected)
     })
   )

@@ -5,6 +5,7 @@
  * `logbook_migrations` are removed. `downgradeToSchema2` does the same for migration 3 (`3_stats`):
  * the stats index tables and the cursor columns are dropped. `downgradeToSchema3` for migration 4
  * (`4_chain`): the chain columns of `events` and the `chain_marks` table are dropped.
+ * `downgradeToSchema4` for migration 5 (`5_stats_calls`): the tool rows as schema 4 kept them.
  */
 import Database from "better-sqlite3"
 
@@ -56,8 +57,27 @@ export const downgradeToSchema1 = (file: string): void => {
 /** The tables migration 3 (`3_stats`) creates. */
 export const STATS_TABLES = ["stat_steps", "stat_tools", "stat_turns", "stat_retries"]
 
+/**
+ * Rewrites `file` (closed by every writer) as a schema-4 database: the stats index as migration 3
+ * kept it before migration 5 (`5_stats_calls`) — rows only for invoked calls, a non-zero exit `ok`,
+ * no `ran` column.
+ */
+export const downgradeToSchema4 = (file: string): void => {
+  const db = new Database(file)
+  try {
+    db.exec("DELETE FROM stat_tools WHERE ran = 0")
+    db.exec("UPDATE stat_tools SET outcome = 'ok', error = NULL WHERE outcome = 'exit'")
+    db.exec("ALTER TABLE stat_tools DROP COLUMN ran")
+    db.exec("DELETE FROM logbook_migrations WHERE migration_id > 4")
+    db.pragma("wal_checkpoint(TRUNCATE)")
+  } finally {
+    db.close()
+  }
+}
+
 /** Rewrites `file` (closed by every writer) as a schema-3 database: no hash chain. */
 export const downgradeToSchema3 = (file: string): void => {
+  downgradeToSchema4(file)
   const db = new Database(file)
   try {
     db.exec("DROP TABLE IF EXISTS chain_marks")

@@ -6,6 +6,7 @@ import { structuredPatch } from "diff"
 import { Box, Text } from "ink"
 import type React from "react"
 import type { ToolPart } from "../../domain/Message.js"
+import { exitText, outputTail } from "../../present/commandOutput.js"
 import { sanitize } from "../../present/sanitize.js"
 import type { FileChangeRef, Item, Screen } from "../../present/screen.js"
 import { formatCount, formatDuration, formatUsageCost, oneLine } from "../../present/text.js"
@@ -135,9 +136,11 @@ const ToolView = ({ part, ctx }: { readonly part: ToolPart; readonly ctx: ItemCo
     }
     case "completed": {
       const took = formatDuration(state.endedAt - state.startedAt)
+      // a command that exited non-zero failed: said with its exit, in the colour of failures
+      const exit = exitText(state.metadata)
       return (
         <Box marginTop={1} flexDirection="column">
-          {header("✓", "green", took)}
+          {exit === undefined ? header("✓", "green", took) : header("✗", "red", `${exit} · ${took}`)}
           <Outcome part={part} output={state.output} ctx={ctx} />
         </Box>
       )
@@ -177,15 +180,11 @@ const Outcome = ({
 }): React.ReactNode => {
   if ((ctx.screen.changes[part.callId] ?? []).length > 0) return <Diffs part={part} ctx={ctx} />
   if (part.tool !== "bash") return null
-  // a command's output without the closing "Exit code: 0" (a failure's code stays)
-  const lines = sanitize(output)
-    .replace(/\s*Exit code: 0\s*$/, "")
-    .replace(/\n+$/, "")
-    .split("\n")
-  const shown = lines.slice(-3)
+  // the end of what the command printed (its exit is in the header)
+  const { lines: shown, above } = outputTail(sanitize(output), 3)
   return (
     <Box flexDirection="column">
-      {lines.length > shown.length ? <Text dimColor>{`  │ … ${lines.length - shown.length} lines above`}</Text> : null}
+      {above > 0 ? <Text dimColor>{`  │ … ${above} lines above`}</Text> : null}
       {shown.map((line, i) => (
         <Text key={i} dimColor>
           {"  │ "}

@@ -11,6 +11,8 @@
  * commit.
  */
 
+import { failedExit } from "../../domain/Message.js"
+
 /** The event types the stats index reads the payload of (the others are skipped unparsed). */
 export const STATS_TYPES: ReadonlyArray<string> = [
   "session.created",
@@ -68,11 +70,29 @@ export interface StepRow {
   readonly ttftMs: number | null
 }
 
-export type ToolOutcome = "open" | "ok" | "error" | "timeout" | "interrupted"
+/**
+ * How a call ended, as its `stat_tools` row says: `pending` (the model sent it, it has not run),
+ * `open` (invoked, not ended), `ok`, `exit` (finished, its command exited non-zero), `error` (the tool
+ * ran and failed), `refused` (ended before it ran: invalid JSON or input, an unknown tool, a denial or
+ * rejection, a hook), `timeout`, `interrupted`. docs/stats.md says which of them count as failed.
+ */
+export type ToolOutcome = "pending" | "open" | "ok" | "exit" | "error" | "refused" | "timeout" | "interrupted"
+
+/** How a call's end event ends it; the sink makes an `error` of a call that never ran `refused`. */
+export type ToolEnd = "ok" | "exit" | "error" | "timeout" | "interrupted"
 
 /** Where the derived rows go: prepared statements (append path, backfill) or arrays (a fold). */
 export interface StatsSink {
   readonly step: (row: StepRow) => void
+  /** the model sent a call (`tool.pending`): a row of its own until `toolInvoked` or `toolEnded` */
+  readonly toolPending: (
+    sessionId: string,
+    callId: string,
+    seq: number,
+    at: number,
+    model: string | null,
+    tool: string
+  ) => void
   readonly toolInvoked: (
     sessionId: string,
     callId: string,
@@ -85,7 +105,7 @@ export interface StatsSink {
     sessionId: string,
     callId: string,
     at: number,
-    outcome: Exclude<ToolOutcome, "open">,
+    outcome: ToolEnd,
     error: string | null,
     reason: string | null
   ) => void
@@ -148,9 +168,14 @@ export const deriveStats = (
   switch (type) {
     case "text.delta":
     case "reasoning.delta":
-    case "tool.pending":
       if (c.stepAt !== null && c.stepFirstMs === null) c.stepFirstMs = Math.max(0, at - c.stepAt)
       return
+    case "tool.pending": {
+      if (c.stepAt !== null && c.stepFirstMs === null) c.stepFirstMs = Math.max(0, at - c.stepAt)
+      const p = parse<{ callId: string; tool: string }>(json)
+      sink.toolPending(sessionId, p.callId, seq, at, c.model, p.tool)
+      return
+    }
     case "session.created":
     case "assistant.started": {
       const model = parse<{ model?: string }>(json).model
@@ -191,8 +216,10 @@ export const deriveStats = (
       return
     }
     case "tool.finished": {
-      const p = parse<{ callId: string }>(json)
-      sink.toolEnded(sessionId, p.callId, at, "ok", null, null)
+      const p = parse<{ callId: string; metadata?: unknown }>(json)
+      const exit = failedExit(p.metadata)
+      if (exit === undefined) sink.toolEnded(sessionId, p.callId, at, "ok", null, null)
+      else sink.toolEnded(sessionId, p.callId, at, "exit", `exit code ${exit.code}`, null)
       return
     }
     case "tool.failed": {
@@ -290,14 +317,36 @@ export const STATS_SCHEMA: ReadonlyArray<string> = [
   "ALTER TABLE sessions ADD COLUMN stat_turn_seq INTEGER"
 ]
 
+/**
+ * Migration `5_stats_calls`: every call the model sent gets a row (refused calls have no
+ * `tool.invoked`), `ran` says whether it was invoked, and a command's non-zero exit is its outcome.
+ * The tool rows are derived again from these event types (`tool.finished` read as its call id and
+ * exit code only).
+ */
+export const STATS_CALLS_SCHEMA: ReadonlyArray<string> = [
+  "ALTER TABLE stat_tools ADD COLUMN ran INTEGER NOT NULL DEFAULT 0",
+  "DELETE FROM stat_tools"
+]
+export const STATS_CALL_TYPES: ReadonlyArray<string> = [
+  "session.created",
+  "assistant.started",
+  "tool.pending",
+  "tool.invoked",
+  "tool.finished",
+  "tool.failed"
+]
+
 /** The statements a `StatsSink` over SQLite runs (positional parameters, in the sink's order). */
 export const STATS_SQL = {
   step: `INSERT OR REPLACE INTO stat_steps (session_id, seq, at, model, prompt_version, aborted, input, output,
     reasoning, cache_read, cache_write, cost, cost_known, ttft_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  toolInvoked: `INSERT OR REPLACE INTO stat_tools (session_id, call_id, seq, at, model, tool, outcome)
-    VALUES (?, ?, ?, ?, ?, ?, 'open')`,
-  toolEnded:
-    "UPDATE stat_tools SET ended_at = ?, outcome = ?, error = ?, reason = ? WHERE session_id = ? AND call_id = ? AND outcome = 'open'",
+  toolPending: `INSERT OR IGNORE INTO stat_tools (session_id, call_id, seq, at, model, tool, outcome, ran)
+    VALUES (?, ?, ?, ?, ?, ?, 'pending', 0)`,
+  toolInvoked: `INSERT OR REPLACE INTO stat_tools (session_id, call_id, seq, at, model, tool, outcome, ran)
+    VALUES (?, ?, ?, ?, ?, ?, 'open', 1)`,
+  toolEnded: `UPDATE stat_tools SET ended_at = ?,
+    outcome = CASE WHEN outcome = 'pending' AND ? = 'error' THEN 'refused' ELSE ? END, error = ?, reason = ?
+    WHERE session_id = ? AND call_id = ? AND outcome IN ('pending', 'open')`,
   turnStarted: "INSERT OR REPLACE INTO stat_turns (session_id, seq, at, model, outcome) VALUES (?, ?, ?, ?, 'open')",
   turnEnded:
     "UPDATE stat_turns SET ended_at = ?, model = ?, outcome = ?, reason = ? WHERE session_id = ? AND seq = ? AND outcome = 'open'",
@@ -327,10 +376,12 @@ export const sqlSink = (
       r.costKnown ? 1 : 0,
       r.ttftMs
     ]),
+  toolPending: (sessionId, callId, seq, at, model, tool) =>
+    run("toolPending", [sessionId, callId, seq, at, model, tool]),
   toolInvoked: (sessionId, callId, seq, at, model, tool) =>
     run("toolInvoked", [sessionId, callId, seq, at, model, tool]),
   toolEnded: (sessionId, callId, at, outcome, error, reason) =>
-    run("toolEnded", [at, outcome, error, reason, sessionId, callId]),
+    run("toolEnded", [at, outcome, outcome, error, reason, sessionId, callId]),
   turnStarted: (sessionId, seq, at, model) => run("turnStarted", [sessionId, seq, at, model]),
   turnEnded: (sessionId, startSeq, seq, at, model, interrupted, reason) => {
     const outcome = interrupted ? "interrupted" : "finished"
