@@ -59,11 +59,14 @@ import {
   decodeManifestDocument,
   type ManifestFile,
   manifestDocument,
+  type RestoredEntry,
   type RestoreResult,
+  restoreEntry,
   restoreManifest,
   scanWorkspace
 } from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
+import type { RefusalRequest } from "./PermissionGate.js"
 import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
@@ -103,8 +106,29 @@ export type RerunOutcome =
   | { readonly _tag: "divergence"; readonly divergence: RerunDivergence }
   /** the re-run could not go past this point of the original (its seq) */
   | { readonly _tag: "stopped"; readonly seq: number; readonly why: string }
-  /** the fork went on live from `fromRequest` (at the original's `seq`) */
-  | { readonly _tag: "forked"; readonly fromRequest: number; readonly seq: number }
+  /** a call the re-run may not make (`RerunReport.refused`) stopped it at this point of the original (its seq) */
+  | { readonly _tag: "refused"; readonly seq: number }
+  /**
+   * the fork went on live from `fromRequest` (at the original's `seq`); `failed`: why its live part
+   * failed (the model's error, as the log says it)
+   */
+  | {
+      readonly _tag: "forked"
+      readonly fromRequest: number
+      readonly seq: number
+      readonly failed?: string | undefined
+    }
+
+/** A call the re-run refused (docs/rerun.md, "What a re-run may touch"). */
+export interface RefusedCall {
+  readonly callId: string
+  readonly tool: string
+  /** the path (absolute when outside the scratch directory) or the command, as the permission rules see it */
+  readonly subject: string
+  readonly outside: boolean
+  /** why, one sentence */
+  readonly why: string
+}
 
 export interface RerunReport {
   readonly original: SessionId
@@ -122,6 +146,10 @@ export interface RerunReport {
   readonly missing: RestoreResult["missing"]
   /** where the starting workspace came from (`StartingWorkspace.source`) */
   readonly source: StartingWorkspace["source"]
+  /** whether the session came from a session file (`logbook import`), or was re-run from one that did */
+  readonly imported: boolean
+  /** the calls the re-run refused to make (outside its scratch directory; an imported session's tools) */
+  readonly refused: ReadonlyArray<RefusedCall>
 }
 
 export interface RerunFork {
@@ -147,6 +175,12 @@ export interface RerunOptions {
    * run, and put back where a snapshot stored a workspace file's keys masked
    */
   readonly secrets: SecretsService
+  /**
+   * Whether the tools of an imported session may run live (`--allow-live-tools`): without it, only
+   * the tools that change nothing (`READ_ONLY_TOOLS`) run; every other call is refused. Either way,
+   * no call may use a path outside the scratch directory.
+   */
+  readonly allowLiveTools?: boolean | undefined
   /** where the re-run's session is written (default: an in-memory log, gone afterwards) */
   readonly target?: Layer.Layer<EventStore | EventBus, unknown> | undefined
   readonly fork?: RerunFork | undefined
@@ -231,30 +265,44 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
         `${plan.cwd ?? "(none recorded)"} is gone, so the files it started with are unknown`
     )
   }
-  const missing = [...restored.missing]
-  // what file tools changed before the first snapshot (or at all), undone (newest first)
-  for (let i = undoBefore - 1; i >= 0; i--) {
-    const env = plan.envelopes[i]!
+  const missing = [...restored.missing, ...(yield* undoFileChanges(plan.envelopes.slice(0, undoBefore), directory))]
+  return { restored: restored.restored, missing, source } satisfies StartingWorkspace
+})
+
+/**
+ * Undoes the changes file tools recorded in `envelopes` (newest first) in `directory`: a created file
+ * is removed, another one gets its content from before. Every write and removal goes through
+ * `restoreEntry` (the file tools' confined, race-free checks), so a symbolic link in the restored
+ * workspace cannot lead it outside. Returns what could not be undone.
+ */
+const undoFileChanges = Effect.fn("Rerun.undoFileChanges")(function* (
+  envelopes: ReadonlyArray<Envelope>,
+  directory: string
+) {
+  const store = yield* EventStore
+  const root = yield* Effect.promise(() => fsp.realpath(directory))
+  const missing: Array<RestoreResult["missing"][number]> = []
+  for (let i = envelopes.length - 1; i >= 0; i--) {
+    const env = envelopes[i]!
     if (env.type !== "file.changed") continue
     const { path, op, beforeHash } = env.payload
+    // a change outside the workspace (allowed then): nothing of the workspace to undo
     if (nodePath.isAbsolute(path) || path.split(/[\\/]/).includes("..")) continue
-    const target = nodePath.join(directory, path)
-    if (op === "create") {
-      yield* Effect.promise(() => fsp.rm(target, { force: true }))
-      continue
+    let entry: RestoredEntry
+    if (op === "create") entry = { kind: "remove" }
+    else {
+      const content =
+        beforeHash === undefined ? Option.none() : yield* Effect.orElseSucceed(store.getBlob(beforeHash), Option.none)
+      if (Option.isNone(content)) {
+        missing.push({ path, reason: "its content before the session changed it is not in the log" })
+        continue
+      }
+      entry = { kind: "file", content: content.value }
     }
-    const content =
-      beforeHash === undefined ? Option.none() : yield* Effect.orElseSucceed(store.getBlob(beforeHash), Option.none)
-    if (Option.isNone(content)) {
-      missing.push({ path, reason: "its content before the session changed it is not in the log" })
-      continue
-    }
-    yield* Effect.promise(async () => {
-      await fsp.mkdir(nodePath.dirname(target), { recursive: true })
-      await fsp.writeFile(target, content.value)
-    })
+    const undone = yield* Effect.either(restoreEntry(root, path, entry))
+    if (Either.isLeft(undone)) missing.push({ path, reason: `its change cannot be undone: ${undone.left}` })
   }
-  return { restored: restored.restored, missing, source } satisfies StartingWorkspace
+  return missing
 })
 
 /** The workspace a re-run starts in, and where it came from. */
@@ -514,6 +562,33 @@ interface Coordinator {
   readonly back: Map<string, Map<string, string>>
 }
 
+/**
+ * The tools an imported session's re-run runs without `--allow-live-tools`: they change nothing,
+ * and read only the scratch directory (a path outside it is refused for every tool).
+ */
+export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(["read", "list", "glob", "grep", "todo"])
+
+/**
+ * Whether the session came from a session file (its chain mark says `imported`), or is a saved
+ * re-run or fork of one that did (`session.created` `rerunOf`, followed back).
+ */
+const isImported = Effect.fn("Rerun.isImported")(function* (sessionId: SessionId, first: Envelope | undefined) {
+  const store = yield* EventStore
+  let id = sessionId
+  let created = first
+  const seen = new Set<string>()
+  while (!seen.has(id)) {
+    seen.add(id)
+    const { mark } = yield* store.chainInfo(id)
+    if (Option.isSome(mark) && mark.value.reason === "imported") return true
+    const from = created?.type === "session.created" ? created.payload.rerunOf?.sessionId : undefined
+    if (from === undefined) return false
+    id = from as SessionId
+    created = Option.getOrUndefined(yield* Stream.runHead(store.read(id, { from: 1, to: 1 })))
+  }
+  return false
+})
+
 const awaitRef = <A>(ref: SubscriptionRef.SubscriptionRef<A>, ok: (a: A) => boolean) =>
   ref.changes.pipe(Stream.filter(ok), Stream.runHead, Effect.asVoid)
 
@@ -536,6 +611,16 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   const units = unitsOf(envelopes.slice(0, cut))
   const origCwd = plan.cwd ?? options.workspace
   const secrets = options.secrets
+  const imported = yield* isImported(options.sessionId, envelopes[0]).pipe(
+    Effect.mapError(
+      (error) =>
+        new RerunUnavailable({
+          sessionId: options.sessionId,
+          message: `cannot tell where session ${options.sessionId} came from: ${error.message}`
+        })
+    )
+  )
+  const refused: Array<RefusedCall> = []
 
   const restored = yield* restoreStartingWorkspace(
     plan,
@@ -575,6 +660,23 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
   let served = 0
   let live = 0
   const isLive = () => fork !== undefined && served + 1 >= fork.fromRequest
+
+  /** the re-run's confinement, above the permission rules (docs/rerun.md, "What a re-run may touch") */
+  const refuse = (request: RefusalRequest) =>
+    Effect.gen(function* () {
+      const why = request.outside
+        ? `${request.tool} of ${request.subject} is outside the re-run's scratch directory, and a re-run touches nothing outside it`
+        : imported && options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
+          ? `session ${options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
+          : undefined
+      if (why === undefined) return undefined
+      const { callId, tool, outside } = request
+      refused.push({ callId, tool, subject: toOriginal(request.subject), outside, why })
+      // before a fork's point, the re-run cannot go past a call it did not make
+      if (fork === undefined || served < fork.fromRequest)
+        yield* finish({ _tag: "refused", seq: envelopes[Math.min(position(), envelopes.length - 1)]?.seq ?? 0 })
+      return why
+    })
 
   // -------------------------------------------------------------------------------------------
   // the model, the retry policy and the approver of the re-run
@@ -749,6 +851,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         owner,
         onLeftoverCommands: undefined
       },
+      actions: { ...options.agent.actions, refuse },
       retry: replayedRetry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(
@@ -1063,6 +1166,18 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
           }
         })
 
+      // the model errors the log has before the fork's point were compared; one after it is the live part's
+      const recordedErrors = envelopes.slice(0, cut).filter((env) => env.type === "model.error").length
+      const liveFailure = (id: SessionId) =>
+        targetStore.read(id).pipe(
+          Stream.filter((env) => env.type === "model.error"),
+          Stream.drop(recordedErrors),
+          Stream.runHead,
+          Effect.map((env) =>
+            Option.getOrUndefined(Option.map(env, (e) => (e.type === "model.error" ? e.payload.message : "")))
+          )
+        )
+
       const origEndsIdle = (() => {
         for (let i = envelopes.length - 1; i >= 0; i--) {
           const env = envelopes[i]!
@@ -1088,7 +1203,13 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
             yield* sessions.send(newSession, toScratch(input.text))
           }
           yield* sessions.wait(newSession)
-          return yield* finish({ _tag: "forked", fromRequest: fork.fromRequest, seq: forkRequest.seq })
+          const failed = yield* liveFailure(newSession)
+          return yield* finish({
+            _tag: "forked",
+            fromRequest: fork.fromRequest,
+            seq: forkRequest.seq,
+            ...(failed !== undefined ? { failed } : {})
+          })
         }
         if (!origEndsIdle) {
           return yield* finish({
@@ -1169,7 +1290,9 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         served: served - live,
         live,
         missing: restored.missing,
-        source: restored.source
+        source: restored.source,
+        imported,
+        refused
       } satisfies RerunReport
     })
   )
