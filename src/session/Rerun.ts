@@ -1,5 +1,5 @@
 /**
- * Re-run (issue 11 §6, DESIGN §8, docs/rerun.md): drive the kernel again over a recorded session and
+ * Re-run (DESIGN §8, docs/rerun.md): drive the kernel again over a recorded session and
  * check that it writes the same log.
  *
  * - The model is the log: a `Model` that serves the recorded responses in order (`RerunPlan`), each
@@ -8,7 +8,9 @@
  *   outside). No request leaves the process.
  * - The tools run live, in a scratch copy of the workspace as the session started: the first
  *   `workspace.snapshot` baseline restored (`restoreManifest`), with the changes file tools made
- *   before it undone.
+ *   before it undone, every write confined (`restoreEntry`). No call may use a path outside the
+ *   scratch directory, and an imported session's tools that change something run only with
+ *   `allowLiveTools` (`ActionsOptions.refuse`; docs/rerun.md, "What a re-run may touch").
  * - What acted from outside is done again at its place: user messages (prompt, steer, queue),
  *   withdrawals, interrupts, manual compactions; permission questions get the recorded answers.
  * - Each event the re-run writes is compared with the original's, in order: ids are matched one to

@@ -336,12 +336,18 @@ describe("logbook rerun never does what nobody approved", () => {
     expect(text.stdout).toContain("--allow-live-tools")
     expect(text.stdout).not.toContain("✓ the same")
 
-    const allowed = await rerunJson(db, session, ["--allow-live-tools"])
+    const allowed = await rerunJson(db, session, ["--allow-live-tools", "--save"])
     expect(allowed.report.outcome, shown(allowed.result)).toEqual({ _tag: "match" })
     expect(allowed.result.code).toBe(0)
+    expect(fs.readFileSync(path.join(allowed.report.workspace, "notes.txt"), "utf8")).toBe("inside\n")
+    // a saved re-run of an imported session replays what someone else approved: imported too
+    const again = await rerunJson(db, allowed.report.rerun)
+    expect(again.result.code, shown(again.result)).toBe(1)
+    expect(again.report).toMatchObject({ imported: true, outcome: { _tag: "refused" } })
     // the user's own session needs no flag
     const own = await rerunJson(ws.db, session)
     expect(own.report.outcome, shown(own.result)).toEqual({ _tag: "match" })
+    expect(own.report).toMatchObject({ imported: false, refused: [] })
   })
 
   it("a re-run of your own session does not re-do a write outside the workspace approved in the original", async () => {
