@@ -4,8 +4,9 @@
  * and check the new log against the old one, event for event (docs/rerun.md). With `--from-step`,
  * `--model` or `--system-prompt`: a fork that goes on live from that request, as a new session.
  *
- * Exit codes: 0 the same (or the fork ran), 1 a divergence (or a point a re-run cannot pass),
- * 2 usage (unknown session, no record of its workspace, a bad flag).
+ * Exit codes: 0 the same (or the fork ran), 1 a divergence, a point a re-run cannot pass, a call it
+ * refused or a fork whose live part failed, 2 usage (unknown session, no record of its workspace, a
+ * bad flag).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -58,6 +59,13 @@ const workspaceOption = Options.text("workspace").pipe(
 )
 const saveOption = Options.boolean("save").pipe(
   Options.withDescription("Keep the re-run as a session of the database (a fork always is).")
+)
+const allowLiveToolsOption = Options.boolean("allow-live-tools").pipe(
+  Options.withDescription(
+    "Let the tools of an imported session (from a session file) run in the re-run's scratch directory. Without " +
+      "it only the tools that change nothing run (read, list, glob, grep, todo); the others are refused. No re-run " +
+      "uses a path outside its scratch directory."
+  )
 )
 const rerunFormat = formatOption(["text", "json"], "text: the verdict for people; json: the whole report.")
 
@@ -119,14 +127,32 @@ const textOf = (report: RerunReport, style: Style, saved: boolean): string => {
         )
       )
       break
-    case "forked":
+    case "refused":
       out.push(
-        style.green(
-          `✓ the same up to request ${outcome.fromRequest} (seq ${outcome.seq}): ${report.matched} events; from there it went on live`
+        style.red(
+          `✗ refused a call at seq ${outcome.seq} (${report.matched} of ${report.compared} events matched): ` +
+            "the re-run did not make it, so it cannot go on"
         )
       )
       break
+    case "forked":
+      if (outcome.failed !== undefined)
+        out.push(
+          style.red(
+            `✗ the same up to request ${outcome.fromRequest} (seq ${outcome.seq}): ${report.matched} events; ` +
+              `from there the live part failed: ${sanitize(outcome.failed)}`
+          )
+        )
+      else
+        out.push(
+          style.green(
+            `✓ the same up to request ${outcome.fromRequest} (seq ${outcome.seq}): ${report.matched} events; from there it went on live`
+          )
+        )
+      break
   }
+  for (const call of report.refused)
+    out.push(style.yellow(`  refused: ${call.tool} ${sanitize(call.subject).slice(0, 200)}: ${sanitize(call.why)}`))
   if (saved && report.rerun !== undefined) out.push(`the re-run is session ${report.rerun}`)
   return out.join("\n")
 }
@@ -140,6 +166,7 @@ export const rerunCommand = Command.make(
     systemPrompt: systemPromptOption,
     workspace: workspaceOption,
     save: saveOption,
+    allowLiveTools: allowLiveToolsOption,
     yes: yesOption,
     format: rerunFormat,
     db: dbOption
@@ -196,6 +223,7 @@ export const rerunCommand = Command.make(
         agent: setup.agentOptions,
         secrets: setup.secrets,
         target: save ? EventStore.layerSqlite({ filename }) : undefined,
+        allowLiveTools: args.allowLiveTools,
         fork
       }).pipe(
         Effect.catchIf(
@@ -210,6 +238,12 @@ export const rerunCommand = Command.make(
         return yield* CliError.failed(`the re-run of session ${summary.id} diverged from the original`)
       if (report.outcome._tag === "stopped")
         return yield* CliError.failed(`the re-run of session ${summary.id} stopped before the original's end`)
+      if (report.outcome._tag === "forked" && report.outcome.failed !== undefined)
+        return yield* CliError.failed(`the live part of the re-run of session ${summary.id} failed`)
+      if (report.refused.length > 0)
+        return yield* CliError.failed(
+          `the re-run of session ${summary.id} refused ${report.refused.length === 1 ? "a call" : `${report.refused.length} calls`}`
+        )
     }).pipe(Effect.scoped, Effect.provide(store))
   })
 ).pipe(

@@ -26,7 +26,7 @@ import { Approver } from "../tools/Approver.js"
 import type { PermissionRules } from "../tools/Permissions.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
-import { makePermissionGate } from "./PermissionGate.js"
+import { makePermissionGate, type RefusalRequest } from "./PermissionGate.js"
 import type { StepCall } from "./Processor.js"
 import { type CallOutcome, makeRunCall } from "./RunCall.js"
 import { makeWorkspaceObserver, type WorkspaceSnapshotOptions } from "./WorkspaceObserver.js"
@@ -65,6 +65,12 @@ export interface ActionsOptions {
    */
   readonly permissionLimit?: PermissionRules | undefined
   /**
+   * A check above the rules: a call it gives a reason for is refused with it (`tool.failed`, never
+   * asked about or run), whatever the rules, the `Approver` or an earlier answer say. A re-run
+   * confines its calls with it (docs/rerun.md).
+   */
+  readonly refuse?: ((request: RefusalRequest) => Effect.Effect<string | undefined>) | undefined
+  /**
    * The workspace snapshots around calls of tools that may change files without recording them
    * (`ToolDefinition.snapshotWorkspace`: `bash`); on by default (docs/workspace.md)
    */
@@ -83,7 +89,13 @@ const makeActions = (
   const observer =
     options.snapshot?.enabled === false ? undefined : makeWorkspaceObserver(store, secrets, options.snapshot)
 
-  const gate = makePermissionGate({ tools, approver, rules: options.permissions, limit: options.permissionLimit })
+  const gate = makePermissionGate({
+    tools,
+    approver,
+    rules: options.permissions,
+    limit: options.permissionLimit,
+    refuse: options.refuse
+  })
   const runCall = makeRunCall({ tools, store, secrets, gate, observer, progressEveryMs })
 
   const run = (input: BatchInput): Effect.Effect<BatchResult, RestoreError> =>

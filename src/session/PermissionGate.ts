@@ -83,6 +83,15 @@ export interface GateInput {
   readonly cwd: string
 }
 
+/** A call as the `refuse` check of `PermissionGateOptions` sees it: its subject resolved as the rules see it. */
+export interface RefusalRequest {
+  readonly sessionId: string
+  readonly callId: string
+  readonly tool: string
+  readonly subject: string
+  readonly outside: boolean
+}
+
 export interface PermissionGateOptions {
   readonly tools: Tools["Type"]
   readonly approver: Approver["Type"]
@@ -90,6 +99,8 @@ export interface PermissionGateOptions {
   readonly rules?: PermissionRules | undefined
   /** rules no decision may be looser than (`ActionsOptions.permissionLimit`) */
   readonly limit?: PermissionRules | undefined
+  /** a check above the rules (`ActionsOptions.refuse`): a call it gives a reason for is refused */
+  readonly refuse?: ((request: RefusalRequest) => Effect.Effect<string | undefined>) | undefined
 }
 
 export interface PermissionGate {
@@ -174,6 +185,12 @@ export const makePermissionGate = (options: PermissionGateOptions): PermissionGa
           subject = asked.path
         }
       }
+      const refusal =
+        options.refuse === undefined
+          ? undefined
+          : yield* options.refuse({ sessionId, callId: call.callId, tool: call.tool, subject, outside })
+      if (refusal !== undefined)
+        return { _tag: "Denied", error: `Refused: ${refusal}. Do not retry it.` } satisfies Permission
       const loop = repeats(sessionId, call, yield* journal.state)
       const request = { tool: call.tool, subject, outside }
       const configured: PermissionResult = evaluate(rules, request, defaults)

@@ -1,5 +1,5 @@
 /**
- * Re-run (issue 11 §6, DESIGN §8, docs/rerun.md): drive the kernel again over a recorded session and
+ * Re-run (DESIGN §8, docs/rerun.md): drive the kernel again over a recorded session and
  * check that it writes the same log.
  *
  * - The model is the log: a `Model` that serves the recorded responses in order (`RerunPlan`), each
@@ -8,7 +8,9 @@
  *   outside). No request leaves the process.
  * - The tools run live, in a scratch copy of the workspace as the session started: the first
  *   `workspace.snapshot` baseline restored (`restoreManifest`), with the changes file tools made
- *   before it undone.
+ *   before it undone, every write confined (`restoreEntry`). No call may use a path outside the
+ *   scratch directory, and an imported session's tools that change something run only with
+ *   `allowLiveTools` (`ActionsOptions.refuse`; docs/rerun.md, "What a re-run may touch").
  * - What acted from outside is done again at its place: user messages (prompt, steer, queue),
  *   withdrawals, interrupts, manual compactions; permission questions get the recorded answers.
  * - Each event the re-run writes is compared with the original's, in order: ids are matched one to
@@ -59,11 +61,14 @@ import {
   decodeManifestDocument,
   type ManifestFile,
   manifestDocument,
+  type RestoredEntry,
   type RestoreResult,
+  restoreEntry,
   restoreManifest,
   scanWorkspace
 } from "../tools/WorkspaceSnapshot.js"
 import { type AgentOptions, makeAgentLayer } from "./Agent.js"
+import type { RefusalRequest } from "./PermissionGate.js"
 import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
@@ -103,8 +108,29 @@ export type RerunOutcome =
   | { readonly _tag: "divergence"; readonly divergence: RerunDivergence }
   /** the re-run could not go past this point of the original (its seq) */
   | { readonly _tag: "stopped"; readonly seq: number; readonly why: string }
-  /** the fork went on live from `fromRequest` (at the original's `seq`) */
-  | { readonly _tag: "forked"; readonly fromRequest: number; readonly seq: number }
+  /** a call the re-run may not make (`RerunReport.refused`) stopped it at this point of the original (its seq) */
+  | { readonly _tag: "refused"; readonly seq: number }
+  /**
+   * the fork went on live from `fromRequest` (at the original's `seq`); `failed`: why its live part
+   * failed (the model's error, as the log says it)
+   */
+  | {
+      readonly _tag: "forked"
+      readonly fromRequest: number
+      readonly seq: number
+      readonly failed?: string | undefined
+    }
+
+/** A call the re-run refused (docs/rerun.md, "What a re-run may touch"). */
+export interface RefusedCall {
+  readonly callId: string
+  readonly tool: string
+  /** the path (absolute when outside the scratch directory) or the command, as the permission rules see it */
+  readonly subject: string
+  readonly outside: boolean
+  /** why, one sentence */
+  readonly why: string
+}
 
 export interface RerunReport {
   readonly original: SessionId
@@ -122,6 +148,10 @@ export interface RerunReport {
   readonly missing: RestoreResult["missing"]
   /** where the starting workspace came from (`StartingWorkspace.source`) */
   readonly source: StartingWorkspace["source"]
+  /** whether the session came from a session file (`logbook import`), or was re-run from one that did */
+  readonly imported: boolean
+  /** the calls the re-run refused to make (outside its scratch directory; an imported session's tools) */
+  readonly refused: ReadonlyArray<RefusedCall>
 }
 
 export interface RerunFork {
@@ -147,6 +177,12 @@ export interface RerunOptions {
    * run, and put back where a snapshot stored a workspace file's keys masked
    */
   readonly secrets: SecretsService
+  /**
+   * Whether the tools of an imported session may run live (`--allow-live-tools`): without it, only
+   * the tools that change nothing (`READ_ONLY_TOOLS`) run; every other call is refused. Either way,
+   * no call may use a path outside the scratch directory.
+   */
+  readonly allowLiveTools?: boolean | undefined
   /** where the re-run's session is written (default: an in-memory log, gone afterwards) */
   readonly target?: Layer.Layer<EventStore | EventBus, unknown> | undefined
   readonly fork?: RerunFork | undefined
@@ -231,30 +267,44 @@ export const restoreStartingWorkspace = Effect.fn("Rerun.restoreStartingWorkspac
         `${plan.cwd ?? "(none recorded)"} is gone, so the files it started with are unknown`
     )
   }
-  const missing = [...restored.missing]
-  // what file tools changed before the first snapshot (or at all), undone (newest first)
-  for (let i = undoBefore - 1; i >= 0; i--) {
-    const env = plan.envelopes[i]!
+  const missing = [...restored.missing, ...(yield* undoFileChanges(plan.envelopes.slice(0, undoBefore), directory))]
+  return { restored: restored.restored, missing, source } satisfies StartingWorkspace
+})
+
+/**
+ * Undoes the changes file tools recorded in `envelopes` (newest first) in `directory`: a created file
+ * is removed, another one gets its content from before. Every write and removal goes through
+ * `restoreEntry` (the file tools' confined, race-free checks), so a symbolic link in the restored
+ * workspace cannot lead it outside. Returns what could not be undone.
+ */
+const undoFileChanges = Effect.fn("Rerun.undoFileChanges")(function* (
+  envelopes: ReadonlyArray<Envelope>,
+  directory: string
+) {
+  const store = yield* EventStore
+  const root = yield* Effect.promise(() => fsp.realpath(directory))
+  const missing: Array<RestoreResult["missing"][number]> = []
+  for (let i = envelopes.length - 1; i >= 0; i--) {
+    const env = envelopes[i]!
     if (env.type !== "file.changed") continue
     const { path, op, beforeHash } = env.payload
+    // a change outside the workspace (allowed then): nothing of the workspace to undo
     if (nodePath.isAbsolute(path) || path.split(/[\\/]/).includes("..")) continue
-    const target = nodePath.join(directory, path)
-    if (op === "create") {
-      yield* Effect.promise(() => fsp.rm(target, { force: true }))
-      continue
+    let entry: RestoredEntry
+    if (op === "create") entry = { kind: "remove" }
+    else {
+      const content =
+        beforeHash === undefined ? Option.none() : yield* Effect.orElseSucceed(store.getBlob(beforeHash), Option.none)
+      if (Option.isNone(content)) {
+        missing.push({ path, reason: "its content before the session changed it is not in the log" })
+        continue
+      }
+      entry = { kind: "file", content: content.value }
     }
-    const content =
-      beforeHash === undefined ? Option.none() : yield* Effect.orElseSucceed(store.getBlob(beforeHash), Option.none)
-    if (Option.isNone(content)) {
-      missing.push({ path, reason: "its content before the session changed it is not in the log" })
-      continue
-    }
-    yield* Effect.promise(async () => {
-      await fsp.mkdir(nodePath.dirname(target), { recursive: true })
-      await fsp.writeFile(target, content.value)
-    })
+    const undone = yield* Effect.either(restoreEntry(root, path, entry))
+    if (Either.isLeft(undone)) missing.push({ path, reason: `its change cannot be undone: ${undone.left}` })
   }
-  return { restored: restored.restored, missing, source } satisfies StartingWorkspace
+  return missing
 })
 
 /** The workspace a re-run starts in, and where it came from. */
@@ -514,12 +564,69 @@ interface Coordinator {
   readonly back: Map<string, Map<string, string>>
 }
 
+/**
+ * The tools an imported session's re-run runs without `--allow-live-tools`: they change nothing,
+ * and read only the scratch directory (a path outside it is refused for every tool).
+ */
+export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(["read", "list", "glob", "grep", "todo"])
+
+/**
+ * Whether the session came from a session file (its chain mark says `imported`), or is a saved
+ * re-run or fork of one that did (`session.created` `rerunOf`, followed back).
+ */
+const isImported = Effect.fn("Rerun.isImported")(function* (sessionId: SessionId, first: Envelope | undefined) {
+  const store = yield* EventStore
+  let id = sessionId
+  let created = first
+  const seen = new Set<string>()
+  while (!seen.has(id)) {
+    seen.add(id)
+    const { mark } = yield* store.chainInfo(id)
+    if (Option.isSome(mark) && mark.value.reason === "imported") return true
+    const from = created?.type === "session.created" ? created.payload.rerunOf?.sessionId : undefined
+    if (from === undefined) return false
+    id = from as SessionId
+    created = Option.getOrUndefined(yield* Stream.runHead(store.read(id, { from: 1, to: 1 })))
+  }
+  return false
+})
+
 const awaitRef = <A>(ref: SubscriptionRef.SubscriptionRef<A>, ok: (a: A) => boolean) =>
   ref.changes.pipe(Stream.filter(ok), Stream.runHead, Effect.asVoid)
 
-/** Re-runs a session; see the module doc. Reads the original from `EventStore`. */
-export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
-  const originalStore = yield* EventStore
+// ---------------------------------------------------------------------------------------------
+// the re-run, step by step
+
+/** What the steps of a re-run share: the original, where it is cut, the scratch directory, the outcome. */
+interface Replay {
+  readonly options: RerunOptions
+  readonly envelopes: ReadonlyArray<Envelope>
+  readonly plan: RerunPlan
+  readonly fork: RerunFork | undefined
+  /** the request a fork goes live at */
+  readonly forkRequest: RerunPlan["requests"][number] | undefined
+  /** the original's events compared: all, or those before the fork's request */
+  readonly cut: number
+  readonly units: ReadonlyArray<Unit>
+  /** the original's directory, and the scratch one (its real path) */
+  readonly origCwd: string
+  readonly workspace: string
+  /** the scratch directory's paths written as the original's */
+  readonly toOriginal: (text: string) => string
+  /** and the other way: what the model wrote about the original directory, about the scratch one */
+  readonly toScratch: (text: string) => string
+  readonly coord: Coordinator
+  readonly finish: (outcome: RerunOutcome) => Effect.Effect<void>
+  /** the index in the original of the first event not matched yet */
+  readonly position: () => number
+  /** model requests answered so far, and how many of them the live model answered */
+  readonly requests: { served: number; live: number }
+  readonly imported: boolean
+  readonly refused: Array<RefusedCall>
+}
+
+/** The original's events and plan, where a fork cuts it, checked against the options. */
+const readOriginal = Effect.fn("Rerun.readOriginal")(function* (options: RerunOptions) {
   const envelopes = yield* readEnvelopes(options.sessionId)
   if (envelopes.length === 0)
     return yield* new RerunUnavailable({ sessionId: options.sessionId, message: `no session ${options.sessionId}` })
@@ -531,37 +638,27 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       message: `session ${options.sessionId} made ${plan.requests.length} model requests: --from-step ${fork.fromRequest} is past them`
     })
   const forkRequest = fork === undefined ? undefined : plan.requests[fork.fromRequest - 1]
-  /** the original's events compared: all, or those before the fork's request */
-  const cut = fork === undefined ? envelopes.length : forkRequest === undefined ? envelopes.length : forkRequest.index
-  const units = unitsOf(envelopes.slice(0, cut))
-  const origCwd = plan.cwd ?? options.workspace
-  const secrets = options.secrets
-
-  const restored = yield* restoreStartingWorkspace(
-    plan,
-    options.sessionId,
-    options.workspace,
-    options.agent.actions?.snapshot?.exclude,
-    secrets
-  )
-  const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
-  /** the scratch directory's paths written as the original's */
-  const toOriginal = replacePath([workspace, nodePath.resolve(options.workspace)], origCwd)
-  /** and the other way: what the model wrote about the original directory, about the scratch one */
-  const toScratch = replacePath([origCwd], workspace)
-
-  // the recorded system prompts, by prompt version
-  const systems = new Map<string, string | null>()
-  for (const env of envelopes) {
-    if (env.type !== "prompt.recorded") continue
-    const blob = yield* Effect.orElseSucceed(originalStore.getBlob(env.payload.blob), Option.none)
-    if (Option.isNone(blob)) continue
-    const parsed = Either.try(
-      () => JSON.parse(new TextDecoder().decode(blob.value)) as { readonly system?: string | null }
+  const cut = forkRequest === undefined ? envelopes.length : forkRequest.index
+  const imported = yield* isImported(options.sessionId, envelopes[0]).pipe(
+    Effect.mapError(
+      (error) =>
+        new RerunUnavailable({
+          sessionId: options.sessionId,
+          message: `cannot tell where session ${options.sessionId} came from: ${error.message}`
+        })
     )
-    if (Either.isRight(parsed)) systems.set(env.payload.promptVersion, parsed.right.system ?? null)
-  }
+  )
+  return { envelopes, plan, fork, forkRequest, cut, imported }
+})
 
+/** The shared state of a re-run whose original is read and whose scratch directory is restored. */
+const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
+  options: RerunOptions,
+  original: Effect.Effect.Success<ReturnType<typeof readOriginal>>
+) {
+  const { envelopes, plan, cut } = original
+  const origCwd = plan.cwd ?? options.workspace
+  const workspace = yield* Effect.promise(() => fsp.realpath(options.workspace))
   const coord: Coordinator = {
     position: yield* SubscriptionRef.make(0),
     performed: yield* SubscriptionRef.make(0),
@@ -569,85 +666,140 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     ids: new Map(),
     back: new Map()
   }
-  const finish = (outcome: RerunOutcome) => Deferred.succeed(coord.outcome, outcome).pipe(Effect.asVoid)
-  const position = () => Effect.runSync(SubscriptionRef.get(coord.position))
+  return {
+    ...original,
+    options,
+    units: unitsOf(envelopes.slice(0, cut)),
+    origCwd,
+    workspace,
+    toOriginal: replacePath([workspace, nodePath.resolve(options.workspace)], origCwd),
+    toScratch: replacePath([origCwd], workspace),
+    coord,
+    finish: (outcome: RerunOutcome) => Deferred.succeed(coord.outcome, outcome).pipe(Effect.asVoid),
+    position: () => Effect.runSync(SubscriptionRef.get(coord.position)),
+    requests: { served: 0, live: 0 },
+    refused: []
+  } satisfies Replay
+})
 
-  let served = 0
-  let live = 0
-  const isLive = () => fork !== undefined && served + 1 >= fork.fromRequest
+/** The recorded system prompts, by prompt version. */
+const recordedSystems = Effect.fn("Rerun.recordedSystems")(function* (envelopes: ReadonlyArray<Envelope>) {
+  const store = yield* EventStore
+  const systems = new Map<string, string | null>()
+  for (const env of envelopes) {
+    if (env.type !== "prompt.recorded") continue
+    const blob = yield* Effect.orElseSucceed(store.getBlob(env.payload.blob), Option.none)
+    if (Option.isNone(blob)) continue
+    const parsed = Either.try(
+      () => JSON.parse(new TextDecoder().decode(blob.value)) as { readonly system?: string | null }
+    )
+    if (Either.isRight(parsed)) systems.set(env.payload.promptVersion, parsed.right.system ?? null)
+  }
+  return systems
+})
 
-  // -------------------------------------------------------------------------------------------
-  // the model, the retry policy and the approver of the re-run
+/** Whether the next model request goes to a fork's live model. */
+const nextIsLive = (r: Replay): boolean => r.fork !== undefined && r.requests.served + 1 >= r.fork.fromRequest
 
+/** The re-run's confinement, above the permission rules (docs/rerun.md, "What a re-run may touch"). */
+const makeRefuse =
+  (r: Replay) =>
+  (request: RefusalRequest): Effect.Effect<string | undefined> =>
+    Effect.gen(function* () {
+      const why = request.outside
+        ? `${request.tool} of ${request.subject} is outside the re-run's scratch directory, and a re-run touches nothing outside it`
+        : r.imported && r.options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
+          ? `session ${r.options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
+          : undefined
+      if (why === undefined) return undefined
+      const { callId, tool, outside } = request
+      r.refused.push({ callId, tool, subject: r.toOriginal(request.subject), outside, why })
+      // before a fork's point, the re-run cannot go past a call it did not make
+      if (r.fork === undefined || r.requests.served < r.fork.fromRequest)
+        yield* r.finish({ _tag: "refused", seq: r.envelopes[Math.min(r.position(), r.envelopes.length - 1)]?.seq ?? 0 })
+      return why
+    })
+
+/**
+ * The re-run's model: the recorded responses in order (each recorded end: finished, failed with
+ * the decision the policy took then, or hanging until the driver stops it), then a fork's live model.
+ */
+const makeCassette = (r: Replay) => {
+  const { envelopes, plan, fork, requests } = r
+  const decisions = new WeakMap<ModelError, RecordedDecision>()
   const modelName = (): string => {
     if (fork !== undefined) return fork.model.name
-    const from = Math.min(position(), envelopes.length - 1)
-    for (let i = from; i < envelopes.length; i++) {
+    for (let i = Math.min(r.position(), envelopes.length - 1); i < envelopes.length; i++) {
       const env = envelopes[i]!
       if ((env.type === "assistant.started" || env.type === "session.created") && env.payload.model !== undefined)
         return env.payload.model
     }
     return plan.model ?? "rerun/model"
   }
-  const decisions = new WeakMap<ModelError, RecordedDecision>()
-  const cassette: Model["Type"] = {
+  const served = (recorded: RerunPlan["requests"][number]) => {
+    const events = Stream.fromIterable(recorded.events).pipe(
+      Stream.mapEffect((item) =>
+        awaitRef(r.coord.performed, (n) => n >= item.inputsBefore).pipe(Effect.as(item.event))
+      ),
+      // what the model wrote about the original directory is about the scratch one here
+      Stream.map((event) =>
+        event._tag === "TextDelta"
+          ? { ...event, delta: r.toScratch(event.delta) }
+          : event._tag === "ToolCall"
+            ? {
+                ...event,
+                input: JSON.parse(r.toScratch(JSON.stringify(event.input ?? null))) as unknown,
+                inputText: r.toScratch(event.inputText)
+              }
+            : event
+      )
+    )
+    switch (recorded.end._tag) {
+      case "finish":
+        return events
+      case "fail":
+        decisions.set(recorded.end.error, recorded.end.decision)
+        return Stream.concat(events, Stream.fail(recorded.end.error))
+      case "hang":
+        return Stream.concat(events, Stream.never)
+    }
+  }
+  const model: Model["Type"] = {
     get name() {
       return modelName()
     },
     stream: (request: ModelRequest) =>
       Stream.unwrap(
         Effect.gen(function* () {
-          if (isLive()) {
-            served += 1
-            live += 1
+          if (nextIsLive(r)) {
+            requests.served += 1
+            requests.live += 1
             return fork!.model.stream(request)
           }
-          const recorded = plan.requests[served]
-          served += 1
-          if (recorded === undefined) {
-            yield* finish({
-              _tag: "divergence",
-              divergence: {
-                message: `the re-run made model request ${served}, which the original did not make (it made ${plan.requests.length})`,
-                expected: undefined,
-                actual: undefined
-              }
-            })
-            return Stream.never
-          }
-          const events = Stream.fromIterable(recorded.events).pipe(
-            Stream.mapEffect((item) =>
-              awaitRef(coord.performed, (n) => n >= item.inputsBefore).pipe(Effect.as(item.event))
-            ),
-            // what the model wrote about the original directory is about the scratch one here
-            Stream.map((event) =>
-              event._tag === "TextDelta"
-                ? { ...event, delta: toScratch(event.delta) }
-                : event._tag === "ToolCall"
-                  ? {
-                      ...event,
-                      input: JSON.parse(toScratch(JSON.stringify(event.input ?? null))) as unknown,
-                      inputText: toScratch(event.inputText)
-                    }
-                  : event
-            )
-          )
-          switch (recorded.end._tag) {
-            case "finish":
-              return events
-            case "fail":
-              decisions.set(recorded.end.error, recorded.end.decision)
-              return Stream.concat(events, Stream.fail(recorded.end.error))
-            case "hang":
-              return Stream.concat(events, Stream.never)
-          }
+          const recorded = plan.requests[requests.served]
+          requests.served += 1
+          if (recorded !== undefined) return served(recorded)
+          yield* r.finish({
+            _tag: "divergence",
+            divergence: {
+              message: `the re-run made model request ${requests.served}, which the original did not make (it made ${plan.requests.length})`,
+              expected: undefined,
+              actual: undefined
+            }
+          })
+          return Stream.never
         })
       )
   }
+  return { model, decisions }
+}
 
-  // the policy's Schedule, with the decisions the original's log records: a recorded retry is taken
-  // without a wait; a failure the log does not know (a live model's, in a fork) the policy decides
-  const replayedRetry = Retry.make(options.agent.retry ?? defaultRetryOptions, ({ error, now }) => {
+/**
+ * The policy's Schedule, with the decisions the original's log records: a recorded retry is taken
+ * without a wait; a failure the log does not know (a live model's, in a fork) the policy decides.
+ */
+const makeReplayedRetry = (r: Replay, decisions: WeakMap<ModelError, RecordedDecision>) =>
+  Retry.make(r.options.agent.retry ?? defaultRetryOptions, ({ error, now }) => {
     // (a failure is proxied with its span on the way: the original is the one the cassette failed with)
     const decision = decisions.get(Cause.originalError(error))
     if (decision === undefined) return undefined
@@ -663,10 +815,13 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         }
   })
 
+/** The approver of the re-run: the recorded answers (a fork's approver past its point). */
+const makeReplayedApprover = (r: Replay): Approver["Type"] => {
+  const { coord, fork, cut } = r
   const replies = new Map<string, Envelope & { readonly type: "permission.replied" }>()
-  for (const env of envelopes) if (env.type === "permission.replied") replies.set(env.payload.permissionId, env)
+  for (const env of r.envelopes) if (env.type === "permission.replied") replies.set(env.payload.permissionId, env)
   let rejectedBy: string | undefined
-  const approver: Approver["Type"] = {
+  return {
     ask: (request) =>
       Effect.gen(function* () {
         // the comparator matched the question to the original's when its permission.asked came
@@ -694,31 +849,42 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
       return rejectedBy
     }
   }
+}
 
-  const systemOverride = (): string | undefined => {
-    if (isLive() && fork?.system !== undefined) return fork.system
-    for (let n = Math.min(served, plan.requests.length - 1); n >= 0; n--) {
-      const version = plan.requests[n]?.promptVersion
-      const system = version === undefined ? undefined : systems.get(version)
-      if (system !== undefined && system !== null) return toScratch(system)
-      if (n === served) {
-        // the next step's, looking forward first (a summary request has none of its own)
-        for (let m = served + 1; m < plan.requests.length; m++) {
-          const next = plan.requests[m]?.promptVersion
-          const found = next === undefined ? undefined : systems.get(next)
-          if (found !== undefined && found !== null) return toScratch(found)
-        }
+/** The system prompt of the next request: the recorded one (a fork's own past its point). */
+const makeSystemOverride = (r: Replay, systems: ReadonlyMap<string, string | null>) => (): string | undefined => {
+  const { plan, fork } = r
+  const served = r.requests.served
+  if (nextIsLive(r) && fork?.system !== undefined) return fork.system
+  const recorded = (n: number) => {
+    const version = plan.requests[n]?.promptVersion
+    const system = version === undefined ? undefined : systems.get(version)
+    return system === undefined || system === null ? undefined : r.toScratch(system)
+  }
+  for (let n = Math.min(served, plan.requests.length - 1); n >= 0; n--) {
+    const system = recorded(n)
+    if (system !== undefined) return system
+    if (n === served) {
+      // the next step's, looking forward first (a summary request has none of its own)
+      for (let m = served + 1; m < plan.requests.length; m++) {
+        const found = recorded(m)
+        if (found !== undefined) return found
       }
     }
-    return undefined
   }
+  return undefined
+}
 
-  // a turn the original cut at its step limit (`max-steps`: that run's limit, which the log does not
-  // keep otherwise) is cut where it was; the others end by themselves, as they did
+/**
+ * The step limit of the turn the latest request (served or live) belongs to: a turn the original
+ * cut at its step limit (`max-steps`: that run's limit, which the log does not keep otherwise) is
+ * cut where it was; the others end by themselves, as they did.
+ */
+const makeMaxSteps = (r: Replay) => {
   const stepLimits: Array<{ readonly start: number; readonly end: number; readonly steps: number }> = []
   let turnStart = 0
   let turnSteps = 0
-  envelopes.forEach((env, i) => {
+  r.envelopes.forEach((env, i) => {
     if (env.type === "turn.started") {
       turnStart = i
       turnSteps = 0
@@ -728,20 +894,30 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     if (env.type === "turn.finished" && env.payload.reason === "max-steps")
       stepLimits.push({ start: turnStart, end: i, steps: turnSteps })
   })
-  /** the step limit of the turn the latest request (served or live) belongs to */
-  const maxSteps = (): number => {
-    if (fork !== undefined && served >= fork.fromRequest) return options.agent.sessions.maxSteps
-    const at = plan.requests[served - 1]?.index
-    if (at === undefined) return options.agent.sessions.maxSteps
+  const configured = r.options.agent.sessions.maxSteps
+  return (): number => {
+    const served = r.requests.served
+    if (r.fork !== undefined && served >= r.fork.fromRequest) return configured
+    const at = r.plan.requests[served - 1]?.index
+    if (at === undefined) return configured
     return stepLimits.find((turn) => turn.start <= at && at <= turn.end)?.steps ?? Number.MAX_SAFE_INTEGER
   }
+}
 
-  /** the agent of one process of the re-run (a crash of the original starts another, with another lease owner) */
-  const agentOf = (owner: string, store: Context.Context<EventStore | EventBus>) =>
+/** The agent of one process of the re-run (a crash of the original starts another, with another lease owner). */
+const makeAgentOf = (r: Replay, systems: ReadonlyMap<string, string | null>) => {
+  const { model, decisions } = makeCassette(r)
+  const retry = makeReplayedRetry(r, decisions)
+  const approver = makeReplayedApprover(r)
+  const systemOverride = makeSystemOverride(r, systems)
+  const maxSteps = makeMaxSteps(r)
+  const refuse = makeRefuse(r)
+  const agent = r.options.agent
+  return (owner: string, store: Context.Context<EventStore | EventBus>) =>
     makeAgentLayer({
-      ...options.agent,
+      ...agent,
       sessions: {
-        ...options.agent.sessions,
+        ...agent.sessions,
         get maxSteps() {
           return maxSteps()
         },
@@ -749,428 +925,500 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
         owner,
         onLeftoverCommands: undefined
       },
-      retry: replayedRetry,
+      actions: { ...agent.actions, refuse },
+      retry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(
-      Layer.provide(Layer.succeed(Model, cassette)),
-      Layer.provide(Layer.succeed(Secrets, secrets)),
+      Layer.provide(Layer.succeed(Model, model)),
+      Layer.provide(Layer.succeed(Secrets, r.options.secrets)),
       Layer.provide(Layer.succeedContext(store))
     )
-  const cannotOpen = (error: unknown) =>
-    new RerunUnavailable({
-      sessionId: options.sessionId,
-      message: `cannot open the re-run's log: ${error instanceof Error ? error.message : String(error)}`
+}
+
+/** The kernel driving the re-run's session now: replaced at a crash of the original (another process). */
+interface Kernel {
+  sessions: Sessions["Type"]
+  readonly owners: Array<string>
+  readonly agentOf: ReturnType<typeof makeAgentOf>
+  readonly store: Context.Context<EventStore | EventBus>
+}
+
+/**
+ * Matches the re-run's payloads to the original's: ids one to one, blobs by content, the scratch
+ * directory standing for the original one, sizes that count it, fields that differ between runs
+ * left out.
+ */
+const makeMatcher = (r: Replay, originalStore: EventStore["Type"], targetStore: EventStore["Type"]) => {
+  const { coord, toOriginal, origCwd, workspace, fork } = r
+  const bind = (kind: string, oldId: string, newId: string): boolean => {
+    const forward = coord.ids.get(kind) ?? new Map<string, string>()
+    const backward = coord.back.get(kind) ?? new Map<string, string>()
+    coord.ids.set(kind, forward)
+    coord.back.set(kind, backward)
+    const known = forward.get(newId)
+    if (known !== undefined) return known === oldId
+    if (backward.has(oldId)) return false
+    forward.set(newId, oldId)
+    backward.set(oldId, newId)
+    return true
+  }
+  const sameBlob = (oldHash: string, newHash: string) =>
+    Effect.gen(function* () {
+      const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
+      if (Option.isNone(a) || Option.isNone(b)) return false
+      const decoder = new TextDecoder()
+      const [before, now] = [decoder.decode(a.value), decoder.decode(b.value)]
+      return before === toOriginal(now) || differOnlyInPath(before, now, origCwd, workspace)
+    }).pipe(Effect.orElseSucceed(() => false))
+
+  /** which files two workspace manifests disagree on, for the divergence's sentence */
+  const manifestDifference = (oldHash: string, newHash: string) =>
+    Effect.gen(function* () {
+      const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
+      if (Option.isNone(a) || Option.isNone(b)) return "a manifest is not in the log"
+      const [before, after] = [decodeManifestDocument(a.value), decodeManifestDocument(b.value)]
+      if (Either.isLeft(before) || Either.isLeft(after)) return "a manifest cannot be read"
+      const key = (f: ManifestFile) => canonicalJson({ ...f, path: undefined })
+      const olds = new Map(before.right.files.map((f) => [f.path, key(f)]))
+      const news = new Map(after.right.files.map((f) => [f.path, key(f)]))
+      const paths = [...new Set([...olds.keys(), ...news.keys()])].filter((p) => olds.get(p) !== news.get(p)).sort()
+      const shown = paths
+        .slice(0, 5)
+        .map((p) => (!olds.has(p) ? `${p} is new` : !news.has(p) ? `${p} is gone` : `${p} differs`))
+      return `the workspace differs: ${shown.join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
+    }).pipe(Effect.orElseSucceed(() => "the manifests cannot be read"))
+
+  /**
+   * A size beside the blob of what it measures (a command's `bytes` beside its `outputBlob`, a
+   * read file's `size` beside its `hash`) counts the scratch directory's path where the content
+   * names it: it is the size of the re-run's content written as the original.
+   */
+  const sameSize = (ra: Record<string, unknown>, rb: Record<string, unknown>, key: "bytes" | "size") =>
+    Effect.gen(function* () {
+      const hash = key === "bytes" ? rb.outputBlob : rb.hash
+      if (typeof ra[key] !== "number" || typeof rb[key] !== "number" || typeof hash !== "string") return false
+      const blob = yield* targetStore.getBlob(hash)
+      if (Option.isNone(blob)) return false
+      return Buffer.byteLength(toOriginal(new TextDecoder().decode(blob.value))) === ra[key]
+    }).pipe(Effect.orElseSucceed(() => false))
+
+  /** the first difference between two payload values, as a path, or undefined */
+  const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
+    Effect.gen(function* () {
+      if (IGNORED.has(key)) return undefined
+      if (fork !== undefined && key === "model") return undefined
+      const kind = ID_KIND[key]
+      if (kind !== undefined && (typeof a === "string" || Array.isArray(a))) {
+        const olds = Array.isArray(a) ? a : [a]
+        const news = Array.isArray(b) ? b : [b]
+        if (olds.length !== news.length) return path
+        for (let i = 0; i < olds.length; i++) {
+          if (typeof olds[i] !== "string" || typeof news[i] !== "string" || !bind(kind, olds[i], news[i])) return path
+        }
+        return undefined
+      }
+      if (BLOB_FIELDS.has(key) && typeof a === "string" && typeof b === "string") {
+        if (a === b || (yield* sameBlob(a, b))) return undefined
+        return key === "manifest" ? `${path} (${yield* manifestDifference(a, b)})` : path
+      }
+      if (typeof a === "string" && typeof b === "string")
+        return a === toOriginal(b) || differOnlyInPath(a, b, origCwd, workspace) ? undefined : path
+      if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b ? undefined : path
+      if (Array.isArray(a) !== Array.isArray(b)) return path
+      if (Array.isArray(a) && Array.isArray(b)) {
+        if (a.length !== b.length) return `${path} (${a.length} items, now ${b.length})`
+        for (let i = 0; i < a.length; i++) {
+          const found = yield* differ(a[i], b[i], key, `${path}[${i}]`)
+          if (found !== undefined) return found
+        }
+        return undefined
+      }
+      const ra = a as Record<string, unknown>
+      const rb = b as Record<string, unknown>
+      const keys = new Set([...Object.keys(ra), ...Object.keys(rb)])
+      for (const k of keys) {
+        if (IGNORED.has(k)) continue
+        if ((k === "bytes" || k === "size") && (yield* sameSize(ra, rb, k))) continue
+        if (ra[k] === undefined && rb[k] === undefined) continue
+        if (ra[k] === undefined || rb[k] === undefined) return `${path}.${k}`
+        const found = yield* differ(ra[k], rb[k], k, `${path}.${k}`)
+        if (found !== undefined) return found
+      }
+      return undefined
+    })
+  return { bind, differ }
+}
+
+/**
+ * The comparator: each event the re-run writes against the original's next unit (an event, or a
+ * run of deltas by their joined text); the first that differs ends the re-run as a divergence.
+ */
+const makeComparator = (r: Replay, matcher: ReturnType<typeof makeMatcher>) => {
+  const { envelopes, units, coord, cut, fork, toOriginal } = r
+  const { bind, differ } = matcher
+  const seen: Array<Envelope> = []
+  const newTools = new Map<string, string>()
+  const oldTools = new Map<string, string>()
+  for (const env of envelopes) if (env.type === "tool.pending") oldTools.set(env.payload.callId, env.payload.tool)
+  // a log written before file tools recorded their intents (`file.intent`) is compared without them
+  const originalIntents = envelopes.some((env) => env.type === "file.intent")
+
+  const diverge = (message: string, expected: Envelope | undefined, actual: Envelope | undefined) => {
+    const oldCall =
+      callOf(expected) ?? (callOf(actual) === undefined ? undefined : coord.ids.get("call")?.get(callOf(actual)!))
+    const newCall = callOf(actual) ?? (oldCall === undefined ? undefined : coord.back.get("call")?.get(oldCall))
+    const isResult = (e: Envelope, callId: string) =>
+      (e.type === "tool.finished" || e.type === "tool.failed") && e.payload.callId === callId
+    const thenEnv = oldCall === undefined ? undefined : envelopes.find((e) => isResult(e, oldCall))
+    const nowEnv = newCall === undefined ? undefined : [...seen].reverse().find((e) => isResult(e, newCall))
+    const then = thenEnv === undefined ? undefined : toolResultOf(thenEnv, oldTools)
+    const nowRaw = nowEnv === undefined ? undefined : toolResultOf(nowEnv, newTools)
+    const now = nowRaw === undefined ? undefined : { ...nowRaw, output: toOriginal(nowRaw.output) }
+    return r.finish({ _tag: "divergence", divergence: { message, expected, actual, then, now } })
+  }
+
+  let sawBaseline = false
+  let unit = 0
+  let runText = ""
+  let runMetadata: ProviderMetadata | undefined
+  const advance = () => {
+    unit += 1
+    runText = ""
+    runMetadata = undefined
+    return SubscriptionRef.set(coord.position, units[unit]?.start ?? cut)
+  }
+  /** a delta of the run of deltas `expected` */
+  const compareDelta = (expected: Unit & { readonly kind: "run" }, env: Envelope) =>
+    Effect.gen(function* () {
+      const delta = deltaOf(env)
+      const what = expected.type === "text.delta" ? "text" : "reasoning"
+      if (delta === undefined || delta.type !== expected.type || !bind("part", expected.partId, delta.partId)) {
+        return yield* diverge(
+          `expected the model's ${what} "${expected.text.slice(0, 80)}", the re-run wrote ${describe(env)}`,
+          expected.env,
+          env
+        )
+      }
+      runText += toOriginal(delta.delta)
+      runMetadata = mergeProviderMetadata(runMetadata, delta.metadata)
+      if (!expected.text.startsWith(runText)) {
+        return yield* diverge(
+          `the model's ${what} differs: "${expected.text.slice(0, 80)}", now "${runText.slice(0, 80)}"`,
+          expected.env,
+          env
+        )
+      }
+      if (runText === expected.text && canonicalJson(runMetadata ?? null) === canonicalJson(expected.metadata ?? null))
+        yield* advance()
+    })
+  const compareOne = (env: Envelope) =>
+    Effect.gen(function* () {
+      seen.push(env)
+      if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
+      if (UNCOMPARED.has(env.type)) return
+      if (env.type === "file.intent" && !originalIntents) return
+      if (env.type === "workspace.snapshot" && env.payload.phase === "baseline") {
+        if (sawBaseline) return
+        sawBaseline = true
+      }
+      if (unit >= units.length) {
+        if (fork !== undefined) return
+        return yield* diverge(`the re-run went on after the original's last event: ${describe(env)}`, undefined, env)
+      }
+      const expected = units[unit]!
+      if (expected.kind === "run") return yield* compareDelta(expected, env)
+      const original = expected.env
+      if (original.type !== env.type) {
+        return yield* diverge(
+          `expected ${describe(original)} (seq ${original.seq}), the re-run wrote ${describe(env)}`,
+          original,
+          env
+        )
+      }
+      const where = yield* differ(original.payload, env.payload, "", "payload")
+      const parentSame =
+        (original.parentId === null && env.parentId === null) ||
+        (original.parentId !== null && env.parentId !== null && bind("event", original.parentId, env.parentId))
+      if (where !== undefined || !parentSame || !bind("event", original.id, env.id)) {
+        return yield* diverge(
+          `${describe(original)} (seq ${original.seq}) differs at ${where ?? "parentId"}`,
+          original,
+          env
+        )
+      }
+      yield* advance()
+    })
+  return { seen, compareOne, diverge, unitNow: () => units[unit] }
+}
+
+/**
+ * The driver: what acted from outside (prompts, steers, withdrawals, interrupts, compactions, a
+ * crash), each at its place in the original; then a fork's later prompts, or the end of the match.
+ */
+const makeDriver = (
+  r: Replay,
+  kernel: Kernel,
+  comparator: ReturnType<typeof makeComparator>,
+  newSession: SessionId,
+  targetStore: EventStore["Type"]
+) => {
+  const { envelopes, plan, coord, cut, fork, forkRequest, finish, toScratch } = r
+  const fail = (why: string, index: number) => finish({ _tag: "stopped", seq: envelopes[index]?.seq ?? 0, why })
+  const perform = (input: InputPoint) =>
+    Effect.suspend(() => performIn(input).pipe(Effect.annotateLogs(PROCESS_ANNOTATION, kernel.owners.length)))
+  const performIn = (input: InputPoint) =>
+    Effect.gen(function* () {
+      const sessions = kernel.sessions
+      switch (input._tag) {
+        case "send":
+          if (input.mode === "prompt") yield* sessions.wait(newSession)
+          yield* sessions.send(newSession, toScratch(input.text), { mode: input.mode })
+          return
+        case "withdraw": {
+          const id = coord.back.get("message")?.get(input.messageId)
+          if (id === undefined)
+            return yield* fail(`message ${input.messageId} was withdrawn before the re-run saw it`, input.index)
+          yield* sessions
+            .withdraw(newSession, id as never)
+            .pipe(
+              Effect.catchTag("WithdrawRefused", (refused) =>
+                comparator.diverge(
+                  `the withdrawal of message ${input.messageId} was refused: ${refused.message}`,
+                  envelopes[input.index],
+                  undefined
+                )
+              )
+            )
+          return
+        }
+        case "interrupt":
+          yield* sessions.interrupt(newSession, input.reason)
+          return
+        case "compact":
+          yield* sessions.wait(newSession)
+          yield* sessions
+            .compact(newSession)
+            .pipe(
+              Effect.catchAll((error) =>
+                comparator.diverge(`the manual compaction failed: ${error.message}`, envelopes[input.index], undefined)
+              )
+            )
+          return
+        case "crash": {
+          // the original's process died here and the next one that opened the session repaired it:
+          // this process of the re-run loses the session (its lease goes, so it writes nothing more,
+          // as a dead process does), and another one opens it — the same crash sweep
+          yield* targetStore.releaseLease(newSession, kernel.owners[kernel.owners.length - 1]!)
+          const owner = ownerId(`rerun-${yield* uuidV7}`)
+          kernel.owners.push(owner)
+          kernel.sessions = Context.get(yield* Layer.build(kernel.agentOf(owner, kernel.store)), Sessions)
+          yield* kernel.sessions.open(newSession)
+          return
+        }
+        case "unsupported":
+          return yield* fail(input.why, input.index)
+      }
     })
 
-  return yield* Effect.scoped(
+  // the model errors the log has before the fork's point were compared; one after it is the live part's
+  const recordedErrors = envelopes.slice(0, cut).filter((env) => env.type === "model.error").length
+  const liveFailure = targetStore.read(newSession).pipe(
+    Stream.filter((env) => env.type === "model.error"),
+    Stream.drop(recordedErrors),
+    Stream.runHead,
+    Effect.map((env) =>
+      Option.getOrUndefined(Option.map(env, (e) => (e.type === "model.error" ? e.payload.message : "")))
+    )
+  )
+  /** whether the original's log ends with the session idle (not in the middle of a turn) */
+  const endsIdle = (() => {
+    for (let i = envelopes.length - 1; i >= 0; i--) {
+      const env = envelopes[i]!
+      if (env.type === "session.status") return env.payload.status._tag === "idle"
+    }
+    return true
+  })()
+
+  /** a fork past its point: the user's later prompts, each when the turn before it is over */
+  const goOnLive = (fromRequest: number, seq: number) =>
     Effect.gen(function* () {
-      const storeContext = yield* Layer.build(options.target ?? EventStore.layerMemory).pipe(
-        Effect.mapError(cannotOpen)
+      for (const input of plan.inputs) {
+        if (input.index < cut || input._tag !== "send" || input.mode !== "prompt") continue
+        yield* kernel.sessions.wait(newSession)
+        yield* kernel.sessions.send(newSession, toScratch(input.text))
+      }
+      yield* kernel.sessions.wait(newSession)
+      const failed = yield* liveFailure
+      return yield* finish({ _tag: "forked", fromRequest, seq, ...(failed !== undefined ? { failed } : {}) })
+    })
+
+  return Effect.gen(function* () {
+    for (const input of plan.inputs) {
+      if (input.index >= cut) break
+      yield* awaitRef(coord.position, (at) => at >= input.index)
+      yield* perform(input)
+      if (yield* Deferred.isDone(coord.outcome)) return
+      yield* SubscriptionRef.update(coord.performed, (n) => n + 1)
+    }
+    yield* awaitRef(coord.position, (at) => at >= cut)
+    if (fork !== undefined && forkRequest !== undefined) return yield* goOnLive(fork.fromRequest, forkRequest.seq)
+    if (!endsIdle) {
+      return yield* finish({
+        _tag: "match",
+        note: "the original's log ends in the middle of a turn (its process stopped and the session was not opened since); the re-run matched it to its end"
+      })
+    }
+    yield* kernel.sessions.wait(newSession)
+    // everything the re-run wrote has been compared
+    const last = (yield* kernel.sessions.state(newSession)).lastSeq
+    while (!(yield* Deferred.isDone(coord.outcome))) {
+      if (comparator.seen.length >= last) break
+      yield* Effect.yieldNow()
+    }
+    yield* finish({ _tag: "match" })
+  }).pipe(
+    Effect.catchAll((error) =>
+      finish({
+        _tag: "stopped",
+        seq: envelopes[Math.min(r.position(), envelopes.length - 1)]?.seq ?? 0,
+        why: `the re-run failed: ${error.message}`
+      })
+    )
+  )
+}
+
+/**
+ * A safety net, not a clock the re-run depends on: when nothing at all happened for a while and no
+ * command runs, the re-run waits for something that will not come (a bug): it says so.
+ */
+const watchdog = (r: Replay, kernel: Kernel, comparator: ReturnType<typeof makeComparator>, newSession: SessionId) => {
+  const progress = () => comparator.seen.length + r.position() + Effect.runSync(SubscriptionRef.get(r.coord.performed))
+  return Effect.gen(function* () {
+    let last = -1
+    let still = 0
+    while (true) {
+      yield* Effect.sleep(Duration.seconds(1))
+      const now = progress()
+      const state = yield* Effect.either(kernel.sessions.state(newSession))
+      const running =
+        Either.isRight(state) && Projection.openToolParts(state.right).some((part) => part.state._tag === "running")
+      // after a fork's point, a live model may take its time
+      const pastFork = r.fork !== undefined && r.position() >= r.cut
+      still = now === last && !running && !pastFork ? still + 1 : 0
+      last = now
+      if (still >= STUCK_SECONDS) {
+        const expected = comparator.unitNow()?.env
+        return yield* r.finish({
+          _tag: "stopped",
+          seq: expected?.seq ?? r.envelopes.at(-1)?.seq ?? 0,
+          why:
+            `the re-run waited ${STUCK_SECONDS} s for ${describe(expected)} and nothing came: a re-run that cannot ` +
+            "go on here (please report it, with the session exported: logbook export)"
+        })
+      }
+    }
+  })
+}
+
+/**
+ * Runs the re-run's kernel against the comparator and the driver until the outcome is known, in the
+ * target log; returns the outcome and the re-run's session.
+ */
+const runReplay = (r: Replay, systems: ReadonlyMap<string, string | null>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const originalStore = yield* EventStore
+      const storeContext = yield* Layer.build(r.options.target ?? EventStore.layerMemory).pipe(
+        Effect.mapError(
+          (error: unknown) =>
+            new RerunUnavailable({
+              sessionId: r.options.sessionId,
+              message: `cannot open the re-run's log: ${error instanceof Error ? error.message : String(error)}`
+            })
+        )
       )
+      const agentOf = makeAgentOf(r, systems)
       const owners = [ownerId(`rerun-${yield* uuidV7}`)]
-      let sessions = Context.get(yield* Layer.build(agentOf(owners[0]!, storeContext)), Sessions)
-      const bus = Context.get(storeContext, EventBus)
+      const kernel: Kernel = {
+        sessions: Context.get(yield* Layer.build(agentOf(owners[0]!, storeContext)), Sessions),
+        owners,
+        agentOf,
+        store: storeContext
+      }
       const targetStore = Context.get(storeContext, EventStore)
-      const queue = yield* bus.subscribe
-
-      // ---------------------------------------------------------------------------------------
-      // the comparator
-
-      const seen: Array<Envelope> = []
-      const newTools = new Map<string, string>()
-      const oldTools = new Map<string, string>()
-      for (const env of envelopes) if (env.type === "tool.pending") oldTools.set(env.payload.callId, env.payload.tool)
-      // a log written before file tools recorded their intents (`file.intent`) is compared without them
-      const originalIntents = envelopes.some((env) => env.type === "file.intent")
-
-      const bind = (kind: string, oldId: string, newId: string): boolean => {
-        const forward = coord.ids.get(kind) ?? new Map<string, string>()
-        const backward = coord.back.get(kind) ?? new Map<string, string>()
-        coord.ids.set(kind, forward)
-        coord.back.set(kind, backward)
-        const known = forward.get(newId)
-        if (known !== undefined) return known === oldId
-        if (backward.has(oldId)) return false
-        forward.set(newId, oldId)
-        backward.set(oldId, newId)
-        return true
-      }
-      const sameBlob = (oldHash: string, newHash: string) =>
-        Effect.gen(function* () {
-          const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
-          if (Option.isNone(a) || Option.isNone(b)) return false
-          const decoder = new TextDecoder()
-          const [before, now] = [decoder.decode(a.value), decoder.decode(b.value)]
-          return before === toOriginal(now) || differOnlyInPath(before, now, origCwd, workspace)
-        }).pipe(Effect.orElseSucceed(() => false))
-
-      /** which files two workspace manifests disagree on, for the divergence's sentence */
-      const manifestDifference = (oldHash: string, newHash: string) =>
-        Effect.gen(function* () {
-          const [a, b] = yield* Effect.all([originalStore.getBlob(oldHash), targetStore.getBlob(newHash)])
-          if (Option.isNone(a) || Option.isNone(b)) return "a manifest is not in the log"
-          const [before, after] = [decodeManifestDocument(a.value), decodeManifestDocument(b.value)]
-          if (Either.isLeft(before) || Either.isLeft(after)) return "a manifest cannot be read"
-          const key = (f: ManifestFile) => canonicalJson({ ...f, path: undefined })
-          const olds = new Map(before.right.files.map((f) => [f.path, key(f)]))
-          const news = new Map(after.right.files.map((f) => [f.path, key(f)]))
-          const paths = [...new Set([...olds.keys(), ...news.keys()])].filter((p) => olds.get(p) !== news.get(p)).sort()
-          const shown = paths
-            .slice(0, 5)
-            .map((p) => (!olds.has(p) ? `${p} is new` : !news.has(p) ? `${p} is gone` : `${p} differs`))
-          return `the workspace differs: ${shown.join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
-        }).pipe(Effect.orElseSucceed(() => "the manifests cannot be read"))
-
-      /**
-       * A size beside the blob of what it measures (a command's `bytes` beside its `outputBlob`, a
-       * read file's `size` beside its `hash`) counts the scratch directory's path where the content
-       * names it: it is the size of the re-run's content written as the original.
-       */
-      const sameSize = (ra: Record<string, unknown>, rb: Record<string, unknown>, key: "bytes" | "size") =>
-        Effect.gen(function* () {
-          const hash = key === "bytes" ? rb.outputBlob : rb.hash
-          if (typeof ra[key] !== "number" || typeof rb[key] !== "number" || typeof hash !== "string") return false
-          const blob = yield* targetStore.getBlob(hash)
-          if (Option.isNone(blob)) return false
-          return Buffer.byteLength(toOriginal(new TextDecoder().decode(blob.value))) === ra[key]
-        }).pipe(Effect.orElseSucceed(() => false))
-
-      /** the first difference between two payload values, as a path, or undefined */
-      const differ = (a: unknown, b: unknown, key: string, path: string): Effect.Effect<string | undefined> =>
-        Effect.gen(function* () {
-          if (IGNORED.has(key)) return undefined
-          if (fork !== undefined && key === "model") return undefined
-          const kind = ID_KIND[key]
-          if (kind !== undefined && (typeof a === "string" || Array.isArray(a))) {
-            const olds = Array.isArray(a) ? a : [a]
-            const news = Array.isArray(b) ? b : [b]
-            if (olds.length !== news.length) return path
-            for (let i = 0; i < olds.length; i++) {
-              if (typeof olds[i] !== "string" || typeof news[i] !== "string" || !bind(kind, olds[i], news[i]))
-                return path
-            }
-            return undefined
-          }
-          if (BLOB_FIELDS.has(key) && typeof a === "string" && typeof b === "string") {
-            if (a === b || (yield* sameBlob(a, b))) return undefined
-            return key === "manifest" ? `${path} (${yield* manifestDifference(a, b)})` : path
-          }
-          if (typeof a === "string" && typeof b === "string")
-            return a === toOriginal(b) || differOnlyInPath(a, b, origCwd, workspace) ? undefined : path
-          if (a === null || b === null || typeof a !== "object" || typeof b !== "object")
-            return a === b ? undefined : path
-          if (Array.isArray(a) !== Array.isArray(b)) return path
-          if (Array.isArray(a) && Array.isArray(b)) {
-            if (a.length !== b.length) return `${path} (${a.length} items, now ${b.length})`
-            for (let i = 0; i < a.length; i++) {
-              const found = yield* differ(a[i], b[i], key, `${path}[${i}]`)
-              if (found !== undefined) return found
-            }
-            return undefined
-          }
-          const ra = a as Record<string, unknown>
-          const rb = b as Record<string, unknown>
-          const keys = new Set([...Object.keys(ra), ...Object.keys(rb)])
-          for (const k of keys) {
-            if (IGNORED.has(k)) continue
-            if ((k === "bytes" || k === "size") && (yield* sameSize(ra, rb, k))) continue
-            if (ra[k] === undefined && rb[k] === undefined) continue
-            if (ra[k] === undefined || rb[k] === undefined) return `${path}.${k}`
-            const found = yield* differ(ra[k], rb[k], k, `${path}.${k}`)
-            if (found !== undefined) return found
-          }
-          return undefined
-        })
-
-      const diverge = (message: string, expected: Envelope | undefined, actual: Envelope | undefined) => {
-        const oldCall =
-          callOf(expected) ?? (callOf(actual) === undefined ? undefined : coord.ids.get("call")?.get(callOf(actual)!))
-        const newCall = callOf(actual) ?? (oldCall === undefined ? undefined : coord.back.get("call")?.get(oldCall))
-        const thenEnv =
-          oldCall === undefined
-            ? undefined
-            : envelopes.find(
-                (e) => (e.type === "tool.finished" || e.type === "tool.failed") && e.payload.callId === oldCall
-              )
-        const nowEnv =
-          newCall === undefined
-            ? undefined
-            : [...seen]
-                .reverse()
-                .find((e) => (e.type === "tool.finished" || e.type === "tool.failed") && e.payload.callId === newCall)
-        const then = thenEnv === undefined ? undefined : toolResultOf(thenEnv, oldTools)
-        const nowRaw = nowEnv === undefined ? undefined : toolResultOf(nowEnv, newTools)
-        const now = nowRaw === undefined ? undefined : { ...nowRaw, output: toOriginal(nowRaw.output) }
-        return finish({ _tag: "divergence", divergence: { message, expected, actual, then, now } })
-      }
-
-      let sawBaseline = false
-      let unit = 0
-      let runText = ""
-      let runMetadata: ProviderMetadata | undefined
-      const advance = () => {
-        unit += 1
-        runText = ""
-        runMetadata = undefined
-        return SubscriptionRef.set(coord.position, units[unit]?.start ?? cut)
-      }
-      const compareOne = (env: Envelope) =>
-        Effect.gen(function* () {
-          seen.push(env)
-          if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
-          if (UNCOMPARED.has(env.type)) return
-          if (env.type === "file.intent" && !originalIntents) return
-          if (env.type === "workspace.snapshot" && env.payload.phase === "baseline") {
-            if (sawBaseline) return
-            sawBaseline = true
-          }
-          if (unit >= units.length) {
-            if (fork !== undefined) return
-            return yield* diverge(
-              `the re-run went on after the original's last event: ${describe(env)}`,
-              undefined,
-              env
-            )
-          }
-          const expected = units[unit]!
-          const delta = deltaOf(env)
-          if (expected.kind === "run") {
-            if (delta === undefined || delta.type !== expected.type || !bind("part", expected.partId, delta.partId)) {
-              return yield* diverge(
-                `expected the model's ${expected.type === "text.delta" ? "text" : "reasoning"} "${expected.text.slice(0, 80)}", the re-run wrote ${describe(env)}`,
-                expected.env,
-                env
-              )
-            }
-            runText += toOriginal(delta.delta)
-            runMetadata = mergeProviderMetadata(runMetadata, delta.metadata)
-            if (!expected.text.startsWith(runText)) {
-              return yield* diverge(
-                `the model's ${expected.type === "text.delta" ? "text" : "reasoning"} differs: "${expected.text.slice(0, 80)}", now "${runText.slice(0, 80)}"`,
-                expected.env,
-                env
-              )
-            }
-            if (
-              runText === expected.text &&
-              canonicalJson(runMetadata ?? null) === canonicalJson(expected.metadata ?? null)
-            )
-              yield* advance()
-            return
-          }
-          const original = expected.env
-          if (original.type !== env.type) {
-            return yield* diverge(
-              `expected ${describe(original)} (seq ${original.seq}), the re-run wrote ${describe(env)}`,
-              original,
-              env
-            )
-          }
-          const where = yield* differ(original.payload, env.payload, "", "payload")
-          const parentSame =
-            (original.parentId === null && env.parentId === null) ||
-            (original.parentId !== null && env.parentId !== null && bind("event", original.parentId, env.parentId))
-          if (where !== undefined || !parentSame || !bind("event", original.id, env.id)) {
-            return yield* diverge(
-              `${describe(original)} (seq ${original.seq}) differs at ${where ?? "parentId"}`,
-              original,
-              env
-            )
-          }
-          yield* advance()
-        })
-
-      const comparator = yield* Effect.fork(
+      const queue = yield* Context.get(storeContext, EventBus).subscribe
+      const comparator = makeComparator(r, makeMatcher(r, originalStore, targetStore))
+      const comparing = yield* Effect.fork(
         Effect.forever(
           Effect.flatMap(Queue.take(queue), (env) =>
-            Effect.flatMap(Deferred.isDone(coord.outcome), (done) => (done ? Effect.void : compareOne(env)))
+            Effect.flatMap(Deferred.isDone(r.coord.outcome), (done) =>
+              done ? Effect.void : comparator.compareOne(env)
+            )
           )
         )
       )
-
-      // ---------------------------------------------------------------------------------------
-      // the driver: what acted from outside, at its place
-
-      const fail = (why: string, index: number) => finish({ _tag: "stopped", seq: envelopes[index]?.seq ?? 0, why })
-      const newSession = yield* sessions
+      const newSession = yield* kernel.sessions
         .create({
-          cwd: workspace,
-          title: plan.title,
-          rerunOf: { sessionId: options.sessionId, ...(fork !== undefined ? { fromRequest: fork.fromRequest } : {}) }
+          cwd: r.workspace,
+          title: r.plan.title,
+          rerunOf: {
+            sessionId: r.options.sessionId,
+            ...(r.fork !== undefined ? { fromRequest: r.fork.fromRequest } : {})
+          }
         })
         .pipe(
           Effect.mapError(
             (error) =>
               new RerunUnavailable({
-                sessionId: options.sessionId,
+                sessionId: r.options.sessionId,
                 message: `cannot start the re-run: ${error.message}`
               })
           )
         )
-
-      const perform = (input: InputPoint) =>
-        Effect.suspend(() => performIn(input).pipe(Effect.annotateLogs(PROCESS_ANNOTATION, owners.length)))
-      const performIn = (input: InputPoint) =>
-        Effect.gen(function* () {
-          switch (input._tag) {
-            case "send":
-              if (input.mode === "prompt") yield* sessions.wait(newSession)
-              yield* sessions.send(newSession, toScratch(input.text), { mode: input.mode })
-              return
-            case "withdraw": {
-              const id = coord.back.get("message")?.get(input.messageId)
-              if (id === undefined)
-                return yield* fail(`message ${input.messageId} was withdrawn before the re-run saw it`, input.index)
-              yield* sessions
-                .withdraw(newSession, id as never)
-                .pipe(
-                  Effect.catchTag("WithdrawRefused", (refused) =>
-                    diverge(
-                      `the withdrawal of message ${input.messageId} was refused: ${refused.message}`,
-                      envelopes[input.index],
-                      undefined
-                    )
-                  )
-                )
-              return
-            }
-            case "interrupt":
-              yield* sessions.interrupt(newSession, input.reason)
-              return
-            case "compact":
-              yield* sessions.wait(newSession)
-              yield* sessions
-                .compact(newSession)
-                .pipe(
-                  Effect.catchAll((error) =>
-                    diverge(`the manual compaction failed: ${error.message}`, envelopes[input.index], undefined)
-                  )
-                )
-              return
-            case "crash": {
-              // the original's process died here and the next one that opened the session repaired it:
-              // this process of the re-run loses the session (its lease goes, so it writes nothing more,
-              // as a dead process does), and another one opens it — the same crash sweep
-              yield* targetStore.releaseLease(newSession, owners[owners.length - 1]!)
-              const owner = ownerId(`rerun-${yield* uuidV7}`)
-              owners.push(owner)
-              sessions = Context.get(yield* Layer.build(agentOf(owner, storeContext)), Sessions)
-              yield* sessions.open(newSession)
-              return
-            }
-            case "unsupported":
-              return yield* fail(input.why, input.index)
-          }
-        })
-
-      const origEndsIdle = (() => {
-        for (let i = envelopes.length - 1; i >= 0; i--) {
-          const env = envelopes[i]!
-          if (env.type === "session.status") return env.payload.status._tag === "idle"
-        }
-        return true
-      })()
-
-      const drive = Effect.gen(function* () {
-        for (const input of plan.inputs) {
-          if (input.index >= cut) break
-          yield* awaitRef(coord.position, (at) => at >= input.index)
-          yield* perform(input)
-          if (yield* Deferred.isDone(coord.outcome)) return
-          yield* SubscriptionRef.update(coord.performed, (n) => n + 1)
-        }
-        yield* awaitRef(coord.position, (at) => at >= cut)
-        if (fork !== undefined && forkRequest !== undefined) {
-          // the user's later prompts, each when the turn before it is over
-          for (const input of plan.inputs) {
-            if (input.index < cut || input._tag !== "send" || input.mode !== "prompt") continue
-            yield* sessions.wait(newSession)
-            yield* sessions.send(newSession, toScratch(input.text))
-          }
-          yield* sessions.wait(newSession)
-          return yield* finish({ _tag: "forked", fromRequest: fork.fromRequest, seq: forkRequest.seq })
-        }
-        if (!origEndsIdle) {
-          return yield* finish({
-            _tag: "match",
-            note: "the original's log ends in the middle of a turn (its process stopped and the session was not opened since); the re-run matched it to its end"
-          })
-        }
-        yield* sessions.wait(newSession)
-        // everything the re-run wrote has been compared
-        const last = (yield* sessions.state(newSession)).lastSeq
-        while (!(yield* Deferred.isDone(coord.outcome))) {
-          if (seen.length >= last) break
-          yield* Effect.yieldNow()
-        }
-        yield* finish({ _tag: "match" })
-      }).pipe(
-        Effect.catchAll((error) =>
-          finish({
-            _tag: "stopped",
-            seq: envelopes[Math.min(position(), envelopes.length - 1)]?.seq ?? 0,
-            why: `the re-run failed: ${error.message}`
-          })
-        )
-      )
       // a kernel that lost the session at a crash still ends its fibers, which complain about it
       // (their writes are fenced off): what a dead process would not say is not said
+      const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
       const quiet = Logger.make<unknown, void>((entry) => {
         const from = HashMap.get(entry.annotations, PROCESS_ANNOTATION)
         if (Option.isSome(from) && from.value !== owners.length) return
         for (const logger of loggers) logger.log(entry)
       })
-      const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
+      const drive = makeDriver(r, kernel, comparator, newSession, targetStore)
       const driver = yield* Effect.fork(drive.pipe(Effect.locally(FiberRef.currentLoggers, HashSet.make(quiet))))
-      // a safety net, not a clock the re-run depends on: when nothing at all happened for a while and
-      // no command runs, the re-run waits for something that will not come (a bug): it says so
-      const progress = () => seen.length + position() + Effect.runSync(SubscriptionRef.get(coord.performed))
-      const watchdog = yield* Effect.fork(
-        Effect.gen(function* () {
-          let last = -1
-          let still = 0
-          while (true) {
-            yield* Effect.sleep(Duration.seconds(1))
-            const now = progress()
-            const state = yield* Effect.either(sessions.state(newSession))
-            const running =
-              Either.isRight(state) &&
-              Projection.openToolParts(state.right).some((part) => part.state._tag === "running")
-            // after a fork's point, a live model may take its time
-            const pastFork = fork !== undefined && position() >= cut
-            still = now === last && !running && !pastFork ? still + 1 : 0
-            last = now
-            if (still >= STUCK_SECONDS) {
-              const expected = units[unit]?.env
-              return yield* finish({
-                _tag: "stopped",
-                seq: expected?.seq ?? envelopes.at(-1)?.seq ?? 0,
-                why:
-                  `the re-run waited ${STUCK_SECONDS} s for ${describe(expected)} and nothing came: a re-run that cannot ` +
-                  "go on here (please report it, with the session exported: logbook export)"
-              })
-            }
-          }
-        })
-      )
-      const outcome = yield* Deferred.await(coord.outcome)
-      yield* Fiber.interrupt(watchdog)
+      const watching = yield* Effect.fork(watchdog(r, kernel, comparator, newSession))
+      const outcome = yield* Deferred.await(r.coord.outcome)
+      yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(driver)
-      yield* sessions.close(newSession)
-      yield* Fiber.interrupt(comparator)
-      const matched = Math.min(position(), cut)
-      return {
-        original: options.sessionId,
-        rerun: newSession,
-        workspace,
-        outcome,
-        matched: outcome._tag === "match" ? cut : matched,
-        compared: cut,
-        served: served - live,
-        live,
-        missing: restored.missing,
-        source: restored.source
-      } satisfies RerunReport
+      yield* kernel.sessions.close(newSession)
+      yield* Fiber.interrupt(comparing)
+      return { outcome, newSession }
     })
   )
+
+/** Re-runs a session; see the module doc. Reads the original from `EventStore`. */
+export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
+  const original = yield* readOriginal(options)
+  const restored = yield* restoreStartingWorkspace(
+    original.plan,
+    options.sessionId,
+    options.workspace,
+    options.agent.actions?.snapshot?.exclude,
+    options.secrets
+  )
+  const r = yield* makeReplay(options, original)
+  const { outcome, newSession } = yield* runReplay(r, yield* recordedSystems(r.envelopes))
+  return {
+    original: options.sessionId,
+    rerun: newSession,
+    workspace: r.workspace,
+    outcome,
+    matched: outcome._tag === "match" ? r.cut : Math.min(r.position(), r.cut),
+    compared: r.cut,
+    served: r.requests.served - r.requests.live,
+    live: r.requests.live,
+    missing: restored.missing,
+    source: restored.source,
+    imported: r.imported,
+    refused: r.refused
+  } satisfies RerunReport
 })

@@ -1,5 +1,5 @@
 /**
- * What a re-run needs from the log of the session it re-runs (issue 11 §6, docs/rerun.md): the model
+ * What a re-run needs from the log of the session it re-runs (docs/rerun.md): the model
  * responses in the order they were requested — each step's deltas (with their chunking), its tool
  * calls and how it ended; each compaction summary; each failed request with the retry decision that
  * followed it — and the points where something from outside acted on the session (a user message,
@@ -140,24 +140,26 @@ const decisionAfter = (
   return undefined
 }
 
-/** The plan of a re-run of these envelopes (one session's, in seq order). */
-export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
-  const inputs: Array<InputPoint> = []
-  /** a manual compaction's input point -> the index of its compaction.done */
-  const compactAt = new Map<number, number>()
-  // the interruptions first: their start is an input point, and their events are not the model's
-  const interruptionAt = new Map<number, { readonly reason: string }>()
-  for (let i = 0; i < envelopes.length; i++) {
-    const env = envelopes[i]!
-    if (env.type !== "turn.interrupted") continue
-    const start = interruptionStart(envelopes, i, env.payload.reason)
-    interruptionAt.set(start, { reason: env.payload.reason })
-  }
-  // a call's input, from its tool.invoked; calls whose step ended normally but that never ran have none in the log
-  const invoked = new Map<string, unknown>()
-  const failedAfterStep = new Map<string, number>()
+/** What the log keeps of each call: the input it ran with, or the one a refusal kept, and where its step was. */
+interface CallRecords {
+  /** a call's input, from its tool.invoked; calls whose step ended normally but that never ran have none */
+  readonly invoked: ReadonlyMap<string, unknown>
   /** a refused call's input as the model sent it (`tool.failed` `input` / `inputText`), when the log has it */
+  readonly refused: ReadonlyMap<string, { readonly input: unknown; readonly inputText: string }>
+  /** call id -> the index of its tool.pending */
+  readonly ownerOf: ReadonlyMap<string, number>
+  /** call id -> the index of its tool.failed, when it was refused after its step ended */
+  readonly failedAfterStep: ReadonlyMap<string, number>
+}
+
+const callRecordsOf = (envelopes: ReadonlyArray<Envelope>): CallRecords => {
+  const invoked = new Map<string, unknown>()
   const refused = new Map<string, { readonly input: unknown; readonly inputText: string }>()
+  const ownerOf = new Map<string, number>()
+  /** call id -> the index of the step.finished that ended its step */
+  const stepEnd = new Map<string, number>()
+  const failedAfterStep = new Map<string, number>()
+  let stepCalls: Array<string> = []
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
     if (env.type === "tool.invoked") invoked.set(env.payload.callId, env.payload.input)
@@ -165,14 +167,6 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
       const { input, inputText } = env.payload
       refused.set(env.payload.callId, { input, inputText: inputText ?? JSON.stringify(input) })
     }
-  }
-
-  /** call id -> the index of its tool.pending, and of the step.finished that ended its step */
-  const ownerOf = new Map<string, number>()
-  const stepEnd = new Map<string, number>()
-  let stepCalls: Array<string> = []
-  for (let i = 0; i < envelopes.length; i++) {
-    const env = envelopes[i]!
     if (env.type === "step.started") stepCalls = []
     if (env.type === "tool.pending") {
       ownerOf.set(env.payload.callId, i)
@@ -188,7 +182,36 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
       if (end !== undefined && end < i) failedAfterStep.set(env.payload.callId, i)
     }
   }
+  return { invoked, refused, ownerOf, failedAfterStep }
+}
 
+/** Where a manual compaction's events begin: the session busy before its `compaction.done` at `at` (its failed attempts' retries between). */
+const manualCompactionStart = (envelopes: ReadonlyArray<Envelope>, at: number): number => {
+  let start = at
+  for (let j = at - 1; j >= 0; j--) {
+    const before = envelopes[j]!
+    if (before.type === "model.retry") continue
+    if (before.type === "session.status" && before.payload.status._tag === "retry") continue
+    if (before.type === "session.status" && before.payload.status._tag === "busy") start = j
+    break
+  }
+  return start
+}
+
+/**
+ * The input points of the log, in order, and for each manual compaction's point the index of its
+ * `compaction.done`.
+ */
+const inputPointsOf = (envelopes: ReadonlyArray<Envelope>, calls: CallRecords) => {
+  const inputs: Array<InputPoint> = []
+  const compactAt = new Map<number, number>()
+  // the interruptions first: their start is an input point, and their events are not the model's
+  const interruptionAt = new Map<number, { readonly reason: string }>()
+  for (let i = 0; i < envelopes.length; i++) {
+    const env = envelopes[i]!
+    if (env.type !== "turn.interrupted") continue
+    interruptionAt.set(interruptionStart(envelopes, i, env.payload.reason), { reason: env.payload.reason })
+  }
   for (let i = 0; i < envelopes.length; i++) {
     const interruption = interruptionAt.get(i)
     if (interruption !== undefined) {
@@ -199,237 +222,247 @@ export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
       )
     }
     const env = envelopes[i]!
-    switch (env.type) {
-      case "user.message":
+    if (env.type === "user.message") {
+      const { text, mode, messageId } = env.payload
+      inputs.push({ _tag: "send", index: i, text, mode, messageId })
+    } else if (env.type === "user.withdrawn") {
+      inputs.push({ _tag: "withdraw", index: i, messageId: env.payload.messageId })
+    } else if (env.type === "compaction.done" && env.payload.trigger === "manual") {
+      const start = manualCompactionStart(envelopes, i)
+      inputs.push({ _tag: "compact", index: start })
+      compactAt.set(start, i)
+    } else if (env.type === "tool.failed") {
+      const { callId } = env.payload
+      if (calls.failedAfterStep.get(callId) === i && !calls.invoked.has(callId) && !calls.refused.has(callId)) {
+        // the step that asked for it is where the model's input is needed
         inputs.push({
-          _tag: "send",
-          index: i,
-          text: env.payload.text,
-          mode: env.payload.mode,
-          messageId: env.payload.messageId
+          _tag: "unsupported",
+          index: calls.ownerOf.get(callId) ?? i,
+          why:
+            `the log does not keep the input of call ${callId} (it never ran: ${env.payload.error.split("\n")[0]}; ` +
+            "a log written before logbook kept the input of refused calls), so it cannot be sent again"
         })
-        break
-      case "user.withdrawn":
-        inputs.push({ _tag: "withdraw", index: i, messageId: env.payload.messageId })
-        break
-      case "compaction.done":
-        // a manual compaction's events begin with the session busy (its failed attempts' retries between)
-        if (env.payload.trigger === "manual") {
-          let start = i
-          for (let j = i - 1; j >= 0; j--) {
-            const before = envelopes[j]!
-            if (before.type === "model.retry") continue
-            if (before.type === "session.status" && before.payload.status._tag === "retry") continue
-            if (before.type === "session.status" && before.payload.status._tag === "busy") start = j
-            break
-          }
-          inputs.push({ _tag: "compact", index: start })
-          compactAt.set(start, i)
-        }
-        break
-      case "tool.failed": {
-        if (
-          failedAfterStep.get(env.payload.callId) === i &&
-          !invoked.has(env.payload.callId) &&
-          !refused.has(env.payload.callId)
-        ) {
-          // the step that asked for it is where the model's input is needed
-          const owner = ownerOf.get(env.payload.callId) ?? i
-          inputs.push({
-            _tag: "unsupported",
-            index: owner,
-            why:
-              `the log does not keep the input of call ${env.payload.callId} (it never ran: ${env.payload.error.split("\n")[0]}; ` +
-              "a log written before logbook kept the input of refused calls), so it cannot be sent again"
-          })
-        }
-        break
       }
     }
   }
   inputs.sort((a, b) => a.index - b.index)
-  const inputsBefore = (index: number) => {
-    let n = 0
-    for (const input of inputs) if (input.index < index) n++
-    return n
-  }
+  return { inputs, compactAt }
+}
 
-  const requests: Array<RecordedRequest> = []
-  let current:
-    | {
-        messageId: MessageId
-        step: number
-        index: number
-        seq: number
-        events: Array<RecordedEvent>
-        calls: Map<string, number>
-      }
-    | undefined
+/** The step whose response is being read from the log. */
+interface OpenStep {
+  readonly messageId: MessageId
+  readonly index: number
+  readonly seq: number
+  readonly events: Array<RecordedEvent>
+}
+
+/** The model requests of a log, read in one pass (`requestsOf`). */
+interface RequestScan {
+  readonly envelopes: ReadonlyArray<Envelope>
+  readonly calls: CallRecords
+  readonly inputs: ReadonlyArray<InputPoint>
+  readonly compactAt: ReadonlyMap<number, number>
+  readonly requests: Array<RecordedRequest>
+  current: OpenStep | undefined
   /** a failed step's decision (the next model.retry / model.error) was taken with it */
-  let stepDecisionPending = false
-  const closeCurrent = (end: RecordedEnd, promptVersion?: string) => {
-    if (current === undefined) return
-    requests.push({
-      kind: "step",
-      request: 0,
-      index: current.index,
-      seq: current.seq,
-      promptVersion,
-      events: current.events,
-      end
+  stepDecisionPending: boolean
+}
+
+/** How many input points come before index `index` of the log. */
+const inputsBefore = (scan: RequestScan, index: number): number => {
+  let n = 0
+  for (const input of scan.inputs) if (input.index < index) n++
+  return n
+}
+
+const closeStep = (scan: RequestScan, end: RecordedEnd, promptVersion?: string): void => {
+  const current = scan.current
+  if (current === undefined) return
+  scan.requests.push({
+    kind: "step",
+    request: 0,
+    index: current.index,
+    seq: current.seq,
+    promptVersion,
+    events: current.events,
+    end
+  })
+  scan.current = undefined
+}
+
+/** A tool call's start, and the whole call when it ran (or was refused after its step): it is sent with its start. */
+const pendingCallEvents = (scan: RequestScan, env: EnvelopeOf<"tool.pending">, i: number): Array<RecordedEvent> => {
+  const { callId, tool } = env.payload
+  const before = inputsBefore(scan, i)
+  const events: Array<RecordedEvent> = [{ event: ModelEvent.ToolInputStart({ callId, tool }), inputsBefore: before }]
+  const sent = scan.calls.refused.get(callId)
+  if (scan.calls.invoked.has(callId) || sent !== undefined) {
+    const input = sent !== undefined ? sent.input : scan.calls.invoked.get(callId)
+    const inputText = sent !== undefined ? sent.inputText : JSON.stringify(input)
+    events.push({ event: ModelEvent.ToolCall({ callId, tool, input, inputText }), inputsBefore: before })
+  }
+  return events
+}
+
+/** How the step read so far ended: finished, failed (with the decision after it), or stopped from outside. */
+const stepFinished = (scan: RequestScan, env: EnvelopeOf<"step.finished">, i: number): void => {
+  const current = scan.current
+  if (current === undefined || current.messageId !== env.payload.messageId) return
+  const p = env.payload
+  if (p.aborted === true && p.finishReason === STREAM_FAILED) {
+    const after = decisionAfter(scan.envelopes, i)
+    scan.stepDecisionPending = after !== undefined
+    closeStep(
+      scan,
+      after === undefined ? { _tag: "hang" } : { _tag: "fail", error: after.error, decision: after.decision },
+      p.promptVersion
+    )
+  } else if (p.aborted === true || p.finishReason === STEERED) {
+    closeStep(scan, { _tag: "hang" }, p.promptVersion)
+  } else {
+    const { input, output, reasoning, cacheRead, cacheWrite } = p.usage
+    current.events.push({
+      event: ModelEvent.Finish({
+        finishReason: p.finishReason,
+        usage: { input, output, reasoning, cacheRead, cacheWrite }
+      }),
+      inputsBefore: inputsBefore(scan, i)
     })
-    current = undefined
+    closeStep(scan, { _tag: "finish" }, p.promptVersion)
+  }
+}
+
+/**
+ * A `model.retry` or `model.error`: the decision after a failed step was read with it; one that no
+ * failed step precedes follows a compaction's summary request that failed.
+ */
+const decisionSeen = (scan: RequestScan, env: EnvelopeOf<"model.retry"> | EnvelopeOf<"model.error">, i: number) => {
+  if (scan.stepDecisionPending) {
+    scan.stepDecisionPending = false
+    return
+  }
+  if (env.type === "model.error") return
+  const p = env.payload
+  scan.requests.push({
+    kind: "failed",
+    request: 0,
+    index: i,
+    seq: env.seq,
+    events: [],
+    end: {
+      _tag: "fail",
+      error: recordedError(p.status, p.message),
+      decision: { _tag: "retry", attempt: p.attempt, delayMs: p.delayMs, message: p.message }
+    }
+  })
+}
+
+/** A compaction's summary request, answered with its summary. */
+const summaryRequest = (scan: RequestScan, env: EnvelopeOf<"compaction.done">, i: number): void => {
+  const p = env.payload
+  if (p.usage === undefined && p.model === undefined) return
+  // a manual compaction is itself an input point: its summary does not wait for it to be done
+  const own = scan.inputs.find(
+    (input) => input._tag === "compact" && input.index <= i && scan.compactAt.get(input.index) === i
+  )
+  const gate = inputsBefore(scan, own === undefined ? i : own.index)
+  const { input, output, reasoning, cacheRead, cacheWrite } = p.usage ?? {
+    input: 0,
+    output: 0,
+    reasoning: 0,
+    cacheRead: 0,
+    cacheWrite: 0
+  }
+  scan.requests.push({
+    kind: "summary",
+    request: 0,
+    index: i,
+    seq: env.seq,
+    events: [
+      { event: ModelEvent.TextDelta({ id: "summary", delta: p.summary }), inputsBefore: gate },
+      {
+        event: ModelEvent.Finish({ finishReason: "stop", usage: { input, output, reasoning, cacheRead, cacheWrite } }),
+        inputsBefore: gate
+      }
+    ],
+    end: { _tag: "finish" }
+  })
+}
+
+/** The model requests of the log, in order and numbered from 1. */
+const requestsOf = (
+  envelopes: ReadonlyArray<Envelope>,
+  calls: CallRecords,
+  points: ReturnType<typeof inputPointsOf>
+): Array<RecordedRequest> => {
+  const scan: RequestScan = {
+    envelopes,
+    calls,
+    inputs: points.inputs,
+    compactAt: points.compactAt,
+    requests: [],
+    current: undefined,
+    stepDecisionPending: false
   }
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
+    const current = scan.current
+    const ours = current !== undefined && "messageId" in env.payload && current.messageId === env.payload.messageId
     switch (env.type) {
       case "step.started":
-        closeCurrent({ _tag: "hang" })
-        current = {
-          messageId: env.payload.messageId,
-          step: env.payload.step,
-          index: i,
-          seq: env.seq,
-          events: [],
-          calls: new Map()
-        }
+        closeStep(scan, { _tag: "hang" })
+        scan.current = { messageId: env.payload.messageId, index: i, seq: env.seq, events: [] }
         break
       case "text.delta":
-        if (current?.messageId === env.payload.messageId) {
+        if (ours)
           current.events.push({
             event: ModelEvent.TextDelta({ id: partKey(env.payload.partId), delta: env.payload.delta }),
-            inputsBefore: inputsBefore(i)
+            inputsBefore: inputsBefore(scan, i)
           })
-        }
         break
       case "reasoning.delta":
-        if (current?.messageId === env.payload.messageId) {
+        if (ours)
           current.events.push({
             event: ModelEvent.ReasoningDelta({
               id: partKey(env.payload.partId),
               delta: env.payload.delta,
               metadata: env.payload.metadata
             }),
-            inputsBefore: inputsBefore(i)
+            inputsBefore: inputsBefore(scan, i)
           })
-        }
         break
       case "tool.pending":
-        if (current?.messageId === env.payload.messageId) {
-          const { callId, tool } = env.payload
-          current.events.push({
-            event: ModelEvent.ToolInputStart({ callId, tool }),
-            inputsBefore: inputsBefore(i)
-          })
-          // the whole call arrived when it ran (or was refused after its step): it is sent with its start
-          const sent = refused.get(callId)
-          if (invoked.has(callId) || sent !== undefined) {
-            const input = sent !== undefined ? sent.input : invoked.get(callId)
-            const inputText = sent !== undefined ? sent.inputText : JSON.stringify(input)
-            current.events.push({
-              event: ModelEvent.ToolCall({ callId, tool, input, inputText }),
-              inputsBefore: inputsBefore(i)
-            })
-          }
-        }
+        if (ours) current.events.push(...pendingCallEvents(scan, env, i))
         break
-      case "step.finished": {
-        if (current === undefined || current.messageId !== env.payload.messageId) break
-        const p = env.payload
-        const promptVersion = p.promptVersion
-        if (p.aborted === true && p.finishReason === STREAM_FAILED) {
-          const after = decisionAfter(envelopes, i)
-          stepDecisionPending = after !== undefined
-          closeCurrent(
-            after === undefined ? { _tag: "hang" } : { _tag: "fail", error: after.error, decision: after.decision },
-            promptVersion
-          )
-        } else if (p.aborted === true || p.finishReason === STEERED) {
-          closeCurrent({ _tag: "hang" }, promptVersion)
-        } else {
-          const { input, output, reasoning, cacheRead, cacheWrite } = p.usage
-          current.events.push({
-            event: ModelEvent.Finish({
-              finishReason: p.finishReason,
-              usage: { input, output, reasoning, cacheRead, cacheWrite }
-            }),
-            inputsBefore: inputsBefore(i)
-          })
-          closeCurrent({ _tag: "finish" }, promptVersion)
-        }
+      case "step.finished":
+        stepFinished(scan, env, i)
         break
-      }
       case "model.retry":
-      case "model.error": {
-        // the decision after a failed step was read with it; one that no failed step precedes
-        // follows a compaction's summary request that failed
-        if (stepDecisionPending) {
-          stepDecisionPending = false
-          break
-        }
-        if (env.type === "model.error") break
-        const p = env.payload
-        requests.push({
-          kind: "failed",
-          request: 0,
-          index: i,
-          seq: env.seq,
-          events: [],
-          end: {
-            _tag: "fail",
-            error: recordedError(p.status, p.message),
-            decision: { _tag: "retry", attempt: p.attempt, delayMs: p.delayMs, message: p.message }
-          }
-        })
+      case "model.error":
+        decisionSeen(scan, env, i)
         break
-      }
-      case "compaction.done": {
-        const p = env.payload
-        if (p.usage === undefined && p.model === undefined) break
-        // a manual compaction is itself an input point: its summary does not wait for it to be done
-        const own = inputs.find(
-          (input) => input._tag === "compact" && input.index <= i && compactAt.get(input.index) === i
-        )
-        const gate = own === undefined ? inputsBefore(i) : inputsBefore(own.index)
-        const usage = p.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 }
-        requests.push({
-          kind: "summary",
-          request: 0,
-          index: i,
-          seq: env.seq,
-          events: [
-            { event: ModelEvent.TextDelta({ id: "summary", delta: p.summary }), inputsBefore: gate },
-            {
-              event: ModelEvent.Finish({
-                finishReason: "stop",
-                usage: {
-                  input: usage.input,
-                  output: usage.output,
-                  reasoning: usage.reasoning,
-                  cacheRead: usage.cacheRead,
-                  cacheWrite: usage.cacheWrite
-                }
-              }),
-              inputsBefore: gate
-            }
-          ],
-          end: { _tag: "finish" }
-        })
+      case "compaction.done":
+        summaryRequest(scan, env, i)
         break
-      }
     }
   }
-  closeCurrent({ _tag: "hang" })
-  requests.sort((a, b) => a.index - b.index)
-  const numbered = requests.map((r, n) => ({ ...r, request: n + 1 }))
+  closeStep(scan, { _tag: "hang" })
+  scan.requests.sort((a, b) => a.index - b.index)
+  return scan.requests.map((r, n) => ({ ...r, request: n + 1 }))
+}
 
+/** The plan of a re-run of these envelopes (one session's, in seq order). */
+export const planOf = (envelopes: ReadonlyArray<Envelope>): RerunPlan => {
+  const calls = callRecordsOf(envelopes)
+  const points = inputPointsOf(envelopes, calls)
   const created = envelopes.find((env): env is EnvelopeOf<"session.created"> => env.type === "session.created")
   return {
     envelopes,
     cwd: created?.payload.cwd,
     title: created?.payload.title,
     model: created?.payload.model,
-    requests: numbered,
-    inputs
+    requests: requestsOf(envelopes, calls, points),
+    inputs: points.inputs
   }
 }

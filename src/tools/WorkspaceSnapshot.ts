@@ -27,6 +27,7 @@ import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { ContentOmitted, type SnapshotLimitHit } from "../domain/Events.js"
+import { makeDirectoryChecked, openDirectoryScoped, PathMoved, toCheckedError } from "./confine.js"
 import { isOwnTempFile } from "./fileChanges.js"
 import { statQuietly, tryFs } from "./fsErrors.js"
 import { walkFilesUpTo } from "./ignore.js"
@@ -338,13 +339,62 @@ const safeRelative = (path: string): boolean =>
   !path.includes("\\") &&
   path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..")
 
+/** What `restoreEntry` puts at a path: a file (its content, and mode), a symbolic link, or nothing. */
+export type RestoredEntry =
+  | { readonly kind: "file"; readonly content: Uint8Array; readonly mode?: number | undefined }
+  | { readonly kind: "symlink"; readonly target: string }
+  | { readonly kind: "remove" }
+
+/**
+ * Puts `entry` at the `/`-separated relative `path` below the real directory `root`, confined as
+ * the file tools' writes are (confine.ts): the parent directories are created and opened through
+ * checked descriptors, so a symbolic link on the way — one a restore made, one copied from a
+ * session's directory, one swapped in meanwhile — fails it instead of leading outside `root`; what
+ * is at the path itself is replaced (a link there is removed, never followed: the new file is
+ * created exclusively). Fails with the reason, as a sentence.
+ */
+export const restoreEntry = (root: string, path: string, entry: RestoredEntry): Effect.Effect<void, string> => {
+  if (!safeRelative(path)) return Effect.fail("the path leads outside the directory")
+  const segments = path.split("/")
+  const name = segments.pop()!
+  const parent = nodePath.join(root, ...segments)
+  return makeDirectoryChecked(parent).pipe(
+    Effect.zipRight(
+      Effect.scoped(
+        Effect.flatMap(openDirectoryScoped(parent), (directory) =>
+          Effect.try({ try: () => putEntry(directory.at(name), entry), catch: toCheckedError })
+        )
+      )
+    ),
+    Effect.mapError((error) =>
+      error instanceof PathMoved ? "it leads outside the directory through a symbolic link" : error.message
+    )
+  )
+}
+
+/** `restoreEntry`'s write at `at` (a name below a checked directory descriptor). */
+const putEntry = (at: string, entry: RestoredEntry): void => {
+  fs.rmSync(at, { force: true })
+  if (entry.kind === "symlink") fs.symlinkSync(entry.target, at)
+  else if (entry.kind === "file") {
+    const fd = fs.openSync(at, "wx", entry.mode ?? 0o666)
+    try {
+      // `open` applies the umask: the recorded bits win
+      if (entry.mode !== undefined) fs.fchmodSync(fd, entry.mode)
+      fs.writeFileSync(fd, entry.content)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+}
+
 /**
  * Writes the files of the manifest blob `manifestHash` into `directory` (created when missing;
  * existing files of the same paths are replaced), with their permission bits; symlinks are made as
- * links, after every file (nothing is written through a link). Files whose content the snapshot did
- * not store (over a bound), whose blob is missing, whose path would lead outside `directory` or
- * that cannot be written are listed in `missing`; the restore fails only when the manifest itself
- * cannot be read.
+ * links, after every file. Every write goes through `restoreEntry`, so nothing is written through a
+ * link. Files whose content the snapshot did not store (over a bound), whose blob is missing, whose
+ * path would lead outside `directory` or that cannot be written are listed in `missing`; the
+ * restore fails only when the manifest itself cannot be read.
  * The contents are the log's: API keys in them are masked.
  */
 export const restoreManifest = <E>(
@@ -367,7 +417,7 @@ export const restoreManifest = <E>(
     const root = yield* tryFs(() => fsp.realpath(directory)).pipe(Effect.mapError(fail(`cannot read ${directory}`)))
     let restored = 0
     const missing: Array<{ path: string; reason: string }> = []
-    // links last: no file is written through a link this restore made
+    // links last: no file is written below a link this restore made
     const ordered = [
       ...document.right.files.filter((f) => f.kind !== "symlink"),
       ...document.right.files.filter((f) => f.kind === "symlink")
@@ -388,23 +438,13 @@ export const restoreManifest = <E>(
         missing.push({ path: file.path, reason: `its blob ${file.blob} is not in the log` })
         continue
       }
-      const target = nodePath.join(directory, ...file.path.split("/"))
-      const written = yield* tryFs(async () => {
-        await fsp.mkdir(nodePath.dirname(target), { recursive: true })
-        const parent = await fsp.realpath(nodePath.dirname(target))
-        if (parent !== root && !parent.startsWith(`${root}${nodePath.sep}`)) {
-          throw new Error("it leads outside the directory through a symbolic link")
-        }
-        await fsp.rm(target, { force: true })
-        if (file.kind === "symlink") await fsp.symlink(new TextDecoder().decode(content.value), target)
-        else {
-          await fsp.writeFile(target, content.value, { mode: file.mode })
-          await fsp.chmod(target, file.mode)
-        }
-      }).pipe(Effect.either)
-      if (written._tag === "Left") {
-        const error = written.left
-        missing.push({ path: file.path, reason: error instanceof Error ? error.message : String(error) })
+      const entry: RestoredEntry =
+        file.kind === "symlink"
+          ? { kind: "symlink", target: new TextDecoder().decode(content.value) }
+          : { kind: "file", content: content.value, mode: file.mode }
+      const written = yield* Effect.either(restoreEntry(root, file.path, entry))
+      if (Either.isLeft(written)) {
+        missing.push({ path: file.path, reason: written.left })
         continue
       }
       restored++

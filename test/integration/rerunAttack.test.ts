@@ -34,6 +34,7 @@ interface RerunJson {
   readonly served: number
   readonly live: number
   readonly source: string
+  readonly refused: ReadonlyArray<Record<string, unknown>>
 }
 
 const rerunJson = async (db: string, session: string, extra: ReadonlyArray<string> = [], env = {}) => {
@@ -248,5 +249,177 @@ describe("logbook rerun: model errors and limits", () => {
     expect(log.some((e) => e.type === "turn.finished" && e.payload.reason === "max-steps")).toBe(true)
     const { result, report } = await rerunJson(ws.db, session)
     expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+  })
+})
+
+/** Every file under `dir` with its content (for "nothing outside changed"). */
+const contentsOf = (dir: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name of fs.readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    const full = path.join(dir, name)
+    if (fs.lstatSync(full).isFile()) out[name] = fs.readFileSync(full, "utf8")
+  }
+  return out
+}
+
+describe("logbook rerun never does what nobody approved", () => {
+  it("an imported session whose approved outside write was edited to name ~/.bashrc writes nothing outside", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    // the sender's session: a write outside its workspace, approved (--yes), and one inside
+    const theirs = scratchDir()
+    const home = scratchDir()
+    expect(theirs.length).toBe(home.length)
+    server.enqueue(
+      tool("c1", "write", { path: path.join(theirs, ".bashrc"), content: "echo pwned\n" }),
+      tool("c2", "write", { path: "notes.txt", content: "inside\n" }),
+      Reply.text("Done.")
+    )
+    const run = await runCli([...ws.runArgs, "--yes", "write them"])
+    expect(run.code, shown(run)).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(log.filter((e) => e.type === "permission.replied").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ reply: "once" })
+    ])
+    const file = path.join(scratchDir(), "session.jsonl")
+    const exported = await runCli(["export", session, "--db", ws.db, "-o", file])
+    expect(exported.code, shown(exported)).toBe(0)
+    // edited: the approved write now names the receiver's ~/.bashrc (a path as long, so no size changes)
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").split(theirs).join(home))
+    fs.rmSync(path.join(theirs, ".bashrc"))
+    const db = path.join(scratchDir(), "mine.db")
+    const imported = await runCli(["import", file, "--db", db])
+    expect(imported.code, shown(imported)).toBe(0)
+
+    for (const extra of [[], ["--allow-live-tools"]]) {
+      const { result, report } = await rerunJson(db, session, extra, { HOME: home })
+      expect(result.code, shown(result)).toBe(1)
+      expect(report.outcome._tag, shown(result)).toBe("refused")
+      expect(JSON.stringify(report.refused)).toContain(".bashrc")
+      expect(contentsOf(home)).toEqual({})
+      expect(fs.existsSync(path.join(theirs, ".bashrc"))).toBe(false)
+    }
+    const text = await runCli(["rerun", session, "--db", db], { env: { HOME: home } })
+    expect(text.code, shown(text)).toBe(1)
+    expect(text.stdout).not.toContain("✓")
+    expect(text.stdout).toContain("refused")
+    expect(contentsOf(home)).toEqual({})
+  })
+
+  it("an imported session's tools run only with --allow-live-tools; without it the report lists what was refused", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      tool("c1", "read", { path: "logbook.json" }),
+      tool("c2", "write", { path: "notes.txt", content: "inside\n" }),
+      tool("c3", "read", { path: "notes.txt" }),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "write it"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const file = path.join(scratchDir(), "session.jsonl")
+    expect((await runCli(["export", session, "--db", ws.db, "-o", file])).code).toBe(0)
+    const db = path.join(scratchDir(), "mine.db")
+    expect((await runCli(["import", file, "--db", db])).code).toBe(0)
+
+    const refused = await rerunJson(db, session)
+    expect(refused.result.code, shown(refused.result)).toBe(1)
+    expect(refused.report.outcome._tag).toBe("refused")
+    // the read ran (it changes nothing, inside the scratch directory); the write was the first refused
+    expect(refused.report.refused).toEqual([expect.objectContaining({ tool: "write", subject: "notes.txt" })])
+    expect(refused.report.matched).toBeGreaterThan(0)
+    const text = await runCli(["rerun", session, "--db", db])
+    expect(text.code, shown(text)).toBe(1)
+    expect(text.stdout).toContain("--allow-live-tools")
+    expect(text.stdout).not.toContain("✓ the same")
+
+    const allowed = await rerunJson(db, session, ["--allow-live-tools", "--save"])
+    expect(allowed.report.outcome, shown(allowed.result)).toEqual({ _tag: "match" })
+    expect(allowed.result.code).toBe(0)
+    expect(fs.readFileSync(path.join(allowed.report.workspace, "notes.txt"), "utf8")).toBe("inside\n")
+    // a saved re-run of an imported session replays what someone else approved: imported too
+    const again = await rerunJson(db, allowed.report.rerun)
+    expect(again.result.code, shown(again.result)).toBe(1)
+    expect(again.report).toMatchObject({ imported: true, outcome: { _tag: "refused" } })
+    // the user's own session needs no flag
+    const own = await rerunJson(ws.db, session)
+    expect(own.report.outcome, shown(own.result)).toEqual({ _tag: "match" })
+    expect(own.report).toMatchObject({ imported: false, refused: [] })
+  })
+
+  it("a re-run of your own session does not re-do a write outside the workspace approved in the original", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const outside = scratchDir()
+    const target = path.join(outside, "out.txt")
+    server.enqueue(tool("c1", "write", { path: target, content: "written\n" }), Reply.text("Done."))
+    const run = await runCli([...ws.runArgs, "--yes", "write outside"])
+    expect(run.code, shown(run)).toBe(0)
+    expect(fs.readFileSync(target, "utf8")).toBe("written\n")
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    fs.rmSync(target)
+    const { result, report } = await rerunJson(ws.db, session, ["--yes"])
+    expect(result.code, shown(result)).toBe(1)
+    expect(report.outcome._tag).toBe("refused")
+    expect(report.refused).toEqual([expect.objectContaining({ tool: "write", subject: target, outside: true })])
+    expect(fs.existsSync(target)).toBe(false)
+    const text = await runCli(["rerun", session, "--db", ws.db])
+    expect(text.code, shown(text)).toBe(1)
+    expect(text.stdout).toContain(`refused: write ${target}`)
+    expect(fs.existsSync(target)).toBe(false)
+  })
+
+  it("the starting workspace is not restored through a symlink in the session's directory", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.mkdirSync(path.join(ws.dir, "sub"))
+    fs.writeFileSync(path.join(ws.dir, "sub", "y.txt"), "before\n")
+    server.enqueue(
+      tool("c1", "write", { path: "sub/x.txt", content: "new\n" }),
+      tool("c2", "read", { path: "sub/y.txt" }),
+      tool("c3", "edit", { path: "sub/y.txt", oldString: "before", newString: "after" }),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "change sub"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const log = await readLog(ws.db, session)
+    expect(log.filter((e) => e.type === "file.changed").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ path: "sub/x.txt", op: "create" }),
+      expect.objectContaining({ path: "sub/y.txt", op: "update" })
+    ])
+    // since then, sub became an absolute link to a directory outside, holding files of the same names
+    const outside = scratchDir()
+    fs.writeFileSync(path.join(outside, "x.txt"), "precious x\n")
+    fs.writeFileSync(path.join(outside, "y.txt"), "precious y\n")
+    fs.rmSync(path.join(ws.dir, "sub"), { recursive: true })
+    fs.symlinkSync(outside, path.join(ws.dir, "sub"))
+    const { result, report } = await rerunJson(ws.db, session)
+    // the undone create did not delete outside, the undone edit did not write outside
+    expect(contentsOf(outside), shown(result)).toEqual({ "x.txt": "precious x\n", "y.txt": "precious y\n" })
+    expect(result.code, shown(result)).toBe(1)
+    expect(JSON.stringify(report)).toContain("sub/y.txt")
+  })
+
+  it("--from-step whose live part fails (connection refused) exits 1 with the reason", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, { retry: { initialDelayMs: 1, maxDelayMs: 2, maxAttempts: 2 } })
+    server.enqueue(bash("c1", "echo one"), Reply.text("Done."))
+    expect((await runCli([...ws.runArgs, "go"])).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    // the live model is the session's: its server is gone, the port closed
+    await server.close()
+    const { result, report } = await rerunJson(ws.db, session, ["--from-step", "2"])
+    expect(result.code, shown(result)).toBe(1)
+    expect(report.outcome).toMatchObject({ _tag: "forked", fromRequest: 2 })
+    expect(String(report.outcome.failed)).toMatch(/connect|refused/i)
+    const text = await runCli(["rerun", session, "--db", ws.db, "--from-step", "2"])
+    expect(text.code, shown(text)).toBe(1)
+    expect(text.stdout).not.toContain("✓")
+    expect(shown(text)).toMatch(/live part failed/)
   })
 })
