@@ -96,6 +96,13 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
      */
     readonly readChain: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<ChainRow, EventStoreError>
     /**
+     * Runs `effect` so that all its reads of this store see one state of it, however many
+     * statements they take: a commit of this process or another lands before all of them or after
+     * all of them (SQLite: one read transaction). `effect` must only read: a write inside it fails
+     * or waits for itself. Writes of this process wait until it ends.
+     */
+    readonly consistent: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | EventStoreError, R>
+    /**
      * How many rows the session has and their seq bounds (from the primary key, no payload read),
      * and its chain mark: rows chained at the upgrade to the chain or at an import (none: every row
      * was chained as it was appended).

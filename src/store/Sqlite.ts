@@ -635,7 +635,8 @@ export const immediate =
 const beginCommit = <A, E, R>(
   conn: Connection,
   inside: Effect.Effect<A, E, R>,
-  committed: ((value: A) => void) | undefined
+  committed: ((value: A) => void) | undefined,
+  begin = "BEGIN IMMEDIATE"
 ): Effect.Effect<A, E | SqlError | EventStoreError, R> => {
   // a BEGIN or COMMIT that failed may leave no transaction to roll back: not a second error
   const rollback = () =>
@@ -644,7 +645,7 @@ const beginCommit = <A, E, R>(
       Effect.mapError(rollbackError)
     )
   return Effect.zipRight(
-    conn.execute("BEGIN IMMEDIATE", [], undefined),
+    conn.execute(begin, [], undefined),
     Effect.matchCauseEffect(inside, {
       onFailure: (cause): Effect.Effect<A, E | SqlError | EventStoreError> =>
         Effect.zipRight(rollback(), Effect.failCause(cause)),
@@ -660,10 +661,10 @@ const beginCommit = <A, E, R>(
 /**
  * `immediate` and the store's own writes: `provide` says whether `body`'s `sql` statements run on
  * the transaction's connection (`immediate`); the store's writes use only `conn`, and save the
- * context change per commit.
+ * context change per commit. `begin` is `BEGIN` for a read transaction (`consistentRead`).
  */
 const transaction =
-  (sql: SqlClient.SqlClient, provide: boolean) =>
+  (sql: SqlClient.SqlClient, provide: boolean, begin = "BEGIN IMMEDIATE") =>
   <A, E, R>(
     body: (conn: Connection) => Effect.Effect<A, E, R>,
     /** run right after a successful COMMIT, while the connection is still held */
@@ -676,11 +677,24 @@ const transaction =
             const inside = provide
               ? Effect.provideService(body(conn), SqlClient.TransactionConnection, [conn, 0] as const)
               : body(conn)
-            return beginCommit(conn, restore(inside), committed)
+            return beginCommit(conn, restore(inside), committed, begin)
           }),
           (exit) => Scope.close(scope, exit)
         )
       )
+    )
+
+/**
+ * Runs `effect` in one read transaction (`BEGIN` … `COMMIT`) on the client's connection, its `sql`
+ * statements on that connection: in WAL mode every statement of it reads the state the first one
+ * saw, whatever other processes commit meanwhile. The connection is reserved (as by `immediate`),
+ * so this process's writes wait until it ends. Inside a transaction already, `effect` runs in it.
+ */
+export const consistentRead =
+  (sql: SqlClient.SqlClient) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError | EventStoreError, R> =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+      Option.isSome(open) ? effect : transaction(sql, true, "BEGIN")(() => effect)
     )
 
 /**
@@ -1045,6 +1059,16 @@ export const makeSqliteBackend = (
       acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
       releaseLease: (sessionId, owner) => Effect.asVoid(write("releaseLease", (w) => w.releaseLease(sessionId, owner))),
+      consistent: (effect) =>
+        consistentRead(sql)(effect).pipe(
+          Effect.catchIf(
+            (e): e is SqlError => e instanceof SqlError,
+            (e) =>
+              Effect.fail(
+                withDamagedFile(storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
+              )
+          )
+        ),
       readPage: (sessionId, from, to, limit) =>
         sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
         WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(

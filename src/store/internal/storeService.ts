@@ -134,6 +134,11 @@ export interface Backend {
     limit: number
   ) => Effect.Effect<ReadonlyArray<EnvelopeHeader>, EventStoreError>
   readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
+  /**
+   * Runs `effect`, whose reads of this backend all see one state of the store: no commit lands
+   * between them. `effect` must not write.
+   */
+  readonly consistent: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | EventStoreError, R>
   /** Rows from `from` up to `to` (at most `limit`) with their chain columns, in seq order. */
   readonly readChainPage: (
     sessionId: SessionId,
@@ -854,6 +859,7 @@ export const makeService = (
       followRaw,
       query,
       readChain,
+      consistent: backend.consistent,
       chainInfo: backend.chainInfo,
       seqGaps: backend.seqGaps,
       snapshotSeqs: backend.snapshotSeqs,
