@@ -6,7 +6,7 @@
  * {"format":"logbook-session","version":1,"sessionId":"…","events":N,"blobs":M}
  * {"id":"…","sessionId":"…","seq":1,"type":"session.created","at":…,"parentId":null,"v":1,"payload":{…}}
  * …                                              (N envelopes, seq 1..N, as `logbook events --format json`)
- * {"blob":"<sha-256>","size":123,"base64":"…"}   (M blobs, in the order the events first reference them)
+ * {"blob":"<sha-256>","size":123,"base64":"…"}   (M blobs: the events' references, then what their manifests name)
  * ```
  *
  * `exportSession` streams the lines of a session (up to its last seq when the export starts);
@@ -105,10 +105,12 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The blobs an event references, in payload order: `file.changed` and `file.intent` `beforeHash` / `afterHash`,
- * `prompt.recorded` `blob`, and a tool record's `outputBlob` (`tool.finished` / `tool.failed`
- * `metadata`: a command's whole output). A file stamp's `hash` (`reads`) names content that was
- * read, not a blob, and is not one.
+ * The blobs an event references, in payload order: `file.changed` and `file.intent` `beforeHash` /
+ * `afterHash` (except a side marked `beforeOmitted` / `afterOmitted`: its hash names content that was
+ * not stored), `prompt.recorded` `blob`, a tool record's `outputBlob` (`tool.finished` / `tool.failed`
+ * `metadata`: a command's whole output) and `workspace.snapshot` `manifest` (a manifest document,
+ * which names blobs of its own: `manifestReferences`). A file stamp's `hash` (`reads`) names content
+ * that was read, not a blob, and is not one.
  */
 export const blobReferences = (e: { readonly type: string; readonly payload: unknown }): ReadonlyArray<string> => {
   const p = e.payload
@@ -117,15 +119,51 @@ export const blobReferences = (e: { readonly type: string; readonly payload: unk
   switch (e.type) {
     case "file.changed":
     case "file.intent":
-      return strings(p.beforeHash, p.afterHash)
+      return strings(
+        p.beforeOmitted === undefined ? p.beforeHash : undefined,
+        p.afterOmitted === undefined ? p.afterHash : undefined
+      )
     case "prompt.recorded":
       return strings(p.blob)
     case "tool.finished":
     case "tool.failed":
       return isRecord(p.metadata) ? strings(p.metadata.outputBlob) : []
+    case "workspace.snapshot":
+      return strings(p.manifest)
     default:
       return []
   }
+}
+
+/** The blob of the event that is a workspace manifest document (`workspace.snapshot` `manifest`), if any. */
+const manifestOf = (e: { readonly type: string; readonly payload: unknown }): string | undefined =>
+  e.type === "workspace.snapshot" && isRecord(e.payload) && typeof e.payload.manifest === "string"
+    ? e.payload.manifest
+    : undefined
+
+/**
+ * What a session file needs of a workspace manifest document (docs/workspace.md): the blobs its
+ * files name (`blob`: a file's content, a symlink's target; `hash` names content not stored).
+ */
+const ManifestBlobs = Schema.parseJson(
+  Schema.Struct({
+    version: Schema.Literal(1),
+    files: Schema.Array(Schema.Struct({ blob: Schema.optional(Schema.String) }))
+  })
+)
+
+/** The blobs a manifest document names, in its order; a sentence when it is not one. */
+export const manifestReferences = (bytes: Uint8Array): Either.Either<ReadonlyArray<string>, string> => {
+  let text: string
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+  } catch {
+    return Either.left("it is not UTF-8 text")
+  }
+  return Schema.decodeUnknownEither(ManifestBlobs)(text).pipe(
+    Either.map((doc) => doc.files.flatMap((f) => (f.blob === undefined ? [] : [f.blob]))),
+    Either.mapLeft(formatIssue)
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -151,15 +189,33 @@ export const exportSession = (
       const limits = { ...DEFAULT_LIMITS, ...options.limits }
       const store = yield* EventStore
       const lastSeq = yield* store.lastSeq(sessionId)
-      // the references, in first-reference order, and the seq that first names each
+      // the references, in first-reference order, and the seq that first names each; then the
+      // blobs the manifests among them name, manifest by manifest
       const blobs = new Map<string, number>()
+      const manifests = new Set<string>()
       yield* store.readRaw(sessionId, { to: lastSeq }).pipe(
         Stream.runForEach((e) =>
           Effect.sync(() => {
             for (const hash of blobReferences(e)) if (!blobs.has(hash)) blobs.set(hash, e.seq)
+            const manifest = manifestOf(e)
+            if (manifest !== undefined) manifests.add(manifest)
           })
         )
       )
+      for (const manifest of manifests) {
+        const seq = blobs.get(manifest)!
+        const found = yield* store.getBlob(manifest)
+        // a missing manifest is told when its line is written
+        if (Option.isNone(found)) continue
+        const named = manifestReferences(found.value)
+        if (Either.isLeft(named)) {
+          return yield* new SessionFileError({
+            line: 0,
+            message: `the workspace manifest ${manifest} that event ${seq} references cannot be read (${named.left}), so the session cannot be exported whole`
+          })
+        }
+        for (const hash of named.right) if (!blobs.has(hash)) blobs.set(hash, seq)
+      }
       const header = Stream.succeed(`${headerJson({ sessionId, events: lastSeq, blobs: blobs.size })}\n`)
       const events = store.readRaw(sessionId, { to: lastSeq }).pipe(
         Stream.mapChunksEffect((chunk) =>
@@ -232,8 +288,10 @@ const makeChecker = (limits: SessionFileLimits) => {
   let header: FileHeader | undefined
   const events: Array<ImportedEvent> = []
   const ids = new Set<string>()
-  /** blob -> the line of the event that first references it */
-  const referenced = new Map<string, number>()
+  /** blob -> the line of the event (or of the manifest's blob) that first references it */
+  const referenced = new Map<string, { readonly line: number; readonly manifest: boolean }>()
+  /** the blobs events reference as workspace manifests */
+  const manifests = new Set<string>()
   const blobs: Array<Uint8Array> = []
   const seen = new Set<string>()
   let folder: Projection.Folder | undefined
@@ -304,7 +362,9 @@ const makeChecker = (limits: SessionFileLimits) => {
     }
     ids.add(e.id)
     events.push({ id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload })
-    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, line)
+    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: false })
+    const manifest = manifestOf(raw)
+    if (manifest !== undefined) manifests.add(manifest)
     return undefined
   }
 
@@ -328,6 +388,16 @@ const makeChecker = (limits: SessionFileLimits) => {
     }
     if (hashContent(bytes) !== blob) {
       return lineError(line, `the blob ${blob} does not match its bytes (their SHA-256 is ${hashContent(bytes)})`)
+    }
+    if (manifests.has(blob)) {
+      const named = manifestReferences(bytes)
+      if (Either.isLeft(named)) {
+        return lineError(
+          line,
+          `the blob ${blob} is a workspace manifest of an event, but not a manifest: ${named.left}`
+        )
+      }
+      for (const hash of named.right) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: true })
     }
     seen.add(blob)
     blobs.push(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
@@ -360,9 +430,14 @@ const makeChecker = (limits: SessionFileLimits) => {
           lineError(n + 1, `the file ends after ${events.length} of the ${header.events} events its header announces`)
         )
       }
-      for (const [hash, line] of referenced) {
+      for (const [hash, { line, manifest }] of referenced) {
         if (!seen.has(hash)) {
-          return Either.left(lineError(line, `the event references the blob ${hash}, which the file does not hold`))
+          return Either.left(
+            lineError(
+              line,
+              `${manifest ? "the workspace manifest" : "the event"} references the blob ${hash}, which the file does not hold`
+            )
+          )
         }
       }
       if (blobs.length !== header.blobs) {
