@@ -36,13 +36,38 @@ export interface SessionFileLimits {
   readonly maxBlobBytes: number
   /** the most bytes of a whole file `readSessionFile` reads (it holds the session in memory to write it at once) */
   readonly maxFileBytes: number
+  /** the deepest nesting of arrays and objects in one line's JSON (the line itself is level 1) */
+  readonly maxDepth: number
 }
 
 export const DEFAULT_LIMITS: SessionFileLimits = {
   maxEventBytes: 16 * 1024 * 1024,
   // a command's whole output is kept up to 16 MiB (tools/bash.ts FULL_OUTPUT_BYTES); files may be larger
   maxBlobBytes: 64 * 1024 * 1024,
-  maxFileBytes: 1024 * 1024 * 1024
+  maxFileBytes: 1024 * 1024 * 1024,
+  // deep enough for any payload logbook writes; the recursive JSON and Schema code after the check is not bounded
+  maxDepth: 256
+}
+
+/**
+ * The first place a JSON text nests arrays and objects deeper than `max`, as the depth reached
+ * there; undefined when it does not (scanned without recursion, strings skipped).
+ */
+export const nestingOver = (text: string, max: number): number | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92)
+        i++ // a backslash: the next character is escaped
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return depth
+    } else if (c === 93 || c === 125) depth--
+  }
+  return undefined
 }
 
 const mib = (bytes: number): string =>
@@ -223,6 +248,14 @@ export const exportSession = (
             const lines: Array<string> = []
             for (const e of chunk) {
               const line = envelopeJson(e)
+              if (nestingOver(line, limits.maxDepth) !== undefined) {
+                return Effect.fail(
+                  new SessionFileError({
+                    line: 0,
+                    message: `event ${e.seq} (${e.type}) nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
+                  })
+                )
+              }
               if (Buffer.byteLength(line) > limits.maxEventBytes) {
                 return Effect.fail(
                   new SessionFileError({
@@ -418,6 +451,12 @@ const makeChecker = (limits: SessionFileLimits) => {
       const limit = header === undefined || isEvent ? limits.maxEventBytes : blobLineBytes(limits.maxBlobBytes)
       const bytes = Buffer.byteLength(text)
       if (bytes > limit) return lineError(line, `the line holds ${mib(bytes)}, more than the limit of ${mib(limit)}`)
+      if (nestingOver(text, limits.maxDepth) !== undefined) {
+        return lineError(
+          line,
+          `its JSON nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
+        )
+      }
       const value = parse(line, text)
       if (Either.isLeft(value)) return value.left
       if (header === undefined) return pushHeader(line, value.right)

@@ -318,6 +318,40 @@ describe("logbook import refuses, naming what and where, and writes nothing", ()
   })
 })
 
+describe("logbook import of a deeply nested payload", () => {
+  it("is refused naming its line, exit 2, and creates no database", async () => {
+    const sid = "0195a0ba-0000-7000-8000-00000000dee1"
+    const depth = 100_000
+    const file = path.join(scratchDir(), "deep.jsonl")
+    fs.writeFileSync(
+      file,
+      `${[
+        JSON.stringify({ format: "logbook-session", version: 1, sessionId: sid, events: 2, blobs: 0 }),
+        JSON.stringify({
+          id: "e1",
+          sessionId: sid,
+          seq: 1,
+          type: "session.created",
+          at: 1,
+          parentId: null,
+          v: 1,
+          payload: { title: "deep" }
+        }),
+        // a payload its schema takes (an extra field is ignored), nested 100,000 levels deep
+        `{"id":"e2","sessionId":"${sid}","seq":2,"type":"user.message","at":2,"parentId":null,"v":1,"payload":{"messageId":"m1","text":"hi","mode":"prompt","extra":${"[".repeat(depth)}${"]".repeat(depth)}}}`
+      ].join("\n")}\n`
+    )
+    const db = path.join(scratchDir(), "fresh.db")
+    const result = await runCli(["import", file, "--db", db])
+    expect(result.code, result.stderr).toBe(2)
+    expect(result.stderr).toBe(
+      `logbook: cannot import ${file}: line 3: its JSON nests arrays and objects more than 256 levels deep, more than a session file allows; nothing was imported\n`
+    )
+    // no database, and no -wal or -shm beside it
+    expect(fs.readdirSync(path.dirname(db))).toEqual([])
+  })
+})
+
 describe("the EXAMPLES of export and import", () => {
   it("work as written, and are in the help", async () => {
     const server = await janitor.server()
