@@ -13,6 +13,7 @@ import type {
   AppendOptions,
   EventQuery,
   ImportedSession,
+  ImportItem,
   Lease,
   ListSessionsOptions,
   LoadedSnapshot,
@@ -36,6 +37,7 @@ export type {
   EventQuery,
   ImportedEvent,
   ImportedSession,
+  ImportItem,
   Lease,
   ListSessionsOptions,
   LoadedSnapshot,
@@ -153,6 +155,15 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
       sessionId: SessionId,
       session: ImportedSession
     ) => Effect.Effect<SessionSummary, EventStoreError>
+    /**
+     * `importSession` of a session as it arrives, in bounded memory (`logbook import`): `items` gives
+     * the session's id, then its events in seq order and its blobs; they are written as they come,
+     * in ONE transaction that a failure of `items` (a damaged file found late) or a refusal rolls
+     * back, so nothing is written unless all of it is. Nothing is published on the bus.
+     */
+    readonly importStream: <E>(
+      items: Stream.Stream<ImportItem, E>
+    ) => Effect.Effect<SessionSummary, E | EventStoreError>
     /**
      * Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is
      * live. With `renewOnly`, only renews: fails with `LeaseHeld` unless `owner` holds the lease

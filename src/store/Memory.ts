@@ -2,7 +2,7 @@
  * The in-memory EventStore backend: for tests and for programs that embed logbook without
  * durable history. It behaves like the SQLite layer (same conformance suite), minus durability.
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
@@ -13,6 +13,7 @@ import {
   type ChainRow,
   eventExistsError,
   fencedError,
+  type PreparedEvent,
   RELEASED_LEASE,
   sessionExistsError,
   storeError,
@@ -120,6 +121,22 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
           )
         })
       ),
+    importStream: (items, now) =>
+      Effect.flatMap(Stream.runCollect(items), (chunk) => {
+        let sessionId: SessionId | undefined
+        const imported: Array<PreparedEvent> = []
+        const importedBlobs: Array<{ readonly hash: string; readonly content: Uint8Array }> = []
+        for (const item of chunk) {
+          if (item._tag === "session") sessionId = item.sessionId
+          else if (item._tag === "blob") importedBlobs.push(item)
+          else imported.push(...item.events)
+        }
+        if (sessionId === undefined) {
+          return Effect.fail(storeError("importSession", undefined, "importSession: no session was given", true))
+        }
+        const id = sessionId
+        return Effect.as(backend.importSession(id, imported, importedBlobs, now), id)
+      }),
     commit: (requests) => lock.withPermits(1)(commit(requests)),
     readPage: (sessionId, from, to, limit) =>
       Effect.sync(() =>

@@ -10,17 +10,17 @@
  * ```
  *
  * `exportSession` streams the lines of a session (up to its last seq when the export starts);
- * `readSessionFile` checks a file line by line — the header, every envelope against its event
+ * `sessionFileItems` checks a file line by line — the header, every envelope against its event
  * Schema and the projection, seqs gapless from 1, one session, each blob's hash and size, every
  * referenced blob present, nothing else — failing with a `SessionFileError` that names the line;
- * `importSession` then writes it in one transaction (`EventStore.importSession`). Every line and
+ * `importSession` writes its items as they come, in one transaction (`EventStore.importStream`). Every line and
  * blob is bounded (`SessionFileLimits`), on both sides, so what one logbook exports another imports.
  */
 import { Chunk, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
 import { SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
-import { EventStore, type ImportedEvent, type SessionSummary } from "./EventStore.js"
+import { EventStore, type ImportedEvent, type ImportItem, type SessionSummary } from "./EventStore.js"
 import { hashContent } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
 
@@ -34,7 +34,7 @@ export interface SessionFileLimits {
   readonly maxEventBytes: number
   /** the most bytes of one blob (decoded); its line holds them as base64 */
   readonly maxBlobBytes: number
-  /** the most bytes of a whole file `readSessionFile` reads (it holds the session in memory to write it at once) */
+  /** the most bytes of a whole file one import reads */
   readonly maxFileBytes: number
   /** the deepest nesting of arrays and objects in one line's JSON (the line itself is level 1) */
   readonly maxDepth: number
@@ -317,15 +317,15 @@ const ENVELOPE_KEYS = ["id", "sessionId", "seq", "type", "at", "parentId", "v", 
  * keeping what import writes. `push` fails at the first wrong line; `end` checks what only the end
  * can tell (counts, missing blobs).
  */
-const makeChecker = (limits: SessionFileLimits) => {
+const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void) => {
   let header: FileHeader | undefined
-  const events: Array<ImportedEvent> = []
+  let eventCount = 0
+  let blobCount = 0
   const ids = new Set<string>()
   /** blob -> the line of the event (or of the manifest's blob) that first references it */
   const referenced = new Map<string, { readonly line: number; readonly manifest: boolean }>()
   /** the blobs events reference as workspace manifests */
   const manifests = new Set<string>()
-  const blobs: Array<Uint8Array> = []
   const seen = new Set<string>()
   let folder: Projection.Folder | undefined
   let n = 0
@@ -360,12 +360,13 @@ const makeChecker = (limits: SessionFileLimits) => {
       )
     }
     header = decoded.right
+    emit({ _tag: "session", sessionId: header.sessionId })
     folder = Projection.folder(Projection.empty(header.sessionId))
     return undefined
   }
 
   const pushEvent = (line: number, value: unknown, h: FileHeader): SessionFileError | undefined => {
-    const seq = events.length + 1
+    const seq = eventCount + 1
     if (!isRecord(value)) return lineError(line, `event ${seq} is not a JSON object`)
     const extra = Object.keys(value).filter((k) => !ENVELOPE_KEYS.includes(k))
     if (extra.length > 0)
@@ -394,7 +395,11 @@ const makeChecker = (limits: SessionFileLimits) => {
       )
     }
     ids.add(e.id)
-    events.push({ id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload })
+    eventCount++
+    emit({
+      _tag: "event",
+      event: { id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload }
+    })
     for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: false })
     const manifest = manifestOf(raw)
     if (manifest !== undefined) manifests.add(manifest)
@@ -433,7 +438,8 @@ const makeChecker = (limits: SessionFileLimits) => {
       for (const hash of named.right) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: true })
     }
     seen.add(blob)
-    blobs.push(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    blobCount++
+    emit({ _tag: "blob", content: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
     return undefined
   }
 
@@ -462,11 +468,11 @@ const makeChecker = (limits: SessionFileLimits) => {
       if (header === undefined) return pushHeader(line, value.right)
       return isEvent ? pushEvent(line, value.right, header) : pushBlob(line, value.right)
     },
-    end: (): Either.Either<SessionFile, SessionFileError> => {
+    end: (): Either.Either<FileHeader, SessionFileError> => {
       if (header === undefined) return Either.left(new SessionFileError({ line: 0, message: "the file is empty" }))
-      if (events.length < header.events) {
+      if (eventCount < header.events) {
         return Either.left(
-          lineError(n + 1, `the file ends after ${events.length} of the ${header.events} events its header announces`)
+          lineError(n + 1, `the file ends after ${eventCount} of the ${header.events} events its header announces`)
         )
       }
       for (const [hash, { line, manifest }] of referenced) {
@@ -479,111 +485,157 @@ const makeChecker = (limits: SessionFileLimits) => {
           )
         }
       }
-      if (blobs.length !== header.blobs) {
+      if (blobCount !== header.blobs) {
         return Either.left(
-          lineError(n + 1, `the file ends after ${blobs.length} of the ${header.blobs} blobs its header announces`)
+          lineError(n + 1, `the file ends after ${blobCount} of the ${header.blobs} blobs its header announces`)
         )
       }
-      return Either.right({ header, events, blobs })
+      return Either.right(header)
     }
   }
 }
 
 /**
  * Splits bytes into lines (UTF-8, a final newline optional), refusing a line longer than
- * `maxLine` bytes before it is held whole, and a file longer than `maxFile`.
+ * `maxLine` bytes before it is held whole, and a file longer than `maxFile`: `feed` each chunk,
+ * then `finish`; each hands its complete lines to `onLine` and returns the first failure.
  */
-const splitLines = <E, R>(
-  bytes: Stream.Stream<Uint8Array, E, R>,
-  maxLine: number,
-  maxFile: number,
-  onLine: (line: string) => SessionFileError | undefined
-): Effect.Effect<void, E | SessionFileError, R> =>
-  Effect.suspend(() => {
-    const decoder = new TextDecoder("utf-8", { fatal: true })
-    let parts: Array<Buffer> = []
-    let partial = 0
-    let total = 0
-    let lineNo = 0
-    const emit = (line: Buffer): SessionFileError | undefined => {
-      lineNo++
-      let text: string
-      try {
-        text = decoder.decode(line)
-      } catch {
-        return lineError(lineNo, "not UTF-8 text")
-      }
-      return onLine(text.endsWith("\r") ? text.slice(0, -1) : text)
+const lineSplitter = (maxLine: number, maxFile: number, onLine: (line: string) => SessionFileError | undefined) => {
+  const decoder = new TextDecoder("utf-8", { fatal: true })
+  let parts: Array<Buffer> = []
+  let partial = 0
+  let total = 0
+  let lineNo = 0
+  const emit = (line: Buffer): SessionFileError | undefined => {
+    lineNo++
+    let text: string
+    try {
+      text = decoder.decode(line)
+    } catch {
+      return lineError(lineNo, "not UTF-8 text")
     }
-    const tooLong = () => lineError(lineNo + 1, `the line is longer than the limit of ${mib(maxLine)}`)
-    return Stream.runForEach(bytes, (chunk) =>
-      Effect.suspend(() => {
-        total += chunk.byteLength
-        if (total > maxFile) {
-          return Effect.fail(
-            new SessionFileError({
-              line: 0,
-              message: `the file is larger than the limit of ${mib(maxFile)} for one import`
-            })
-          )
-        }
-        let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-        while (true) {
-          const nl = buffer.indexOf(10)
-          if (nl < 0) break
-          if (partial + nl > maxLine) return Effect.fail(tooLong())
-          const line = parts.length === 0 ? buffer.subarray(0, nl) : Buffer.concat([...parts, buffer.subarray(0, nl)])
-          parts = []
-          partial = 0
-          const error = emit(line)
-          if (error !== undefined) return Effect.fail(error)
-          buffer = buffer.subarray(nl + 1)
-        }
-        if (buffer.byteLength > 0) {
-          partial += buffer.byteLength
-          if (partial > maxLine) return Effect.fail(tooLong())
-          // copied: the stream may reuse its chunk's memory
-          parts.push(Buffer.from(buffer))
-        }
-        return Effect.void
-      })
-    ).pipe(
-      Effect.flatMap(() => {
-        if (parts.length === 0) return Effect.void
-        const error = emit(Buffer.concat(parts))
-        return error === undefined ? Effect.void : Effect.fail(error)
-      })
-    )
+    return onLine(text.endsWith("\r") ? text.slice(0, -1) : text)
+  }
+  const tooLong = () => lineError(lineNo + 1, `the line is longer than the limit of ${mib(maxLine)}`)
+  return {
+    feed: (chunk: Uint8Array): SessionFileError | undefined => {
+      total += chunk.byteLength
+      if (total > maxFile) {
+        return new SessionFileError({
+          line: 0,
+          message: `the file is larger than the limit of ${mib(maxFile)} for one import`
+        })
+      }
+      let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      while (true) {
+        const nl = buffer.indexOf(10)
+        if (nl < 0) break
+        if (partial + nl > maxLine) return tooLong()
+        const line = parts.length === 0 ? buffer.subarray(0, nl) : Buffer.concat([...parts, buffer.subarray(0, nl)])
+        parts = []
+        partial = 0
+        const error = emit(line)
+        if (error !== undefined) return error
+        buffer = buffer.subarray(nl + 1)
+      }
+      if (buffer.byteLength > 0) {
+        partial += buffer.byteLength
+        if (partial > maxLine) return tooLong()
+        // copied: the stream may reuse its chunk's memory
+        parts.push(Buffer.from(buffer))
+      }
+      return undefined
+    },
+    finish: (): SessionFileError | undefined => {
+      if (parts.length === 0) return undefined
+      const line = Buffer.concat(parts)
+      parts = []
+      return emit(line)
+    }
+  }
+}
+
+/** The checked items of a file, and its header once read. */
+const checkedItems = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined }
+) => {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits }
+  let pending: Array<ImportItem> = []
+  const checker = makeChecker(limits, (item) => pending.push(item))
+  const maxLine = Math.max(limits.maxEventBytes, blobLineBytes(limits.maxBlobBytes))
+  const splitter = lineSplitter(maxLine, limits.maxFileBytes, checker.push)
+  let header: FileHeader | undefined
+  const take = () => {
+    const out = Chunk.unsafeFromArray(pending)
+    pending = []
+    return out
+  }
+  const body = Stream.mapChunksEffect(bytes, (chunks) =>
+    Effect.suspend(() => {
+      for (const chunk of chunks) {
+        const error = splitter.feed(chunk)
+        if (error !== undefined) return Effect.fail(error)
+      }
+      return Effect.succeed(take())
+    })
+  )
+  const end = Stream.suspend(() => {
+    const error = splitter.finish()
+    if (error !== undefined) return Stream.fail(error)
+    const ended = checker.end()
+    if (Either.isLeft(ended)) return Stream.fail(ended.left)
+    header = ended.right
+    return Stream.fromChunk(take())
   })
+  return { items: Stream.concat(body, end), header: () => header }
+}
+
+/**
+ * The checked pieces of a session file as its bytes arrive — its session, each event, each blob —
+ * for `EventStore.importStream`: nothing is held but what the checks need (event ids, references,
+ * the fold). Fails with a `SessionFileError` naming the first wrong line, wherever it is: a writer
+ * of the pieces must keep nothing unless the stream ends well.
+ */
+export const sessionFileItems = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
+): Stream.Stream<ImportItem, E | SessionFileError, R> => Stream.suspend(() => checkedItems(bytes, options).items)
 
 /**
  * Reads and checks a session file from its bytes; fails with a `SessionFileError` naming the
- * first wrong line. Nothing is written.
+ * first wrong line. Nothing is written; the session is held in memory (`sessionFileItems` does not).
  */
 export const readSessionFile = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
 ): Effect.Effect<SessionFile, E | SessionFileError, R> =>
   Effect.suspend(() => {
-    const limits = { ...DEFAULT_LIMITS, ...options.limits }
-    const checker = makeChecker(limits)
-    const maxLine = Math.max(limits.maxEventBytes, blobLineBytes(limits.maxBlobBytes))
-    return splitLines(bytes, maxLine, limits.maxFileBytes, checker.push).pipe(
-      Effect.zipRight(Effect.suspend(checker.end))
+    const checked = checkedItems(bytes, options)
+    const events: Array<ImportedEvent> = []
+    const blobs: Array<Uint8Array> = []
+    return Effect.map(
+      Stream.runForEach(checked.items, (item) =>
+        Effect.sync(() => {
+          if (item._tag === "event") events.push(item.event)
+          else if (item._tag === "blob") blobs.push(item.content)
+        })
+      ),
+      (): SessionFile => ({ header: checked.header()!, events, blobs })
     )
   })
 
 /**
- * Checks a session file and writes its session into the store in one transaction (nothing when
- * anything is wrong): a `SessionFileError` for the file, an `EventStoreError` (refused) for a
- * session id, or an event id, that the database holds already.
+ * Checks a session file and writes its session into the store as it reads it, in one transaction
+ * (`EventStore.importStream`; nothing when anything is wrong): a `SessionFileError` for the file,
+ * an `EventStoreError` (refused) for a session id, or an event id, that the database holds already.
  */
 export const importSession = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
 ): Effect.Effect<SessionSummary, E | SessionFileError | EventStoreError, R | EventStore> =>
-  Effect.gen(function* () {
-    const file = yield* readSessionFile(bytes, options)
-    const store = yield* EventStore
-    return yield* store.importSession(file.header.sessionId, { events: file.events, blobs: file.blobs })
-  })
+  Effect.flatMap(EventStore, (store) =>
+    Effect.flatMap(Effect.context<R>(), (context) =>
+      store.importStream(Stream.provideContext(sessionFileItems(bytes, options), context))
+    )
+  )

@@ -19,7 +19,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Database from "better-sqlite3"
-import { Cause, Clock, Effect, Layer, Option, RuntimeFlags, RuntimeFlagsPatch, Scope } from "effect"
+import { Cause, Clock, Effect, Layer, Option, RuntimeFlags, RuntimeFlagsPatch, Scope, Stream } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
@@ -37,6 +37,7 @@ import {
 } from "./internal/statsIndex.js"
 import {
   type Backend,
+  type BackendImportItem,
   type ChainMark,
   type ChainRow,
   type CommitRequest,
@@ -957,6 +958,46 @@ const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
           yield* conn.execute(MARK_CHAIN, [sessionId, "imported", events.length, now], undefined)
         })
       ),
+    /** `importSession` as the items come: a transaction of its own (its body waits for them), so it reserves the connection. */
+    importStream: <E>(items: Stream.Stream<BackendImportItem, E>, now: number) =>
+      reserved((conn) =>
+        Effect.gen(function* () {
+          let sessionId: SessionId | undefined
+          let count = 0
+          yield* Stream.runForEach(items, (item) =>
+            Effect.gen(function* () {
+              if (item._tag === "session") {
+                if ((yield* conn.execute(SESSION_EXISTS, [item.sessionId, item.sessionId], undefined)).length > 0) {
+                  return yield* Effect.fail(sessionExistsError(item.sessionId))
+                }
+                sessionId = item.sessionId
+              } else if (item._tag === "blob") {
+                yield* conn.execute(PUT_BLOB, [item.hash, item.content.byteLength, blobBytes(item.content)], undefined)
+              } else {
+                for (let i = 0; i < item.events.length; i++) {
+                  const id = item.events[i]!.id
+                  const other: { session_id: string } | undefined = (yield* conn.execute(
+                    SELECT_EVENT_SESSION,
+                    [id],
+                    undefined
+                  ))[0]
+                  if (other !== undefined)
+                    return yield* Effect.fail(eventExistsError(id, count + i + 1, other.session_id))
+                }
+                yield* commitBody(conn, [{ sessionId: sessionId!, events: item.events }], false)
+                count += item.events.length
+              }
+            })
+          )
+          if (sessionId === undefined) {
+            return yield* Effect.fail(
+              storeError("importSession", undefined, "importSession: no session was given", true)
+            )
+          }
+          yield* conn.execute(MARK_CHAIN, [sessionId, "imported", count, now], undefined)
+          return sessionId
+        })
+      ),
     acquireLease: (sessionId: SessionId, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
       transact((conn) =>
         Effect.gen(function* () {
@@ -1056,6 +1097,7 @@ export const makeSqliteBackend = (
       putBlob: (hash, content) => Effect.asVoid(write("putBlob", (w) => w.putBlob(hash, content))),
       importSession: (sessionId, events, blobs, now) =>
         write("importSession", (w) => w.importSession(sessionId, events, blobs, now)),
+      importStream: (items, now) => write("importSession", (w) => w.importStream(items, now)),
       acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
       releaseLease: (sessionId, owner) => Effect.asVoid(write("releaseLease", (w) => w.releaseLease(sessionId, owner))),
