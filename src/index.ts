@@ -70,6 +70,7 @@ export {
   type EventStoreService,
   type ImportedEvent,
   type ImportedSession,
+  type ImportItem,
   type Lease,
   type ListSessionsOptions,
   type SeqRange,

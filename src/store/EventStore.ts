@@ -13,6 +13,7 @@ import type {
   AppendOptions,
   EventQuery,
   ImportedSession,
+  ImportItem,
   Lease,
   ListSessionsOptions,
   LoadedSnapshot,
@@ -36,6 +37,7 @@ export type {
   EventQuery,
   ImportedEvent,
   ImportedSession,
+  ImportItem,
   Lease,
   ListSessionsOptions,
   LoadedSnapshot,
@@ -96,6 +98,13 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
      */
     readonly readChain: (sessionId: SessionId, range?: SeqRange) => Stream.Stream<ChainRow, EventStoreError>
     /**
+     * Runs `effect` so that all its reads of this store see one state of it, however many
+     * statements they take: a commit of this process or another lands before all of them or after
+     * all of them (SQLite: one read transaction). `effect` must only read: a write inside it fails
+     * or waits for itself. Writes of this process wait until it ends.
+     */
+    readonly consistent: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | EventStoreError, R>
+    /**
      * How many rows the session has and their seq bounds (from the primary key, no payload read),
      * and its chain mark: rows chained at the upgrade to the chain or at an import (none: every row
      * was chained as it was appended).
@@ -146,6 +155,15 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
       sessionId: SessionId,
       session: ImportedSession
     ) => Effect.Effect<SessionSummary, EventStoreError>
+    /**
+     * `importSession` of a session as it arrives, in bounded memory (`logbook import`): `items` gives
+     * the session's id, then its events in seq order and its blobs; they are written as they come,
+     * in ONE transaction that a failure of `items` (a damaged file found late) or a refusal rolls
+     * back, so nothing is written unless all of it is. Nothing is published on the bus.
+     */
+    readonly importStream: <E>(
+      items: Stream.Stream<ImportItem, E>
+    ) => Effect.Effect<SessionSummary, E | EventStoreError>
     /**
      * Takes or renews the per-session lease; fails with `LeaseHeld` while another owner's lease is
      * live. With `renewOnly`, only renews: fails with `LeaseHeld` unless `owner` holds the lease

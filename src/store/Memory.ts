@@ -2,7 +2,7 @@
  * The in-memory EventStore backend: for tests and for programs that embed logbook without
  * durable history. It behaves like the SQLite layer (same conformance suite), minus durability.
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { LeaseHeld } from "./Errors.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
@@ -13,6 +13,7 @@ import {
   type ChainRow,
   eventExistsError,
   fencedError,
+  type PreparedEvent,
   RELEASED_LEASE,
   sessionExistsError,
   storeError,
@@ -48,71 +49,95 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
     return rows
   }
 
-  const backend: Backend = {
-    importSession: (sessionId, imported, importedBlobs, now) =>
-      Effect.suspend(() => {
-        if (index.has(sessionId) || (events.get(sessionId)?.length ?? 0) > 0) {
-          return Effect.fail(sessionExistsError(sessionId))
+  /** held by each commit and by each `consistent` read: no commit lands between a read's statements */
+  const lock = Effect.unsafeMakeSemaphore(1)
+
+  const commit: Backend["commit"] = (requests) =>
+    Effect.suspend(() => {
+      // all or nothing, like a transaction: check before writing anything
+      const seen = new Set<string>()
+      for (const request of requests) {
+        if (request.owner !== undefined) {
+          const holder = leases.get(request.sessionId)?.owner
+          if (holder !== request.owner) return Effect.fail(fencedError(request.sessionId, request.owner, holder))
         }
-        // the event ids are checked (all or nothing) by `commit` before anything is written
-        for (let i = 0; i < imported.length; i++) {
-          const id = imported[i]!.id
-          const other = ids.has(id) ? all.find((row) => row.id === id) : undefined
-          if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
-        }
-        return Effect.zipRight(
-          backend.commit([{ sessionId, events: imported }]),
-          Effect.sync(() => {
-            for (const { hash, content } of importedBlobs) if (!blobs.has(hash)) blobs.set(hash, content.slice())
-            marks.set(sessionId, { reason: "imported", throughSeq: imported.length, at: now })
-          })
-        )
-      }),
-    commit: (requests) =>
-      Effect.suspend(() => {
-        // all or nothing, like a transaction: check before writing anything
-        const seen = new Set<string>()
-        for (const request of requests) {
-          if (request.owner !== undefined) {
-            const holder = leases.get(request.sessionId)?.owner
-            if (holder !== request.owner) return Effect.fail(fencedError(request.sessionId, request.owner, holder))
+        for (const e of request.events) {
+          if (ids.has(e.id) || seen.has(e.id)) {
+            return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`, true))
           }
+          seen.add(e.id)
+        }
+      }
+      for (const id of seen) ids.add(id)
+      return Effect.succeed(
+        requests.map((request) => {
+          const rows = rowsOf(request.sessionId)
+          const first = rows.length + 1
           for (const e of request.events) {
-            if (ids.has(e.id) || seen.has(e.id)) {
-              return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`, true))
+            const fields = {
+              id: e.id,
+              sessionId: request.sessionId,
+              seq: rows.length + 1,
+              type: e.type,
+              at: e.at,
+              parentId: e.parentId,
+              v: e.v,
+              json: e.json
             }
-            seen.add(e.id)
+            const prevHash = rows.length === 0 ? genesisHash(request.sessionId) : rows[rows.length - 1]!.hash!
+            const row: ChainRow = { ...fields, prevHash, hash: eventHash(prevHash, fields) }
+            rows.push(row)
+            all.push(row)
           }
+          index.set(
+            request.sessionId,
+            summarize(index.get(request.sessionId), request.sessionId, first, request.events)
+          )
+          return first
+        })
+      )
+    })
+
+  const backend: Backend = {
+    consistent: (effect) => lock.withPermits(1)(effect),
+    importSession: (sessionId, imported, importedBlobs, now) =>
+      lock.withPermits(1)(
+        Effect.suspend(() => {
+          if (index.has(sessionId) || (events.get(sessionId)?.length ?? 0) > 0) {
+            return Effect.fail(sessionExistsError(sessionId))
+          }
+          // the event ids are checked (all or nothing) by `commit` before anything is written
+          for (let i = 0; i < imported.length; i++) {
+            const id = imported[i]!.id
+            const other = ids.has(id) ? all.find((row) => row.id === id) : undefined
+            if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
+          }
+          return Effect.zipRight(
+            commit([{ sessionId, events: imported }]),
+            Effect.sync(() => {
+              for (const { hash, content } of importedBlobs) if (!blobs.has(hash)) blobs.set(hash, content.slice())
+              marks.set(sessionId, { reason: "imported", throughSeq: imported.length, at: now })
+            })
+          )
+        })
+      ),
+    importStream: (items, now) =>
+      Effect.flatMap(Stream.runCollect(items), (chunk) => {
+        let sessionId: SessionId | undefined
+        const imported: Array<PreparedEvent> = []
+        const importedBlobs: Array<{ readonly hash: string; readonly content: Uint8Array }> = []
+        for (const item of chunk) {
+          if (item._tag === "session") sessionId = item.sessionId
+          else if (item._tag === "blob") importedBlobs.push(item)
+          else imported.push(...item.events)
         }
-        for (const id of seen) ids.add(id)
-        return Effect.succeed(
-          requests.map((request) => {
-            const rows = rowsOf(request.sessionId)
-            const first = rows.length + 1
-            for (const e of request.events) {
-              const fields = {
-                id: e.id,
-                sessionId: request.sessionId,
-                seq: rows.length + 1,
-                type: e.type,
-                at: e.at,
-                parentId: e.parentId,
-                v: e.v,
-                json: e.json
-              }
-              const prevHash = rows.length === 0 ? genesisHash(request.sessionId) : rows[rows.length - 1]!.hash!
-              const row: ChainRow = { ...fields, prevHash, hash: eventHash(prevHash, fields) }
-              rows.push(row)
-              all.push(row)
-            }
-            index.set(
-              request.sessionId,
-              summarize(index.get(request.sessionId), request.sessionId, first, request.events)
-            )
-            return first
-          })
-        )
+        if (sessionId === undefined) {
+          return Effect.fail(storeError("importSession", undefined, "importSession: no session was given", true))
+        }
+        const id = sessionId
+        return Effect.as(backend.importSession(id, imported, importedBlobs, now), id)
       }),
+    commit: (requests) => lock.withPermits(1)(commit(requests)),
     readPage: (sessionId, from, to, limit) =>
       Effect.sync(() =>
         (events.get(sessionId) ?? [])

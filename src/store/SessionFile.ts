@@ -6,21 +6,21 @@
  * {"format":"logbook-session","version":1,"sessionId":"…","events":N,"blobs":M}
  * {"id":"…","sessionId":"…","seq":1,"type":"session.created","at":…,"parentId":null,"v":1,"payload":{…}}
  * …                                              (N envelopes, seq 1..N, as `logbook events --format json`)
- * {"blob":"<sha-256>","size":123,"base64":"…"}   (M blobs, in the order the events first reference them)
+ * {"blob":"<sha-256>","size":123,"base64":"…"}   (M blobs: the events' references, then what their manifests name)
  * ```
  *
  * `exportSession` streams the lines of a session (up to its last seq when the export starts);
- * `readSessionFile` checks a file line by line — the header, every envelope against its event
+ * `sessionFileItems` checks a file line by line — the header, every envelope against its event
  * Schema and the projection, seqs gapless from 1, one session, each blob's hash and size, every
  * referenced blob present, nothing else — failing with a `SessionFileError` that names the line;
- * `importSession` then writes it in one transaction (`EventStore.importSession`). Every line and
+ * `importSession` writes its items as they come, in one transaction (`EventStore.importStream`). Every line and
  * blob is bounded (`SessionFileLimits`), on both sides, so what one logbook exports another imports.
  */
 import { Chunk, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
 import { SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
-import { EventStore, type ImportedEvent, type SessionSummary } from "./EventStore.js"
+import { EventStore, type ImportedEvent, type ImportItem, type SessionSummary } from "./EventStore.js"
 import { hashContent } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
 
@@ -34,15 +34,40 @@ export interface SessionFileLimits {
   readonly maxEventBytes: number
   /** the most bytes of one blob (decoded); its line holds them as base64 */
   readonly maxBlobBytes: number
-  /** the most bytes of a whole file `readSessionFile` reads (it holds the session in memory to write it at once) */
+  /** the most bytes of a whole file one import reads */
   readonly maxFileBytes: number
+  /** the deepest nesting of arrays and objects in one line's JSON (the line itself is level 1) */
+  readonly maxDepth: number
 }
 
 export const DEFAULT_LIMITS: SessionFileLimits = {
   maxEventBytes: 16 * 1024 * 1024,
   // a command's whole output is kept up to 16 MiB (tools/bash.ts FULL_OUTPUT_BYTES); files may be larger
   maxBlobBytes: 64 * 1024 * 1024,
-  maxFileBytes: 1024 * 1024 * 1024
+  maxFileBytes: 1024 * 1024 * 1024,
+  // deep enough for any payload logbook writes; the recursive JSON and Schema code after the check is not bounded
+  maxDepth: 256
+}
+
+/**
+ * The first place a JSON text nests arrays and objects deeper than `max`, as the depth reached
+ * there; undefined when it does not (scanned without recursion, strings skipped).
+ */
+export const nestingOver = (text: string, max: number): number | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92)
+        i++ // a backslash: the next character is escaped
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return depth
+    } else if (c === 93 || c === 125) depth--
+  }
+  return undefined
 }
 
 const mib = (bytes: number): string =>
@@ -105,10 +130,12 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The blobs an event references, in payload order: `file.changed` and `file.intent` `beforeHash` / `afterHash`,
- * `prompt.recorded` `blob`, and a tool record's `outputBlob` (`tool.finished` / `tool.failed`
- * `metadata`: a command's whole output). A file stamp's `hash` (`reads`) names content that was
- * read, not a blob, and is not one.
+ * The blobs an event references, in payload order: `file.changed` and `file.intent` `beforeHash` /
+ * `afterHash` (except a side marked `beforeOmitted` / `afterOmitted`: its hash names content that was
+ * not stored), `prompt.recorded` `blob`, a tool record's `outputBlob` (`tool.finished` / `tool.failed`
+ * `metadata`: a command's whole output) and `workspace.snapshot` `manifest` (a manifest document,
+ * which names blobs of its own: `manifestReferences`). A file stamp's `hash` (`reads`) names content
+ * that was read, not a blob, and is not one.
  */
 export const blobReferences = (e: { readonly type: string; readonly payload: unknown }): ReadonlyArray<string> => {
   const p = e.payload
@@ -117,15 +144,51 @@ export const blobReferences = (e: { readonly type: string; readonly payload: unk
   switch (e.type) {
     case "file.changed":
     case "file.intent":
-      return strings(p.beforeHash, p.afterHash)
+      return strings(
+        p.beforeOmitted === undefined ? p.beforeHash : undefined,
+        p.afterOmitted === undefined ? p.afterHash : undefined
+      )
     case "prompt.recorded":
       return strings(p.blob)
     case "tool.finished":
     case "tool.failed":
       return isRecord(p.metadata) ? strings(p.metadata.outputBlob) : []
+    case "workspace.snapshot":
+      return strings(p.manifest)
     default:
       return []
   }
+}
+
+/** The blob of the event that is a workspace manifest document (`workspace.snapshot` `manifest`), if any. */
+const manifestOf = (e: { readonly type: string; readonly payload: unknown }): string | undefined =>
+  e.type === "workspace.snapshot" && isRecord(e.payload) && typeof e.payload.manifest === "string"
+    ? e.payload.manifest
+    : undefined
+
+/**
+ * What a session file needs of a workspace manifest document (docs/workspace.md): the blobs its
+ * files name (`blob`: a file's content, a symlink's target; `hash` names content not stored).
+ */
+const ManifestBlobs = Schema.parseJson(
+  Schema.Struct({
+    version: Schema.Literal(1),
+    files: Schema.Array(Schema.Struct({ blob: Schema.optional(Schema.String) }))
+  })
+)
+
+/** The blobs a manifest document names, in its order; a sentence when it is not one. */
+export const manifestReferences = (bytes: Uint8Array): Either.Either<ReadonlyArray<string>, string> => {
+  let text: string
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+  } catch {
+    return Either.left("it is not UTF-8 text")
+  }
+  return Schema.decodeUnknownEither(ManifestBlobs)(text).pipe(
+    Either.map((doc) => doc.files.flatMap((f) => (f.blob === undefined ? [] : [f.blob]))),
+    Either.mapLeft(formatIssue)
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -151,15 +214,33 @@ export const exportSession = (
       const limits = { ...DEFAULT_LIMITS, ...options.limits }
       const store = yield* EventStore
       const lastSeq = yield* store.lastSeq(sessionId)
-      // the references, in first-reference order, and the seq that first names each
+      // the references, in first-reference order, and the seq that first names each; then the
+      // blobs the manifests among them name, manifest by manifest
       const blobs = new Map<string, number>()
+      const manifests = new Set<string>()
       yield* store.readRaw(sessionId, { to: lastSeq }).pipe(
         Stream.runForEach((e) =>
           Effect.sync(() => {
             for (const hash of blobReferences(e)) if (!blobs.has(hash)) blobs.set(hash, e.seq)
+            const manifest = manifestOf(e)
+            if (manifest !== undefined) manifests.add(manifest)
           })
         )
       )
+      for (const manifest of manifests) {
+        const seq = blobs.get(manifest)!
+        const found = yield* store.getBlob(manifest)
+        // a missing manifest is told when its line is written
+        if (Option.isNone(found)) continue
+        const named = manifestReferences(found.value)
+        if (Either.isLeft(named)) {
+          return yield* new SessionFileError({
+            line: 0,
+            message: `the workspace manifest ${manifest} that event ${seq} references cannot be read (${named.left}), so the session cannot be exported whole`
+          })
+        }
+        for (const hash of named.right) if (!blobs.has(hash)) blobs.set(hash, seq)
+      }
       const header = Stream.succeed(`${headerJson({ sessionId, events: lastSeq, blobs: blobs.size })}\n`)
       const events = store.readRaw(sessionId, { to: lastSeq }).pipe(
         Stream.mapChunksEffect((chunk) =>
@@ -167,6 +248,14 @@ export const exportSession = (
             const lines: Array<string> = []
             for (const e of chunk) {
               const line = envelopeJson(e)
+              if (nestingOver(line, limits.maxDepth) !== undefined) {
+                return Effect.fail(
+                  new SessionFileError({
+                    line: 0,
+                    message: `event ${e.seq} (${e.type}) nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
+                  })
+                )
+              }
               if (Buffer.byteLength(line) > limits.maxEventBytes) {
                 return Effect.fail(
                   new SessionFileError({
@@ -228,13 +317,15 @@ const ENVELOPE_KEYS = ["id", "sessionId", "seq", "type", "at", "parentId", "v", 
  * keeping what import writes. `push` fails at the first wrong line; `end` checks what only the end
  * can tell (counts, missing blobs).
  */
-const makeChecker = (limits: SessionFileLimits) => {
+const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void) => {
   let header: FileHeader | undefined
-  const events: Array<ImportedEvent> = []
+  let eventCount = 0
+  let blobCount = 0
   const ids = new Set<string>()
-  /** blob -> the line of the event that first references it */
-  const referenced = new Map<string, number>()
-  const blobs: Array<Uint8Array> = []
+  /** blob -> the line of the event (or of the manifest's blob) that first references it */
+  const referenced = new Map<string, { readonly line: number; readonly manifest: boolean }>()
+  /** the blobs events reference as workspace manifests */
+  const manifests = new Set<string>()
   const seen = new Set<string>()
   let folder: Projection.Folder | undefined
   let n = 0
@@ -269,12 +360,13 @@ const makeChecker = (limits: SessionFileLimits) => {
       )
     }
     header = decoded.right
+    emit({ _tag: "session", sessionId: header.sessionId })
     folder = Projection.folder(Projection.empty(header.sessionId))
     return undefined
   }
 
   const pushEvent = (line: number, value: unknown, h: FileHeader): SessionFileError | undefined => {
-    const seq = events.length + 1
+    const seq = eventCount + 1
     if (!isRecord(value)) return lineError(line, `event ${seq} is not a JSON object`)
     const extra = Object.keys(value).filter((k) => !ENVELOPE_KEYS.includes(k))
     if (extra.length > 0)
@@ -303,8 +395,14 @@ const makeChecker = (limits: SessionFileLimits) => {
       )
     }
     ids.add(e.id)
-    events.push({ id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload })
-    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, line)
+    eventCount++
+    emit({
+      _tag: "event",
+      event: { id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload }
+    })
+    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: false })
+    const manifest = manifestOf(raw)
+    if (manifest !== undefined) manifests.add(manifest)
     return undefined
   }
 
@@ -329,8 +427,19 @@ const makeChecker = (limits: SessionFileLimits) => {
     if (hashContent(bytes) !== blob) {
       return lineError(line, `the blob ${blob} does not match its bytes (their SHA-256 is ${hashContent(bytes)})`)
     }
+    if (manifests.has(blob)) {
+      const named = manifestReferences(bytes)
+      if (Either.isLeft(named)) {
+        return lineError(
+          line,
+          `the blob ${blob} is a workspace manifest of an event, but not a manifest: ${named.left}`
+        )
+      }
+      for (const hash of named.right) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: true })
+    }
     seen.add(blob)
-    blobs.push(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    blobCount++
+    emit({ _tag: "blob", content: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
     return undefined
   }
 
@@ -348,128 +457,185 @@ const makeChecker = (limits: SessionFileLimits) => {
       const limit = header === undefined || isEvent ? limits.maxEventBytes : blobLineBytes(limits.maxBlobBytes)
       const bytes = Buffer.byteLength(text)
       if (bytes > limit) return lineError(line, `the line holds ${mib(bytes)}, more than the limit of ${mib(limit)}`)
+      if (nestingOver(text, limits.maxDepth) !== undefined) {
+        return lineError(
+          line,
+          `its JSON nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
+        )
+      }
       const value = parse(line, text)
       if (Either.isLeft(value)) return value.left
       if (header === undefined) return pushHeader(line, value.right)
       return isEvent ? pushEvent(line, value.right, header) : pushBlob(line, value.right)
     },
-    end: (): Either.Either<SessionFile, SessionFileError> => {
+    end: (): Either.Either<FileHeader, SessionFileError> => {
       if (header === undefined) return Either.left(new SessionFileError({ line: 0, message: "the file is empty" }))
-      if (events.length < header.events) {
+      if (eventCount < header.events) {
         return Either.left(
-          lineError(n + 1, `the file ends after ${events.length} of the ${header.events} events its header announces`)
+          lineError(n + 1, `the file ends after ${eventCount} of the ${header.events} events its header announces`)
         )
       }
-      for (const [hash, line] of referenced) {
+      for (const [hash, { line, manifest }] of referenced) {
         if (!seen.has(hash)) {
-          return Either.left(lineError(line, `the event references the blob ${hash}, which the file does not hold`))
+          return Either.left(
+            lineError(
+              line,
+              `${manifest ? "the workspace manifest" : "the event"} references the blob ${hash}, which the file does not hold`
+            )
+          )
         }
       }
-      if (blobs.length !== header.blobs) {
+      if (blobCount !== header.blobs) {
         return Either.left(
-          lineError(n + 1, `the file ends after ${blobs.length} of the ${header.blobs} blobs its header announces`)
+          lineError(n + 1, `the file ends after ${blobCount} of the ${header.blobs} blobs its header announces`)
         )
       }
-      return Either.right({ header, events, blobs })
+      return Either.right(header)
     }
   }
 }
 
 /**
  * Splits bytes into lines (UTF-8, a final newline optional), refusing a line longer than
- * `maxLine` bytes before it is held whole, and a file longer than `maxFile`.
+ * `maxLine` bytes before it is held whole, and a file longer than `maxFile`: `feed` each chunk,
+ * then `finish`; each hands its complete lines to `onLine` and returns the first failure.
  */
-const splitLines = <E, R>(
-  bytes: Stream.Stream<Uint8Array, E, R>,
-  maxLine: number,
-  maxFile: number,
-  onLine: (line: string) => SessionFileError | undefined
-): Effect.Effect<void, E | SessionFileError, R> =>
-  Effect.suspend(() => {
-    const decoder = new TextDecoder("utf-8", { fatal: true })
-    let parts: Array<Buffer> = []
-    let partial = 0
-    let total = 0
-    let lineNo = 0
-    const emit = (line: Buffer): SessionFileError | undefined => {
-      lineNo++
-      let text: string
-      try {
-        text = decoder.decode(line)
-      } catch {
-        return lineError(lineNo, "not UTF-8 text")
-      }
-      return onLine(text.endsWith("\r") ? text.slice(0, -1) : text)
+const lineSplitter = (maxLine: number, maxFile: number, onLine: (line: string) => SessionFileError | undefined) => {
+  const decoder = new TextDecoder("utf-8", { fatal: true })
+  let parts: Array<Buffer> = []
+  let partial = 0
+  let total = 0
+  let lineNo = 0
+  const emit = (line: Buffer): SessionFileError | undefined => {
+    lineNo++
+    let text: string
+    try {
+      text = decoder.decode(line)
+    } catch {
+      return lineError(lineNo, "not UTF-8 text")
     }
-    const tooLong = () => lineError(lineNo + 1, `the line is longer than the limit of ${mib(maxLine)}`)
-    return Stream.runForEach(bytes, (chunk) =>
-      Effect.suspend(() => {
-        total += chunk.byteLength
-        if (total > maxFile) {
-          return Effect.fail(
-            new SessionFileError({
-              line: 0,
-              message: `the file is larger than the limit of ${mib(maxFile)} for one import`
-            })
-          )
-        }
-        let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-        while (true) {
-          const nl = buffer.indexOf(10)
-          if (nl < 0) break
-          if (partial + nl > maxLine) return Effect.fail(tooLong())
-          const line = parts.length === 0 ? buffer.subarray(0, nl) : Buffer.concat([...parts, buffer.subarray(0, nl)])
-          parts = []
-          partial = 0
-          const error = emit(line)
-          if (error !== undefined) return Effect.fail(error)
-          buffer = buffer.subarray(nl + 1)
-        }
-        if (buffer.byteLength > 0) {
-          partial += buffer.byteLength
-          if (partial > maxLine) return Effect.fail(tooLong())
-          // copied: the stream may reuse its chunk's memory
-          parts.push(Buffer.from(buffer))
-        }
-        return Effect.void
-      })
-    ).pipe(
-      Effect.flatMap(() => {
-        if (parts.length === 0) return Effect.void
-        const error = emit(Buffer.concat(parts))
-        return error === undefined ? Effect.void : Effect.fail(error)
-      })
-    )
+    return onLine(text.endsWith("\r") ? text.slice(0, -1) : text)
+  }
+  const tooLong = () => lineError(lineNo + 1, `the line is longer than the limit of ${mib(maxLine)}`)
+  return {
+    feed: (chunk: Uint8Array): SessionFileError | undefined => {
+      total += chunk.byteLength
+      if (total > maxFile) {
+        return new SessionFileError({
+          line: 0,
+          message: `the file is larger than the limit of ${mib(maxFile)} for one import`
+        })
+      }
+      let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      while (true) {
+        const nl = buffer.indexOf(10)
+        if (nl < 0) break
+        if (partial + nl > maxLine) return tooLong()
+        const line = parts.length === 0 ? buffer.subarray(0, nl) : Buffer.concat([...parts, buffer.subarray(0, nl)])
+        parts = []
+        partial = 0
+        const error = emit(line)
+        if (error !== undefined) return error
+        buffer = buffer.subarray(nl + 1)
+      }
+      if (buffer.byteLength > 0) {
+        partial += buffer.byteLength
+        if (partial > maxLine) return tooLong()
+        // copied: the stream may reuse its chunk's memory
+        parts.push(Buffer.from(buffer))
+      }
+      return undefined
+    },
+    finish: (): SessionFileError | undefined => {
+      if (parts.length === 0) return undefined
+      const line = Buffer.concat(parts)
+      parts = []
+      return emit(line)
+    }
+  }
+}
+
+/** The checked items of a file, and its header once read. */
+const checkedItems = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined }
+) => {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits }
+  let pending: Array<ImportItem> = []
+  const checker = makeChecker(limits, (item) => pending.push(item))
+  const maxLine = Math.max(limits.maxEventBytes, blobLineBytes(limits.maxBlobBytes))
+  const splitter = lineSplitter(maxLine, limits.maxFileBytes, checker.push)
+  let header: FileHeader | undefined
+  const take = () => {
+    const out = Chunk.unsafeFromArray(pending)
+    pending = []
+    return out
+  }
+  const body = Stream.mapChunksEffect(bytes, (chunks) =>
+    Effect.suspend(() => {
+      for (const chunk of chunks) {
+        const error = splitter.feed(chunk)
+        if (error !== undefined) return Effect.fail(error)
+      }
+      return Effect.succeed(take())
+    })
+  )
+  const end = Stream.suspend(() => {
+    const error = splitter.finish()
+    if (error !== undefined) return Stream.fail(error)
+    const ended = checker.end()
+    if (Either.isLeft(ended)) return Stream.fail(ended.left)
+    header = ended.right
+    return Stream.fromChunk(take())
   })
+  return { items: Stream.concat(body, end), header: () => header }
+}
+
+/**
+ * The checked pieces of a session file as its bytes arrive — its session, each event, each blob —
+ * for `EventStore.importStream`: nothing is held but what the checks need (event ids, references,
+ * the fold). Fails with a `SessionFileError` naming the first wrong line, wherever it is: a writer
+ * of the pieces must keep nothing unless the stream ends well.
+ */
+export const sessionFileItems = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
+): Stream.Stream<ImportItem, E | SessionFileError, R> => Stream.suspend(() => checkedItems(bytes, options).items)
 
 /**
  * Reads and checks a session file from its bytes; fails with a `SessionFileError` naming the
- * first wrong line. Nothing is written.
+ * first wrong line. Nothing is written; the session is held in memory (`sessionFileItems` does not).
  */
 export const readSessionFile = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
 ): Effect.Effect<SessionFile, E | SessionFileError, R> =>
   Effect.suspend(() => {
-    const limits = { ...DEFAULT_LIMITS, ...options.limits }
-    const checker = makeChecker(limits)
-    const maxLine = Math.max(limits.maxEventBytes, blobLineBytes(limits.maxBlobBytes))
-    return splitLines(bytes, maxLine, limits.maxFileBytes, checker.push).pipe(
-      Effect.zipRight(Effect.suspend(checker.end))
+    const checked = checkedItems(bytes, options)
+    const events: Array<ImportedEvent> = []
+    const blobs: Array<Uint8Array> = []
+    return Effect.map(
+      Stream.runForEach(checked.items, (item) =>
+        Effect.sync(() => {
+          if (item._tag === "event") events.push(item.event)
+          else if (item._tag === "blob") blobs.push(item.content)
+        })
+      ),
+      (): SessionFile => ({ header: checked.header()!, events, blobs })
     )
   })
 
 /**
- * Checks a session file and writes its session into the store in one transaction (nothing when
- * anything is wrong): a `SessionFileError` for the file, an `EventStoreError` (refused) for a
- * session id, or an event id, that the database holds already.
+ * Checks a session file and writes its session into the store as it reads it, in one transaction
+ * (`EventStore.importStream`; nothing when anything is wrong): a `SessionFileError` for the file,
+ * an `EventStoreError` (refused) for a session id, or an event id, that the database holds already.
  */
 export const importSession = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: { readonly limits?: Partial<SessionFileLimits> | undefined } = {}
 ): Effect.Effect<SessionSummary, E | SessionFileError | EventStoreError, R | EventStore> =>
-  Effect.gen(function* () {
-    const file = yield* readSessionFile(bytes, options)
-    const store = yield* EventStore
-    return yield* store.importSession(file.header.sessionId, { events: file.events, blobs: file.blobs })
-  })
+  Effect.flatMap(EventStore, (store) =>
+    Effect.flatMap(Effect.context<R>(), (context) =>
+      store.importStream(Stream.provideContext(sessionFileItems(bytes, options), context))
+    )
+  )

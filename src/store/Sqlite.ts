@@ -19,7 +19,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Database from "better-sqlite3"
-import { Cause, Clock, Effect, Layer, Option, RuntimeFlags, RuntimeFlagsPatch, Scope } from "effect"
+import { Cause, Clock, Effect, Layer, Option, RuntimeFlags, RuntimeFlagsPatch, Scope, Stream } from "effect"
 import type { EnvelopeHeader } from "../domain/Events.js"
 import type { EventId, SessionId } from "../domain/Ids.js"
 import { DatabaseError, EventStoreError, LeaseHeld } from "./Errors.js"
@@ -39,6 +39,7 @@ import {
 } from "./internal/statsIndex.js"
 import {
   type Backend,
+  type BackendImportItem,
   type ChainMark,
   type ChainRow,
   type CommitRequest,
@@ -672,7 +673,8 @@ export const immediate =
 const beginCommit = <A, E, R>(
   conn: Connection,
   inside: Effect.Effect<A, E, R>,
-  committed: ((value: A) => void) | undefined
+  committed: ((value: A) => void) | undefined,
+  begin = "BEGIN IMMEDIATE"
 ): Effect.Effect<A, E | SqlError | EventStoreError, R> => {
   // a BEGIN or COMMIT that failed may leave no transaction to roll back: not a second error
   const rollback = () =>
@@ -681,7 +683,7 @@ const beginCommit = <A, E, R>(
       Effect.mapError(rollbackError)
     )
   return Effect.zipRight(
-    conn.execute("BEGIN IMMEDIATE", [], undefined),
+    conn.execute(begin, [], undefined),
     Effect.matchCauseEffect(inside, {
       onFailure: (cause): Effect.Effect<A, E | SqlError | EventStoreError> =>
         Effect.zipRight(rollback(), Effect.failCause(cause)),
@@ -697,10 +699,10 @@ const beginCommit = <A, E, R>(
 /**
  * `immediate` and the store's own writes: `provide` says whether `body`'s `sql` statements run on
  * the transaction's connection (`immediate`); the store's writes use only `conn`, and save the
- * context change per commit.
+ * context change per commit. `begin` is `BEGIN` for a read transaction (`consistentRead`).
  */
 const transaction =
-  (sql: SqlClient.SqlClient, provide: boolean) =>
+  (sql: SqlClient.SqlClient, provide: boolean, begin = "BEGIN IMMEDIATE") =>
   <A, E, R>(
     body: (conn: Connection) => Effect.Effect<A, E, R>,
     /** run right after a successful COMMIT, while the connection is still held */
@@ -713,11 +715,24 @@ const transaction =
             const inside = provide
               ? Effect.provideService(body(conn), SqlClient.TransactionConnection, [conn, 0] as const)
               : body(conn)
-            return beginCommit(conn, restore(inside), committed)
+            return beginCommit(conn, restore(inside), committed, begin)
           }),
           (exit) => Scope.close(scope, exit)
         )
       )
+    )
+
+/**
+ * Runs `effect` in one read transaction (`BEGIN` … `COMMIT`) on the client's connection, its `sql`
+ * statements on that connection: in WAL mode every statement of it reads the state the first one
+ * saw, whatever other processes commit meanwhile. The connection is reserved (as by `immediate`),
+ * so this process's writes wait until it ends. Inside a transaction already, `effect` runs in it.
+ */
+export const consistentRead =
+  (sql: SqlClient.SqlClient) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError | EventStoreError, R> =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+      Option.isSome(open) ? effect : transaction(sql, true, "BEGIN")(() => effect)
     )
 
 /**
@@ -980,6 +995,46 @@ const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
           yield* conn.execute(MARK_CHAIN, [sessionId, "imported", events.length, now], undefined)
         })
       ),
+    /** `importSession` as the items come: a transaction of its own (its body waits for them), so it reserves the connection. */
+    importStream: <E>(items: Stream.Stream<BackendImportItem, E>, now: number) =>
+      reserved((conn) =>
+        Effect.gen(function* () {
+          let sessionId: SessionId | undefined
+          let count = 0
+          yield* Stream.runForEach(items, (item) =>
+            Effect.gen(function* () {
+              if (item._tag === "session") {
+                if ((yield* conn.execute(SESSION_EXISTS, [item.sessionId, item.sessionId], undefined)).length > 0) {
+                  return yield* Effect.fail(sessionExistsError(item.sessionId))
+                }
+                sessionId = item.sessionId
+              } else if (item._tag === "blob") {
+                yield* conn.execute(PUT_BLOB, [item.hash, item.content.byteLength, blobBytes(item.content)], undefined)
+              } else {
+                for (let i = 0; i < item.events.length; i++) {
+                  const id = item.events[i]!.id
+                  const other: { session_id: string } | undefined = (yield* conn.execute(
+                    SELECT_EVENT_SESSION,
+                    [id],
+                    undefined
+                  ))[0]
+                  if (other !== undefined)
+                    return yield* Effect.fail(eventExistsError(id, count + i + 1, other.session_id))
+                }
+                yield* commitBody(conn, [{ sessionId: sessionId!, events: item.events }], false)
+                count += item.events.length
+              }
+            })
+          )
+          if (sessionId === undefined) {
+            return yield* Effect.fail(
+              storeError("importSession", undefined, "importSession: no session was given", true)
+            )
+          }
+          yield* conn.execute(MARK_CHAIN, [sessionId, "imported", count, now], undefined)
+          return sessionId
+        })
+      ),
     acquireLease: (sessionId: SessionId, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
       transact((conn) =>
         Effect.gen(function* () {
@@ -1079,9 +1134,20 @@ export const makeSqliteBackend = (
       putBlob: (hash, content) => Effect.asVoid(write("putBlob", (w) => w.putBlob(hash, content))),
       importSession: (sessionId, events, blobs, now) =>
         write("importSession", (w) => w.importSession(sessionId, events, blobs, now)),
+      importStream: (items, now) => write("importSession", (w) => w.importStream(items, now)),
       acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
         write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
       releaseLease: (sessionId, owner) => Effect.asVoid(write("releaseLease", (w) => w.releaseLease(sessionId, owner))),
+      consistent: (effect) =>
+        consistentRead(sql)(effect).pipe(
+          Effect.catchIf(
+            (e): e is SqlError => e instanceof SqlError,
+            (e) =>
+              Effect.fail(
+                withDamagedFile(storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
+              )
+          )
+        ),
       readPage: (sessionId, from, to, limit) =>
         sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
         WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(

@@ -15,7 +15,7 @@ import { Effect, Either, Option, Schema, Stream } from "effect"
 import { decodeEnvelope } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import type { EventStoreError } from "./Errors.js"
-import { type ChainMark, type ChainRow, EventStore } from "./EventStore.js"
+import { type ChainMark, type ChainRow, EventStore, type EventStoreService } from "./EventStore.js"
 import { eventHash, genesisHash } from "./internal/chain.js"
 import { rowToRaw } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
@@ -164,108 +164,114 @@ export const verifySession = Effect.fn("Verify.verifySession")(function* (
   options: VerifyOptions = {}
 ) {
   const store = yield* EventStore
-  const { counts, mark } = yield* store.chainInfo(sessionId)
-  const indexed = Option.match(yield* store.session(sessionId), { onNone: () => 0, onSome: (s) => s.lastSeq })
-  const problems: Array<Problem> = []
-  const snapshotSeqs = options.snapshots
-    ? yield* store.snapshotSeqs(sessionId, Projection.PROJECTION_VERSION)
-    : ([] as ReadonlyArray<number>)
-  let nextSnapshot = 0
-  let snapshotsChecked = 0
-  // the fold, for the snapshots: stops at the first event it cannot take (reported on the snapshots after it)
-  const folder = Projection.folder(Projection.empty(sessionId))
-  let foldBroken: string | undefined
-
-  const checkSnapshotsUpTo = (seq: number): Effect.Effect<void, EventStoreError> =>
-    Effect.gen(function* () {
-      while (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! <= seq) {
-        const at = snapshotSeqs[nextSnapshot++]!
-        snapshotsChecked++
-        const loaded = yield* store
-          .loadSnapshot(sessionId, { version: Projection.PROJECTION_VERSION, atOrBelow: at })
-          .pipe(Effect.either)
-        if (Either.isLeft(loaded)) {
-          problems.push({ _tag: "snapshot", seq: at, reason: loaded.left.message })
-          continue
-        }
-        if (Option.isNone(loaded.right) || loaded.right.value.seq !== at) continue
-        const snapshot = loaded.right.value
-        const reasons: Array<string> = []
-        if (!snapshot.intact) reasons.push("its JSON was changed after it was saved")
-        if (foldBroken !== undefined) {
-          reasons.push(`the events up to it do not fold: ${foldBroken}`)
-        } else {
-          const encoded = Either.flatMap(folder.state(), (s) => Projection.encodeState(s))
-          if (Either.isLeft(encoded)) {
-            reasons.push(`the events up to it do not fold: ${encoded.left.message}`)
-          } else {
-            // as JSON, as the snapshot was saved (no undefined fields)
-            const folded: unknown = JSON.parse(JSON.stringify(encoded.right))
-            if (!jsonEqual(folded, snapshot.state)) {
-              reasons.push(`${firstDifference(folded, snapshot.state)} from the fold of events 1–${at}`)
-            }
-          }
-        }
-        if (reasons.length > 0) problems.push({ _tag: "snapshot", seq: at, reason: reasons.join("; ") })
-      }
-    })
-
-  let expected = 1
-  let previous: ChainRow | undefined
-  let extraFrom: number | undefined
-  let extraTo = 0
-  yield* Stream.runForEachChunk(store.readChain(sessionId), (chunk) =>
-    Effect.gen(function* () {
-      for (const row of chunk) {
-        if (row.seq > expected) problems.push({ _tag: "missing", from: expected, to: row.seq - 1, atEnd: false })
-        if (row.seq > indexed) {
-          extraFrom ??= row.seq
-          extraTo = row.seq
-        }
-        for (const p of rowProblems(sessionId, row, previous)) problems.push(p)
-        previous = row
-        expected = row.seq + 1
-        if (snapshotSeqs.length === 0) continue
-        // a snapshot at a seq the log does not have (a gap): compared with the fold before the gap
-        if (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! < row.seq) {
-          yield* checkSnapshotsUpTo(row.seq - 1)
-        }
-        if (foldBroken === undefined) {
-          const envelope = decodeEnvelope(rowToRaw(sessionId, row))
-          if (Either.isLeft(envelope)) {
-            foldBroken = `event ${row.seq}: ${envelope.left.message}`
-          } else {
-            const pushed = folder.push(envelope.right)
-            if (Either.isLeft(pushed)) {
-              foldBroken = `event ${pushed.left.seq} (${pushed.left.type}): ${pushed.left.message}`
-            }
-          }
-        }
-        if (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! <= row.seq) {
-          yield* checkSnapshotsUpTo(row.seq)
-        }
-      }
-    })
-  )
-  if (extraFrom !== undefined) problems.push({ _tag: "extra", from: extraFrom, to: extraTo })
-  if (indexed >= expected) problems.push({ _tag: "missing", from: expected, to: indexed, atEnd: true })
-  // snapshots past the last row: nothing folds up to them
-  if (nextSnapshot < snapshotSeqs.length) {
-    foldBroken ??= `the log ends at seq ${expected - 1}`
-    yield* checkSnapshotsUpTo(Number.MAX_SAFE_INTEGER)
-  }
-  problems.sort((a, b) => problemSeq(a) - problemSeq(b))
-  const verification: SessionVerification = {
-    sessionId,
-    events: counts.count,
-    lastSeq: indexed,
-    mark,
-    head: previous?.hash ?? null,
-    snapshots: snapshotsChecked,
-    problems
-  }
-  return verification
+  // the index, the rows and the snapshots as of one moment: a writer's commit meanwhile is no problem
+  return yield* store.consistent(verifyConsistent(store, sessionId, options))
 })
+
+const verifyConsistent = (store: EventStoreService, sessionId: SessionId, options: VerifyOptions) =>
+  Effect.gen(function* () {
+    const { counts, mark } = yield* store.chainInfo(sessionId)
+    const indexed = Option.match(yield* store.session(sessionId), { onNone: () => 0, onSome: (s) => s.lastSeq })
+    const problems: Array<Problem> = []
+    const snapshotSeqs = options.snapshots
+      ? yield* store.snapshotSeqs(sessionId, Projection.PROJECTION_VERSION)
+      : ([] as ReadonlyArray<number>)
+    let nextSnapshot = 0
+    let snapshotsChecked = 0
+    // the fold, for the snapshots: stops at the first event it cannot take (reported on the snapshots after it)
+    const folder = Projection.folder(Projection.empty(sessionId))
+    let foldBroken: string | undefined
+
+    const checkSnapshotsUpTo = (seq: number): Effect.Effect<void, EventStoreError> =>
+      Effect.gen(function* () {
+        while (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! <= seq) {
+          const at = snapshotSeqs[nextSnapshot++]!
+          snapshotsChecked++
+          const loaded = yield* store
+            .loadSnapshot(sessionId, { version: Projection.PROJECTION_VERSION, atOrBelow: at })
+            .pipe(Effect.either)
+          if (Either.isLeft(loaded)) {
+            problems.push({ _tag: "snapshot", seq: at, reason: loaded.left.message })
+            continue
+          }
+          if (Option.isNone(loaded.right) || loaded.right.value.seq !== at) continue
+          const snapshot = loaded.right.value
+          const reasons: Array<string> = []
+          if (!snapshot.intact) reasons.push("its JSON was changed after it was saved")
+          if (foldBroken !== undefined) {
+            reasons.push(`the events up to it do not fold: ${foldBroken}`)
+          } else {
+            const encoded = Either.flatMap(folder.state(), (s) => Projection.encodeState(s))
+            if (Either.isLeft(encoded)) {
+              reasons.push(`the events up to it do not fold: ${encoded.left.message}`)
+            } else {
+              // as JSON, as the snapshot was saved (no undefined fields)
+              const folded: unknown = JSON.parse(JSON.stringify(encoded.right))
+              if (!jsonEqual(folded, snapshot.state)) {
+                reasons.push(`${firstDifference(folded, snapshot.state)} from the fold of events 1–${at}`)
+              }
+            }
+          }
+          if (reasons.length > 0) problems.push({ _tag: "snapshot", seq: at, reason: reasons.join("; ") })
+        }
+      })
+
+    let expected = 1
+    let previous: ChainRow | undefined
+    let extraFrom: number | undefined
+    let extraTo = 0
+    yield* Stream.runForEachChunk(store.readChain(sessionId), (chunk) =>
+      Effect.gen(function* () {
+        for (const row of chunk) {
+          if (row.seq > expected) problems.push({ _tag: "missing", from: expected, to: row.seq - 1, atEnd: false })
+          if (row.seq > indexed) {
+            extraFrom ??= row.seq
+            extraTo = row.seq
+          }
+          for (const p of rowProblems(sessionId, row, previous)) problems.push(p)
+          previous = row
+          expected = row.seq + 1
+          if (snapshotSeqs.length === 0) continue
+          // a snapshot at a seq the log does not have (a gap): compared with the fold before the gap
+          if (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! < row.seq) {
+            yield* checkSnapshotsUpTo(row.seq - 1)
+          }
+          if (foldBroken === undefined) {
+            const envelope = decodeEnvelope(rowToRaw(sessionId, row))
+            if (Either.isLeft(envelope)) {
+              foldBroken = `event ${row.seq}: ${envelope.left.message}`
+            } else {
+              const pushed = folder.push(envelope.right)
+              if (Either.isLeft(pushed)) {
+                foldBroken = `event ${pushed.left.seq} (${pushed.left.type}): ${pushed.left.message}`
+              }
+            }
+          }
+          if (nextSnapshot < snapshotSeqs.length && snapshotSeqs[nextSnapshot]! <= row.seq) {
+            yield* checkSnapshotsUpTo(row.seq)
+          }
+        }
+      })
+    )
+    if (extraFrom !== undefined) problems.push({ _tag: "extra", from: extraFrom, to: extraTo })
+    if (indexed >= expected) problems.push({ _tag: "missing", from: expected, to: indexed, atEnd: true })
+    // snapshots past the last row: nothing folds up to them
+    if (nextSnapshot < snapshotSeqs.length) {
+      foldBroken ??= `the log ends at seq ${expected - 1}`
+      yield* checkSnapshotsUpTo(Number.MAX_SAFE_INTEGER)
+    }
+    problems.sort((a, b) => problemSeq(a) - problemSeq(b))
+    const verification: SessionVerification = {
+      sessionId,
+      events: counts.count,
+      lastSeq: indexed,
+      mark,
+      head: previous?.hash ?? null,
+      snapshots: snapshotsChecked,
+      problems
+    }
+    return verification
+  })
 
 /**
  * The check the read commands run before they show a session, cheap whatever its length: the seqs
@@ -276,27 +282,32 @@ export const verifySession = Effect.fn("Verify.verifySession")(function* (
  */
 export const checkOnRead = Effect.fn("Verify.checkOnRead")(function* (sessionId: SessionId) {
   const store = yield* EventStore
-  const { counts } = yield* store.chainInfo(sessionId)
-  const indexed = Option.match(yield* store.session(sessionId), { onNone: () => 0, onSome: (s) => s.lastSeq })
-  const problems: Array<Problem> = []
-  if (counts.count === 0) {
-    if (indexed > 0) problems.push({ _tag: "missing", from: 1, to: indexed, atEnd: true })
-    return problems
-  }
-  if (counts.first > 1) problems.push({ _tag: "missing", from: 1, to: counts.first - 1, atEnd: false })
-  if (counts.count !== counts.last - counts.first + 1) {
-    for (const gap of yield* store.seqGaps(sessionId)) problems.push({ _tag: "missing", ...gap, atEnd: false })
-  }
-  if (indexed > counts.last) problems.push({ _tag: "missing", from: counts.last + 1, to: indexed, atEnd: true })
-  if (counts.last > indexed) {
-    problems.push({ _tag: "extra", from: Math.max(indexed + 1, counts.first), to: counts.last })
-  }
-  const tip = yield* Stream.runCollect(store.readChain(sessionId, { from: Math.max(1, counts.last - 1) }))
-  let previous: ChainRow | undefined
-  for (const row of tip) {
-    for (const p of rowProblems(sessionId, row, previous)) problems.push(p)
-    previous = row
-  }
-  problems.sort((a, b) => problemSeq(a) - problemSeq(b))
-  return problems as ReadonlyArray<Problem>
+  return yield* store.consistent(checkConsistent(store, sessionId))
 })
+
+const checkConsistent = (store: EventStoreService, sessionId: SessionId) =>
+  Effect.gen(function* () {
+    const { counts } = yield* store.chainInfo(sessionId)
+    const indexed = Option.match(yield* store.session(sessionId), { onNone: () => 0, onSome: (s) => s.lastSeq })
+    const problems: Array<Problem> = []
+    if (counts.count === 0) {
+      if (indexed > 0) problems.push({ _tag: "missing", from: 1, to: indexed, atEnd: true })
+      return problems as ReadonlyArray<Problem>
+    }
+    if (counts.first > 1) problems.push({ _tag: "missing", from: 1, to: counts.first - 1, atEnd: false })
+    if (counts.count !== counts.last - counts.first + 1) {
+      for (const gap of yield* store.seqGaps(sessionId)) problems.push({ _tag: "missing", ...gap, atEnd: false })
+    }
+    if (indexed > counts.last) problems.push({ _tag: "missing", from: counts.last + 1, to: indexed, atEnd: true })
+    if (counts.last > indexed) {
+      problems.push({ _tag: "extra", from: Math.max(indexed + 1, counts.first), to: counts.last })
+    }
+    const tip = yield* Stream.runCollect(store.readChain(sessionId, { from: Math.max(1, counts.last - 1) }))
+    let previous: ChainRow | undefined
+    for (const row of tip) {
+      for (const p of rowProblems(sessionId, row, previous)) problems.push(p)
+      previous = row
+    }
+    problems.sort((a, b) => problemSeq(a) - problemSeq(b))
+    return problems as ReadonlyArray<Problem>
+  })

@@ -125,21 +125,34 @@ describe("logbook export / import of real sessions", () => {
     })
     const blobs = parseLines(lines.slice(1 + header.events))
     const hashes = blobs.map((b) => b.blob)
-    // before and after of the edit, the new file, the command's output, the prompt document
+    // before and after of the edit, the new file, the command's output, the prompt document, the
+    // workspace manifest around the command and the blobs it names
     const changed = ofType(log, "file.changed").map((e) => e.payload)
     const record = ofType(log, "tool.finished").find((e) => e.payload.callId === "call_bash")!.payload.metadata as {
       outputBlob: string
     }
     const prompt = ofType(log, "prompt.recorded")[0]!.payload.blob
+    const bytesOf = (hash: string) =>
+      Buffer.from(blobs.find((b) => b.blob === hash)!.base64 as string, "base64").toString()
+    // the workspace manifests around the command, and the files' blobs they name
+    const manifests = ofType(log, "workspace.snapshot").flatMap((e) =>
+      e.payload.manifest === undefined ? [] : [e.payload.manifest]
+    )
+    expect(manifests.length).toBeGreaterThan(0)
+    const named = manifests.flatMap((m) =>
+      (JSON.parse(bytesOf(m)) as { files: Array<{ blob?: string }> }).files.flatMap((f) =>
+        f.blob === undefined ? [] : [f.blob]
+      )
+    )
     const expected = new Set([
       ...changed.flatMap((c) => [c.beforeHash, c.afterHash].filter((h): h is string => h !== undefined)),
       record.outputBlob,
-      prompt
+      prompt,
+      ...manifests,
+      ...named
     ])
     expect(new Set(hashes)).toEqual(expected)
     expect(header.blobs).toBe(expected.size)
-    const bytesOf = (hash: string) =>
-      Buffer.from(blobs.find((b) => b.blob === hash)!.base64 as string, "base64").toString()
     expect(bytesOf(record.outputBlob)).toBe("one\ntwo\n")
     expect(changed.map((c) => [c.path, c.op])).toEqual([
       ["sum.mjs", "update"],
@@ -152,6 +165,51 @@ describe("logbook export / import of real sessions", () => {
     expect(html.code).toBe(0)
     expect(html.stdout).not.toContain(key)
     expect(html.stdout).toContain("+export const sum = (a, b) =&gt; a + b")
+  })
+
+  it("a session that ran a command: its workspace manifest and every blob the manifest names go along, so the imported session re-runs", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    fs.writeFileSync(path.join(ws.dir, "seed.txt"), "seed\n")
+    fs.mkdirSync(path.join(ws.dir, "src"))
+    fs.writeFileSync(path.join(ws.dir, "src", "a.txt"), "alpha\n")
+    server.enqueue(
+      Reply.stream({
+        toolCalls: [call("call_1", "bash", { command: "cat seed.txt src/a.txt > copy.txt && echo done" })]
+      }),
+      Reply.text("Copied.")
+    )
+    const run = await runCli([...ws.runArgs, "copy the seed"])
+    expect(run.code, run.stderr).toBe(0)
+    const id = await latestSession(ws.db, ws.dir)
+    const log = await readLog(ws.db, id)
+    const baseline = ofType(log, "workspace.snapshot").find((e) => e.payload.phase === "baseline")!
+    const manifest = baseline.payload.manifest!
+    expect(manifest).toMatch(/^[0-9a-f]{64}$/)
+
+    const { header, lines, other } = await roundTrip(ws, id)
+    const blobs = parseLines(lines.slice(1 + header.events))
+    const bytesOf = (hash: string) => Buffer.from(blobs.find((b) => b.blob === hash)!.base64 as string, "base64")
+    // the manifest, and the blob of each file it names (which no event names itself)
+    expect(blobs.map((b) => b.blob)).toContain(manifest)
+    const files = (JSON.parse(bytesOf(manifest).toString()) as { files: Array<{ path: string; blob?: string }> }).files
+    expect(files.map((f) => f.path)).toEqual(expect.arrayContaining(["seed.txt", "src/a.txt"]))
+    for (const f of files) expect(blobs.map((b) => b.blob)).toContain(f.blob)
+    expect(bytesOf(files.find((f) => f.path === "src/a.txt")!.blob!).toString()).toBe("alpha\n")
+    // the imported database holds them
+    for (const hash of [manifest, ...files.map((f) => f.blob!)]) {
+      const shown = await runCli(["blob", hash, "--db", other])
+      expect(shown.code, shown.stderr).toBe(0)
+    }
+    // the imported session's workspace is restored from its snapshot (a re-run may then refuse
+    // live tools of an imported session: the restore is what this file is responsible for)
+    const scratch = path.join(scratchDir(), "rerun")
+    const rerun = await runCli(["rerun", id, "--db", other, "--workspace", scratch, "--format", "json"])
+    expect(rerun.stderr + rerun.stdout).not.toMatch(/cannot restore the workspace/)
+    expect(fs.readFileSync(path.join(scratch, "seed.txt"), "utf8")).toBe("seed\n")
+    expect(fs.readFileSync(path.join(scratch, "src", "a.txt"), "utf8")).toBe("alpha\n")
+    if (rerun.code === 0)
+      expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, source: "snapshot" })
   })
 
   it("a session interrupted (Ctrl-C) while a command ran", async () => {
@@ -257,6 +315,40 @@ describe("logbook import refuses, naming what and where, and writes nothing", ()
     expect(result.stderr).toBe(
       `logbook: cannot import ${bad}: line 1: the line holds 20 MiB, more than the limit of 16 MiB; nothing was imported\n`
     )
+  })
+})
+
+describe("logbook import of a deeply nested payload", () => {
+  it("is refused naming its line, exit 2, and creates no database", async () => {
+    const sid = "0195a0ba-0000-7000-8000-00000000dee1"
+    const depth = 100_000
+    const file = path.join(scratchDir(), "deep.jsonl")
+    fs.writeFileSync(
+      file,
+      `${[
+        JSON.stringify({ format: "logbook-session", version: 1, sessionId: sid, events: 2, blobs: 0 }),
+        JSON.stringify({
+          id: "e1",
+          sessionId: sid,
+          seq: 1,
+          type: "session.created",
+          at: 1,
+          parentId: null,
+          v: 1,
+          payload: { title: "deep" }
+        }),
+        // a payload its schema takes (an extra field is ignored), nested 100,000 levels deep
+        `{"id":"e2","sessionId":"${sid}","seq":2,"type":"user.message","at":2,"parentId":null,"v":1,"payload":{"messageId":"m1","text":"hi","mode":"prompt","extra":${"[".repeat(depth)}${"]".repeat(depth)}}}`
+      ].join("\n")}\n`
+    )
+    const db = path.join(scratchDir(), "fresh.db")
+    const result = await runCli(["import", file, "--db", db])
+    expect(result.code, result.stderr).toBe(2)
+    expect(result.stderr).toBe(
+      `logbook: cannot import ${file}: line 3: its JSON nests arrays and objects more than 256 levels deep, more than a session file allows; nothing was imported\n`
+    )
+    // no database, and no -wal or -shm beside it
+    expect(fs.readdirSync(path.dirname(db))).toEqual([])
   })
 })
 

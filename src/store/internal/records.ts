@@ -110,6 +110,15 @@ export interface ImportedSession {
   readonly blobs: ReadonlyArray<Uint8Array>
 }
 
+/**
+ * One piece of a session read as it arrives (`EventStore.importStream`): first its id, then its
+ * events in seq order and the blobs they reference, in any order after the session.
+ */
+export type ImportItem =
+  | { readonly _tag: "session"; readonly sessionId: SessionId }
+  | { readonly _tag: "event"; readonly event: ImportedEvent }
+  | { readonly _tag: "blob"; readonly content: Uint8Array }
+
 export interface Lease {
   readonly sessionId: SessionId
   readonly owner: string

@@ -37,6 +37,7 @@ import type { EventStoreService } from "../EventStore.js"
 import {
   type AppendOptions,
   type EventQuery,
+  type ImportedEvent,
   type Lease,
   type ListSessionsOptions,
   type SeqRange,
@@ -134,6 +135,11 @@ export interface Backend {
     limit: number
   ) => Effect.Effect<ReadonlyArray<EnvelopeHeader>, EventStoreError>
   readonly lastSeq: (sessionId: SessionId) => Effect.Effect<number, EventStoreError>
+  /**
+   * Runs `effect`, whose reads of this backend all see one state of the store: no commit lands
+   * between them. `effect` must not write.
+   */
+  readonly consistent: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | EventStoreError, R>
   /** Rows from `from` up to `to` (at most `limit`) with their chain columns, in seq order. */
   readonly readChainPage: (
     sessionId: SessionId,
@@ -182,6 +188,15 @@ export interface Backend {
     /** when: recorded as the session's chain mark (`imported`) */
     now: number
   ) => Effect.Effect<void, EventStoreError>
+  /**
+   * `importSession` of a session as it arrives: the session first, then its events (in chunks, seqs
+   * from 1) and blobs, all in ONE transaction that a failure of `items` rolls back; returns the
+   * session's id.
+   */
+  readonly importStream: <E>(
+    items: Stream.Stream<BackendImportItem, E>,
+    now: number
+  ) => Effect.Effect<SessionId, E | EventStoreError>
   readonly acquireLease: (
     sessionId: SessionId,
     owner: string,
@@ -192,6 +207,12 @@ export interface Backend {
   readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
   readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
 }
+
+/** What `Backend.importStream` writes, in order: the session, then chunks of its events and its blobs. */
+export type BackendImportItem =
+  | { readonly _tag: "session"; readonly sessionId: SessionId }
+  | { readonly _tag: "events"; readonly events: ReadonlyArray<PreparedEvent> }
+  | { readonly _tag: "blob"; readonly hash: string; readonly content: Uint8Array }
 
 /** A snapshot's state as stored: JSON text and the SHA-256 it had when saved (null: not recorded). */
 export interface StoredSnapshot {
@@ -259,6 +280,27 @@ export const eventExistsError = (id: string, seq: number, otherSession: string):
     message: `event ${seq} has the id ${id}, which this database already holds (in session ${otherSession})`,
     reason: "refused"
   })
+
+/** An imported event as the backend writes it, checked: it decodes, and its time is whole milliseconds. */
+const prepareImported = (
+  sessionId: SessionId,
+  e: ImportedEvent,
+  seq: number
+): Either.Either<PreparedEvent, EventStoreError> => {
+  const refuse = (reason: string) =>
+    Either.left(storeError("importSession", undefined, `importSession: event ${seq} (${e.type}): ${reason}`, true))
+  const decoded = decodeEnvelope({ ...e, sessionId, seq })
+  if (Either.isLeft(decoded)) return refuse(decoded.left.message)
+  if (!Number.isSafeInteger(e.at)) return refuse(`time ${e.at} is not an integer of milliseconds`)
+  return Either.right({
+    id: e.id,
+    type: e.type,
+    at: e.at,
+    parentId: e.parentId,
+    v: e.v,
+    json: JSON.stringify(e.payload)
+  })
+}
 
 /** SHA-256 of the content, lowercase hex. */
 export const hashContent = (content: Uint8Array | string): string => createHash("sha256").update(content).digest("hex")
@@ -854,6 +896,7 @@ export const makeService = (
       followRaw,
       query,
       readChain,
+      consistent: backend.consistent,
       chainInfo: backend.chainInfo,
       seqGaps: backend.seqGaps,
       snapshotSeqs: backend.snapshotSeqs,
@@ -887,29 +930,70 @@ export const makeService = (
           return Effect.as(backend.putBlob(hash, bytes), hash)
         }),
       getBlob: backend.getBlob,
+      importStream: (items) =>
+        Effect.suspend(() => {
+          let sessionId: SessionId | undefined
+          let seq = 0
+          const prepared = items.pipe(
+            Stream.mapChunksEffect((chunk) =>
+              Effect.suspend(() => {
+                const out: Array<BackendImportItem> = []
+                let events: Array<PreparedEvent> = []
+                const flush = () => {
+                  if (events.length > 0) out.push({ _tag: "events", events })
+                  events = []
+                }
+                for (const item of chunk) {
+                  if (item._tag === "session") {
+                    flush()
+                    sessionId = item.sessionId
+                    out.push(item)
+                  } else if (item._tag === "blob") {
+                    flush()
+                    out.push({ _tag: "blob", hash: hashContent(item.content), content: item.content })
+                  } else {
+                    const e = prepareImported(sessionId!, item.event, ++seq)
+                    if (Either.isLeft(e)) return Effect.fail(e.left)
+                    events.push(e.right)
+                  }
+                }
+                flush()
+                return Effect.succeed(Chunk.unsafeFromArray(out))
+              })
+            )
+          )
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importStream(prepared, now))
+        }).pipe(
+          Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
+          Effect.flatMap((sessionId) => backend.session(sessionId)),
+          Effect.flatMap(
+            Option.match({
+              onNone: () =>
+                Effect.fail(storeError("importSession", undefined, "importSession: the session has no index row")),
+              onSome: Effect.succeed
+            })
+          )
+        ),
       importSession: (sessionId, imported) =>
         Effect.suspend(() => {
           const events: Array<PreparedEvent> = new Array(imported.events.length)
           const ids = new Set<string>()
           for (let i = 0; i < imported.events.length; i++) {
             const e = imported.events[i]!
-            const refuse = (reason: string) =>
-              Effect.fail(
-                storeError("importSession", undefined, `importSession: event ${i + 1} (${e.type}): ${reason}`, true)
+            if (ids.has(e.id)) {
+              return Effect.fail(
+                storeError(
+                  "importSession",
+                  undefined,
+                  `importSession: event ${i + 1} (${e.type}): event id ${e.id} is used twice`,
+                  true
+                )
               )
-            const decoded = decodeEnvelope({ ...e, sessionId, seq: i + 1 })
-            if (Either.isLeft(decoded)) return refuse(decoded.left.message)
-            if (!Number.isSafeInteger(e.at)) return refuse(`time ${e.at} is not an integer of milliseconds`)
-            if (ids.has(e.id)) return refuse(`event id ${e.id} is used twice`)
-            ids.add(e.id)
-            events[i] = {
-              id: e.id,
-              type: e.type,
-              at: e.at,
-              parentId: e.parentId,
-              v: e.v,
-              json: JSON.stringify(e.payload)
             }
+            ids.add(e.id)
+            const prepared = prepareImported(sessionId, e, i + 1)
+            if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+            events[i] = prepared.right
           }
           const blobs = imported.blobs.map((content) => ({ hash: hashContent(content), content }))
           return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importSession(sessionId, events, blobs, now))
