@@ -578,7 +578,8 @@ const makeProcessor = (
         chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.step": step })
       )
 
-      const limited = meter.reached
+      // a replayed step (`rerun`'s cassette) ends as the step it replays did: with its finish reason
+      const limited = meter.reached || st.finish?.finishReason === OUTPUT_LIMIT
       const steered =
         !limited && st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
       if (st.finish === undefined && !steered && !limited) {

@@ -141,6 +141,28 @@ describe("step.maxOutputBytes", () => {
     )
   )
 
+  it.live("a replayed step that ended output-limit ends so again: its calls do not run, the turn ends", () =>
+    Effect.gen(function* () {
+      const { log, outcome } = yield* turn("go")
+      expect(outcome.reason).toBe("output-limit")
+      expect(ofType(log, "tool.invoked")).toEqual([])
+      expect(ofType(log, "tool.failed").map((e) => e.payload.reason)).toEqual(["output-limit"])
+      expect(ofType(log, "step.finished").map((e) => e.payload.finishReason)).toEqual(["output-limit"])
+    }).pipe(
+      Effect.provide(
+        layer([
+          {
+            events: [
+              text("partial"),
+              ...Script.toolCall({ callId: "c1", tool: "echo", input: { text: "x" } }),
+              Script.finish("output-limit")
+            ]
+          }
+        ])
+      )
+    )
+  )
+
   it.live("a model that streams without end by default is stopped at the default bound", () =>
     Effect.gen(function* () {
       const { log, outcome } = yield* turn("go")
