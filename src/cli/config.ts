@@ -154,7 +154,13 @@ export const renderModelInfo = (
   const row = (name: string, value: Sourced<number> | undefined, unknown: string) => {
     const path = [...keyPath, ...name.split(".")]
     const from =
-      value === undefined ? "-" : value.from === "catalog" ? `catalog (${catalogName})` : originText(originOf(path))
+      value === undefined
+        ? "-"
+        : value.from === "catalog"
+          ? `catalog (${catalogName})`
+          : value.from === "default"
+            ? "default"
+            : originText(originOf(path))
     return [path.join("."), value === undefined ? unknown : String(value.value), style.dim(from)]
   }
   return [
@@ -164,7 +170,7 @@ export const renderModelInfo = (
       ["KEY", "VALUE", "FROM"],
       [
         row("contextWindow", info.contextWindow, "unknown"),
-        row("maxOutput", info.maxOutput, "not set (the provider's default)"),
+        row("maxOutput", info.maxOutput, "unknown"),
         ...priceKeys.map((key) =>
           row(
             `price.${key}`,

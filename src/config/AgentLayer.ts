@@ -116,9 +116,10 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       maxSteps: settings.maxSteps,
       snapshotEvery: settings.snapshotEvery,
       price: effectivePrice(info),
-      // only the config's: the catalog has none, and the SDK's default suits the model
+      // the config's, else the provider type's default (the catalog has none)
       maxOutputTokens: info.maxOutput?.value,
       compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
+      step: settings.step,
       onLeftoverCommands: () => notify("stopping commands the session's last run left running when it died…")
     },
     tools: {

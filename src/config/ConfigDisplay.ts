@@ -37,6 +37,7 @@ export const maskConfig = (config: ResolvedConfig, isSet: (name: string) => bool
     Object.entries(config.provider).map(([id, settings]) => [id, maskedProvider(settings, isSet)])
   ),
   retry: config.retry,
+  step: config.step,
   tools: config.tools,
   permission: config.permission,
   maxSteps: config.maxSteps,

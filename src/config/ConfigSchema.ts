@@ -14,6 +14,7 @@ import { type ParseResult, Schema } from "effect"
 import { AiSdkProviderType } from "../model/AiSdk.js"
 import * as ModelPrice from "../model/Price.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
+import { defaultStepLimits, type StepLimits } from "../session/StepLimits.js"
 import { PermissionRules } from "../tools/Permissions.js"
 import { looksLikeSecret, showValue } from "../tools/showValue.js"
 
@@ -354,6 +355,19 @@ const compactionFields = {
   })
 } satisfies Fields
 
+// the fields of session/StepLimits.ts's `StepLimits` (its keys: a field added there must be described here)
+const stepFields = {
+  maxOutputBytes: PositiveInt(
+    "The most output (text, reasoning and tool-call input, in UTF-8 bytes) the model may stream in one step; " +
+      "past it the stream is stopped, none of the step's tool calls runs and the turn ends (default 4194304, " +
+      '4 MiB). See docs/kernel.md, "Step bounds".'
+  ),
+  maxToolCalls: PositiveInt(
+    "The most tool calls of one model step that run; the calls after them are answered as refused, so every " +
+      "call still has a result (default 64)."
+  )
+} satisfies { readonly [K in keyof StepLimits]: Schema.Schema<number> } & Fields
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -390,6 +404,13 @@ export const ConfigInput = Schema.Struct({
     Schema.Struct(optionalFields(compactionFields)).annotations({
       description: "Keeping the context bounded: pruning old tool outputs and compacting (docs/models.md).",
       message: expectedObject("an object of compaction settings")
+    }),
+    { exact: true }
+  ),
+  step: Schema.optionalWith(
+    Schema.Struct(optionalFields(stepFields)).annotations({
+      description: 'The bounds of one model step: its output and its tool calls (docs/kernel.md, "Step bounds").',
+      message: expectedObject("an object of step settings")
     }),
     { exact: true }
   ),
@@ -454,6 +475,7 @@ export const ResolvedConfig = Schema.Struct({
   provider: Schema.Record({ key: ProviderId, value: ProviderSettings }),
   retry: RetrySettings,
   compaction: Schema.Struct(compactionFields),
+  step: Schema.Struct(stepFields),
   tools: Schema.Struct({ bash: BashSettings }),
   /** the user's permission rules (the built-in `defaultRules` apply below them); `{}` when none */
   permission: PermissionRules,
@@ -470,6 +492,7 @@ export const defaults = {
   },
   retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
   compaction: { auto: true, reserveTokens: 20_000, pruneProtectTokens: 40_000 },
+  step: defaultStepLimits,
   tools: {
     bash: {
       timeoutMs: 120_000,

@@ -9,10 +9,11 @@
  * `openai` for type openai and `anthropic` for type anthropic; an openai-compatible provider
  * without `catalog` is not looked up (its models are whatever the server says they are).
  *
- * `maxOutput` only ever comes from the config: the catalog has no output limits, and sending none
- * leaves the provider's (or its SDK's) own limit for the model in force.
+ * `maxOutput` comes from the config, else the provider type's default (`defaultMaxOutputTokens`):
+ * the catalog has no output limits, and every request is sent with one.
  */
 import { Effect, Option } from "effect"
+import { defaultMaxOutputTokens } from "../model/AiSdk.js"
 import * as Catalog from "../model/Catalog.js"
 import type { Price, PriceKind } from "../model/Price.js"
 import { ConfigError, type ConfigSource, describeSource, formatPath, type ResolvedModel } from "./Config.js"
@@ -21,7 +22,7 @@ import type { ProviderType } from "./ConfigSchema.js"
 /** A value and where it came from. */
 export interface Sourced<A> {
   readonly value: A
-  readonly from: "config" | "catalog"
+  readonly from: "config" | "catalog" | "default"
 }
 
 /** What the catalog said about the model. */
@@ -71,7 +72,10 @@ export const combine = (resolved: ResolvedModel, catalog: CatalogMatch): ModelIn
     ref: resolved.ref,
     catalog,
     contextWindow: pick(resolved.model.contextWindow, entry?.contextWindow),
-    maxOutput: pick(resolved.model.maxOutput, undefined),
+    maxOutput: pick(resolved.model.maxOutput, undefined) ?? {
+      value: defaultMaxOutputTokens[resolved.provider.type],
+      from: "default"
+    },
     price
   }
 }

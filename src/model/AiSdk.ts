@@ -61,6 +61,19 @@ export const defaultApiKeyEnv: Readonly<Record<AiSdkProviderType, string | undef
   "openai-compatible": undefined
 }
 
+/**
+ * The output limit a request gets when neither it nor the config names one (docs/models.md,
+ * "maxOutputTokens"): sent as the request's `max_tokens`, so no step is unbounded at the provider.
+ * Per API, the most that every current model of it accepts: Anthropic's SDK lowers a value above an
+ * older model's maximum; OpenAI's gpt-4o takes at most 16,384; DeepSeek's deepseek-chat (and
+ * other hosted servers' smaller models) 8,192.
+ */
+export const defaultMaxOutputTokens: Readonly<Record<AiSdkProviderType, number>> = {
+  anthropic: 32_000,
+  openai: 16_384,
+  "openai-compatible": 8_192
+}
+
 export interface AiSdkOptions {
   /** `provider/model`, as in config; the part before the first `/` names the provider */
   readonly name: string
@@ -1131,10 +1144,13 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
       opened = made
     })
   })
+  const maxOutputTokens = defaultMaxOutputTokens[options.type]
   // a stream that keeps its pull: the kernel reads it without the Stream's channel (pull.ts)
-  const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
+  const stream = (given: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     fromPull(
       Effect.gen(function* () {
+        // every request is bounded at the provider: the caller's limit, else the API's default
+        const request = given.maxOutputTokens === undefined ? { ...given, maxOutputTokens } : given
         const openRequest = yield* open
         const state = newState()
         // a response read to its end needs no abort (which costs an event dispatch through the

@@ -1,7 +1,7 @@
 /**
  * `Model` from a script, for unit tests: each `stream` call takes the next step of the script and
- * emits its events, then ends, fails with its error (optionally after the first `failAfter` events) or
- * hangs until interrupted. Every request is recorded. Deterministic: no timers, no I/O.
+ * emits its events, then ends, fails with its error (optionally after the first `failAfter` events),
+ * hangs until interrupted, or (`repeat`) streams more events without end, as a runaway model does. Every request is recorded. Deterministic: no timers, no I/O.
  *
  * ```ts
  * const layer = layerScripted([
@@ -23,6 +23,8 @@ export interface ScriptStep {
   readonly failAfter?: number | undefined
   /** without `error`: after the events, never end (until the stream is interrupted) */
   readonly hang?: boolean | undefined
+  /** without `error`: after the events, these again and again, never ending (until the stream is interrupted) */
+  readonly repeat?: ReadonlyArray<ModelEvent> | undefined
 }
 
 /** The handle a test uses to see what the scripted model was sent. */
@@ -107,6 +109,8 @@ export const makeScripted = (
               return Stream.concat(Stream.fromIterable(before), Stream.fail(step.error))
             }
             const events = Stream.fromIterable(step.events)
+            if (step.repeat !== undefined)
+              return Stream.concat(events, Stream.forever(Stream.fromIterable(step.repeat)))
             return step.hang === true ? Stream.concat(events, Stream.never) : events
           })
         )

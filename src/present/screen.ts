@@ -160,7 +160,14 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
       case "turn.finished":
         return env.payload.reason === "max-steps"
           ? notice(env, "warn", "stopped at the step limit (maxSteps); send a message to go on")
-          : undefined
+          : env.payload.reason === "output-limit"
+            ? notice(
+                env,
+                "warn",
+                "stopped: the model's output in one step passed its limit (step.maxOutputBytes); none of its " +
+                  "tool calls ran. Send a message to go on"
+              )
+            : undefined
       case "compaction.done": {
         const p = env.payload
         const what = p.messages === undefined ? "the conversation" : `${p.messages} messages`

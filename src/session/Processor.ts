@@ -18,6 +18,9 @@
  * a session with a version records the prompt document first (a blob and `prompt.recorded`), so a
  * replay can rebuild the exact request.
  *
+ * Bounds (`StepLimits.ts`): past the step's output bound the stream is stopped and the step ends
+ * `output-limit` with none of its calls run; a call past its `maxToolCalls` is answered as refused.
+ *
  * Cleanup: whatever ends an attempt early (a model error, an interrupt, a store failure), the
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
@@ -38,6 +41,15 @@ import type { RestoreError } from "../store/Snapshots.js"
 import { openPull } from "../stream/pull.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
 import { type PromptVersion, promptVersionOf, requestDigestOf } from "./PromptVersion.js"
+import { sentInput } from "./RunCall.js"
+import {
+  defaultStepLimits,
+  makeOutputMeter,
+  OUTPUT_LIMIT,
+  outputLimitMessage,
+  refusedCall,
+  type StepLimits
+} from "./StepLimits.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -80,6 +92,8 @@ export interface StepInput {
   readonly price?: Price | undefined
   /** why the step was interrupted, read by the cleanup (default "interrupted") */
   readonly interruptReason?: Effect.Effect<string> | undefined
+  /** the step's bounds: its output and its tool calls (default `defaultStepLimits`) */
+  readonly limits?: StepLimits | undefined
 }
 
 /** Reason given to parts and steps that a failed (retryable or not) model request cut short. */
@@ -356,10 +370,18 @@ export const consumeBatched = <E, E2>(
 interface AttemptState {
   finish: ChatFinish | undefined
   readonly calls: Array<StepCall>
+  /** the calls past the step's `maxToolCalls`, answered as refused */
+  readonly refused: Set<CallId>
   /** model call id -> the call id in the log */
   readonly ids: Map<string, CallId>
   text: string
 }
+
+/** What stops the batches when the step's output passed its bound (caught by the attempt). */
+interface OutputLimitReached {
+  readonly _tag: "OutputLimitReached"
+}
+const outputLimitReached: OutputLimitReached = { _tag: "OutputLimitReached" }
 
 /** A non-model failure carried through the retry loop (only `ModelError`s are retried). */
 interface Carried {
@@ -414,7 +436,9 @@ const makeProcessor = (
         return opening
       })
 
-      const st: AttemptState = { finish: undefined, calls: [], ids: new Map(), text: "" }
+      const st: AttemptState = { finish: undefined, calls: [], refused: new Set(), ids: new Map(), text: "" }
+      const limits = input.limits ?? defaultStepLimits
+      const meter = makeOutputMeter(limits.maxOutputBytes)
       const partId = (id: string) => PartId.make(`${messageId}:${step}:${id}`)
 
       const callIdFor = (modelId: string) =>
@@ -478,7 +502,10 @@ const makeProcessor = (
             deltas = []
             return journal.appendLater(batch)
           })
-          for (const event of coalesce(Chunk.toReadonlyArray(chunk))) {
+          for (const whole of coalesce(Chunk.toReadonlyArray(chunk))) {
+            // past the output bound: what fits is handled, then the stream stops
+            const event = meter.take(whole)
+            if (event === undefined) break
             if (maskers.size > 0) {
               const part =
                 event._tag === "TextDelta"
@@ -517,8 +544,12 @@ const makeProcessor = (
                 break
               case "ToolCall": {
                 const callId = yield* pendingCall(event.callId, event.tool)
-                if (!st.calls.some((call) => call.callId === callId)) {
-                  st.calls.push({ callId, tool: event.tool, input: event.input, inputText: event.inputText })
+                if (st.refused.has(callId) || st.calls.some((call) => call.callId === callId)) break
+                const call = { callId, tool: event.tool, input: event.input, inputText: event.inputText }
+                if (st.calls.length < limits.maxToolCalls) st.calls.push(call)
+                else {
+                  st.refused.add(callId)
+                  deltas.push(refusedCall(callId, sentInput(call), limits))
                 }
                 break
               }
@@ -528,6 +559,7 @@ const makeProcessor = (
             }
           }
           yield* flushDeltas
+          if (meter.reached) return yield* Effect.fail(outputLimitReached)
         })
 
       const steer = input.steer
@@ -541,12 +573,16 @@ const makeProcessor = (
       const streamed = consumeBatched(stream, handle, steer)
       // the request is one span (`chat <model>`, GenAI conventions), its tokens recorded at its end
       yield* streamed.pipe(
+        Effect.catchTag("OutputLimitReached", () => Effect.void),
         Effect.ensuring(Effect.suspend(() => (st.finish === undefined ? Effect.void : annotateFinish(st.finish)))),
         chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.step": step })
       )
 
-      const steered = st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
-      if (st.finish === undefined && !steered) {
+      // a replayed step (`rerun`'s cassette) ends as the step it replays did: with its finish reason
+      const limited = meter.reached || st.finish?.finishReason === OUTPUT_LIMIT
+      const steered =
+        !limited && st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
+      if (st.finish === undefined && !steered && !limited) {
         return yield* new ModelError({
           reason: "stream-cut",
           message: `${model.name}: the stream ended before the step finished`
@@ -570,7 +606,19 @@ const makeProcessor = (
         )
         closing.push(make("chat.state", { state: "interrupted" }))
       }
-      const finishReason = st.finish?.finishReason ?? STEERED
+      if (limited) {
+        // a runaway step: none of its calls runs (those that fully arrived keep their input)
+        const state = yield* journal.state
+        const error = `Not run: ${outputLimitMessage(limits)}.`
+        closing.push(
+          ...endOpenToolParts(state, {
+            reason: OUTPUT_LIMIT,
+            which: (part) => part.messageId === messageId && part.state._tag === "pending",
+            end: (part) => ({ error, input: st.calls.find((call) => call.callId === part.callId)?.input })
+          })
+        )
+      }
+      const finishReason = limited ? OUTPUT_LIMIT : (st.finish?.finishReason ?? STEERED)
       const usage = toUsage(
         st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
         input.price
@@ -589,7 +637,7 @@ const makeProcessor = (
       // append (the first call's `tool.invoked`, the next `step.started`, the turn's end), which
       // commits it with its own events (docs/event-log.md, "What the kernel awaits")
       yield* journal.appendLater(closing)
-      return { step, finishReason, usage, calls: st.calls, steered, text: st.text } satisfies StepResult
+      return { step, finishReason, usage, calls: limited ? [] : st.calls, steered, text: st.text } satisfies StepResult
     }).pipe(
       Effect.onExit((exit) => {
         if (exit._tag === "Success") return Effect.void

@@ -69,6 +69,7 @@ import {
 import { Instructions } from "./Instructions.js"
 import { Processor, signalSteer } from "./Processor.js"
 import { type Driver, leaseLostError, openDriver, ownerId, SessionUnavailable } from "./SessionOpen.js"
+import type { StepLimits } from "./StepLimits.js"
 import { lastTurnFigures, makeTurnLoop, type TurnOutcome } from "./TurnLoop.js"
 
 export { ownerId, ownerIsDead, SessionUnavailable } from "./SessionOpen.js"
@@ -83,6 +84,8 @@ export interface SessionsOptions {
   readonly price?: Price | undefined
   /** the most output tokens per step */
   readonly maxOutputTokens?: number | undefined
+  /** the bounds of one step: its output bytes and its tool calls (`StepLimits.ts`; defaults `defaultStepLimits`) */
+  readonly step?: Partial<StepLimits> | undefined
   /** keeping the context bounded: pruning and compaction (`Compaction.ts`; defaults `defaultCompactionOptions`) */
   readonly compaction?: Partial<CompactionOptions> | undefined
   /**

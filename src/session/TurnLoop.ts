@@ -7,8 +7,8 @@
  * bounded by the `Compactor` before each, and once more after a context-overflow error) -> after a
  * step with tool calls, `chat.state awaiting_tool` and the batch (`Actions.run`) -> the next step,
  * with the results and any steered message -> ... until the model answers without tool calls
- * (`stop`), `maxSteps` steps have run (`max-steps`) or the model fails for good (`error`, with
- * `model.error`). Then `assistant.completed`, `turn.finished`, `chat.state idle`, `session.status idle`.
+ * (`stop`), `maxSteps` steps have run (`max-steps`), a step's output passed its bound
+ * (`output-limit`, StepLimits.ts) or the model fails for good (`error`, with `model.error`). Then `assistant.completed`, `turn.finished`, `chat.state idle`, `session.status idle`.
  *
  * Whatever way a turn ends — finished, failed (a model error, a store error, a bug), interrupted —
  * what it left open is ended (`cleanup`: `Recovery.sweepEvents`) and the driver's `status` says how.
@@ -31,15 +31,16 @@ import { providerOf, toModelMessages } from "./History.js"
 import { type InstructionsService, warnSkipped } from "./Instructions.js"
 import { makeSteer, type Processor } from "./Processor.js"
 import { type Driver, leaseLostError } from "./SessionOpen.js"
+import { defaultStepLimits, type StepLimits as Limits, OUTPUT_LIMIT, outputLimitMessage } from "./StepLimits.js"
 import { fullSystemPrompt } from "./SystemPrompt.js"
 
 /** How a turn ended. */
 export interface TurnOutcome {
   readonly turnId: TurnId
-  readonly reason: "stop" | "max-steps" | "error" | "interrupted"
+  readonly reason: "stop" | "max-steps" | "output-limit" | "error" | "interrupted"
   /** the model's finish reason of the last step (`stop`, `length` …) */
   readonly finishReason?: string | undefined
-  /** for `error` and `interrupted`: what happened, one sentence */
+  /** for `output-limit`, `error` and `interrupted`: what happened, one sentence */
   readonly message?: string | undefined
   /** the model steps that went through (what `maxSteps` counts) */
   readonly steps: number
@@ -82,6 +83,7 @@ export interface TurnOptions {
   readonly maxSteps: number
   readonly price?: Price | undefined
   readonly maxOutputTokens?: number | undefined
+  readonly step?: Partial<Limits> | undefined
   readonly system?: ((cwd: string) => string) | undefined
   readonly systemOverride?: (() => string | undefined) | undefined
 }
@@ -129,6 +131,7 @@ export interface TurnLoop {
 
 export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
   const { processor, actions, compactor, model, tools, instructions, secrets, options } = deps
+  const limits: Limits = { ...defaultStepLimits, ...options.step }
 
   /**
    * The system prompt of a turn: the base prompt and the instruction files as they are when the
@@ -197,7 +200,8 @@ export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
             deliver: pendingSteer,
             steer,
             price: options.price,
-            interruptReason: Ref.get(driver.interruptReason)
+            interruptReason: Ref.get(driver.interruptReason),
+            limits
           })
           .pipe(
             Effect.ensuring(Ref.set(driver.steer, undefined)),
@@ -248,11 +252,13 @@ export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
             interruptReason: Ref.get(driver.interruptReason)
           })
         }
-        const more = result.calls.length > 0 || result.steered
+        // a step stopped at its output bound ends the turn (its calls did not run)
+        const limited = result.finishReason === OUTPUT_LIMIT
+        const more = !limited && (result.calls.length > 0 || result.steered)
         if (more && steps < options.maxSteps) continue
         // the end of the turn, unless a steered message came in meanwhile (checked under the lock
         // `send` takes: it then gets one more step)
-        const reason: TurnOutcome["reason"] = more ? "max-steps" : "stop"
+        const reason: TurnOutcome["reason"] = limited ? "output-limit" : more ? "max-steps" : "stop"
         const finished = yield* driver.lock.withPermits(1)(
           Effect.gen(function* () {
             const now = yield* journal.state
@@ -267,7 +273,13 @@ export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
           })
         )
         if (!finished) continue
-        return { turnId, reason, finishReason, ...lastTurnFigures(yield* journal.state) } satisfies TurnOutcome
+        return {
+          turnId,
+          reason,
+          finishReason,
+          ...(limited ? { message: outputLimitMessage(limits) } : {}),
+          ...lastTurnFigures(yield* journal.state)
+        } satisfies TurnOutcome
       }
     })
 

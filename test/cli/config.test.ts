@@ -96,7 +96,8 @@ describe("logbook config", () => {
         name: "Claude Sonnet 4.5"
       },
       contextWindow: { value: 200000, from: "catalog" },
-      maxOutput: null,
+      // none configured: the provider type's default, sent with every request
+      maxOutput: { value: 32000, from: "default" },
       price: {
         input: { value: 3, from: "catalog" },
         output: { value: 15, from: "catalog" },
@@ -142,9 +143,7 @@ describe("logbook config", () => {
     expect(result.code).toBe(0)
     expect(result.stdout).toContain("model ollama/qwen3:8b: no model catalog for this provider")
     expect(result.stdout).toMatch(/\nprovider\.ollama\.models\.qwen3:8b\.price\.input +unknown +-\n/)
-    expect(result.stdout).toMatch(
-      /\nprovider\.ollama\.models\.qwen3:8b\.maxOutput +not set \(the provider's default\) +-\n/
-    )
+    expect(result.stdout).toMatch(/\nprovider\.ollama\.models\.qwen3:8b\.maxOutput +8192 +default\n/)
   })
 
   it("merges global < project < LOGBOOK_* and reads the project of --cwd", async () => {

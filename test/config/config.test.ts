@@ -88,6 +88,7 @@ describe("Config: defaults", () => {
       expect(config.model).toBeUndefined()
       expect(config.maxSteps).toBe(50)
       expect(config.snapshotEvery).toBe(500)
+      expect(config.step).toEqual({ maxOutputBytes: 4 * 1024 * 1024, maxToolCalls: 64 })
       expect(config.retry).toEqual({
         maxAttempts: 8,
         initialDelayMs: 1000,
@@ -423,6 +424,13 @@ describe("Config: errors name the source, the key and what was expected", () => 
       "expected at least retry.initialDelayMs (1000, the default), got 10"
     ],
     [{ snapshotEvery: null }, "snapshotEvery", "expected a positive integer, got null"],
+    [{ step: { maxToolCalls: 0 } }, "step.maxToolCalls", "expected a positive integer, got 0"],
+    [{ step: { maxOutputBytes: "4MB" } }, "step.maxOutputBytes", 'expected a positive integer, got "4MB"'],
+    [
+      { step: { maxBytes: 1 } },
+      "step.maxBytes",
+      'unknown key; the known keys here are "maxOutputBytes", "maxToolCalls"'
+    ],
     [{ $schema: 5 }, "$schema", "expected a string"]
   ] as ReadonlyArray<[unknown, string, string]>)("%j: %s %s", (value, key, expectation) => {
     const error = resolveError(file(value))

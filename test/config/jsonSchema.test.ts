@@ -23,7 +23,18 @@ describe("schema/config.schema.json", () => {
     }
     const top = schema.$defs[schema.$ref.replace("#/$defs/", "")]!
     expect(Object.keys(top.properties).sort()).toEqual(
-      ["$schema", "compaction", "maxSteps", "model", "permission", "provider", "retry", "snapshotEvery", "tools"].sort()
+      [
+        "$schema",
+        "compaction",
+        "maxSteps",
+        "model",
+        "permission",
+        "provider",
+        "retry",
+        "snapshotEvery",
+        "step",
+        "tools"
+      ].sort()
     )
     expect(top.additionalProperties).toBe(false)
     // every default is a valid value for its key: the defaults themselves satisfy the input schema

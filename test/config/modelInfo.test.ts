@@ -18,7 +18,7 @@ const infoOf = (config: ConfigInput, model: string) =>
   })
 
 describe("modelInfo", () => {
-  it.effect("a built-in provider's model: everything from the catalog but maxOutput", () =>
+  it.effect("a built-in provider's model: everything from the catalog but maxOutput (the type's default)", () =>
     Effect.gen(function* () {
       const info = yield* infoOf({}, "anthropic/claude-sonnet-4-5-20250929")
       expect(info.catalog).toMatchObject({
@@ -26,7 +26,7 @@ describe("modelInfo", () => {
         entry: { provider: "anthropic", model: "claude-sonnet-4-5" }
       })
       expect(info.contextWindow).toEqual({ value: 200_000, from: "catalog" })
-      expect(info.maxOutput).toBeUndefined()
+      expect(info.maxOutput).toEqual({ value: 32_000, from: "default" })
       expect(effectivePrice(info)).toEqual({ input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 })
       expect(Object.values(info.price).every((p) => p?.from === "catalog")).toBe(true)
     })

@@ -303,8 +303,8 @@ describe("logbook run: the cost", () => {
     expect(result.code).toBe(0)
     // 600 × 2 + 60 × 8 = 1,680 micro-dollars
     expect(result.stderr).toMatch(/^Done.\ntokens in 600 · out 60 · cost \$0\.0017 · 1 step · /)
-    // no max_tokens: the catalog has no output limit, and none was configured
-    expect(server.requests[0]!.body.max_tokens).toBeUndefined()
+    // the catalog has no output limit and none was configured: the openai-compatible default is sent
+    expect(server.requests[0]!.body.max_tokens).toBe(8192)
   })
 
   it("a `catalog` the model catalog does not have is a config error (exit 2), with nothing sent", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Clock, Deferred, Effect, Either, Exit, Fiber, Option, Stream, TestClock } from "effect"
 import {
   type AiSdkOptions,
+  defaultMaxOutputTokens,
   defaultStreamIdleTimeoutMs,
   layerAiSdk,
   makeAiSdkModel,
@@ -745,6 +746,34 @@ describe("layerAiSdk (openai-compatible, real HTTP)", () => {
       expect(server.requests[0]!.url).toBe("/v1/messages")
       expect(server.requests[0]!.headers["x-api-key"]).toBe(apiKey)
       expectNoKey(error)
+    })
+  )
+
+  it.scopedLive("every provider path sends max_tokens: the request's limit, else the provider type's default", () =>
+    Effect.gen(function* () {
+      const server = yield* scriptedServer
+      const paths: ReadonlyArray<[string, Partial<AiSdkOptions>, number]> = [
+        ["openai-compatible", {}, defaultMaxOutputTokens["openai-compatible"]],
+        ["openai-compatible through the SDK", { viaSdk: true }, defaultMaxOutputTokens["openai-compatible"]],
+        ["openai", { type: "openai", name: "openai/gpt-test" }, defaultMaxOutputTokens.openai],
+        [
+          "anthropic",
+          { type: "anthropic", name: "anthropic/claude-test", modelId: "claude-test" },
+          defaultMaxOutputTokens.anthropic
+        ]
+      ]
+      const sent: Array<[string, unknown, unknown]> = []
+      for (const [name, options, fallback] of paths) {
+        const model = modelFor(server, options)
+        for (const limit of [undefined, 300]) {
+          // the answer does not matter: the request body is what is checked
+          server.enqueue(Reply.error(400))
+          yield* run(model.stream({ ...request, maxOutputTokens: limit }))
+          sent.push([name, server.requests.at(-1)!.body.max_tokens, limit ?? fallback])
+        }
+      }
+      for (const [name, got, expected] of sent) expect([name, got]).toEqual([name, expected])
+      expect(defaultMaxOutputTokens).toEqual({ anthropic: 32_000, openai: 16_384, "openai-compatible": 8_192 })
     })
   )
 

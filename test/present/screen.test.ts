@@ -123,6 +123,17 @@ describe("notices", () => {
     ])
   })
 
+  it("a turn stopped at a step's output bound says so and names the setting", () => {
+    const log = new Log().created().startTurn("go")
+    log.finishStep(0, usage(10, 1, 0), 1, "output-limit")
+    log.add("assistant.completed", { messageId: mid("a1"), finishReason: "output-limit" })
+    log.add("turn.finished", { turnId: tid("t1"), reason: "output-limit" })
+    expect(notices(log)).toEqual([
+      "warn: stopped: the model's output in one step passed its limit (step.maxOutputBytes); none of its tool " +
+        "calls ran. Send a message to go on"
+    ])
+  })
+
   it("answers to permission questions name the tool and the pattern; a timeout names the tool", () => {
     const log = new Log().created().startTurn("go")
     for (const [n, command] of [

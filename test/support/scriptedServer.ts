@@ -40,6 +40,8 @@ export type SseStep =
   | { readonly type: "delay"; readonly ms: number }
   /** destroy the socket: the client sees the stream break mid-way */
   | { readonly type: "cut" }
+  /** a `data: <json>` event written again and again, as fast as the client reads, until the client goes away */
+  | { readonly type: "repeat"; readonly chunk: unknown }
 
 export type ScriptedResponse =
   | {
@@ -231,6 +233,14 @@ export const Reply = {
     response: ScriptedResponse,
     data = '{"choices": [{"delta": {"content": "x"'
   ): ScriptedResponse => insertAfter(response, n, { type: "raw", data }, false),
+  /** a runaway model: `delta` as `content` chunks without end, until the client disconnects */
+  endless: (delta: string): ScriptedResponse => ({
+    type: "sse",
+    steps: [
+      { type: "chunk", chunk: Reply.chunk({ role: "assistant", content: delta }) },
+      { type: "repeat", chunk: Reply.chunk({ content: delta }) }
+    ]
+  }),
   /** write the first `n` steps, then wait for `until` before the rest */
   waitAfter: (n: number, until: Promise<unknown>, response: ScriptedResponse): ScriptedResponse =>
     insertAfter(response, n, { type: "wait", until }, false)
@@ -309,6 +319,23 @@ export const startScriptedServer = async (options: ScriptedServerOptions = {}): 
         case "delay":
           await Promise.race([new Promise((r) => setTimeout(r, step.ms)), closed])
           break
+        case "repeat": {
+          // in writes of about 16 kB, each after the last one drained: the client's pace
+          const event = `data: ${JSON.stringify(step.chunk)}\n\n`
+          const batch = event.repeat(Math.max(1, Math.floor(16_384 / event.length)))
+          let gone = false
+          void closed.then(() => {
+            gone = true
+          })
+          while (!gone && !res.destroyed) {
+            if (!res.write(batch)) {
+              await Promise.race([new Promise((r) => res.once("drain", r)), closed])
+            } else {
+              await new Promise((r) => setImmediate(r))
+            }
+          }
+          return
+        }
         case "cut":
           // let what was written reach the client, then break the connection without ending the chunked body
           await new Promise<void>((r) => res.write("", () => r()))
