@@ -6,7 +6,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
-import { consumeBatched, MAX_BATCH, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
+import {
+  consumeBatched,
+  MAX_BATCH,
+  makeSteer,
+  type Steer,
+  signalSteer
+} from "../../src/session/internal/modelReader.js"
 import { fromPull, type OpenPull } from "../../src/stream/pull.js"
 import { FiberCount } from "../support/fiberCount.js"
 
