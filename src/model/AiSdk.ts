@@ -34,7 +34,7 @@ import type {
 } from "@ai-sdk/provider"
 import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, type Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
-import { fromPull } from "../stream/pull.js"
+import { fromPull } from "../stream/internal/pull.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
   Model,
@@ -1117,7 +1117,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
       opened = made
     })
   })
-  // a stream that keeps its pull: the kernel reads it without the Stream's channel (pull.ts)
+  // a stream that keeps its pull: the kernel reads it without the Stream's channel (stream/internal/pull.ts)
   const stream = (request: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     fromPull(
       Effect.gen(function* () {

@@ -12,7 +12,7 @@ import { endpointOf, networkKind, providerMessage } from "../../src/model/intern
 import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
 import { describe as describeError } from "../../src/model/Retry.js"
 import { consumeBatched } from "../../src/session/internal/modelReader.js"
-import { keepsPull, openPull } from "../../src/stream/pull.js"
+import { keepsPull, openPull } from "../../src/stream/internal/pull.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedResponse, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 

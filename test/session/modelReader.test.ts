@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Deferred, Effect, Exit, FastCheck, Option, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
 import { consumeBatched } from "../../src/session/internal/modelReader.js"
-import { fromPull } from "../../src/stream/pull.js"
+import { fromPull } from "../../src/stream/internal/pull.js"
 
 type Consume = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,

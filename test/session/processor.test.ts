@@ -13,7 +13,7 @@ import {
   type Steer,
   signalSteer
 } from "../../src/session/internal/modelReader.js"
-import { fromPull, type OpenPull } from "../../src/stream/pull.js"
+import { fromPull, type OpenPull } from "../../src/stream/internal/pull.js"
 import { FiberCount } from "../support/fiberCount.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })

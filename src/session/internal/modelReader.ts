@@ -6,7 +6,7 @@
  */
 import { Cause, Chunk, Deferred, Effect, Mailbox, Option, type Stream } from "effect"
 import type { ModelEvent } from "../../model/Model.js"
-import { openPull } from "../../stream/pull.js"
+import { openPull } from "../../stream/internal/pull.js"
 
 /**
  * A step's steer signal as the kernel makes it: `done` completes when a steered message comes, and

@@ -30,7 +30,7 @@ import {
   type RawEnvelope
 } from "../../domain/Events.js"
 import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
-import { fromPull, mapPullEither, mapUntilLeft, type OpenPull, type Pull } from "../../stream/pull.js"
+import { fromPull, mapPullEither, mapUntilLeft, type OpenPull, type Pull } from "../../stream/internal/pull.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
 import type { EventStoreService } from "../EventStore.js"
