@@ -14,8 +14,9 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
+import { hashContent } from "../store/blobHash.js"
 import type { IntentFinding, OpenIntent } from "../store/Recovery.js"
-import { sha256Hex, TEMP_SUFFIX } from "./fileChanges.js"
+import { TEMP_SUFFIX } from "./fileChanges.js"
 import { errnoCode, tryFs } from "./fsErrors.js"
 
 const absoluteIn = (cwd: string, path: string): string => (nodePath.isAbsolute(path) ? path : nodePath.join(cwd, path))
@@ -52,7 +53,7 @@ export const checkIntent = (cwd: string, intent: OpenIntent): Effect.Effect<Inte
       const error = read.left instanceof Error ? read.left.message : String(read.left)
       return { outcome: "unreadable", error, tempRemoved } satisfies IntentFinding
     }
-    const hash = sha256Hex(read.right.content)
+    const hash = hashContent(read.right.content)
     if (hash === intent.afterHash) {
       const { stat } = read.right
       return {

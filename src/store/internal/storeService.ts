@@ -3,7 +3,6 @@
  * content hashing, the group-commit writer fiber, paging and `follow`. A layer supplies a
  * `Backend` (how rows are stored) and gets the whole `EventStore` service from `makeService`.
  */
-import { createHash } from "node:crypto"
 import {
   Chunk,
   Clock,
@@ -31,6 +30,7 @@ import {
 } from "../../domain/Events.js"
 import { type EventId, type SessionId, uuidV7At } from "../../domain/Ids.js"
 import { fromPull, mapPullEither, mapUntilLeft, type OpenPull, type Pull } from "../../stream/internal/pull.js"
+import { hashContent } from "../blobHash.js"
 import { EventStoreError, type LeaseHeld } from "../Errors.js"
 import { EventBus } from "../EventBus.js"
 import type { EventStoreService } from "../EventStore.js"
@@ -260,8 +260,7 @@ export const eventExistsError = (id: string, seq: number, otherSession: string):
     reason: "refused"
   })
 
-/** SHA-256 of the content, lowercase hex. */
-export const hashContent = (content: Uint8Array | string): string => createHash("sha256").update(content).digest("hex")
+export { hashContent }
 
 export const toBytes = (content: Uint8Array | string): Uint8Array =>
   typeof content === "string" ? new TextEncoder().encode(content) : content
