@@ -193,7 +193,7 @@ const uniqueCallId = (taken: (id: string) => boolean, id: string): CallId => {
 
 /**
  * Merges consecutive deltas of the same part (events that arrived in one chunk): one event per run
- * of them, made once (not one object per delta merged: a run of 99 deltas cost ≈ 16 µs that way).
+ * of them, made once per run (not one object per delta merged).
  */
 const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
   const out: Array<ModelEvent> = []
@@ -511,7 +511,7 @@ const makeProcessor = (
       const driver = yield* retry.driver({ onRetry: recordRetry(input.journal) })
       // the schedule runs from the first failure on: its first input is that failure, then each
       // attempt after it (as `Effect.retryOrElse(once, driver, gaveUp)`, without its machinery on
-      // the way of a step that succeeds at once — most of them: ≈ 35 Effect operations a step)
+      // the way of a step that succeeds at once, which most do)
       const result = yield* Effect.catchAll(once, (first) => {
         let told = false
         const attempts = Effect.suspend(() => {

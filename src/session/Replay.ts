@@ -1,5 +1,5 @@
 /**
- * Replay (issue 11 §3): the request the model received at a point of a session, rebuilt from the
+ * Replay: the request the model received at a point of a session, rebuilt from the
  * log — the system prompt and tool schemas from the step's `prompt.recorded` blob, the messages from
  * the projection as it was when the step started (`toModelMessages`, exactly as the kernel built
  * them) — and the proof that it is the same: the digest of the rebuilt request against the

@@ -1,5 +1,5 @@
 /**
- * What a re-run needs from the log of the session it re-runs (issue 11 §6, docs/rerun.md): the model
+ * What a re-run needs from the log of the session it re-runs (docs/rerun.md): the model
  * responses in the order they were requested — each step's deltas (with their chunking), its tool
  * calls and how it ended; each compaction summary; each failed request with the retry decision that
  * followed it — and the points where something from outside acted on the session (a user message,

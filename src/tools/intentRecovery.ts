@@ -1,6 +1,6 @@
 /**
  * What became of a file change a dead process announced (`file.intent`) and never recorded
- * (issue 12 §2): the crash sweep of the next run that opens the session (`Recovery.recover`, given
+ *: the crash sweep of the next run that opens the session (`Recovery.recover`, given
  * `checkIntent` by the kernel) compares the file on disk with the intent.
  *
  * - The temporary file the intent names is removed when it is there (a crash after it was written,

@@ -11,8 +11,7 @@ import { openPull } from "../../stream/internal/pull.js"
 /**
  * A step's steer signal as the kernel makes it: `done` completes when a steered message comes, and
  * while the step's reader runs, `wake` is what wakes its wait for the model (its queue's shutdown).
- * So the signal needs no fiber awaiting it: a bare `Deferred` costs one per model request (≈ 80
- * Effect operations, docs/benchmarks.md).
+ * So the signal needs no fiber awaiting it: a bare `Deferred` costs one per model request.
  */
 export interface Steer {
   readonly _tag: "Steer"
@@ -97,7 +96,7 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, mailbox: Mailbox.Mail
  * before this returns, so nothing of the stream runs after it.
  *
  * A loop over a mailbox, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
- * `runForEach` cost ≈ 0.7 ms more a step than a loop (docs/architecture.md, "The Processor's pipeline").
+ * `runForEach` cost more a step than a loop (docs/architecture.md, "The Processor's pipeline").
  */
 /** What the take gives when the steer ended the stream: nothing more, done. */
 const steeredEnd = [Chunk.empty<ModelEvent>(), true] as const
