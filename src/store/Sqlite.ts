@@ -164,7 +164,7 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
         const rows = yield* sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v,
           payload FROM events WHERE session_id = ${sessionId} AND seq > ${after} ORDER BY seq LIMIT 1000`
         if (rows.length === 0) break
-        // one UPDATE … FROM (VALUES …) per 200 rows: a statement per row cost ~0.2 ms each
+        // one UPDATE … FROM (VALUES …) per 200 rows, not a statement per row
         for (let i = 0; i < rows.length; i += 200) {
           const params: Array<unknown> = []
           for (const r of rows.slice(i, i + 200)) {
@@ -563,9 +563,8 @@ const blobBytes = (content: Uint8Array) => Buffer.from(content.buffer, content.b
  * The writes, on the `SqlClient`'s one connection: each write is one `BEGIN IMMEDIATE` transaction whose
  * statements run on the transaction's connection with the client's prepared-statement cache
  * (`Connection.execute`), as few per commit as the data allows. Not `sql.unsafe`: its span,
- * compile and scope per statement cost ~20–50 µs each against ~4 µs for `execute` (docs/benchmarks.md,
- * "One write connection"), and a commit runs several. Reads go through the same client; none runs
- * while a write is open (`directTransaction`: no other fiber runs; a reserved one: the client's
+ * compile and scope per statement cost several times what `execute` does, and a commit runs several. Reads go through the same client; none runs
+ * while a write is open (`writeTransaction`: no other fiber runs; a reserved one: the client's
  * semaphore).
  */
 const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {

@@ -575,7 +575,7 @@ export const makeService = (
           if (subscribers > 0) for (const e of envelopes) published.push(e)
           if (done !== undefined) waiting.push([done, envelopes])
         }
-        // the callers woken in one step (an `Effect.all` of `Deferred.succeed`s cost ≈ 10 operations a commit)
+        // the callers woken in one step, not an `Effect.all` of `Deferred.succeed`s
         return Effect.zipRight(
           bus.publish(published),
           Effect.sync(() => {
