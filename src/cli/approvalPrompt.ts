@@ -1,5 +1,5 @@
 /**
- * The interactive Approver of `logbook run` on a terminal (issue 4 §2, issue 10 §2): a call the
+ * The interactive Approver of `logbook run` on a terminal: a call the
  * permission rules `ask` about is shown to the user, who picks an answer and confirms it with Enter
  * — `o` once, `a` always (this exact call for the rest of the session), `r` reject, `t` reject and
  * tell the model why (a line typed after it, sent with Enter: the model reads it with the denial).

@@ -1,5 +1,5 @@
 /**
- * `logbook compact [<session>]`: summarise a session's conversation now (issue 9 §5). The model
+ * `logbook compact [<session>]`: summarise a session's conversation now. The model
  * writes the summary (`compaction.done {trigger: "manual"}`); the next turn is sent the summary
  * instead of the messages before it. The messages stay in the log, and replay still shows the exact
  * requests that were sent.

@@ -1,5 +1,5 @@
 /**
- * What a signal means for the run it stops (issue 12 §1, docs/run.md "Signals"):
+ * What a signal means for the run it stops (docs/run.md "Signals"):
  *
  * - SIGINT (Ctrl-C) interrupts with reason `user`, SIGTERM with `shutdown`, SIGHUP (the terminal
  *   closed, an SSH connection dropped) with `hangup` — each like Ctrl-C: the model request aborted,

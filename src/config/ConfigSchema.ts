@@ -14,8 +14,11 @@ import { type ParseResult, Schema } from "effect"
 import { AiSdkProviderType } from "../model/AiSdk.js"
 import * as ModelPrice from "../model/Price.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
+import { defaultRetryOptions } from "../model/Retry.js"
 import { defaultStepLimits, type StepLimits } from "../session/StepLimits.js"
+import { defaultBashTimeouts } from "../tools/bash.js"
 import { PermissionRules } from "../tools/Permissions.js"
+import { defaultSandboxSettings } from "../tools/Sandbox.js"
 import { looksLikeSecret, showValue } from "../tools/showValue.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -267,13 +270,17 @@ export const ProviderInput = Schema.Struct(optionalFields(providerFields)).annot
 })
 
 const retryFields = {
-  maxAttempts: PositiveInt("Attempts per model request, the first one included (default 8)."),
-  initialDelayMs: Millis("The first backoff delay, doubled on each retry, with jitter (default 1000)."),
-  maxDelayMs: Millis("The longest computed backoff delay (default 30000)."),
-  maxRetryAfterMs: Millis(
-    "The longest Retry-After wait a server may ask for; a longer one fails the request (default 60000)."
+  maxAttempts: PositiveInt(
+    `Attempts per model request, the first one included (default ${defaultRetryOptions.maxAttempts}).`
   ),
-  budgetMs: Millis("The total time one request may spend retrying (default 300000).")
+  initialDelayMs: Millis(
+    `The first backoff delay, doubled on each retry, with jitter (default ${defaultRetryOptions.initialDelayMs}).`
+  ),
+  maxDelayMs: Millis(`The longest computed backoff delay (default ${defaultRetryOptions.maxDelayMs}).`),
+  maxRetryAfterMs: Millis(
+    `The longest Retry-After wait a server may ask for; a longer one fails the request (default ${defaultRetryOptions.maxRetryAfterMs}).`
+  ),
+  budgetMs: Millis(`The total time one request may spend retrying (default ${defaultRetryOptions.budgetMs}).`)
 } satisfies Fields
 
 /** A path of the sandbox settings: absolute, or under the home directory (`~`, `~/…`). */
@@ -300,8 +307,10 @@ const sandboxPaths = (description: string) =>
   })
 
 const bashFields = {
-  timeoutMs: PositiveInt("The timeout of a command when the model gives none (default 120000)."),
-  maxTimeoutMs: PositiveInt("The longest timeout the model may ask for (default 600000)."),
+  timeoutMs: PositiveInt(
+    `The timeout of a command when the model gives none (default ${defaultBashTimeouts.timeoutMs}).`
+  ),
+  maxTimeoutMs: PositiveInt(`The longest timeout the model may ask for (default ${defaultBashTimeouts.maxTimeoutMs}).`),
   passEnv: Schema.Array(EnvVarName).annotations({
     description:
       "API key variables (the providers' apiKeyEnv) that commands may see. By default they are removed from " +
@@ -490,16 +499,22 @@ export const defaults = {
     anthropic: { type: "anthropic", apiKeyEnv: "ANTHROPIC_API_KEY" },
     ollama: { type: "openai-compatible", baseURL: "http://localhost:11434/v1" }
   },
-  retry: { maxAttempts: 8, initialDelayMs: 1000, maxDelayMs: 30_000, maxRetryAfterMs: 60_000, budgetMs: 300_000 },
+  retry: {
+    maxAttempts: defaultRetryOptions.maxAttempts,
+    initialDelayMs: defaultRetryOptions.initialDelayMs,
+    maxDelayMs: defaultRetryOptions.maxDelayMs,
+    maxRetryAfterMs: defaultRetryOptions.maxRetryAfterMs,
+    budgetMs: defaultRetryOptions.budgetMs
+  },
   compaction: { auto: true, reserveTokens: 20_000, pruneProtectTokens: 40_000 },
   step: defaultStepLimits,
   tools: {
     bash: {
-      timeoutMs: 120_000,
-      maxTimeoutMs: 600_000,
+      timeoutMs: defaultBashTimeouts.timeoutMs,
+      maxTimeoutMs: defaultBashTimeouts.maxTimeoutMs,
       passEnv: [],
-      sandbox: "auto",
-      network: true,
+      sandbox: defaultSandboxSettings.mode,
+      network: defaultSandboxSettings.network,
       writablePaths: [],
       hiddenPaths: []
     }

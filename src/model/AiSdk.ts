@@ -11,8 +11,8 @@
  * the API key (request headers are never copied, and the key's value is redacted from every string).
  * test/model/wire.test.ts pins the bytes sent and the events read to what `streamText` sent and read.
  *
- * openai-compatible requests are made by OpenAiCompatibleWire.ts instead of the provider's package
- * (issue 13 §2): the same body and the same stream parts, without the SDK's pipeline; the parts
+ * openai-compatible requests are made by OpenAiCompatibleWire.ts instead of the provider's package:
+ * the same body and the same stream parts, without the SDK's pipeline; the parts
  * are read and mapped here as the SDK's are (`viaSdk` sends them through the package, to compare).
  *
  * The provider's package is loaded when it is first needed, not with this module (`languageModel`,
@@ -34,7 +34,7 @@ import type {
 } from "@ai-sdk/provider"
 import { Chunk, Duration, Effect, Layer, Option, Schema, type Scope, type Stream } from "effect"
 import { mergeProviderMetadata } from "../domain/Message.js"
-import { fromPull } from "../stream/pull.js"
+import { fromPull } from "../stream/internal/pull.js"
 import { endpointOf, networkKind, providerMessage } from "./internal/providerError.js"
 import {
   Model,
@@ -291,7 +291,7 @@ const toSdkAssistantParts = (
  *
  * Nothing here is validated again: the history is ours, built from the log by our own Schemas. The
  * SDK's `streamText` re-validates the whole prompt with zod on every call (its cost grew with the
- * session: issue 13 §2); calling the provider directly skips that and changes no byte on the wire
+ * session); calling the provider directly skips that and changes no byte on the wire
  * (test/model/wire.test.ts).
  */
 export const toSdkMessages = (messages: ReadonlyArray<ModelMessage>, target?: SdkTarget): Array<SdkMessage> => {
@@ -1145,7 +1145,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
     })
   })
   const maxOutputTokens = defaultMaxOutputTokens[options.type]
-  // a stream that keeps its pull: the kernel reads it without the Stream's channel (pull.ts)
+  // a stream that keeps its pull: the kernel reads it without the Stream's channel (stream/internal/pull.ts)
   const stream = (given: ModelRequest): Stream.Stream<ModelEvent, ModelError> =>
     fromPull(
       Effect.gen(function* () {

@@ -1,5 +1,5 @@
 /**
- * The openai-compatible Chat Completions request, made by us (issue 13 §2): the same bytes the
+ * The openai-compatible Chat Completions request, made by us: the same bytes the
  * SDK's `@ai-sdk/openai-compatible` provider sends and the same stream parts it reads, without its
  * pipeline — the whole prompt converted and serialised again on every step (its cost grew with the
  * session), its provider options parsed with zod four times a request, undici's `fetch`, and four
@@ -161,7 +161,7 @@ export const requestBody = (request: ModelRequest, settings: WireSettings): stri
 }
 
 /**
- * One conversation's messages serialised, kept between its requests and extended (issue 13 §2):
+ * One conversation's messages serialised, kept between its requests and extended:
  * each message's JSON behind a comma, in one buffer that grows. A request whose history begins
  * with the messages already in the buffer (the same objects: the history hands back what did not
  * change) appends only its new ones, and the body is written from the buffer as it is: no string

@@ -1,5 +1,5 @@
 /**
- * Thinking / reasoning per model (issue 9 §1): one setting, mapped to each provider's option.
+ * Thinking / reasoning per model: one setting, mapped to each provider's option.
  *
  * `reasoning` is `"off"`, an effort (`"minimal"`, `"low"`, `"medium"`, `"high"`) or a token budget
  * (an integer, 1024 or more). Unset means the provider's own default: logbook sends no option, so a

@@ -1,5 +1,5 @@
 /**
- * A context that stays bounded (issue 9 §5): the chat context carries what the model needs, the
+ * A context that stays bounded: the chat context carries what the model needs, the
  * log keeps everything.
  *
  * Before each model step the kernel estimates the next request. When it would pass the model's

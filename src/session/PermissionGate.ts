@@ -1,5 +1,5 @@
 /**
- * The permission gate of a tool call (DESIGN §6, issue 4 §2): before the hooks and before
+ * The permission gate of a tool call (DESIGN §6): before the hooks and before
  * `tool.invoked`, the rules decide whether a decoded call runs, is denied, or is asked about, and
  * an ask goes to the `Approver` between `permission.asked` and `permission.replied`. Actions.ts runs
  * the calls; this decides which may run.
@@ -25,7 +25,7 @@ import { resolveInWorkspace } from "../tools/Workspace.js"
 import type { StepCall } from "./Processor.js"
 
 /*
- * Permissions (DESIGN §6, issue 4 §2). A tool's `permission(input)` gives its subject: a command,
+ * Permissions (DESIGN §6). A tool's `permission(input)` gives its subject: a command,
  * or a path that is resolved in the workspace (real paths) to its workspace-relative path, or its
  * absolute real path and `outside` when it leads outside. `evaluate(options.permissions, …)` then
  * decides with the built-in defaults below the user's rules:

@@ -25,7 +25,7 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Chunk, Context, Deferred, Effect, Layer, Mailbox, Option, type Stream } from "effect"
+import { Cause, Chunk, Context, Deferred, Effect, Layer } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
@@ -38,8 +38,8 @@ import { endOpenStep as endOpenStepOf, endOpenToolParts } from "../store/openPar
 import type { SessionState } from "../store/Projection.js"
 import type { SessionJournal } from "../store/SessionJournal.js"
 import type { RestoreError } from "../store/Snapshots.js"
-import { openPull } from "../stream/pull.js"
 import { Secrets, type SecretsService, type TextStreamRedactor } from "../tools/Secrets.js"
+import { consumeBatched, type Steer, steerDone } from "./internal/modelReader.js"
 import { type PromptVersion, promptVersionOf, requestDigestOf } from "./PromptVersion.js"
 import { sentInput } from "./RunCall.js"
 import {
@@ -50,6 +50,8 @@ import {
   refusedCall,
   type StepLimits
 } from "./StepLimits.js"
+
+export { makeSteer, type Steer, signalSteer } from "./internal/modelReader.js"
 
 /** A tool call whose input fully arrived. `input` is undefined when the model sent text that is not JSON. */
 export interface StepCall {
@@ -99,37 +101,6 @@ export interface StepInput {
 /** Reason given to parts and steps that a failed (retryable or not) model request cut short. */
 export const STREAM_FAILED = "stream-failed"
 export const STEERED = "steered"
-
-/**
- * A step's steer signal as the kernel makes it: `done` completes when a steered message comes, and
- * while the step's reader runs, `wake` is what wakes its wait for the model (its queue's shutdown).
- * So the signal needs no fiber awaiting it: a bare `Deferred` costs one per model request (≈ 80
- * Effect operations, docs/benchmarks.md).
- */
-export interface Steer {
-  readonly _tag: "Steer"
-  readonly done: Deferred.Deferred<void>
-  /** set by the reader of each request (`consumeBatched`); a later request's replaces it */
-  wake: Effect.Effect<void> | undefined
-}
-
-export const makeSteer: Effect.Effect<Steer> = Effect.map(
-  Deferred.make<void>(),
-  (done): Steer => ({ _tag: "Steer", done, wake: undefined })
-)
-
-/**
- * Completes the signal, then wakes the reader if one runs. The order makes it exact: a reader that
- * set `wake` after it was read here checks `done` after that, and finds it completed.
- */
-export const signalSteer = (steer: Steer): Effect.Effect<void> =>
-  Effect.zipRight(
-    Deferred.succeed(steer.done, undefined),
-    Effect.suspend(() => steer.wake ?? Effect.void)
-  )
-
-const steerDone = (steer: Deferred.Deferred<void> | Steer): Deferred.Deferred<void> =>
-  Deferred.DeferredTypeId in steer ? steer : steer.done
 
 /**
  * The cost of a step in USD from per-million prices; cached tokens are priced separately when given
@@ -236,7 +207,7 @@ const uniqueCallId = (taken: (id: string) => boolean, id: string): CallId => {
 
 /**
  * Merges consecutive deltas of the same part (events that arrived in one chunk): one event per run
- * of them, made once (not one object per delta merged: a run of 99 deltas cost ≈ 16 µs that way).
+ * of them, made once per run (not one object per delta merged).
  */
 const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
   const out: Array<ModelEvent> = []
@@ -270,102 +241,6 @@ const coalesce = (events: ReadonlyArray<ModelEvent>): Array<ModelEvent> => {
   }
   return out
 }
-
-/**
- * The most events the reader puts in the mailbox ahead of the batches (bounds how much one `handle`
- * call gets, and how far the stream runs ahead). A chunk bigger than the room left goes in as room
- * is made, so it is split over batches: with the provider layers' chunks of at most 256 events (the
- * parts of one network read) that takes 256 chunks arriving while one batch is handled, as the
- * queue of 256 chunks this replaced allowed.
- */
-export const MAX_BATCH = 65_536
-
-/**
- * Reads the model's stream into `mailbox`, one chunk a pull (`openPull`: without a channel for a
- * stream that keeps its pull), and ends it with the stream's end or failure after its last chunk.
- * Runs in a fiber of its own and in a scope of its own, so the stream's resources (the request)
- * are released when it ends or is interrupted. A mailbox shut down (by the steer) stops it.
- */
-const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, mailbox: Mailbox.Mailbox<ModelEvent, E>) =>
-  Effect.scoped(
-    Effect.matchCauseEffect(openPull(stream), {
-      onFailure: (cause) => mailbox.failCause(cause),
-      onSuccess: (pull) => {
-        const loop: Effect.Effect<boolean> = Effect.matchCauseEffect(pull, {
-          onFailure: (cause) =>
-            Option.match(Cause.flipCauseOption(cause), {
-              onNone: () => mailbox.end,
-              onSome: (failure) => mailbox.failCause(failure)
-            }),
-          onSuccess: (chunk) => {
-            // room for all of it (the usual case): on to the next pull, without an effect a chunk
-            const rest = mailbox.unsafeOfferAll(chunk)
-            if (rest.length === 0) return loop
-            // full: wait for room; shut down by the steer (done): stop
-            return Option.isNone(mailbox.unsafeSize())
-              ? Effect.succeed(false)
-              : Effect.flatMap(mailbox.offerAll(rest), (left) => (left.length === 0 ? loop : Effect.succeed(false)))
-          }
-        })
-        return loop
-      }
-    })
-  )
-
-/**
- * Runs `handle` on the model's events in batches (each uninterruptibly: a batch is journaled whole
- * or not at all). The stream runs ahead in a fiber of its own into a mailbox (at most `MAX_BATCH`
- * events), and each batch is everything in it since the previous one (`Mailbox.takeAll`: at least
- * one event). So deltas that arrive together (a burst of SSE chunks read at once, a fast local
- * model) or while the previous batch was being handled come as one batch, while a slow stream
- * still gets one batch per event (nothing waits for more to come). The stream's failure (or end)
- * comes after the events read before it, so those are still handled; then this fails with it.
- *
- * With `steer`, the batches end when it completes: each batch checks it first (no batch starts once
- * the steer is done), and a wait for the model is woken by shutting the mailbox down (which also
- * stops the reader): by the `Steer`'s `wake`, or by a fiber awaiting a bare `Deferred`. A batch
- * being handled when the steer completes (or an interrupt comes) is finished first; the reader's
- * fiber (and with it the model's stream) and the steer's, if any, are interrupted and awaited
- * before this returns, so nothing of the stream runs after it.
- *
- * A loop over a mailbox, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
- * `runForEach` cost ≈ 0.7 ms more a step than a loop (docs/architecture.md, "The Processor's pipeline").
- */
-/** What the take gives when the steer ended the stream: nothing more, done. */
-const steeredEnd = [Chunk.empty<ModelEvent>(), true] as const
-
-export const consumeBatched = <E, E2>(
-  stream: Stream.Stream<ModelEvent, E>,
-  handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,
-  steer?: Deferred.Deferred<void> | Steer | undefined
-): Effect.Effect<void, E | E2> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const mailbox = yield* Mailbox.make<ModelEvent, E>({ capacity: MAX_BATCH, strategy: "suspend" })
-      yield* Effect.forkScoped(readInto(stream, mailbox))
-      if (steer !== undefined) {
-        // before the first look at `done` (see `signalSteer`)
-        if (Deferred.DeferredTypeId in steer)
-          yield* Effect.forkScoped(Effect.zipRight(Deferred.await(steer), mailbox.shutdown))
-        else steer.wake = Effect.asVoid(mailbox.shutdown)
-      }
-      const steered = steer === undefined ? Effect.succeed(false) : Deferred.isDone(steerDone(steer))
-      // done: the stream ended (with its last events) or the steer shut the mailbox down (empty);
-      // a failure comes after the events before it, as the next take's failure — unless the steer
-      // came first: its shutdown drops what was not taken, the stream's failure with it (the step
-      // ends steered, as a steer that comes before a failure is read)
-      const take = Effect.catchAllCause(mailbox.takeAll, (cause) =>
-        Cause.isInterrupted(cause)
-          ? Effect.failCause(cause)
-          : Effect.flatMap(steered, (done) => (done ? Effect.succeed(steeredEnd) : Effect.failCause(cause)))
-      )
-      while (!(yield* steered)) {
-        const [events, done] = yield* take
-        if (events.length > 0) yield* Effect.uninterruptible(handle(events))
-        if (done) return
-      }
-    })
-  )
 
 interface AttemptState {
   finish: ChatFinish | undefined
@@ -684,7 +559,7 @@ const makeProcessor = (
       const driver = yield* retry.driver({ onRetry: recordRetry(input.journal) })
       // the schedule runs from the first failure on: its first input is that failure, then each
       // attempt after it (as `Effect.retryOrElse(once, driver, gaveUp)`, without its machinery on
-      // the way of a step that succeeds at once — most of them: ≈ 35 Effect operations a step)
+      // the way of a step that succeeds at once, which most do)
       const result = yield* Effect.catchAll(once, (first) => {
         let told = false
         const attempts = Effect.suspend(() => {

@@ -1,5 +1,5 @@
 /**
- * Replay (issue 11 §3): the request the model received at a point of a session, rebuilt from the
+ * Replay: the request the model received at a point of a session, rebuilt from the
  * log — the system prompt and tool schemas from the step's `prompt.recorded` blob, the messages from
  * the projection as it was when the step started (`toModelMessages`, exactly as the kernel built
  * them) — and the proof that it is the same: the digest of the rebuilt request against the
@@ -9,11 +9,11 @@
  * prompt was never recorded (a crash before the request went out), a digest that does not match
  * (the history code changed since, or the log was altered).
  */
-import { createHash } from "node:crypto"
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import type { Envelope } from "../domain/Events.js"
 import type { MessageId, SessionId } from "../domain/Ids.js"
 import type { ModelMessage, ModelTool } from "../model/Model.js"
+import { hashContent } from "../store/blobHash.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import { providerOf, toModelMessages } from "./History.js"
@@ -131,10 +131,7 @@ export const replayRequest = Effect.fn("Replay.request")(function* (sessionId: S
         )
   const stored = recorded === undefined ? Option.none() : yield* store.getBlob(recorded.payload.blob)
   // a blob is named by the SHA-256 of its bytes: one that is not (an altered database) is not the prompt
-  const blob = Option.filter(
-    stored,
-    (bytes) => createHash("sha256").update(bytes).digest("hex") === recorded?.payload.blob
-  )
+  const blob = Option.filter(stored, (bytes) => hashContent(bytes) === recorded?.payload.blob)
   const document = Option.flatMap(blob, (bytes) =>
     Either.getRight(Schema.decodeUnknownEither(PromptDocument)(Buffer.from(bytes).toString("utf8")))
   )

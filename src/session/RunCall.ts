@@ -32,6 +32,7 @@ import {
   type ToolOutput,
   type Tools
 } from "../tools/Tools.js"
+import { awaitWithin } from "./internal/awaitWithin.js"
 import type { Permission, PermissionGate } from "./PermissionGate.js"
 import type { StepCall } from "./Processor.js"
 import type { WorkspaceObserver } from "./WorkspaceObserver.js"
@@ -80,30 +81,6 @@ const STOP_WAIT = Duration.seconds(10)
 class TimedOut {
   readonly _tag = "TimedOut"
 }
-
-/**
- * The exit of `fiber`, or `undefined` when it has not ended within `ms` (it is left running): one
- * timer and an observer on the fiber, where `Effect.raceFirst` against a sleep forked two fibers
- * (≈ 75 Effect operations a call). Interrupted, the wait drops both.
- */
-const awaitWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, ms: number): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
-    const ended = fiber.unsafePoll()
-    if (ended !== null) return resume(Effect.succeed(ended))
-    const observer = (exit: Exit.Exit<A, E>) => {
-      clearTimeout(timer)
-      resume(Effect.succeed(exit))
-    }
-    const timer = setTimeout(() => {
-      fiber.removeObserver(observer)
-      resume(Effect.succeed(undefined))
-    }, ms)
-    fiber.addObserver(observer)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      fiber.removeObserver(observer)
-    })
-  })
 
 const describeDefect = (cause: Cause.Cause<unknown>): string => {
   const squashed = Cause.squash(cause)

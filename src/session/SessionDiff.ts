@@ -1,5 +1,5 @@
 /**
- * Two sessions side by side (issue 11 §7): where they first diverge, the tool calls and the file
+ * Two sessions side by side: where they first diverge, the tool calls and the file
  * changes that differ, and how their figures differ (turns, steps, retries, tool calls and failures,
  * tokens, cost, duration). Built for comparing runs of the same task: another prompt version,
  * another model, a re-run.

@@ -153,7 +153,7 @@ export const openDriver = (sessionId: SessionId, scope: Scope.CloseableScope, op
     const indexed = yield* store.session(sessionId)
     if (Option.isSome(indexed) && indexed.value.deleted) return yield* Effect.fail(deletedError(sessionId))
     // a command the dead process started may still run: stop it before the sweep ends its call;
-    // a file change it announced and never recorded is checked on disk (issue 12 §2)
+    // a file change it announced and never recorded is checked on disk
     const { state, snapshotSeq } = yield* Recovery.recover(sessionId, {
       stopGroup: stopLeftovers(sessionId, options.onLeftoverCommands),
       checkIntent,

@@ -223,7 +223,7 @@ export const toJsonState = (state: SessionState): SessionStateEncoded => ({
   reads: recordOf(state.reads)
 })
 
-/** A map's entries as a record (a loop: `Object.fromEntries` took ~20 ms on its first, cold call for 1,000 entries). */
+/** A map's entries as a record (a loop: `Object.fromEntries` is slow on its first, cold call). */
 const recordOf = <V>(map: ReadonlyMap<string, V>): Record<string, V> => {
   const out: Record<string, V> = {}
   for (const [key, value] of map) out[key] = value

@@ -41,9 +41,9 @@ export type RestoreError = EventStoreError | EventDecodeError | ProjectionError
  * session has no snapshot yet (`snapshotSeq` 0) or at least `every / 5` events came since its newest.
  *
  * Why not at every turn's end (docs/projection.md, "When snapshots are taken"): a snapshot writes
- * the whole state (≈ 1 MB after 1,000 tool steps: ≈ 20 ms of JSON, hashing and SQLite, and 1 MB
- * more of WAL) while folding the events after it costs ≈ 25 µs each; a one-step answer in a long
- * session paid for a whole snapshot to save the next restore the fold of ten events. The tail a
+ * the whole state (JSON, hashing, SQLite and as much again of WAL), while folding an event after
+ * it is cheap; a one-step answer in a long session would pay for a whole snapshot to save the next
+ * restore the fold of ten events. The tail a
  * restore folds stays bounded by `every` either way.
  */
 export const shouldSnapshot = (options: {

@@ -1,5 +1,5 @@
 /**
- * The Approver (DESIGN §6, issue 4 §2): answers a tool call the permission rules say to `ask`
+ * The Approver (DESIGN §6): answers a tool call the permission rules say to `ask`
  * about. `Actions` writes `permission.asked` before asking and `permission.replied` after.
  *
  * - `once`: run this call;

@@ -1,5 +1,5 @@
 /**
- * Permission rules (DESIGN §6, issue 4 §2): a pure rules engine that says whether a tool call is
+ * Permission rules (DESIGN §6): a pure rules engine that says whether a tool call is
  * allowed, needs the user's approval, or is denied. No services here: `Actions` evaluates the
  * config's `permission` rules before every call and asks the `Approver` service about an `ask`.
  *

@@ -66,7 +66,7 @@ const components = (p: string): Array<string> => p.split(nodePath.sep).filter((c
  *
  * Synchronous: one `lstat` per component (and a `readlink` per link) of a local path costs a few
  * microseconds each, where the same calls through the thread pool cost a round trip of the event
- * loop each — most of a `read` call's time (issue 13 §2). What a tool then opens is opened
+ * loop each — most of a `read` call's time. What a tool then opens is opened
  * asynchronously and checked on the descriptor (confine.ts), so nothing here needs to wait.
  */
 const walk = (from: string, parts: ReadonlyArray<string>, links: { n: number }): string => {

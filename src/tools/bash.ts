@@ -73,6 +73,9 @@ export const PROGRESS_BYTES = 4 * 1024
 export const CLOSE_GRACE_MS = 250
 export { groupAlive, KILL_GRACE_MS, stopGroup } from "./processGroup.js"
 
+/** The timeouts of a command when the config sets none (ms). */
+export const defaultBashTimeouts = { timeoutMs: 120_000, maxTimeoutMs: 600_000 } as const
+
 export interface BashSettings {
   /** the timeout of a call that does not give one (ms) */
   readonly timeoutMs: number

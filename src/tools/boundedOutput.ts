@@ -110,7 +110,7 @@ export class HeadTailBuffer {
   }
 }
 
-/** A tool call's error is cut to its first and last bytes beyond this size (issue 12 §7). */
+/** A tool call's error is cut to its first and last bytes beyond this size. */
 export const MAX_ERROR_BYTES = 16 * 1024
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Confinement without races (issue 12 §4): what was checked is what is opened.
+ * Confinement without races: what was checked is what is opened.
  *
  * `Workspace.resolveInWorkspace` checks a path (its real path, every symlink followed) and the file
  * tools then open it. Between the two, another process can swap a directory on the way for a

@@ -1,5 +1,5 @@
 /**
- * Deterministic crash points for tests of crash recovery through the built binary (issue 12 §2).
+ * Deterministic crash points for tests of crash recovery through the built binary.
  *
  * When the environment variable `LB_TEST_CRASH_AT` names a point, the process kills itself with
  * SIGKILL when it reaches that point — no finalizer runs, as after `kill -9`. Unset (always, outside

@@ -3,25 +3,22 @@
  * changed since, is refused) and atomic writes through a temporary file (write, edit), and the
  * line count of a text.
  */
-import { createHash } from "node:crypto"
 import type { Stats } from "node:fs"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Random } from "effect"
+import { hashContent } from "../store/blobHash.js"
 import { closeFdQuietly, openDirectoryScoped, PathMoved, syncFd, writeFdAll } from "./confine.js"
 import { crashPoint } from "./crashPoint.js"
 import { toFsError } from "./FsError.js"
 import { fsFailure } from "./fsErrors.js"
 import { type FileReads, type FileStamp, ToolFailure } from "./Tools.js"
 
-/** The SHA-256 of some content, in hex. */
-export const sha256Hex = (content: string | Uint8Array): string => createHash("sha256").update(content).digest("hex")
-
 /** The stamp of a file as it is now: its `stat` and the hash of its whole content. */
 export const fileStamp = (stat: Stats, content: string | Uint8Array): FileStamp => ({
   mtimeMs: stat.mtimeMs,
   size: stat.size,
-  hash: sha256Hex(content)
+  hash: hashContent(content)
 })
 
 /**
@@ -50,7 +47,7 @@ export const requireFreshRead = (
     }
     const changed =
       stamp.size !== current.stat.size ||
-      (stamp.hash !== undefined ? stamp.hash !== sha256Hex(current.content) : stamp.mtimeMs !== current.stat.mtimeMs)
+      (stamp.hash !== undefined ? stamp.hash !== hashContent(current.content) : stamp.mtimeMs !== current.stat.mtimeMs)
     if (changed) {
       return yield* new ToolFailure({
         message:

@@ -1,6 +1,6 @@
 /**
  * What became of a file change a dead process announced (`file.intent`) and never recorded
- * (issue 12 §2): the crash sweep of the next run that opens the session (`Recovery.recover`, given
+ *: the crash sweep of the next run that opens the session (`Recovery.recover`, given
  * `checkIntent` by the kernel) compares the file on disk with the intent.
  *
  * - The temporary file the intent names is removed when it is there (a crash after it was written,
@@ -14,8 +14,9 @@
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
+import { hashContent } from "../store/blobHash.js"
 import type { IntentFinding, OpenIntent } from "../store/Recovery.js"
-import { sha256Hex, TEMP_SUFFIX } from "./fileChanges.js"
+import { TEMP_SUFFIX } from "./fileChanges.js"
 import { errnoCode, tryFs } from "./fsErrors.js"
 
 const absoluteIn = (cwd: string, path: string): string => (nodePath.isAbsolute(path) ? path : nodePath.join(cwd, path))
@@ -52,7 +53,7 @@ export const checkIntent = (cwd: string, intent: OpenIntent): Effect.Effect<Inte
       const error = read.left instanceof Error ? read.left.message : String(read.left)
       return { outcome: "unreadable", error, tempRemoved } satisfies IntentFinding
     }
-    const hash = sha256Hex(read.right.content)
+    const hash = hashContent(read.right.content)
     if (hash === intent.afterHash) {
       const { stat } = read.right
       return {

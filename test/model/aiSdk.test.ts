@@ -12,8 +12,8 @@ import {
 import { endpointOf, networkKind, providerMessage } from "../../src/model/internal/providerError.js"
 import { Model, ModelError, type ModelEvent, type ModelMessage, type ModelRequest } from "../../src/model/Model.js"
 import { describe as describeError } from "../../src/model/Retry.js"
-import { consumeBatched } from "../../src/session/Processor.js"
-import { keepsPull, openPull } from "../../src/stream/pull.js"
+import { consumeBatched } from "../../src/session/internal/modelReader.js"
+import { keepsPull, openPull } from "../../src/stream/internal/pull.js"
 import { anthropicReply } from "../support/recorded.js"
 import { Reply, type ScriptedResponse, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 

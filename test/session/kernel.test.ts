@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Ref, Schema, Stream, TestClock } from "effect"
 import type { Envelope } from "../../src/domain/Events.js"
 import type { CallId, SessionId } from "../../src/domain/Ids.js"
 import { Model, ModelError, ModelEvent, type ModelRequest } from "../../src/model/Model.js"
@@ -306,7 +306,9 @@ describe("Sessions: a turn", () => {
 })
 
 describe("Sessions: the fibers of a step", () => {
-  it.effect("a step with one in-process call starts two: the model's reader and the tool's", () =>
+  // on the live clock: under a test clock a call's wait for its tool is the straightforward race of
+  // two fibers (src/session/internal/awaitWithin.ts), not the one timer counted here
+  it.live("a step with one in-process call starts two: the model's reader and the tool's", () =>
     Effect.gen(function* () {
       const fibersOf = (calls: number) =>
         Effect.gen(function* () {
@@ -818,16 +820,18 @@ describe("Sessions: interrupt, steer, queue", () => {
     })
   )
 
-  it.live("a tool past its timeout: tool.timeout, stopped, tool.failed timedOut", () =>
+  it.effect("a tool past its timeout: tool.timeout, stopped, tool.failed timedOut (on the test clock)", () =>
     Effect.gen(function* () {
       const stopped = yield* Ref.make(false)
+      const started = yield* Deferred.make<void>()
       const slow = defineTool({
         name: "slow",
         description: "never ends",
         input: Schema.Struct({}),
-        timeoutMs: () => 20,
+        timeoutMs: () => 600_000,
         execute: (_input, context) =>
           context.progress("compiling 3/10").pipe(
+            Effect.zipRight(Deferred.succeed(started, undefined)),
             Effect.zipRight(Effect.never),
             Effect.onInterrupt(() =>
               Ref.set(stopped, true).pipe(Effect.zipRight(context.recordStopped({ step: 3, of: 10 })))
@@ -835,7 +839,14 @@ describe("Sessions: interrupt, steer, queue", () => {
           )
       })
       yield* Effect.gen(function* () {
-        const { id, state } = yield* prompt("slow")
+        const turn = yield* Effect.fork(prompt("slow"))
+        yield* Deferred.await(started)
+        // the call's wait for its tool follows the clock: nothing ends it until the clock passes the
+        // timeout (a wait on the wall clock would outlast the test)
+        yield* TestClock.adjust(Duration.millis(599_999))
+        expect(yield* Ref.get(stopped)).toBe(false)
+        yield* TestClock.adjust(Duration.millis(1))
+        const { id, state } = yield* Fiber.join(turn)
         expect(yield* Ref.get(stopped)).toBe(true)
         const t = types(yield* events(id))
         expect(t.indexOf("tool.timeout")).toBeLessThan(t.indexOf("tool.failed"))
@@ -846,7 +857,7 @@ describe("Sessions: interrupt, steer, queue", () => {
         expect(part).toMatchObject({ _tag: "error", timedOut: true, interrupted: false })
         // the model reads what the tool printed before it was stopped
         expect((part as { error: string }).error).toMatch(
-          /timed out after 20ms[\s\S]*Output before it was stopped:\ncompiling 3\/10/
+          /timed out after 600s[\s\S]*Output before it was stopped:\ncompiling 3\/10/
         )
         expect(state.status._tag).toBe("idle")
       }).pipe(

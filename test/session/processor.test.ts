@@ -6,8 +6,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref, Stream } from "effect"
 import { ModelEvent } from "../../src/model/Model.js"
-import { consumeBatched, MAX_BATCH, makeSteer, type Steer, signalSteer } from "../../src/session/Processor.js"
-import { fromPull, type OpenPull } from "../../src/stream/pull.js"
+import {
+  consumeBatched,
+  MAX_BATCH,
+  makeSteer,
+  type Steer,
+  signalSteer
+} from "../../src/session/internal/modelReader.js"
+import { fromPull, type OpenPull } from "../../src/stream/internal/pull.js"
 import { FiberCount } from "../support/fiberCount.js"
 
 const delta = (text: string): ModelEvent => ModelEvent.TextDelta({ id: "t", delta: text })

@@ -11,7 +11,7 @@ import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { makeService } from "../../src/store/internal/storeService.js"
 import { makeMemoryBackend } from "../../src/store/Memory.js"
-import { keepsPull, openPull } from "../../src/stream/pull.js"
+import { keepsPull, openPull } from "../../src/stream/internal/pull.js"
 
 const sid = SessionId.make("s1")
 const progress = (n: number) => Events.make("tool.progress", { callId: CallId.make("c1"), output: `line ${n}` })

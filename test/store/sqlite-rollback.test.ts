@@ -14,7 +14,8 @@ import { EventStoreError } from "../../src/store/Errors.js"
 import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { makeService } from "../../src/store/internal/storeService.js"
-import { immediate, layerClient, makeSqliteBackend } from "../../src/store/Sqlite.js"
+import { immediate } from "../../src/store/internal/writeTransaction.js"
+import { layerClient, makeSqliteBackend } from "../../src/store/Sqlite.js"
 import { tempDb } from "../support/tmp.js"
 
 const sqliteError = (code: string, message: string) => new SqlError({ cause: { code, message }, message })

@@ -1,6 +1,6 @@
 /**
  * The SQLite write path: every write is one `BEGIN IMMEDIATE` transaction on the `SqlClient`'s
- * single connection (`immediate` in src/store/Sqlite.ts), the connection the reads use too.
+ * single connection (src/store/internal/writeTransaction.ts), the connection the reads use too.
  */
 
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -12,7 +12,8 @@ import { CallId, MessageId, SessionId } from "../../src/domain/Ids.js"
 import { EventBus } from "../../src/store/EventBus.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { makeService } from "../../src/store/internal/storeService.js"
-import { immediate, layerClient, makeSqliteBackend, type SqliteOptions } from "../../src/store/Sqlite.js"
+import { immediate } from "../../src/store/internal/writeTransaction.js"
+import { layerClient, makeSqliteBackend, type SqliteOptions } from "../../src/store/Sqlite.js"
 import { verifySession } from "../../src/store/Verify.js"
 import { tempDb } from "../support/tmp.js"
 

@@ -1,10 +1,17 @@
 /**
- * A stream made from a scoped pull keeps it (`fromPull`, `openPull`, src/model/pull.ts): its Stream
+ * A stream made from a scoped pull keeps it (`fromPull`, `openPull`, src/stream/internal/pull.ts): its Stream
  * form is the ordinary one, and `openPull` gives the kernel the pull itself.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Exit, Option, Scope, Stream } from "effect"
-import { fromPull, keepsPull, mapPullEither, mapUntilLeft, type OpenPull, openPull } from "../../src/stream/pull.js"
+import { Cause, Chunk, Effect, Either, Exit, FastCheck, Option, Scope, Stream } from "effect"
+import {
+  fromPull,
+  keepsPull,
+  mapPullEither,
+  mapUntilLeft,
+  type OpenPull,
+  openPull
+} from "../../src/stream/internal/pull.js"
 
 /** a pull of `chunks`, one a read, opened and released with a log line */
 const counted = (chunks: ReadonlyArray<ReadonlyArray<number>>, log: Array<string>): OpenPull<number, "cut"> =>
@@ -151,5 +158,104 @@ describe("mapPullEither", () => {
       )
       expect(ended).toEqual(Option.none())
     })
+  )
+})
+
+/** A generated pull: its chunks (empty ones too) and how it ends. */
+const pullCase = FastCheck.record({
+  chunks: FastCheck.array(FastCheck.array(FastCheck.integer({ min: 0, max: 20 }), { maxLength: 5 }), { maxLength: 8 }),
+  end: FastCheck.constantFrom("end" as const, "fail" as const, "die" as const)
+})
+type PullCase = typeof pullCase extends FastCheck.Arbitrary<infer A> ? A : never
+
+/** The case's pull, opened and released with a log line (as `counted`, with its end). */
+const openCase = (c: PullCase, log: Array<string>): OpenPull<number, "cut"> =>
+  Effect.gen(function* () {
+    yield* Effect.acquireRelease(
+      Effect.sync(() => log.push("open")),
+      () => Effect.sync(() => log.push("release"))
+    )
+    let next = 0
+    return Effect.suspend(() => {
+      const chunk = c.chunks[next++]
+      if (chunk !== undefined) return Effect.succeed(Chunk.fromIterable(chunk))
+      if (c.end === "end") return Effect.fail(Option.none())
+      if (c.end === "fail") return Effect.fail(Option.some("cut" as const))
+      return Effect.die("broken")
+    })
+  })
+
+/** Reads a pull to its end in a scope of its own: the elements, how it ended, and the log at the end. */
+const readAll = <A>(open: OpenPull<A, unknown>, log: Array<string>) =>
+  Effect.gen(function* () {
+    const out: Array<A> = []
+    const exit = yield* Effect.exit(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const pull = yield* open
+          while (true) {
+            const chunk = yield* Effect.either(pull)
+            if (Either.isRight(chunk)) out.push(...chunk.right)
+            else if (Option.isNone(chunk.left)) return
+            else return yield* Effect.fail(chunk.left.value)
+          }
+        })
+      )
+    )
+    const ended = Exit.match(exit, {
+      onSuccess: () => "end",
+      onFailure: (cause) =>
+        Option.match(Cause.failureOption(cause), {
+          onSome: (error) => `failed ${JSON.stringify(error)}`,
+          onNone: () => (Cause.isDie(cause) ? "died" : "interrupted")
+        })
+    })
+    return { out, ended, log: [...log] }
+  })
+
+describe("the side channel against Stream.toPull", () => {
+  it.effect.prop(
+    "openPull of a fromPull stream reads what Stream.toPull of the same stream reads, and releases the same",
+    [pullCase],
+    ([c]) =>
+      Effect.gen(function* () {
+        const sideLog: Array<string> = []
+        const side = fromPull(openCase(c, sideLog))
+        expect(keepsPull(side)).toBe(true)
+        const viaSide = yield* readAll(openPull(side), sideLog)
+        const channelLog: Array<string> = []
+        const viaChannel = yield* readAll(Stream.toPull(fromPull(openCase(c, channelLog))), channelLog)
+        expect(viaSide).toEqual(viaChannel)
+        expect(viaSide.log).toEqual(["open", "release"])
+        // and the Stream form gives the same elements
+        const collected = yield* Stream.runCollect(fromPull(openCase(c, []))).pipe(Effect.exit)
+        if (Exit.isSuccess(collected)) expect(Chunk.toReadonlyArray(collected.value)).toEqual(viaSide.out)
+        else expect(viaSide.ended).not.toBe("end")
+      }),
+    { fastCheck: { numRuns: 200, seed: 2_024 } }
+  )
+
+  it.effect.prop(
+    "mapPullEither gives what Stream.mapEffect of the same function gives, and fails where it fails",
+    [pullCase, FastCheck.integer({ min: 1, max: 7 })],
+    ([c, divisor]) =>
+      Effect.gen(function* () {
+        // refuses the multiples of `divisor` (after 0, which every divisor divides)
+        const f = (n: number) => (n % divisor === 0 && n > 0 ? Either.left(`refused ${n}`) : Either.right(n * 2))
+        const fast = yield* readAll(
+          Effect.map(openCase(c, []), (pull) => mapPullEither(pull, f)),
+          []
+        )
+        const twin = yield* readAll(
+          Stream.toPull(
+            Stream.mapEffect(fromPull(openCase(c, [])), (n) =>
+              Either.match(f(n), { onLeft: Effect.fail, onRight: Effect.succeed })
+            )
+          ),
+          []
+        )
+        expect(fast).toEqual(twin)
+      }),
+    { fastCheck: { numRuns: 100, seed: 2_025 } }
   )
 })

@@ -7,12 +7,17 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { sha256Hex } from "../../src/tools/fileChanges.js"
+import { hashContent } from "../../src/store/blobHash.js"
 import { checkIntent } from "../../src/tools/intentRecovery.js"
 import { workspaceWith } from "../support/toolContext.js"
 
-const update = { path: "a.txt", op: "update", beforeHash: sha256Hex("old\n"), afterHash: sha256Hex("new\n") } as const
-const create = { path: "a.txt", op: "create", afterHash: sha256Hex("new\n") } as const
+const update = {
+  path: "a.txt",
+  op: "update",
+  beforeHash: hashContent("old\n"),
+  afterHash: hashContent("new\n")
+} as const
+const create = { path: "a.txt", op: "create", afterHash: hashContent("new\n") } as const
 const temp = ".a.txt.abc123.logbook-tmp"
 
 describe("checkIntent", () => {
@@ -24,7 +29,7 @@ describe("checkIntent", () => {
       expect(found).toEqual({
         outcome: "applied",
         tempRemoved: true,
-        read: { path: path.join(dir, "a.txt"), mtimeMs: stat.mtimeMs, size: 4, hash: sha256Hex("new\n") }
+        read: { path: path.join(dir, "a.txt"), mtimeMs: stat.mtimeMs, size: 4, hash: hashContent("new\n") }
       })
       expect(fs.readdirSync(dir)).toEqual(["a.txt"])
     })
@@ -44,7 +49,7 @@ describe("checkIntent", () => {
       const dir = workspaceWith({ "a.txt": "theirs\n" })
       expect(yield* checkIntent(dir, { ...update, temp })).toEqual({
         outcome: "changed",
-        hash: sha256Hex("theirs\n"),
+        hash: hashContent("theirs\n"),
         tempRemoved: false
       })
       expect(yield* checkIntent(dir, { ...create, temp })).toMatchObject({ outcome: "changed" })

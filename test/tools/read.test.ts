@@ -2,8 +2,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { hashContent } from "../../src/store/blobHash.js"
 import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
-import { sha256Hex } from "../../src/tools/fileChanges.js"
 import {
   BINARY_PROBE_BYTES,
   DEFAULT_LIMIT,
@@ -211,9 +211,13 @@ describe("read", () => {
       const ctx = testContext(dir)
       yield* read.execute({ path: "big.txt", offset: 10, limit: 5 }, ctx)
       const stat = fs.statSync(file)
-      expect(yield* ctx.reads.last(file)).toEqual({ mtimeMs: stat.mtimeMs, size: stat.size, hash: sha256Hex(content) })
+      expect(yield* ctx.reads.last(file)).toEqual({
+        mtimeMs: stat.mtimeMs,
+        size: stat.size,
+        hash: hashContent(content)
+      })
       yield* read.execute({ path: "empty.txt" }, ctx)
-      expect((yield* ctx.reads.last(path.join(dir, "empty.txt")))?.hash).toBe(sha256Hex(""))
+      expect((yield* ctx.reads.last(path.join(dir, "empty.txt")))?.hash).toBe(hashContent(""))
       // a failed read records nothing
       const fresh = testContext(dir)
       yield* Effect.flip(read.execute({ path: "big.txt", offset: 5000 }, fresh))
@@ -238,7 +242,7 @@ describe("read", () => {
       expect(result.metadata).toMatchObject({ lines: total, truncated: true, from: across - 1, to: across + 1 })
       const last = yield* read.execute({ path: "big.txt", offset: total }, ctx)
       expect(last.output).toBe(`${String(total).padStart(6)}\t${line(total)}`)
-      expect((yield* ctx.reads.last(path.join(dir, "big.txt")))?.hash).toBe(sha256Hex(content))
+      expect((yield* ctx.reads.last(path.join(dir, "big.txt")))?.hash).toBe(hashContent(content))
     })
   )
 })

@@ -2,9 +2,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { hashContent } from "../../src/store/blobHash.js"
 import { BLOCKING_IO_BYTES } from "../../src/tools/confine.js"
 import { MAX_REPLACED_BYTES } from "../../src/tools/confinedFiles.js"
-import { sha256Hex } from "../../src/tools/fileChanges.js"
 import { read } from "../../src/tools/read.js"
 import { type WriteInput, type WriteMetadata, write } from "../../src/tools/write.js"
 import { type TestToolContext, testContext, workspaceWith } from "../support/toolContext.js"
@@ -31,7 +31,7 @@ describe("write", () => {
       expect(fs.readFileSync(file, "utf8")).toBe("one\ntwo\n")
       expect(context.changes).toEqual([{ path: file, op: "create", before: undefined, after: "one\ntwo\n" }])
       const stamp = yield* context.reads.last(file)
-      expect(stamp).toEqual({ mtimeMs: fs.statSync(file).mtimeMs, size: 8, hash: sha256Hex("one\ntwo\n") })
+      expect(stamp).toEqual({ mtimeMs: fs.statSync(file).mtimeMs, size: 8, hash: hashContent("one\ntwo\n") })
       // the write counts as a read: writing again needs no read
       const again = yield* run(context, { path: "a.ts", content: "three" })
       expect(again.output).toBe("Wrote a.ts (1 line, 5 bytes)")
@@ -211,7 +211,7 @@ describe("write", () => {
       expect(fs.readFileSync(file, "utf8") === after).toBe(true)
       expect(fs.statSync(file).mode & 0o7777).toBe(0o640)
       expect(fs.readdirSync(dir)).toEqual(["big.txt"])
-      expect(sha256Hex(fs.readFileSync(file))).toBe(sha256Hex(after))
+      expect(hashContent(fs.readFileSync(file))).toBe(hashContent(after))
     })
   )
 })

@@ -1,19 +1,11 @@
 /**
  * A `Stream` built from a scoped pull that keeps its pull, so that the kernel can read it without
- * the Stream's channel machinery.
- *
- * A model layer returns a `Stream` (the `Model` contract); the AI SDK's is a scoped pull (open the
- * request, then read part after part) made into a stream by `Stream.unwrapScoped` and
- * `Stream.repeatEffectChunkOption`. Run through a channel (`Stream.toPull`, `toQueue`,
- * `runForEach`), every element costs a dozen channel steps: on this machine a 12-event step took
- * ≈ 0.9 ms through the Processor's stream pipeline against ≈ 0.2 ms for the same pull read in a loop
- * into the same queue (docs/benchmarks.md, "The Processor without the channel"). `openPull` gives
- * back the pull of a stream made by `fromPull` (the same object, not a stream derived from it) and
- * `Stream.toPull` of any other, so a layer that builds its stream some other way works unchanged.
- *
- * The log's `follow` is made the same way (with its decoding as `mapPullEither`), for `logbook run`'s
- * output: its Stream stages ran about a quarter of the Effect operations of a step
- * (docs/benchmarks.md, "Parts read together, the output without the channel").
+ * the Stream's channel machinery (docs/architecture.md, "The Processor's pipeline"). `openPull`
+ * gives back the pull of a stream made by `fromPull` (the same object, not a stream derived from
+ * it) and `Stream.toPull` of any other, so a layer that builds its stream some other way works
+ * unchanged. The model layers' streams and the log's `follow` are made this way.
+ * test/stream/pull.test.ts holds the side channel to `Stream.toPull` and `mapPullEither` to
+ * `Stream.mapEffect`.
  */
 import { Chunk, Effect, Either, Option, type Scope, Stream } from "effect"
 
