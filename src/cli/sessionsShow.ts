@@ -137,6 +137,9 @@ const userLines = (message: UserMessage, style: Style): Array<string> => {
   ]
 }
 
+const switchLine = (change: Projection.ModelSwitch, style: Style): string =>
+  `${style.bold(style.yellow("model"))}  ${style.dim(formatLocalTime(change.at))}  switched from ${change.from} to ${change.to}`
+
 const assistantLines = (
   state: Projection.SessionState,
   message: AssistantMessage,
@@ -213,9 +216,17 @@ export const renderSession = (
       `  ${style.dim("compacted")} the first ${n} message${n === 1 ? " is" : "s are"} sent as a summary (logbook events --type compaction.done)`
     )
   }
-  const blocks = state.messages.map((message) =>
-    message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
-  )
+  const blocks: Array<Array<string>> = []
+  // a model switch goes before the first message sent after it
+  const switchesBefore = (index: number) => {
+    for (const change of state.modelSwitches)
+      if (change.beforeMessage === index) blocks.push([switchLine(change, style)])
+  }
+  state.messages.forEach((message, index) => {
+    switchesBefore(index)
+    blocks.push(message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options))
+  })
+  switchesBefore(state.messages.length)
   if (blocks.length === 0) blocks.push([style.dim("(no messages yet)")])
   return [header.join("\n"), ...blocks.map((b) => b.join("\n"))].join("\n\n")
 }
