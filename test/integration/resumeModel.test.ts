@@ -116,6 +116,13 @@ describe("resuming a session keeps its model", () => {
     expect(again.stdout).toBe("still scripted\n")
     expect(ws.other.requests).toHaveLength(1)
     expect(ofType(await readLog(ws.db, id), "model.switched")).toHaveLength(1)
+
+    // a re-run of the session takes the switch in its stride, and sends nothing
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"])
+    expect(rerun.code, rerun.stderr + rerun.stdout).toBe(0)
+    expect(JSON.parse(rerun.stdout).outcome).toEqual({ _tag: "match" })
+    expect(ws.local.requests).toHaveLength(2)
+    expect(ws.other.requests).toHaveLength(1)
   })
 
   it("a session whose provider is no longer configured: exit 2 naming the model and the provider, nothing sent or written", async () => {
@@ -167,8 +174,8 @@ describe("resuming a session keeps its model", () => {
 describe.skipIf(!hasTmux)("the interactive session keeps a session's model", () => {
   it("-c and /sessions open a session on its own model (the status line says which); a removed provider is an error", async () => {
     const ws = await twoProviders()
-    ws.other.enqueue(Reply.text("big answer"), Reply.text("big again"))
-    ws.local.enqueue(Reply.text("scripted first"), Reply.text("scripted answer"))
+    ws.other.enqueue(Reply.text("big answer"), Reply.text("big again"), Reply.text("big last"))
+    ws.local.enqueue(Reply.text("scripted first"), Reply.text("scripted answer"), Reply.text("after the switch"))
     expect((await ws.run("first on scripted")).code).toBe(0)
     const onScripted = await latestSession(ws.db, ws.dir)
     expect((await ws.run("-m", "other/big", "first on big")).code).toBe(0)
@@ -210,16 +217,31 @@ describe.skipIf(!hasTmux)("the interactive session keeps a session's model", () 
     expect(ws.other.requests.map((request) => request.body.model)).toEqual(["big", "big"])
     expect(ofType(await readLog(ws.db, onBig), "model.switched")).toEqual([])
     expect(ofType(await readLog(ws.db, onScripted), "model.switched")).toEqual([])
+    // /model switches it: the next message records the switch, and the screen shows it
+    run.keys("-l", "/model local/scripted")
+    await run.waitFor("│› /model local/scripted")
+    run.keys("Enter")
+    await run.waitFor(new RegExp(`idle │ local/scripted │ .*${onBig}`))
+    run.keys("-l", "switch")
+    await run.waitFor("│› switch")
+    run.keys("Enter")
+    await run.waitFor("after the switch")
+    await run.waitFor(new RegExp(`idle │ local/scripted │ .*${onBig}`))
+    expect(run.screen()).toContain("model other/big → local/scripted")
+    expect(ofType(await readLog(ws.db, onBig), "model.switched").map((e) => e.payload)).toEqual([
+      { from: "other/big", to: "local/scripted" }
+    ])
     run.keys("C-d")
     expect(await run.exited()).toBe(0)
 
     // the provider of the latest session removed: an error before the screen, nothing sent
+    expect((await ws.run("-m", "other/big", "last on big")).code).toBe(0)
     ws.removeOther()
     const refused = runInTmux(["-c", ...ws.args])
     janitor.defer(refused.close)
     expect(await refused.exited()).toBe(2)
     expect(refused.screen()).toContain('whose provider "other" is not configured')
-    expect(ws.other.requests).toHaveLength(2)
-    expect(ws.local.requests).toHaveLength(2)
+    expect(ws.other.requests).toHaveLength(3)
+    expect(ws.local.requests).toHaveLength(3)
   })
 })
