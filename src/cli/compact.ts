@@ -9,15 +9,12 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Console, Effect, Option } from "effect"
 import type { ConfigInput } from "../config/Config.js"
-import type { SessionId } from "../domain/Ids.js"
 import { Sessions } from "../session/Sessions.js"
-import { EventStore } from "../store/EventStore.js"
 import { Approver } from "../tools/Approver.js"
-import { setupAgent } from "./agentSetup.js"
+import { findResumed, setupAgent } from "./agentSetup.js"
 import { dbOption } from "./db.js"
 import { CliError } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
-import { resolveSession } from "./resolveSession.js"
 
 const sessionArg = Args.text({ name: "session" }).pipe(
   Args.withDescription("The session (an id or a unique prefix); default: the latest session of the directory."),
@@ -27,7 +24,9 @@ const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
   Options.optional,
   Options.withPseudoName("provider/model"),
-  Options.withDescription("The model that writes the summary (default: the config's model).")
+  Options.withDescription(
+    "The model that writes the summary (default: the model the session is on). The session itself stays on its model."
+  )
 )
 const compactFormat = formatOption(
   ["text", "json"],
@@ -52,17 +51,24 @@ export const compact = Command.make(
     const cwd = yield* resolveCwd(args.cwd)
     const flags: ConfigInput = Option.isSome(args.model) ? { model: args.model.value } : {}
     // a compaction runs no tool: nothing to approve
-    const { layer } = yield* setupAgent({ cwd, flags, db: args.db, approver: Approver.autoDeny })
+    const found = yield* findResumed({
+      session: args.session,
+      continue: Option.isNone(args.session),
+      cwd,
+      db: args.db,
+      noSession: `no session in ${cwd} to compact; name one`
+    })
+    // the summary is written by the model the session is on, unless --model names another
+    const { layer } = yield* setupAgent({
+      cwd,
+      flags,
+      sessionModel: found?.model ?? undefined,
+      db: args.db,
+      approver: Approver.autoDeny
+    })
     const program = Effect.gen(function* () {
-      const store = yield* EventStore
       const sessions = yield* Sessions
-      let sessionId: SessionId
-      if (Option.isSome(args.session)) sessionId = (yield* resolveSession(args.session.value)).id
-      else {
-        const latest = yield* store.sessions({ cwd, limit: 1 })
-        if (latest.length === 0) return yield* CliError.usage(`no session in ${cwd} to compact; name one`)
-        sessionId = latest[0]!.id
-      }
+      const sessionId = found!.id
       yield* sessions.open(sessionId)
       const result = yield* sessions
         .compact(sessionId)

@@ -74,6 +74,8 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
       return str(p.state) ?? ""
     case "assistant.started":
       return pairs(p, ["messageId", "model"])
+    case "model.switched":
+      return `${str(p.from) ?? "?"} → ${str(p.to) ?? "?"}`
     case "step.started":
       return `step=${num(p.step) ?? "?"} message=${str(p.messageId) ?? "?"}`
     case "text.delta":

@@ -24,14 +24,13 @@ import type { EventStoreError } from "../store/Errors.js"
 import { EventStore } from "../store/EventStore.js"
 import { openPull } from "../stream/internal/pull.js"
 import { Approver } from "../tools/Approver.js"
-import { setupAgent } from "./agentSetup.js"
+import { findResumed, setupAgent } from "./agentSetup.js"
 import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { streamStyle } from "./render.js"
-import { resolveSession } from "./resolveSession.js"
 import { readMessage } from "./runInput.js"
 import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
 import { makeEventShower } from "./runShow.js"
@@ -53,7 +52,10 @@ export const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
   Options.optional,
   Options.withPseudoName("provider/model"),
-  Options.withDescription('The model to use, e.g. "openai/gpt-4o" or "ollama/qwen3:8b" (default: the config\'s model).')
+  Options.withDescription(
+    'The model to use, e.g. "openai/gpt-4o" or "ollama/qwen3:8b". Default: the model a resumed session is on, ' +
+      "else the config's model. On a resumed session it switches the session's model (recorded in its log)."
+  )
 )
 export const sessionOption = Options.text("session").pipe(
   Options.withAlias("s"),
@@ -166,22 +168,33 @@ export const run = Command.make(
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
 
-    const { settings, secrets, layer: agent } = yield* setupAgent({ cwd, flags, reasoning, db: args.db, approver })
+    // a resumed session goes on with the model it is on, unless --model switches it
+    const resumed = yield* findResumed({
+      session: args.session,
+      continue: args.continue,
+      cwd,
+      db: args.db,
+      noSession: `no session in ${cwd} to continue; run without --continue to start one`
+    })
+    const {
+      settings,
+      secrets,
+      layer: agent
+    } = yield* setupAgent({
+      cwd,
+      flags,
+      sessionModel: resumed?.model ?? undefined,
+      reasoning,
+      db: args.db,
+      approver
+    })
 
     const program = Effect.gen(function* () {
       const store = yield* EventStore
       const sessions = yield* Sessions
       const startedAt = yield* Clock.currentTimeMillis
 
-      let existing: SessionId | undefined
-      if (Option.isSome(args.session)) existing = (yield* resolveSession(args.session.value)).id
-      else if (args.continue) {
-        const latest = yield* store.sessions({ cwd, limit: 1 })
-        if (latest.length === 0) {
-          return yield* CliError.usage(`no session in ${cwd} to continue; run without --continue to start one`)
-        }
-        existing = latest[0]!.id
-      }
+      const existing: SessionId | undefined = resumed?.id
       // resuming a session whose log is damaged: said on stderr before the turn (it goes on)
       if (existing !== undefined) yield* warnIfDamaged(existing)
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1

@@ -223,6 +223,8 @@ export const makeTextRenderer = (
           }
         ]
       }
+      case "model.switched":
+        return [line(style.yellow(`model ${event.payload.from} → ${event.payload.to}`))]
       // model.error: the same sentence ends the run on stderr (`logbook: …`)
       default:
         return []

@@ -153,6 +153,9 @@ const stepsOf = (message: AssistantMessage): string => {
   return steps === 1 && cut === 0 ? "" : formatSteps(steps, cut)
 }
 
+const switchLine = (change: Projection.ModelSwitch, style: Style): string =>
+  `${style.bold(style.yellow("model"))}  ${style.dim(formatLocalTime(change.at))}  switched from ${change.from} to ${change.to}`
+
 const assistantLines = (
   state: Projection.SessionState,
   message: AssistantMessage,
@@ -229,9 +232,17 @@ export const renderSession = (
       `  ${style.dim("compacted")} the first ${n} message${n === 1 ? " is" : "s are"} sent as a summary (logbook events --type compaction.done)`
     )
   }
-  const blocks = state.messages.map((message) =>
-    message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
-  )
+  const blocks: Array<Array<string>> = []
+  // a model switch goes before the first message sent after it
+  const switchesBefore = (index: number) => {
+    for (const change of state.modelSwitches)
+      if (change.beforeMessage === index) blocks.push([switchLine(change, style)])
+  }
+  state.messages.forEach((message, index) => {
+    switchesBefore(index)
+    blocks.push(message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options))
+  })
+  switchesBefore(state.messages.length)
   if (blocks.length === 0) blocks.push([style.dim("(no messages yet)")])
   return [header.join("\n"), ...blocks.map((b) => b.join("\n"))].join("\n\n")
 }

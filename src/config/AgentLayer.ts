@@ -18,7 +18,15 @@ import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
-import { Config, type ConfigInput, sandboxSettings, toolSecrets, userInstructionsFile } from "./Config.js"
+import {
+  Config,
+  ConfigError,
+  type ConfigInput,
+  type ConfigService,
+  sandboxSettings,
+  toolSecrets,
+  userInstructionsFile
+} from "./Config.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
 export interface LayerFromConfigOptions {
@@ -26,6 +34,12 @@ export interface LayerFromConfigOptions {
   readonly cwd: string
   /** settings over the config's (the CLI's `--model`, `--max-steps`) */
   readonly flags: ConfigInput
+  /**
+   * The model the session being resumed is on (`SessionSummary.model`): the agent's model unless
+   * `flags.model` names one, so a session never goes on with the config's default behind the user's
+   * back. Its provider no longer configured is a `ConfigError` that names it.
+   */
+  readonly sessionModel?: string | undefined
   /** over the model's `reasoning` in the config (the CLI's `--reasoning`) */
   readonly reasoning?: ReasoningSetting | undefined
   /** the SQLite log (absolute) */
@@ -42,13 +56,34 @@ export interface LayerFromConfigOptions {
   readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
 }
 
+/** The model of the agent: `--model`, else the resumed session's, else the config's. */
+const resumedModel = (config: ConfigService, options: LayerFromConfigOptions) => {
+  const name = options.flags.model === undefined ? options.sessionModel : undefined
+  if (name === undefined) return config.resolveModel()
+  const providerId = name.slice(0, Math.max(0, name.indexOf("/")))
+  if (providerId !== "" && !Object.hasOwn(config.config.provider, providerId)) {
+    const configured = Object.keys(config.config.provider).sort()
+    return Effect.fail(
+      new ConfigError({
+        source: "the session",
+        message:
+          `this session is on the model "${name}", whose provider "${providerId}" is not configured ` +
+          `(configured: ${configured.length === 0 ? "none" : configured.join(", ")}); nothing was sent. ` +
+          `Configure provider "${providerId}" again to continue it there, or pass --model <provider/model> ` +
+          "to switch it to another model (the switch is recorded in the session)"
+      })
+    )
+  }
+  return config.resolveModel(name)
+}
+
 const stderrNotice = (message: string): Effect.Effect<void> => Console.error(`logbook: ${message}`)
 
 export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function* (options: LayerFromConfigOptions) {
   const notify = options.notify ?? stderrNotice
   const filename = options.filename
   const config = yield* Effect.provide(Config, Config.layer({ cwd: options.cwd, flags: options.flags }))
-  const resolved = yield* config.resolveModel()
+  const resolved = yield* resumedModel(config, options)
   const key = yield* resolved.apiKey
   const modelOptions: AiSdkOptions = {
     name: resolved.ref,

@@ -206,6 +206,16 @@ export const ModelErrorEvent = event("model.error", {
   providerMessage: Schema.optional(Schema.String)
 })
 /**
+ * The session goes on with another model than the one it last used (`session.created`'s, the last
+ * `model.switched`'s or `assistant.started`'s): committed before the first request sent to `to`.
+ */
+export const ModelSwitched = event("model.switched", {
+  /** `provider/model` the session was on */
+  from: Schema.String,
+  /** `provider/model` it goes on with */
+  to: Schema.String
+})
+/**
  * The prompt a session's requests were sent with, once per prompt version and session, before the
  * first request that uses it: `blob` holds the prompt document (system prompt and tool schemas, as
  * canonical JSON), whose SHA-256 begins with `promptVersion` (`session/PromptVersion.ts`).
@@ -401,6 +411,7 @@ export const Event = Schema.Union(
   ActionStateChanged,
   ModelRetry,
   ModelErrorEvent,
+  ModelSwitched,
   PromptRecorded,
   PermissionAsked,
   PermissionReplied,

@@ -145,6 +145,8 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
         return
       case "model.error":
         return notice(env, "error", env.payload.message)
+      case "model.switched":
+        return notice(env, "info", `model ${env.payload.from} → ${env.payload.to}`)
       case "turn.interrupted": {
         const reason = env.payload.reason
         return notice(

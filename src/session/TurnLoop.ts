@@ -159,7 +159,11 @@ export const makeTurnLoop = (deps: TurnLoopDeps): TurnLoop => {
   const startTurn = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
     Effect.gen(function* () {
       const turnId = yield* makeTurnId
-      yield* driver.journal.append([
+      yield* driver.journal.appendWith((state) => [
+        // the session goes on with another model than it was on: said before anything is sent to it
+        ...(state.model !== null && state.model !== model.name
+          ? [make("model.switched", { from: state.model, to: model.name })]
+          : []),
         ...before,
         make("turn.started", { turnId, messageIds }),
         make("session.status", { status: { _tag: "busy" } })

@@ -343,6 +343,13 @@ const handlers: Handlers = {
     ctx.index = undefined
     if (s.compaction !== null && i < s.compaction.keepFrom)
       s.compaction = { ...s.compaction, keepFrom: s.compaction.keepFrom - 1 }
+    if (s.modelSwitches.some((change) => i < change.beforeMessage))
+      s.modelSwitches = fresh(
+        ctx,
+        s.modelSwitches.map((change) =>
+          i < change.beforeMessage ? { ...change, beforeMessage: change.beforeMessage - 1 } : change
+        )
+      )
     if (s.queued.includes(id))
       s.queued = fresh(
         ctx,
@@ -547,6 +554,13 @@ const handlers: Handlers = {
       retryable: p.retryable,
       at: env.at
     }
+  },
+  "model.switched": (ctx, s, env) => {
+    const p = env.payload
+    s.model = p.to
+    const switches = ownArray(ctx, s.modelSwitches)
+    switches.push({ from: p.from, to: p.to, beforeMessage: s.messages.length, seq: env.seq, at: env.at })
+    s.modelSwitches = switches
   },
   "prompt.recorded": (ctx, s, env) => {
     const prompts = own(ctx, s.prompts)

@@ -11,7 +11,7 @@ import { ActionId, CallId, MessageId, SessionId, TurnId } from "../domain/Ids.js
 import { emptyUsage, Message, ToolPart, type ToolState, Usage } from "../domain/Message.js"
 
 /** The format version of `SessionState`; snapshots written with another version are ignored. */
-export const PROJECTION_VERSION = 13
+export const PROJECTION_VERSION = 14
 
 /** The open turn. */
 export const Turn = Schema.Struct({
@@ -115,12 +115,28 @@ export const Compaction = Schema.Struct({
 })
 export type Compaction = typeof Compaction.Type
 
+/** A `model.switched`: where it falls among the messages, for showing it in the conversation. */
+export const ModelSwitch = Schema.Struct({
+  from: Schema.String,
+  to: Schema.String,
+  /** the index in `messages` of the first message after it (lowered when one before it is withdrawn) */
+  beforeMessage: Schema.NonNegativeInt,
+  seq: Schema.Int,
+  at: Schema.Finite
+})
+export type ModelSwitch = typeof ModelSwitch.Type
+
 export const SessionState = Schema.Struct({
   sessionId: SessionId,
   title: Schema.NullOr(Schema.String),
   cwd: Schema.NullOr(Schema.String),
-  /** the model of `session.created`, then of the latest `assistant.started` that names one */
+  /**
+   * the model the session is on: of `session.created`, then of the latest `model.switched` or
+   * `assistant.started` that names one (what a resumed session continues with)
+   */
   model: Schema.NullOr(Schema.String),
+  /** every `model.switched`, in log order */
+  modelSwitches: Schema.Array(ModelSwitch),
   /** `at` of the first event (0 before any) */
   createdAt: Schema.Finite,
   /** `at` of the latest event */
@@ -177,6 +193,7 @@ export const empty = (sessionId: SessionId): SessionState => ({
   title: null,
   cwd: null,
   model: null,
+  modelSwitches: [],
   createdAt: 0,
   updatedAt: 0,
   lastSeq: 0,

@@ -246,6 +246,40 @@ describe("Projection: messages and turns", () => {
     ])
   })
 
+  it("model.switched: the session is on its `to` from then on; each switch is kept where it falls among the messages", () => {
+    const S1 = MessageId.make("s1")
+    const Q1 = MessageId.make("q1")
+    const s = ok([
+      ...prelude,
+      e("user.message", { messageId: S1, text: "steer", mode: "steer" }),
+      e("user.message", { messageId: Q1, text: "later", mode: "queue" }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "stop", usage }),
+      e("turn.finished", { turnId: T1, reason: "stop" }),
+      e("model.switched", { from: "m", to: "other/big" })
+    ])
+    expect(s.model).toBe("other/big")
+    expect(s.modelSwitches).toEqual([{ from: "m", to: "other/big", beforeMessage: 4, seq: 10, at: at(10) }])
+    // a message withdrawn before the switch moves it up with the messages after it
+    const withdrawn = ok([
+      ...prelude,
+      e("user.message", { messageId: S1, text: "steer", mode: "steer" }),
+      e("user.message", { messageId: Q1, text: "later", mode: "queue" }),
+      e("step.finished", { messageId: A1, step: 0, finishReason: "stop", usage }),
+      e("turn.finished", { turnId: T1, reason: "stop" }),
+      e("model.switched", { from: "m", to: "other/big" }),
+      e("user.withdrawn", { messageId: S1 })
+    ])
+    expect(withdrawn.modelSwitches.map((change) => change.beforeMessage)).toEqual([3])
+    // a later assistant.started names the model it was sent to; the last of either wins
+    const later = ok([
+      ...prelude,
+      e("model.switched", { from: "m", to: "other/big" }),
+      e("assistant.started", { messageId: MessageId.make("a2"), model: "local/small" })
+    ])
+    expect(later.model).toBe("local/small")
+    expect(later.modelSwitches).toHaveLength(1)
+  })
+
   it("turn.finished and turn.interrupted close the turn", () => {
     const finished = ok([...prelude, e("turn.finished", { turnId: T1, reason: "stop" })])
     expect(finished.turn).toBeNull()

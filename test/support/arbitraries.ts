@@ -51,6 +51,8 @@ interface Sim {
   /** the prompt version of the turn's requests, and the versions `prompt.recorded` so far */
   prompt: string | null
   recordedPrompts: Set<string>
+  /** the model the session is on; now and then a turn switches it (`model.switched`) */
+  model: string
 }
 
 const words = ["the ", "quick ", "brown ", "fox ", "jumps ", "over ", "a lazy ", "dog. ", "\n", "ünïcödé ", "🙂 "]
@@ -99,13 +101,18 @@ const startStep = (sim: Sim): void => {
 
 const startTurn = (sim: Sim, messageIds: ReadonlyArray<MessageId>): void => {
   const turnId = TurnId.make(nextId(sim, "turn"))
+  const model = sim.n % 4 === 0 ? "test/other" : "test/model"
+  if (model !== sim.model) {
+    emit(sim, "model.switched", { from: sim.model, to: model })
+    sim.model = model
+  }
   emit(sim, "turn.started", { turnId, messageIds })
   sim.queued = sim.queued.filter((id) => !messageIds.includes(id))
   sim.turnId = turnId
   emit(sim, "session.status", { status: { _tag: "busy" } })
   sim.status = "busy"
   const messageId = MessageId.make(nextId(sim, "a"))
-  emit(sim, "assistant.started", { messageId, model: "test/model" })
+  emit(sim, "assistant.started", { messageId, model: sim.model })
   sim.messages.push(messageId)
   sim.messageId = messageId
   sim.step = 0
@@ -464,7 +471,8 @@ export const simulate = (choices: ReadonlyArray<number>, options: SimulateOption
     messages: [],
     failedInAction: false,
     prompt: null,
-    recordedPrompts: new Set()
+    recordedPrompts: new Set(),
+    model: "test/model"
   }
   if (opts.created) emit(sim, "session.created", { title: "a session", cwd: "/work/project", model: "test/model" })
   for (const choice of choices) {

@@ -24,13 +24,12 @@ import { auditSession } from "../../store/Audit.js"
 import { EventBus } from "../../store/EventBus.js"
 import { EventStore } from "../../store/EventStore.js"
 import { type ApprovalAnswer, type ApprovalRequest, Approver } from "../../tools/Approver.js"
-import { setupAgent } from "../agentSetup.js"
+import { findResumed, setupAgent } from "../agentSetup.js"
 import { auditReport } from "../audit.js"
 import { CliError, ExitCode } from "../errors.js"
 import { eventLine } from "../eventText.js"
 import { warnIfDamaged } from "../integrity.js"
 import { makeStyle } from "../render.js"
-import { resolveSession } from "../resolveSession.js"
 import { titleOf } from "../run.js"
 import { costText, listSessions, updatedText } from "../sessionsList.js"
 import { interruptReason } from "../signals.js"
@@ -135,12 +134,17 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
   })
   const flash = (tone: "info" | "error", text: string) => ui.set((s) => ({ ...s, flash: { tone, text } }))
 
-  /** The agent of one model: its layers built in a scope of their own (`/model` builds another). */
-  const buildAgent = (flags: ConfigInput) =>
+  /**
+   * The agent of one model: its layers built in a scope of their own (`/model`, and opening a session
+   * that is on another model, build another). `sessionModel`: the model of the session it is for,
+   * used unless `flags` names one.
+   */
+  const buildAgent = (flags: ConfigInput, sessionModel?: string | undefined) =>
     Effect.gen(function* () {
       const setup = yield* setupAgent({
         cwd: options.cwd,
         flags,
+        sessionModel,
         reasoning: options.reasoning,
         db: options.db,
         approver
@@ -154,7 +158,16 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     })
   type Agent = Effect.Effect.Success<ReturnType<typeof buildAgent>>
 
-  let agent: Agent = yield* buildAgent(options.flags)
+  // the session to show (-s, -c, or a new one), found first: a resumed session goes on with the
+  // model it is on, unless -m switches it
+  const resumed = yield* findResumed({
+    session: options.session,
+    continue: options.continue,
+    cwd: options.cwd,
+    db: options.db,
+    noSession: `no session in ${options.cwd} to continue; run logbook without -c to start one`
+  })
+  let agent: Agent = yield* buildAgent(options.flags, resumed?.model ?? undefined)
   const withAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, agent.context)
 
   const modelInfo = (a: Agent) => ({
@@ -162,21 +175,6 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     contextWindow: a.setup.info.contextWindow?.value,
     maxAttempts: a.setup.settings.retry.maxAttempts
   })
-
-  // the session to show: -s, -c, or a new one
-  const chosen = Effect.gen(function* () {
-    const store = yield* EventStore
-    if (Option.isSome(options.session)) return (yield* resolveSession(options.session.value)).id
-    if (options.continue) {
-      const latest = yield* store.sessions({ cwd: options.cwd, limit: 1 })
-      if (latest.length === 0)
-        return yield* CliError.usage(`no session in ${options.cwd} to continue; run logbook without -c to start one`)
-      return latest[0]!.id
-    }
-    return undefined
-  })
-  // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
-  const pick = Effect.tap(chosen, (id) => (id === undefined ? Effect.void : warnIfDamaged(id)))
 
   /** What drives the screen for one session: the fold and the fiber that feeds it. */
   let current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
@@ -303,7 +301,17 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     yield* Fiber.interrupt(feeder)
   })
 
-  yield* withAgent(Effect.flatMap(pick, (id) => (id === undefined ? showNew : show(id))))
+  // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
+  yield* withAgent(resumed === undefined ? showNew : Effect.zipRight(warnIfDamaged(resumed.id), show(resumed.id)))
+
+  /** Leaves the session shown, puts `next` in the place of the agent, and shows session `id` (or a new one). */
+  const replaceAgent = (next: Agent, id: SessionId | undefined) =>
+    Effect.gen(function* () {
+      yield* leave
+      yield* Scope.close(agent.scope, Exit.void)
+      agent = next
+      yield* withAgent(id === undefined ? showNew : show(id))
+    })
 
   /** The session a message goes to: the one shown, or (the first message of a new one) created now. */
   const creating = yield* Effect.makeSemaphore(1)
@@ -386,11 +394,12 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           const next = yield* buildAgent({ ...options.flags, model: arg }).pipe(Effect.either)
           if (next._tag === "Left") return flash("error", errorText(next.left))
           const id = sessionId()
-          yield* leave
-          yield* Scope.close(agent.scope, Exit.void)
-          agent = next.right
-          yield* withAgent(id === undefined ? showNew : show(id))
-          return flash("info", `model ${agent.setup.resolved.ref}`)
+          yield* replaceAgent(next.right, id)
+          // the session's log records the switch with the next message (`model.switched`)
+          return flash(
+            "info",
+            `model ${agent.setup.resolved.ref}${id === undefined ? "" : ": the session goes on with it from the next message"}`
+          )
         }
         case "/compact": {
           if (busy) return needIdle("/compact")
@@ -491,8 +500,17 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
         return flash("error", "switching sessions waits until the agent is idle (Esc interrupts it)")
       void fork(
         Effect.gen(function* () {
-          yield* leave
-          yield* show(id as SessionId)
+          // a session goes on with the model it is on: another agent when that is not this one's
+          const summary = yield* Effect.flatMap(EventStore, (store) => store.session(id as SessionId))
+          const model = Option.isSome(summary) ? summary.value.model : null
+          if (model === null || model === agent.setup.resolved.ref) {
+            yield* leave
+            return yield* show(id as SessionId)
+          }
+          const { model: _given, ...flags } = options.flags
+          const next = yield* buildAgent(flags, model).pipe(Effect.either)
+          if (next._tag === "Left") return flash("error", errorText(next.left))
+          yield* replaceAgent(next.right, id as SessionId)
         })
       )
     },

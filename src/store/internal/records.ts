@@ -44,7 +44,7 @@ export interface SessionSummary {
   readonly lastSeq: number
   readonly status: SessionStatusName
   readonly deleted: boolean
-  /** the model of the latest `assistant.started` that names one, else of `session.created` */
+  /** the model the session is on: of the latest `assistant.started` or `model.switched`, else of `session.created` */
   readonly model: string | null
   /**
    * a `turn.started` has no `turn.finished` / `turn.interrupted` yet: the turn runs, or the process

@@ -17,6 +17,7 @@ import { failedExit } from "../../domain/Message.js"
 export const STATS_TYPES: ReadonlyArray<string> = [
   "session.created",
   "assistant.started",
+  "model.switched",
   "step.started",
   "text.delta",
   "reasoning.delta",
@@ -182,6 +183,9 @@ export const deriveStats = (
       if (model !== undefined) c.model = model
       return
     }
+    case "model.switched":
+      c.model = parse<{ to: string }>(json).to
+      return
     case "step.started":
       c.stepAt = at
       c.stepFirstMs = null

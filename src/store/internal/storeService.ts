@@ -388,6 +388,7 @@ export const SUMMARY_TYPES: ReadonlyArray<string> = [
   "session.deleted",
   "session.status",
   "assistant.started",
+  "model.switched",
   "step.finished",
   "compaction.done",
   "turn.started",
@@ -431,6 +432,9 @@ export const summarizeEvent = (s: MutableSummary, type: string, json: string): v
       if (model !== undefined) s.model = model
       break
     }
+    case "model.switched":
+      s.model = (JSON.parse(json) as { to: string }).to
+      break
     case "step.finished":
       addCost(s, (JSON.parse(json) as { usage?: UsagePayload }).usage)
       break
