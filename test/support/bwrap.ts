@@ -14,6 +14,23 @@ const probe = spawnSync("bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--uns
 
 export const hasBwrap = process.platform === "linux" && probe.status === 0
 
+/** The ordinary user the sandbox tests run the binary as when they run as root. */
+export const NOBODY = 65534
+
+/**
+ * Whether bubblewrap makes a sandbox for `nobody` here (run as root; an ordinary user's bwrap needs
+ * user namespaces, which a container may forbid).
+ */
+export const hasBwrapForNobody =
+  hasBwrap &&
+  process.getuid?.() === 0 &&
+  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--", "true"], {
+    stdio: "ignore",
+    timeout: 10_000,
+    uid: NOBODY,
+    gid: NOBODY
+  }).status === 0
+
 if (!hasBwrap && process.env.LOGBOOK_REQUIRE_BWRAP === "1")
   throw new Error("LOGBOOK_REQUIRE_BWRAP=1 but bubblewrap cannot make a sandbox here: the sandbox tests cannot run")
 if (!hasBwrap) console.warn("bubblewrap cannot make a sandbox here: the sandbox tests are skipped")
@@ -34,4 +51,40 @@ export const outsideDir = (prefix = "logbook-outside-"): string => {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join("/var/tmp", prefix)))
   outside.push(dir)
   return dir
+}
+
+/** The last pid of `NSpid` in `/proc/<pid>/status`: the process's pid inside its own PID namespace. */
+const innerPid = (pid: string): number | undefined => {
+  try {
+    const line = fs
+      .readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("NSpid:"))
+    return line === undefined ? undefined : Number(line.trim().split(/\s+/).at(-1))
+  } catch {
+    return undefined
+  }
+}
+
+const pidNamespace = (pid: number | string): string | undefined => {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/ns/pid`)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The host pids of the processes a command named as it saw them (`echo $$`, `$!`): in the sandbox
+ * those are pids of its PID namespace, the one the recorded group's leader `pgid` (`tool.process`)
+ * is in; unsandboxed they are host pids already. Processes already gone are left out.
+ */
+export const hostPids = (pgid: number, inner: ReadonlyArray<number>): Array<number> => {
+  const namespace = pidNamespace(pgid)
+  if (namespace === undefined) return []
+  const wanted = new Set(inner)
+  return fs
+    .readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && pidNamespace(name) === namespace && wanted.has(innerPid(name) ?? -1))
+    .map(Number)
 }
