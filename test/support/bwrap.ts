@@ -52,39 +52,3 @@ export const outsideDir = (prefix = "logbook-outside-"): string => {
   outside.push(dir)
   return dir
 }
-
-/** The last pid of `NSpid` in `/proc/<pid>/status`: the process's pid inside its own PID namespace. */
-const innerPid = (pid: string): number | undefined => {
-  try {
-    const line = fs
-      .readFileSync(`/proc/${pid}/status`, "utf8")
-      .split("\n")
-      .find((l) => l.startsWith("NSpid:"))
-    return line === undefined ? undefined : Number(line.trim().split(/\s+/).at(-1))
-  } catch {
-    return undefined
-  }
-}
-
-const pidNamespace = (pid: number | string): string | undefined => {
-  try {
-    return fs.readlinkSync(`/proc/${pid}/ns/pid`)
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * The host pids of the processes a command named as it saw them (`echo $$`, `$!`): in the sandbox
- * those are pids of its PID namespace, the one the recorded group's leader `pgid` (`tool.process`)
- * is in; unsandboxed they are host pids already. Processes already gone are left out.
- */
-export const hostPids = (pgid: number, inner: ReadonlyArray<number>): Array<number> => {
-  const namespace = pidNamespace(pgid)
-  if (namespace === undefined) return []
-  const wanted = new Set(inner)
-  return fs
-    .readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name) && pidNamespace(name) === namespace && wanted.has(innerPid(name) ?? -1))
-    .map(Number)
-}

@@ -19,7 +19,8 @@ import {
   type SandboxPlan,
   sandboxHint
 } from "../../src/tools/Sandbox.js"
-import { hasBwrap, hostPids, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { hostPids } from "../support/pids.js"
 import { tempDir } from "../support/tmp.js"
 import { testContext } from "../support/toolContext.js"
 
