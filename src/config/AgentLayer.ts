@@ -119,7 +119,12 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       // only the config's: the catalog has none, and the SDK's default suits the model
       maxOutputTokens: info.maxOutput?.value,
       compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
-      onLeftoverCommands: () => notify("stopping commands the session's last run left running when it died…")
+      onLeftoverCommands: (sessionId, found) =>
+        notify(
+          found === "open"
+            ? "stopping commands the session's last run left running when it died…"
+            : `stopping commands a logbook process left running in session ${sessionId} when it died…`
+        )
     },
     tools: {
       tools: builtinTools({

@@ -10,10 +10,23 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { groupAlive } from "../../src/tools/processGroup.js"
 import { hasBwrap, hasBwrapForNobody, NOBODY, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
-import { runCli, scratchDir } from "../support/cli.js"
+import { runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
-import { bashReply, latestSession, makeJanitor, makeWorkspace, notices, ofType, readLog } from "./support.js"
+import {
+  bashReply,
+  idle,
+  isLive,
+  killGroup,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog,
+  until
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -251,6 +264,114 @@ describe.skipIf(!hasBwrap)("the sandbox keeps the host out of reach through /pro
 
   it.runIf(hasBwrapForNobody)("as an ordinary user (nobody): the same", async () => {
     expectNothingReached(await runAttack(NOBODY))
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// after kill -9
+
+/** The live processes whose parent is `pid` and whose name is `name`. */
+const childrenNamed = (pid: number, name: string): Array<number> =>
+  fs
+    .readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        return Number(fields[1]) === pid && stat.includes(`(${name})`) && isLive(Number(entry))
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+
+/**
+ * A `logbook run` (sandbox "on") whose command sleeps, in a machine whose TMPDIR is its own (to see
+ * the sandbox directories); resolves once the command's group is recorded, with the group and
+ * bwrap's pid.
+ */
+const sleepingRun = async (m: ReturnType<typeof machine>, tmp: string, server: ScriptedServer) => {
+  const ws = makeWorkspace(server)
+  server.enqueue(bashReply("c1", "sleep 300"))
+  const live = spawnCli(["run", "--db", m.db, "--cwd", ws.dir, "sleep"], { env: { ...m.env, TMPDIR: tmp } })
+  janitor.defer(() => live.child.kill("SIGKILL"))
+  const session = await until("the session", () => latestSession(m.db, ws.dir).catch(() => undefined))
+  const pgid = await until(
+    "the command's group recorded",
+    async () => ofType(await readLog(m.db, session), "tool.process")[0]?.payload.pgid
+  )
+  janitor.defer(() => killGroup(pgid))
+  const [bwrap] = await until("bwrap running", () => {
+    const found = childrenNamed(live.child.pid!, "bwrap")
+    return found.length === 1 ? found : undefined
+  })
+  return { ws, live, session, pgid, bwrap: bwrap! }
+}
+
+const sandboxDirsIn = (tmp: string) => fs.readdirSync(tmp).filter((name) => name.startsWith("logbook-sandbox-"))
+
+describe.skipIf(!hasBwrap)("commands a killed logbook left running", () => {
+  it("the next logbook start, on another session, stops them (bwrap too), records it in their session and removes the sandbox directory", async () => {
+    const server = await janitor.server()
+    const m = machine({ sandbox: "on" })
+    const tmp = path.join(m.root, "tmp")
+    fs.mkdirSync(tmp)
+    const first = await sleepingRun(m, tmp, server)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+
+    first.live.child.kill("SIGKILL")
+    expect((await first.live.exited).signal).toBe("SIGKILL")
+    // no finalizer ran: the command, bwrap and the sandbox directory outlive logbook
+    expect(groupAlive(first.pgid)).toBe(true)
+    expect(isLive(first.bwrap)).toBe(true)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+
+    // another session: a new workspace, the same database
+    server.enqueue(Reply.text("hello"))
+    const other = makeWorkspace(server)
+    const next = await runCli(["run", "--db", m.db, "--cwd", other.dir, "hi"], { env: { ...m.env, TMPDIR: tmp } })
+    expect(next.code, next.stderr).toBe(0)
+    expect(notices(next.stderr)).toContain(
+      `logbook: stopping commands a logbook process left running in session ${first.session} when it died…`
+    )
+    await until("the command and bwrap gone", () =>
+      !groupAlive(first.pgid) && !isLive(first.bwrap) ? true : undefined
+    )
+    // the dead process's directory is removed, and the new run removed its own at exit
+    expect(sandboxDirsIn(tmp)).toEqual([])
+
+    // the first session's log records it: the call ended by the crash sweep, its command stopped
+    const log = await readLog(m.db, first.session)
+    expect(ofType(log, "tool.failed").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ callId: "c1", interrupted: true, reason: "crash" })
+    ])
+    expect(ofType(log, "tool.failed")[0]!.payload.error).toContain("Its command was still running and was stopped.")
+    expect(ofType(log, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["crash"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("a live logbook's command is never stopped by another one's start", async () => {
+    const server = await janitor.server()
+    const m = machine({ sandbox: "on" })
+    const tmp = path.join(m.root, "tmp")
+    fs.mkdirSync(tmp)
+    const first = await sleepingRun(m, tmp, server)
+
+    server.enqueue(Reply.text("hello"))
+    const other = makeWorkspace(server)
+    const next = await runCli(["run", "--db", m.db, "--cwd", other.dir, "hi"], { env: { ...m.env, TMPDIR: tmp } })
+    expect(next.code, next.stderr).toBe(0)
+    expect(notices(next.stderr).filter((line) => line.includes("stopping commands"))).toEqual([])
+    // the first run still runs its command, in its own sandbox directory
+    expect(groupAlive(first.pgid)).toBe(true)
+    expect(isLive(first.bwrap)).toBe(true)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+    expect(ofType(await readLog(m.db, first.session), "tool.failed")).toEqual([])
+
+    first.live.child.kill("SIGINT")
+    expect((await first.live.exited).code).toBe(130)
+    expect(groupAlive(first.pgid)).toBe(false)
   })
 })
 

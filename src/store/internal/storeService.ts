@@ -191,6 +191,7 @@ export interface Backend {
   ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
   readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
   readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
+  readonly leases: Effect.Effect<ReadonlyArray<Lease>, EventStoreError>
 }
 
 /** A snapshot's state as stored: JSON text and the SHA-256 it had when saved (null: not recorded). */
@@ -929,7 +930,8 @@ export const makeService = (
           backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)
         ),
       releaseLease: backend.releaseLease,
-      lease: backend.lease
+      lease: backend.lease,
+      leases: backend.leases
     }
     return service
   })
