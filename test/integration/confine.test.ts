@@ -222,8 +222,9 @@ describe.skipIf(!onLinux)("logbook run: background processes that leave the comm
     expect(failed!.payload.error).not.toContain("could not be stopped")
     // the daemons were started well before the timeout: named in the record (so the stop was exercised)
     expect(daemonPids(ws.dir)).toHaveLength(2)
+    // the two daemons and the command's own sleep
     const stopped = stoppedSleeps(failed!.payload.metadata)
-    expect(stopped).toHaveLength(2)
+    expect(stopped).toHaveLength(3)
     expect(stopped.filter(isLive)).toEqual([])
   })
 
