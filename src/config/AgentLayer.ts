@@ -155,7 +155,12 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       maxOutputTokens: info.maxOutput?.value,
       compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
       step: settings.step,
-      onLeftoverCommands: () => notify("stopping commands the session's last run left running when it died…")
+      onLeftoverCommands: (sessionId, found) =>
+        notify(
+          found === "open"
+            ? "stopping commands the session's last run left running when it died…"
+            : `stopping commands a logbook process left running in session ${sessionId} when it died…`
+        )
     },
     tools: {
       tools: builtinTools({

@@ -9,11 +9,15 @@ import { hostname } from "node:os"
 import { Effect, Option, Ref, Schema, type Scope, SubscriptionRef } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import { EventStore } from "../store/EventStore.js"
+import * as Projection from "../store/Projection.js"
 import type { RecoverOptions } from "../store/Recovery.js"
 import * as Recovery from "../store/Recovery.js"
 import { makeJournal, type SessionJournal } from "../store/SessionJournal.js"
+import type { SessionState } from "../store/SessionState.js"
+import { restore } from "../store/Snapshots.js"
 import { checkIntent } from "../tools/intentRecovery.js"
 import { isRecordedGroup, isZombie, stopRecordedGroup } from "../tools/processGroup.js"
+import { removeStaleSandboxDirs } from "../tools/Sandbox.js"
 import type { SecretsService } from "../tools/Secrets.js"
 import type { Steer } from "./Processor.js"
 import type { TurnOutcome } from "./TurnLoop.js"
@@ -67,11 +71,18 @@ export const ownerIsDead = (owner: string): boolean => {
   }
 }
 
+/**
+ * Told once, before they are stopped, that a dead process left commands of `sessionId` running:
+ * found when the session is opened (`open`), or by the repair at start-up (`start`).
+ */
+export type LeftoverCommandsNotice = (sessionId: SessionId, found: "open" | "start") => Effect.Effect<void>
+
 /** `stopRecordedGroup` for the groups of one opening, telling `onLeftoverCommands` first */
 const stopLeftovers = (
   sessionId: SessionId,
-  notify: OpenOptions["onLeftoverCommands"]
-): RecoverOptions["stopGroup"] => {
+  notify: LeftoverCommandsNotice | undefined,
+  found: "open" | "start"
+): NonNullable<RecoverOptions["stopGroup"]> => {
   if (notify === undefined) return stopRecordedGroup
   let told = false
   return (group) =>
@@ -80,11 +91,76 @@ const stopLeftovers = (
       // the groups are stopped at the same time: the first one found alive tells for all
       if (!told) {
         told = true
-        yield* notify(sessionId)
+        yield* notify(sessionId, found)
       }
       return yield* stopRecordedGroup(group)
     })
 }
+
+/** The process groups the running calls of `state` recorded (`tool.process`). */
+const recordedGroups = (state: SessionState): ReadonlyArray<Recovery.RecordedGroup> =>
+  Projection.openToolParts(state).flatMap((part) => (part.state._tag === "running" ? (part.state.processes ?? []) : []))
+
+/**
+ * The repair at start-up (docs/tools.md, "After a crash"; `Sessions` runs it at its first opening,
+ * for the other sessions): every session whose lease a process of
+ * this machine still holds although it is gone (killed: SIGKILL releases nothing), and whose calls
+ * left a command running (a recorded group a live process still proves, `isRecordedGroup`), is
+ * repaired now as opening it would: its lease taken over, the commands stopped (whole group), the
+ * crash sweep appended (`tool.failed {reason: "crash"}`: "… Its command was still running and was
+ * stopped."), the lease released. A live process's lease, another machine's, or one another
+ * process takes first is left alone, so no live owner's command is touched. Then the sandbox
+ * directories of dead processes are removed. A session that cannot be repaired is logged and left
+ * for its next open. Returns the sessions repaired.
+ */
+export const repairDeadOwners = Effect.fn("SessionOpen.repairDeadOwners")(function* (options: {
+  /** the lease owner id of this process */
+  readonly owner: string
+  readonly leaseTtlMs: number
+  /** the session the caller is opening: its own opening repairs it */
+  readonly except?: SessionId | undefined
+  readonly onLeftoverCommands?: LeftoverCommandsNotice | undefined
+}) {
+  const store = yield* EventStore
+  const repaired: Array<SessionId> = []
+  const leases = yield* store.leases.pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning("could not read the session leases to repair what dead processes left", error), [])
+    )
+  )
+  for (const lease of leases) {
+    if (lease.sessionId === options.except || lease.owner === options.owner || !ownerIsDead(lease.owner)) continue
+    const sessionId = lease.sessionId
+    const repair = Effect.gen(function* () {
+      const left = recordedGroups(yield* restore(sessionId))
+      if (!left.some(isRecordedGroup)) return
+      // taken over as an open takes it; a process that took it meanwhile repairs it itself
+      yield* store.releaseLease(sessionId, lease.owner)
+      const held = yield* Recovery.holdLease(sessionId, options.owner, { ttlMs: options.leaseTtlMs }).pipe(
+        Effect.as(true),
+        Effect.catchTag("LeaseHeld", () => Effect.succeed(false))
+      )
+      if (!held) return
+      const stopGroup = stopLeftovers(sessionId, options.onLeftoverCommands, "start")
+      const indexed = yield* store.session(sessionId)
+      if (Option.isSome(indexed) && indexed.value.deleted) {
+        // a deleted session is not appended to: its commands are stopped all the same
+        yield* Effect.forEach(recordedGroups(yield* restore(sessionId)), stopGroup, {
+          concurrency: "unbounded",
+          discard: true
+        })
+      } else yield* Recovery.recover(sessionId, { stopGroup, checkIntent, owner: options.owner })
+      repaired.push(sessionId)
+    }).pipe(Effect.scoped)
+    yield* repair.pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning(`could not stop the commands session ${sessionId} left running when its process died`, error)
+      )
+    )
+  }
+  removeStaleSandboxDirs()
+  return repaired
+})
 
 /** The error of a driver whose lease another process took. */
 export const leaseLostError = (sessionId: SessionId) =>
@@ -115,7 +191,7 @@ export interface OpenOptions {
   /** masks what the journal writes */
   readonly secrets: SecretsService
   /** told once, before they are stopped, that a dead process left commands running (`SessionsOptions`) */
-  readonly onLeftoverCommands?: ((sessionId: SessionId) => Effect.Effect<void>) | undefined
+  readonly onLeftoverCommands?: LeftoverCommandsNotice | undefined
 }
 
 /**
@@ -155,7 +231,7 @@ export const openDriver = (sessionId: SessionId, scope: Scope.CloseableScope, op
     // a command the dead process started may still run: stop it before the sweep ends its call;
     // a file change it announced and never recorded is checked on disk
     const { state, snapshotSeq } = yield* Recovery.recover(sessionId, {
-      stopGroup: stopLeftovers(sessionId, options.onLeftoverCommands),
+      stopGroup: stopLeftovers(sessionId, options.onLeftoverCommands, "open"),
       checkIntent,
       owner
     })

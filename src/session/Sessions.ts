@@ -68,7 +68,15 @@ import {
 } from "./Compaction.js"
 import { Instructions } from "./Instructions.js"
 import { Processor, signalSteer } from "./Processor.js"
-import { type Driver, leaseLostError, openDriver, ownerId, SessionUnavailable } from "./SessionOpen.js"
+import {
+  type Driver,
+  type LeftoverCommandsNotice,
+  leaseLostError,
+  openDriver,
+  ownerId,
+  repairDeadOwners,
+  SessionUnavailable
+} from "./SessionOpen.js"
 import type { StepLimits } from "./StepLimits.js"
 import { lastTurnFigures, makeTurnLoop, type TurnOutcome } from "./TurnLoop.js"
 
@@ -104,11 +112,12 @@ export interface SessionsOptions {
   /** the lease owner id of this process (default: host, pid and a random id) */
   readonly owner?: string | undefined
   /**
-   * Called once when opening a session finds commands a dead process left running (its recorded
+   * Called once per session when commands a dead process left running are found (its recorded
    * process groups, still alive), before they are stopped — which can take a few seconds (SIGTERM,
-   * a grace period, SIGKILL). `logbook run` says so on stderr.
+   * a grace period, SIGKILL): when the session is opened (`open`), or by the repair when this
+   * layer is built (`start`, `repairDeadOwners`). `logbook run` says so on stderr.
    */
-  readonly onLeftoverCommands?: ((sessionId: SessionId) => Effect.Effect<void>) | undefined
+  readonly onLeftoverCommands?: LeftoverCommandsNotice | undefined
 }
 
 export interface CreateOptions {
@@ -198,6 +207,7 @@ export const makeSessions = (options: SessionsOptions) =>
     const openLock = yield* Effect.makeSemaphore(1)
     const owner = options.owner ?? ownerId(yield* uuidV7)
     const leaseTtlMs = options.leaseTtlMs ?? 30_000
+    const repairedAtStart = yield* Ref.make(false)
     const compactor = makeCompactor(model, retry, {
       compaction: { ...defaultCompactionOptions, ...options.compaction },
       price: options.price,
@@ -226,6 +236,17 @@ export const makeSessions = (options: SessionsOptions) =>
           Effect.gen(function* () {
             const existing = (yield* Ref.get(drivers)).get(sessionId)
             if (existing !== undefined) return yield* existing.journal.state
+            // at the first opening: what processes of this machine left running when they died is
+            // stopped and recorded in their sessions (this one is repaired by its own opening)
+            if (!(yield* Ref.getAndSet(repairedAtStart, true)))
+              yield* restore(
+                repairDeadOwners({
+                  owner,
+                  leaseTtlMs,
+                  except: sessionId,
+                  onLeftoverCommands: options.onLeftoverCommands
+                }).pipe(Effect.provideService(EventStore, store))
+              )
             const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
             const opened = yield* openDriver(sessionId, scope, {
               owner,

@@ -177,6 +177,11 @@ export class EventStore extends Context.Tag("logbook/EventStore")<
     ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
     readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
     readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
+    /**
+     * Every lease the store holds: of live drivers, and those a process left when it died (SIGKILL
+     * releases nothing) — what the start-up repair looks at (`SessionOpen.repairDeadOwners`).
+     */
+    readonly leases: Effect.Effect<ReadonlyArray<Lease>, EventStoreError>
   }
 >() {
   /** The in-memory log (with its own EventBus): tests and embedders without durable history. */
@@ -218,5 +223,6 @@ const withSpans = (service: EventStoreService): EventStoreService => ({
   importSession: Effect.fn("EventStore.importSession")(service.importSession),
   acquireLease: Effect.fn("EventStore.acquireLease")(service.acquireLease),
   releaseLease: Effect.fn("EventStore.releaseLease")(service.releaseLease),
-  lease: Effect.fn("EventStore.lease")(service.lease)
+  lease: Effect.fn("EventStore.lease")(service.lease),
+  leases: Effect.withSpan(service.leases, "EventStore.leases")
 })

@@ -251,7 +251,8 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
       Effect.sync(() => {
         if (leases.get(sessionId)?.owner === owner) leases.delete(sessionId)
       }),
-    lease: (sessionId) => Effect.sync(() => Option.fromNullable(leases.get(sessionId)))
+    lease: (sessionId) => Effect.sync(() => Option.fromNullable(leases.get(sessionId))),
+    leases: Effect.sync(() => [...leases.values()])
   }
   return backend
 })

@@ -1058,7 +1058,17 @@ export const makeSqliteBackend = (
             )
           ),
           fail("lease")
-        )
+        ),
+      leases: sql<{
+        session_id: string
+        owner: string
+        expires_at: number
+      }>`SELECT session_id, owner, expires_at FROM leases`.pipe(
+        Effect.map((rows) =>
+          rows.map((r): Lease => ({ sessionId: r.session_id as SessionId, owner: r.owner, expiresAt: r.expires_at }))
+        ),
+        fail("leases")
+      )
     }
     return backend
   })

@@ -8,12 +8,15 @@
  *   logbook's own database and config, and `hidden` paths are hidden: a directory is an empty
  *   read-only directory, a file an empty read-only file — inside the workspace too;
  * - with `network: false`, a network namespace of its own (only its own loopback: no connection
- *   leaves it, not even to the host's 127.0.0.1).
+ *   leaves it, not even to the host's 127.0.0.1);
+ * - a PID namespace of its own and no capabilities, so nothing outside is reachable through
+ *   `/proc/<pid>/root`, `/cwd` or a signal, not even as root.
  *
- * The process-group contract of `bash` holds: bwrap runs with `--new-session`, so the shell inside
- * leads a process group of its own (`$$` is its id, as without the sandbox) and the tool stops that
- * group; bwrap exits when the shell does. (No `--die-with-parent`: see `bwrapArgs`.) The shell reports its pid on fd 3 before it runs the command
- * (`SANDBOX_READY_FD`), so the group exists before anyone may signal it.
+ * The process-group contract of `bash` holds: bwrap runs with `--new-session`, so the command's
+ * processes share a session and group of their own, led by bwrap's init inside the namespace; that
+ * group (its host id from `--info-fd`, `SANDBOX_INFO_FD`) is recorded and stopped. bwrap exits when
+ * the shell does. The shell writes a line on fd 3 before it runs the command (`SANDBOX_READY_FD`),
+ * so the group exists before anyone may signal it.
  *
  * Whether the sandbox can run is probed once per process (per bwrap binary and network setting):
  * not Linux, no `bwrap` on PATH, or a probe run that fails (no namespaces allowed) is
@@ -25,6 +28,7 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Duration, Effect } from "effect"
 import { onPath } from "./executables.js"
+import { startTicks } from "./processGroup.js"
 
 /** `auto`: sandboxed when bubblewrap works, else unconfined; `on`: sandboxed or not at all; `off`: unconfined. */
 export type SandboxMode = "auto" | "on" | "off"
@@ -58,8 +62,10 @@ export type SandboxDecision =
   | { readonly _tag: "Unconfined"; readonly reason: string }
   | { readonly _tag: "Refused"; readonly message: string }
 
-/** The fd on which the sandboxed shell writes its pid (its group id) before it runs the command. */
+/** The fd on which the sandboxed shell writes a line before it runs the command: its group exists. */
 export const SANDBOX_READY_FD = 3
+/** The fd on which bwrap writes what it made (`--info-fd`): `child-pid` is the host pid of its init, the group's id. */
+export const SANDBOX_INFO_FD = 4
 
 // ---------------------------------------------------------------------------------------------
 // what is hidden
@@ -182,13 +188,19 @@ export interface SandboxPlan {
 }
 
 /**
- * The namespaces and the mounts every sandbox starts with (the commands' and the probe's): the shell
- * leads a session and group of its own — the group the tool records and stops. No
+ * The namespaces and the mounts every sandbox starts with (the commands' and the probe's): a PID
+ * namespace of its own (its `/proc` shows only the sandbox's processes: no host process's root,
+ * cwd or signals are reachable), no capabilities (root inside cannot unmount what hides a secret
+ * or remount the root writable), and a session and group of its own, led by bwrap's init (pid 1
+ * inside; its host pid is what `--info-fd` reports) — the group the tool records and stops. No
  * --die-with-parent: a command outlives a logbook killed with SIGKILL as it does unsandboxed, and
- * the next run that opens the session stops its recorded group (docs/tools.md).
+ * the next logbook start stops it (docs/tools.md, "The sandbox").
  */
 const baseArgs = (network: boolean): ReadonlyArray<string> => [
   "--new-session",
+  "--unshare-pid",
+  "--cap-drop",
+  "ALL",
   ...(network ? [] : ["--unshare-net"]),
   "--ro-bind",
   "/",
@@ -279,14 +291,20 @@ export const makePlan = (options: {
 
 let privateDirs: { readonly root: string; readonly tmp: string; readonly emptyFile: string } | undefined
 
+/** `logbook-sandbox-<pid>-<start ticks>-…`: whose the directory is, so a later process can tell it is left over. */
+const SANDBOX_DIR = /^logbook-sandbox-(\d+)-(\d+)-/
+
 /**
  * The host directories of this process's sandboxes, made on first use and removed when the process
  * exits: `tmp` (mode 0700) is every command's `/tmp`, so what one command leaves there the next
- * one finds, while the host's `/tmp` (its sockets, other programs' files) stays out of reach.
+ * one finds, while the host's `/tmp` (its sockets, other programs' files) stays out of reach. The
+ * name carries this process's pid and start time: what a killed process left is removed by the
+ * next one (`removeStaleSandboxDirs`).
  */
 export const sandboxDirs = (): { readonly tmp: string; readonly emptyFile: string } => {
   if (privateDirs !== undefined && fs.existsSync(privateDirs.tmp)) return privateDirs
-  const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "logbook-sandbox-"))
+  const owner = `${process.pid}-${startTicks(process.pid) ?? 0}`
+  const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), `logbook-sandbox-${owner}-`))
   const tmp = nodePath.join(root, "tmp")
   fs.mkdirSync(tmp, { mode: 0o700 })
   const emptyFile = nodePath.join(root, "empty")
@@ -304,6 +322,38 @@ export const sandboxDirs = (): { readonly tmp: string; readonly emptyFile: strin
   }
   privateDirs = created
   return created
+}
+
+/**
+ * Removes the sandbox directories (`sandboxDirs`) in `dir` (default the temporary directory) that
+ * this user's logbook processes left when they died without their exit handler (SIGKILL): the
+ * process the name gives is gone, or another one has its pid (another start time). Call it after
+ * the commands those processes left were stopped. Returns the paths removed.
+ */
+export const removeStaleSandboxDirs = (dir: string = os.tmpdir()): ReadonlyArray<string> => {
+  let names: Array<string>
+  try {
+    names = fs.readdirSync(dir)
+  } catch {
+    return []
+  }
+  const removed: Array<string> = []
+  for (const name of names) {
+    const owner = SANDBOX_DIR.exec(name)
+    if (owner === null) continue
+    const pid = Number(owner[1])
+    if (pid === process.pid || startTicks(pid) === Number(owner[2])) continue
+    const path = nodePath.join(dir, name)
+    try {
+      const stat = fs.lstatSync(path)
+      if (!stat.isDirectory() || stat.uid !== process.getuid?.()) continue
+      fs.rmSync(path, { recursive: true, force: true })
+      removed.push(path)
+    } catch {
+      // gone meanwhile, or not ours to remove: left for the system's tmp cleaner
+    }
+  }
+  return removed
 }
 
 // ---------------------------------------------------------------------------------------------

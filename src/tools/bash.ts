@@ -52,6 +52,7 @@ import {
   defaultSandboxSettings,
   makePlan,
   probeSandbox,
+  SANDBOX_INFO_FD,
   SANDBOX_READY_FD,
   type SandboxDecision,
   type SandboxOptions,
@@ -176,8 +177,9 @@ const sandboxedExit = (code: number | null, signal: NodeJS.Signals | null) => {
  * Spawns `shell -c script` in its own process group, feeding `output` and `events` from the
  * child's callbacks. Succeeds once the process exists; fails with the spawn error.
  *
- * Sandboxed, the child is bwrap, and the shell inside leads a group of its own (`--new-session`):
- * it writes its pid on `SANDBOX_READY_FD` before the command runs, and that group is the one
+ * Sandboxed, the child is bwrap, and the command runs in a session and group of its own
+ * (`--new-session`) led by bwrap's init, whose host pid bwrap writes on `SANDBOX_INFO_FD`; the
+ * shell writes a line on `SANDBOX_READY_FD` before the command runs, and that group is the one
  * recorded and stopped (bwrap exits when the shell does). When bwrap fails before the shell runs,
  * the group is bwrap's.
  */
@@ -209,15 +211,17 @@ const spawnShell = (
                 "--setenv",
                 PROCESS_TOKEN_ENV,
                 token,
+                "--info-fd",
+                String(SANDBOX_INFO_FD),
                 "--",
                 shell,
                 "-c",
-                `echo $$ >&${SANDBOX_READY_FD}; exec ${SANDBOX_READY_FD}>&-\n${script}`
+                `echo ready >&${SANDBOX_READY_FD}; exec ${SANDBOX_READY_FD}>&- ${SANDBOX_INFO_FD}>&-\n${script}`
               ],
               {
                 cwd,
                 detached: true,
-                stdio: ["ignore", "pipe", "pipe", "pipe"],
+                stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
                 env: { ...secrets.env, TERM: "dumb", TMPDIR: "/tmp" }
               }
             )
@@ -272,29 +276,54 @@ const spawnShell = (
       // later errors (a failed kill) are not fatal: the exit and close events still tell the end
       child.on("error", () => {})
       const ready = child.stdio[SANDBOX_READY_FD]
-      if (sandbox === undefined || ready === null || ready === undefined || !("on" in ready)) {
+      const info = child.stdio[SANDBOX_INFO_FD]
+      if (sandbox === undefined || !isReadable(ready) || !isReadable(info)) {
         started(child.pid!)
         return
       }
-      // the shell's pid, once it runs; bwrap's own group when it ends without one (a failed setup)
+      // the group is bwrap's init's (`--info-fd` names it) once the shell says it runs; bwrap's own
+      // group when bwrap ends without either (a failed setup)
       let said = ""
+      let bwrapInfo = ""
+      let isReady = false
+      let init: number | undefined
       let done = false
       const settle = (pgid: number) => {
         if (done) return
         done = true
         started(pgid)
       }
-      // read to the end (after the pid, nothing more comes), so the pipe closes with bwrap
+      const settleIfKnown = () => {
+        if (isReady && init !== undefined) settle(init)
+      }
+      // both read to the end (nothing more comes), so the pipes close with bwrap
       ready.on("data", (chunk: Buffer) => {
-        if (done) return
+        if (done || isReady) return
         said += chunk.toString("utf8")
-        const line = /^(\d+)\n/.exec(said)
-        if (line !== null) settle(Number(line[1]))
+        isReady = said.includes("\n")
+        settleIfKnown()
       })
-      ready.once("end", () => settle(child.pid!))
+      info.on("data", (chunk: Buffer) => {
+        if (done || init !== undefined) return
+        bwrapInfo += chunk.toString("utf8")
+        const pid = /"child-pid"\s*:\s*(\d+)/.exec(bwrapInfo)
+        if (pid !== null) init = Number(pid[1])
+        settleIfKnown()
+      })
+      let ended = 0
+      const onEnd = () => {
+        ended += 1
+        if (ended === 2) settle(isReady && init !== undefined ? init : child.pid!)
+      }
+      ready.once("end", onEnd)
+      info.once("end", onEnd)
       ready.on("error", () => settle(child.pid!))
+      info.on("error", () => settle(child.pid!))
     })
   })
+
+const isReadable = (stream: unknown): stream is NodeJS.ReadableStream & { destroy: () => void } =>
+  stream !== null && stream !== undefined && typeof (stream as { on?: unknown }).on === "function"
 
 /** Stops what is left of a command (its group and what left it with its token) and lets go of its pipes. */
 const release = (running: Running): Effect.Effect<void> =>
@@ -304,8 +333,10 @@ const release = (running: Running): Effect.Effect<void> =>
     untrackGroup(running.pid)
     running.child.stdout?.destroy()
     running.child.stderr?.destroy()
-    const ready = running.child.stdio[SANDBOX_READY_FD]
-    if (ready !== null && ready !== undefined && "destroy" in ready) ready.destroy()
+    for (const fd of [SANDBOX_READY_FD, SANDBOX_INFO_FD]) {
+      const stream = running.child.stdio[fd]
+      if (isReadable(stream)) stream.destroy()
+    }
     running.child.removeAllListeners()
   })
 

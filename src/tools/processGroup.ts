@@ -267,12 +267,21 @@ const signalTarget = (target: Target, signal: NodeJS.Signals): void => {
   if (target.pgid !== undefined) signalGroup(target.pgid, signal)
 }
 
+/**
+ * Whether `pid` is the sandbox's init leading the group `pgid`: the leader, without the token the
+ * command's processes carry (bwrap's pid 1, Sandbox.ts) — signalled with the group, not named.
+ */
+const isSandboxInit = (pid: string, target: Target): boolean =>
+  Number(pid) === target.pgid &&
+  target.token !== undefined &&
+  target.token !== "" &&
+  !environHas(pid, `${PROCESS_TOKEN_ENV}=${target.token}`)
+
 /** The live processes of `target`: its group's members, and every process that carries its token. */
 const liveProcessesOf = (target: Target): Array<ProcessInfo> => {
-  const members = (target.pgid === undefined ? [] : (liveMembers(target.pgid) ?? [])).map((pid) => ({
-    pid: Number(pid),
-    command: commandLine(Number(pid))
-  }))
+  const members = (target.pgid === undefined ? [] : (liveMembers(target.pgid) ?? []))
+    .filter((pid) => !isSandboxInit(pid, target))
+    .map((pid) => ({ pid: Number(pid), command: commandLine(Number(pid)) }))
   const known = new Set(members.map((m) => m.pid))
   return [...members, ...tokenCarriers(target.token, target.since).filter((c) => !known.has(c.pid))]
 }

@@ -16,11 +16,13 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
 import { makeHandshakes, swapForSymlink } from "../support/handshake.js"
+import { hostPid } from "../support/pids.js"
 import { Reply } from "../support/scriptedServer.js"
 import { workspaceWith } from "../support/toolContext.js"
 import {
   contentText,
   fileLines,
+  isLive,
   latestSession,
   makeJanitor,
   makeWorkspace,
@@ -142,8 +144,18 @@ const daemonsThen = (rest: string) =>
     rest
   ].join("\n")
 
+/** The daemons' pids as they wrote them: in the sandbox, pids of its own PID namespace. */
 const daemonPids = (dir: string): Array<number> =>
   ["setsid.pid", "fork.pid"].map((f) => Number(fs.readFileSync(path.join(dir, f), "utf8").trim()))
+
+/**
+ * What a record says it stopped: the host pids of the `sleep 1000` daemons (the daemons wrote
+ * their pids as the sandbox numbers them; the record names the host's).
+ */
+const stoppedSleeps = (metadata: unknown): Array<number> =>
+  ((metadata as { stoppedProcesses?: Array<{ pid: number; command: string }> }).stoppedProcesses ?? [])
+    .filter((p) => p.command === "sleep 1000")
+    .map((p) => p.pid)
 
 /** Kills at cleanup whatever the daemons of `dir` left (the test asserts they are gone; this only tidies up). */
 const tidy = (dir: string) =>
@@ -152,7 +164,7 @@ const tidy = (dir: string) =>
       const pid = Number(fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), "utf8") : "")
       if (pid > 1) {
         try {
-          process.kill(pid, "SIGKILL")
+          process.kill(hostPid(pid, dir), "SIGKILL")
         } catch {
           // gone
         }
@@ -178,20 +190,17 @@ describe.skipIf(!onLinux)("logbook run: background processes that leave the comm
     expect(run.code, run.stderr).toBe(0)
     const session = await latestSession(ws.db, ws.dir)
     expect(carriers(await tokenOf(ws.db, session))).toEqual([])
-    const [setsidPid, forkPid] = daemonPids(ws.dir)
+    expect(daemonPids(ws.dir)).toHaveLength(2)
     const output = contentText(toolResult(server.requests[1]!, "call_bg"))
     expect(output).toBe(
       "started\n\n(background processes still running when the command ended were stopped: 2 × sleep 1000)\nExit code: 0"
     )
     expect(output).not.toContain("could not be stopped")
     const [finished] = ofType(await readLog(ws.db, session), "tool.finished")
-    expect(finished!.payload.metadata).toMatchObject({
-      stoppedBackground: true,
-      stoppedProcesses: expect.arrayContaining([
-        { pid: setsidPid, command: "sleep 1000" },
-        { pid: forkPid, command: "sleep 1000" }
-      ])
-    })
+    expect(finished!.payload.metadata).toMatchObject({ stoppedBackground: true })
+    const stopped = stoppedSleeps(finished!.payload.metadata)
+    expect(stopped).toHaveLength(2)
+    expect(stopped.filter(isLive)).toEqual([])
   })
 
   it("a call that times out: the daemons are stopped with it", async () => {
@@ -212,10 +221,11 @@ describe.skipIf(!onLinux)("logbook run: background processes that leave the comm
     expect(failed!.payload).toMatchObject({ timedOut: true })
     expect(failed!.payload.error).not.toContain("could not be stopped")
     // the daemons were started well before the timeout: named in the record (so the stop was exercised)
-    const pids = daemonPids(ws.dir)
-    expect(pids).toHaveLength(2)
-    const stopped = (failed!.payload.metadata as { stoppedProcesses?: Array<{ pid: number }> }).stoppedProcesses
-    expect(stopped?.map((p) => p.pid)).toEqual(expect.arrayContaining(pids))
+    expect(daemonPids(ws.dir)).toHaveLength(2)
+    // the two daemons and the command's own sleep
+    const stopped = stoppedSleeps(failed!.payload.metadata)
+    expect(stopped).toHaveLength(3)
+    expect(stopped.filter(isLive)).toEqual([])
   })
 
   /** a run whose command started two daemons (setsid, double fork) and still runs: its group recorded */
@@ -228,24 +238,25 @@ describe.skipIf(!onLinux)("logbook run: background processes that leave the comm
     janitor.defer(() => live.child.kill("SIGKILL"))
     await fileLines(path.join(ws.dir, "setsid.pid"), 1)
     await fileLines(path.join(ws.dir, "fork.pid"), 1)
+    // the host's pids of the daemons, while they run
+    const daemons = daemonPids(ws.dir).map((pid) => hostPid(pid, ws.dir))
     const session = await latestSession(ws.db, ws.dir)
     await until("the group recorded", async () =>
       ofType(await readLog(ws.db, session), "tool.process").length === 1 ? true : undefined
     )
     const token = await tokenOf(ws.db, session)
-    return { server, ws, live, session, token }
+    return { server, ws, live, session, token, daemons }
   }
 
   it("a call interrupted (Ctrl-C): the daemons are stopped before logbook exits", async () => {
-    const { ws, live, session, token } = await runningDaemons()
+    const { ws, live, session, token, daemons } = await runningDaemons()
     expect(carriers(token).length).toBeGreaterThanOrEqual(2)
     live.child.kill("SIGINT")
     expect((await live.exited).code).toBe(130)
     expect(carriers(token)).toEqual([])
     const [failed] = ofType(await readLog(ws.db, session), "tool.failed")
     expect(failed!.payload).toMatchObject({ interrupted: true })
-    const stopped = (failed!.payload.metadata as { stoppedProcesses?: Array<{ pid: number }> }).stoppedProcesses
-    expect(stopped?.map((p) => p.pid)).toEqual(expect.arrayContaining(daemonPids(ws.dir)))
+    expect(stoppedSleeps(failed!.payload.metadata)).toEqual(expect.arrayContaining(daemons))
   })
 
   it("logbook killed (-9) during the call: the next run of the session stops the daemons too", async () => {

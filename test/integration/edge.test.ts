@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
+import { hostPid } from "../support/pids.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
@@ -53,8 +54,9 @@ const runStubbornCommand = async (callId: string) => {
   server.enqueue(Reply.stream({ toolCalls: [{ id: callId, name: "bash", arguments: JSON.stringify({ command }) }] }))
   const live = spawnCli([...ws.runArgs, "run it"])
   janitor.defer(() => live.child.kill("SIGKILL"))
-  const [sleeper] = (await fileLines(path.join(ws.dir, "pids"), 1)).map(Number)
-  const shell = Number((await fileLines(shellFile, 1))[0])
+  // the pids the command wrote are its own (the sandbox's); these are the host's
+  const [sleeper] = (await fileLines(path.join(ws.dir, "pids"), 1)).map((pid) => hostPid(Number(pid), ws.dir))
+  const shell = hostPid(Number((await fileLines(shellFile, 1))[0]), ws.dir)
   return { ws, live, sleeper: sleeper!, shell, command }
 }
 

@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, spawnCli } from "../support/cli.js"
+import { groupOf, hostPid } from "../support/pids.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   contentText,
@@ -47,8 +48,9 @@ describe("logbook run: Ctrl-C during a long command", () => {
 
     const live = spawnCli([...ws.runArgs, "start", "the", "workers"])
     janitor.defer(() => live.child.kill("SIGKILL"))
-    const pids = (await fileLines(pidsFile, 2)).map(Number)
-    const shell = Number(fs.readFileSync(shellFile, "utf8").trim())
+    // the pids the command wrote are its own (the sandbox's); these are the host's
+    const pids = (await fileLines(pidsFile, 2)).map((pid) => hostPid(Number(pid), ws.dir))
+    const shell = hostPid(Number(fs.readFileSync(shellFile, "utf8").trim()), ws.dir)
     expect(pids.every((pid) => isLive(pid))).toBe(true)
     expect(isLive(shell)).toBe(true)
 
@@ -190,13 +192,13 @@ describe("logbook run: kill -9 during a command", () => {
     live.child.kill("SIGKILL")
     const exit = await live.exited
     expect(exit.signal).toBe("SIGKILL")
-    const shell = Number(fs.readFileSync(shellFile, "utf8").trim())
+    const shell = hostPid(Number(fs.readFileSync(shellFile, "utf8").trim()), ws.dir)
     // SIGKILL runs no finalizer: the command runs in a process group of its own, which outlives
     // logbook — until the next run opens the session (below)
     expect(isLive(shell)).toBe(true)
     // the group was recorded (tool.process) once the command started
     const recorded = ofType(await readLog(ws.db, id), "tool.process")
-    expect(recorded.map((e) => [e.payload.callId, e.payload.pgid])).toEqual([["call_sleep", shell]])
+    expect(recorded.map((e) => [e.payload.callId, e.payload.pgid])).toEqual([["call_sleep", groupOf(shell)]])
 
     const before = await readLog(ws.db, id)
     expect(before.at(-1)?.type).not.toBe("session.status") // the dead process left the turn open

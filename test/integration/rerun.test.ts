@@ -193,7 +193,7 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     const pids = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-pids-"))
     const env = writableEnv(pids)
     const crashFile = path.join(pids, "crash.pid")
-    janitor.killGroupIn(crashFile)
+    janitor.killGroupIn(crashFile, ws.dir)
     server.enqueue(call("call_crash", `printf 'x\\n' > before.txt; echo $$ > ${crashFile}; sleep 300`))
     const crashed = spawnCli(args("wait"), { env })
     janitor.defer(() => crashed.child.kill("SIGKILL"))
@@ -206,7 +206,7 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     await crashed.exited
     // interrupted (Ctrl-C) while a command runs, in the same session
     const pidFile = path.join(pids, "shell.pid")
-    janitor.killGroupIn(pidFile)
+    janitor.killGroupIn(pidFile, ws.dir)
     server.enqueue(Reply.text("It was cut short."), call("call_wait", `echo $$ > ${pidFile}; sleep 300`))
     expect((await runCli(args("-s", session, "what happened?"), { env })).code).toBe(0)
     const interrupted = spawnCli(args("-s", session, "wait again"), { env })

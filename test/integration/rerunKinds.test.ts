@@ -161,7 +161,7 @@ describe("logbook rerun on each kind of session", () => {
     // (the user's config lets the sandboxed commands write there)
     const pidFile = path.join(scratchDir(), "shell.pid")
     const env = writableEnv(path.dirname(pidFile))
-    janitor.killGroupIn(pidFile)
+    janitor.killGroupIn(pidFile, ws.dir)
     server.enqueue(bash("call_wait", `echo $$ > ${pidFile}; exec sleep 300`))
     const interrupted = spawnCli([...ws.runArgs, "wait long"], { env })
     janitor.defer(() => interrupted.child.kill("SIGKILL"))
@@ -191,7 +191,7 @@ describe("logbook rerun on each kind of session", () => {
     // the pid goes outside the workspace, where the user's config lets the sandboxed commands write
     const pidFile = path.join(scratchDir(), "crash.pid")
     const env = writableEnv(path.dirname(pidFile))
-    janitor.killGroupIn(pidFile)
+    janitor.killGroupIn(pidFile, ws.dir)
     server.enqueue(bash("call_crash", `echo $$ > ${pidFile}; exec sleep 300`))
     const crashed = spawnCli([...ws.runArgs, "wait again"], { env })
     janitor.defer(() => crashed.child.kill("SIGKILL"))

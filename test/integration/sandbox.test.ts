@@ -10,10 +10,23 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
-import { runCli, scratchDir } from "../support/cli.js"
+import { groupAlive } from "../../src/tools/processGroup.js"
+import { hasBwrap, hasBwrapForNobody, NOBODY, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { runCli, scratchDir, spawnCli } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
-import { bashReply, latestSession, makeJanitor, makeWorkspace, notices, ofType, readLog } from "./support.js"
+import {
+  bashReply,
+  idle,
+  isLive,
+  killGroup,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  notices,
+  ofType,
+  readLog,
+  until
+} from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
@@ -146,6 +159,219 @@ describe.skipIf(!hasBwrap)("the sandbox, through logbook run", () => {
     const output = ofType(log, "tool.finished")[0]!.payload.output
     expect(output).toContain("key-hidden")
     expect(output).toContain("net-refused")
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// the host through /proc
+
+/** A value the user's config carries (a hidden path that does not exist), to see whether a command read it. */
+const CONFIG_MARK = "/nonexistent/logbook-config-mark"
+
+/**
+ * What an attacker's command tries, as root or not: through every process's `root` and `cwd` read
+ * the key, the database and the user config; find logbook's own process by walking /proc (its
+ * command line names dist/bin.js and this machine's database), signal it, and through its `root`
+ * and `cwd` (the machine's root directory) write outside the workspace and rewrite the config to
+ * turn the sandbox off (writes go through logbook's process only: run against a sandbox that does
+ * not hold, the test must not write into every process's directory); unmount what hides `~/.ssh`
+ * and remount the root writable. Each success prints a line.
+ */
+const attack = (root: string, db: string) =>
+  [
+    "for d in /proc/[0-9]*; do",
+    `  for base in "$d/root${root}" "$d/cwd"; do`,
+    '    cat "$base/home/.ssh/id_rsa" 2>/dev/null',
+    '    head -c 15 "$base/data/logbook.db" 2>/dev/null && echo',
+    '    grep -o logbook-config-mark "$base/config/logbook/config.json" 2>/dev/null',
+    "  done",
+    "done",
+    // (the name is put together, so that the sandbox's own command line, which holds this text, does not match)
+    "bin=bin",
+    "for d in /proc/[0-9]*; do",
+    '  case "$(tr "\\000" " " < "$d/cmdline" 2>/dev/null)" in',
+    `    *"dist/$bin.js run --db ${db} "*) ;;`,
+    "    *) continue;;",
+    "  esac",
+    '  pid=$(basename "$d")',
+    '  echo "logbook-found $pid"',
+    '  kill -0 "$pid" 2>/dev/null && echo signal-reached',
+    `  for base in "$d/root${root}" "$d/cwd"; do`,
+    '    (echo pwned > "$base/outside.txt") 2>/dev/null',
+    `    (printf '{"tools":{"bash":{"sandbox":"off"}}}' > "$base/config/logbook/config.json") 2>/dev/null && echo config-rewritten`,
+    "  done",
+    "done",
+    `umount "${root}/home/.ssh" 2>/dev/null && cat "${root}/home/.ssh/id_rsa"`,
+    `(mount -o remount,bind,rw / && echo pwned > "${root}/outside.txt") 2>/dev/null && echo remounted`,
+    "echo attack-done"
+  ].join("\n")
+
+/**
+ * Runs the attack through `logbook run` in the sandbox ("on", network off), as `uid` (root: as
+ * the tests run), in a machine of its own under /var/tmp whose directories that user owns.
+ */
+const runAttack = async (uid?: number) => {
+  const server = await janitor.server()
+  const m = machine({ sandbox: "on", network: false, hiddenPaths: [CONFIG_MARK] })
+  const ws = path.join(m.root, "ws")
+  fs.mkdirSync(ws)
+  fs.copyFileSync(path.join(makeWorkspace(server).dir, "logbook.json"), path.join(ws, "logbook.json"))
+  const tmp = path.join(m.root, "tmp")
+  fs.mkdirSync(tmp)
+  if (uid !== undefined) {
+    for (const entry of fs.readdirSync(m.root, { recursive: true, encoding: "utf8" }))
+      fs.chownSync(path.join(m.root, entry), uid, uid)
+    fs.chownSync(m.root, uid, uid)
+  }
+  const config = fs.readFileSync(m.configFile)
+  server.enqueue(bashReply("c1", attack(m.root, m.db)), Reply.text("done"))
+  const run = await runCli(["run", "--db", m.db, "--cwd", ws, "get out"], {
+    env: { ...m.env, TMPDIR: tmp },
+    cwd: m.root,
+    ...(uid === undefined ? {} : { uid, gid: uid })
+  })
+  expect(run.code, run.stderr).toBe(0)
+  const log = await readLog(m.db, await latestSession(m.db, ws))
+  const finished = ofType(log, "tool.finished")[0]!.payload
+  expect(finished.metadata).toMatchObject({ sandbox: { sandboxed: true, network: false } })
+  // the attack ran to its end, and what it was after is there on the host
+  expect(finished.output).toContain("attack-done")
+  expect(fs.readFileSync(path.join(m.home, ".ssh", "id_rsa"), "utf8")).toBe(`${KEY}\n`)
+  expect(fs.readFileSync(m.db).subarray(0, 15).toString()).toBe("SQLite format 3")
+  return { m, run, log, output: finished.output, config }
+}
+
+const expectNothingReached = (result: Awaited<ReturnType<typeof runAttack>>) => {
+  const { m, run, log, output, config } = result
+  // it did not even see logbook: the sandbox's /proc holds the sandbox's processes only
+  expect(output).not.toContain("logbook-found")
+  expect(output).not.toContain("signal-reached")
+  for (const leak of [KEY, "SQLite format 3", "logbook-config-mark"]) {
+    expect(output).not.toContain(leak)
+    expect(run.stdout + run.stderr).not.toContain(leak)
+  }
+  expect(JSON.stringify(log.map((e) => e.payload))).not.toContain(KEY)
+  expect(output).not.toMatch(/config-rewritten|remounted/)
+  // nothing outside the workspace changed
+  expect(fs.existsSync(path.join(m.root, "outside.txt"))).toBe(false)
+  expect(fs.readFileSync(m.configFile)).toEqual(config)
+}
+
+describe.skipIf(!hasBwrap)("the sandbox keeps the host out of reach through /proc", () => {
+  it(`as the user running the tests (${process.getuid?.() === 0 ? "root" : "not root"}): no key, database or config read, nothing written, no signal`, async () => {
+    expectNothingReached(await runAttack())
+  })
+
+  it.runIf(hasBwrapForNobody)("as an ordinary user (nobody): the same", async () => {
+    expectNothingReached(await runAttack(NOBODY))
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// after kill -9
+
+/** The live processes whose parent is `pid` and whose name is `name`. */
+const childrenNamed = (pid: number, name: string): Array<number> =>
+  fs
+    .readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        return Number(fields[1]) === pid && stat.includes(`(${name})`) && isLive(Number(entry))
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+
+/**
+ * A `logbook run` (sandbox "on") whose command sleeps, in a machine whose TMPDIR is its own (to see
+ * the sandbox directories); resolves once the command's group is recorded, with the group and
+ * bwrap's pid.
+ */
+const sleepingRun = async (m: ReturnType<typeof machine>, tmp: string, server: ScriptedServer) => {
+  const ws = makeWorkspace(server)
+  server.enqueue(bashReply("c1", "sleep 300"))
+  const live = spawnCli(["run", "--db", m.db, "--cwd", ws.dir, "sleep"], { env: { ...m.env, TMPDIR: tmp } })
+  janitor.defer(() => live.child.kill("SIGKILL"))
+  const session = await until("the session", () => latestSession(m.db, ws.dir).catch(() => undefined))
+  const pgid = await until(
+    "the command's group recorded",
+    async () => ofType(await readLog(m.db, session), "tool.process")[0]?.payload.pgid
+  )
+  janitor.defer(() => killGroup(pgid))
+  const [bwrap] = await until("bwrap running", () => {
+    const found = childrenNamed(live.child.pid!, "bwrap")
+    return found.length === 1 ? found : undefined
+  })
+  return { ws, live, session, pgid, bwrap: bwrap! }
+}
+
+const sandboxDirsIn = (tmp: string) => fs.readdirSync(tmp).filter((name) => name.startsWith("logbook-sandbox-"))
+
+describe.skipIf(!hasBwrap)("commands a killed logbook left running", () => {
+  it("the next logbook start, on another session, stops them (bwrap too), records it in their session and removes the sandbox directory", async () => {
+    const server = await janitor.server()
+    const m = machine({ sandbox: "on" })
+    const tmp = path.join(m.root, "tmp")
+    fs.mkdirSync(tmp)
+    const first = await sleepingRun(m, tmp, server)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+
+    first.live.child.kill("SIGKILL")
+    expect((await first.live.exited).signal).toBe("SIGKILL")
+    // no finalizer ran: the command, bwrap and the sandbox directory outlive logbook
+    expect(groupAlive(first.pgid)).toBe(true)
+    expect(isLive(first.bwrap)).toBe(true)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+
+    // another session: a new workspace, the same database
+    server.enqueue(Reply.text("hello"))
+    const other = makeWorkspace(server)
+    const next = await runCli(["run", "--db", m.db, "--cwd", other.dir, "hi"], { env: { ...m.env, TMPDIR: tmp } })
+    expect(next.code, next.stderr).toBe(0)
+    expect(notices(next.stderr)).toContain(
+      `logbook: stopping commands a logbook process left running in session ${first.session} when it died…`
+    )
+    await until("the command and bwrap gone", () =>
+      !groupAlive(first.pgid) && !isLive(first.bwrap) ? true : undefined
+    )
+    // the dead process's directory is removed, and the new run removed its own at exit
+    expect(sandboxDirsIn(tmp)).toEqual([])
+
+    // the first session's log records it: the call ended by the crash sweep, its command stopped
+    const log = await readLog(m.db, first.session)
+    expect(ofType(log, "tool.failed").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ callId: "c1", interrupted: true, reason: "crash" })
+    ])
+    expect(ofType(log, "tool.failed")[0]!.payload.error).toContain("Its command was still running and was stopped.")
+    expect(ofType(log, "turn.interrupted").map((e) => e.payload.reason)).toEqual(["crash"])
+    expect(log.at(-1)).toMatchObject(idle)
+  })
+
+  it("a live logbook's command is never stopped by another one's start", async () => {
+    const server = await janitor.server()
+    const m = machine({ sandbox: "on" })
+    const tmp = path.join(m.root, "tmp")
+    fs.mkdirSync(tmp)
+    const first = await sleepingRun(m, tmp, server)
+
+    server.enqueue(Reply.text("hello"))
+    const other = makeWorkspace(server)
+    const next = await runCli(["run", "--db", m.db, "--cwd", other.dir, "hi"], { env: { ...m.env, TMPDIR: tmp } })
+    expect(next.code, next.stderr).toBe(0)
+    expect(notices(next.stderr).filter((line) => line.includes("stopping commands"))).toEqual([])
+    // the first run still runs its command, in its own sandbox directory
+    expect(groupAlive(first.pgid)).toBe(true)
+    expect(isLive(first.bwrap)).toBe(true)
+    expect(sandboxDirsIn(tmp)).toHaveLength(1)
+    expect(ofType(await readLog(m.db, first.session), "tool.failed")).toEqual([])
+
+    first.live.child.kill("SIGINT")
+    expect((await first.live.exited).code).toBe(130)
+    expect(groupAlive(first.pgid)).toBe(false)
   })
 })
 

@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { groupAlive } from "../../src/tools/processGroup.js"
 import { runCli, scratchDir, spawnCli } from "../support/cli.js"
+import { groupOf, hostPid } from "../support/pids.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   bashReply,
@@ -33,11 +34,12 @@ const runningCommand = async (rest: string) => {
   const pidFile = path.join(scratchDir(), "shell.pid")
   // outside the workspace: the user's config lets the sandboxed command write there
   const env = writableEnv(path.dirname(pidFile))
-  janitor.killGroupIn(pidFile)
+  janitor.killGroupIn(pidFile, ws.dir)
   server.enqueue(bashReply("call_run", `echo $$ > ${pidFile}; ${rest}`), Reply.text("after"))
   const live = spawnCli([...ws.runArgs, "run it"], { env })
   janitor.defer(() => live.child.kill("SIGKILL"))
-  const pgid = Number((await fileLines(pidFile, 1))[0])
+  // the shell's pid as the sandbox numbers it; its group as the host does
+  const pgid = groupOf(hostPid(Number((await fileLines(pidFile, 1))[0]), ws.dir))!
   const session = await latestSession(ws.db, ws.dir)
   await until("the command's group recorded", async () =>
     ofType(await readLog(ws.db, session), "tool.process").length === 1 ? true : undefined

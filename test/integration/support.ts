@@ -12,6 +12,7 @@ import { EventStore } from "../../src/store/EventStore.js"
 import type { SessionState } from "../../src/store/Projection.js"
 import { restore } from "../../src/store/Snapshots.js"
 import { scratchDb, scratchDir } from "../support/cli.js"
+import { groupOf, hostPid } from "../support/pids.js"
 import {
   type RecordedRequest,
   Reply,
@@ -128,12 +129,17 @@ export const makeJanitor = () => {
     defer: (task: () => unknown) => {
       tasks.push(task)
     },
-    /** At cleanup, kills the process group whose id `file` holds (a command's `echo $$ > file`), if any. */
-    killGroupIn: (file: string) => {
+    /**
+     * At cleanup, kills the process group of the shell whose pid `file` holds (a command's
+     * `echo $$ > file`, run in `cwd`, default the file's directory), if it still runs.
+     */
+    killGroupIn: (file: string, cwd = path.dirname(file)) => {
       tasks.push(() => {
         if (!fs.existsSync(file)) return
-        const pgid = Number(fs.readFileSync(file, "utf8").trim())
-        if (Number.isInteger(pgid) && pgid > 1) killGroup(pgid)
+        const pid = Number(fs.readFileSync(file, "utf8").trim())
+        if (!Number.isInteger(pid) || pid < 1) return
+        const pgid = groupOf(hostPid(pid, cwd))
+        if (pgid !== undefined && pgid > 1) killGroup(pgid)
       })
     },
     release: async () => {

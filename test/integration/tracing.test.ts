@@ -342,7 +342,7 @@ describe("logbook run with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     const pidFile = path.join(scratchDir(), "shell.pid")
-    janitor.killGroupIn(pidFile)
+    janitor.killGroupIn(pidFile, ws.dir)
     server.enqueue(bashReply("call_sleep", `echo $$ > ${pidFile}; sleep 300`), Reply.text("after"))
     const live = spawnCli([...ws.runArgs, "run it"], {
       env: { ...writableEnv(path.dirname(pidFile)), ...patientExport, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }

@@ -11,6 +11,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
+import { hostPid } from "../support/pids.js"
 import { Reply } from "../support/scriptedServer.js"
 import { hasTmux, runInTmux, type TmuxRun } from "../support/tmux.js"
 import {
@@ -70,7 +71,7 @@ const commandRunning = async () => {
   await type(run, "go")
   const file = path.join(ws.dir, "pid")
   await poll("the command's pid", () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
-  const command = Number(fs.readFileSync(file, "utf8").trim())
+  const command = hostPid(Number(fs.readFileSync(file, "utf8").trim()), ws.dir)
   const found = spawnSync("pgrep", ["-f", `bin.js --db ${ws.db}`], { encoding: "utf8" })
   const pids = found.stdout.trim().split("\n").filter(Boolean).map(Number)
   expect(pids).toHaveLength(1)
@@ -214,7 +215,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
       "the command's pids",
       () => fs.existsSync(childFile) && fs.readFileSync(childFile, "utf8").endsWith("\n")
     )
-    const pids = [pidFile, childFile].map((file) => Number(fs.readFileSync(file, "utf8").trim()))
+    const pids = [pidFile, childFile].map((file) => hostPid(Number(fs.readFileSync(file, "utf8").trim()), ws.dir))
     expect(pids.every(alive)).toBe(true)
     await type(run, "after the interrupt", "Tab")
     await run.waitFor("⧗ queued: after the interrupt")
@@ -426,7 +427,7 @@ describe.skipIf(!hasTmux)("logbook on a terminal: the interactive session", () =
     const pid = async (name: string) => {
       const file = path.join(ws.dir, name)
       await poll(name, () => fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n"))
-      return Number(fs.readFileSync(file, "utf8").trim())
+      return hostPid(Number(fs.readFileSync(file, "utf8").trim()), ws.dir)
     }
     const first = await pid("pid1")
     run.keys("C-c")

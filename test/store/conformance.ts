@@ -612,6 +612,29 @@ export const conformance = (name: string, makeLayer: () => Layer.Layer<EventStor
       )
     )
 
+    it.effect("leases: every lease held, live or expired, until it is released", () =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const [a, b] = [sid("all-a"), sid("all-b")]
+          yield* TestClock.setTime(1_000)
+          const before = (yield* store.leases).length
+          yield* store.acquireLease(a, "proc-a", 1_000)
+          yield* store.acquireLease(b, "proc-b", 1_000)
+          // expired leases stay listed: a process that died released nothing
+          yield* TestClock.adjust(5_000)
+          const listed = (yield* store.leases).filter((l) => l.sessionId === a || l.sessionId === b)
+          expect([...listed].sort((x, y) => x.owner.localeCompare(y.owner))).toEqual([
+            { sessionId: a, owner: "proc-a", expiresAt: 2_000 },
+            { sessionId: b, owner: "proc-b", expiresAt: 2_000 }
+          ])
+          yield* store.releaseLease(a, "proc-a")
+          expect((yield* store.leases).map((l) => l.sessionId)).not.toContain(a)
+          expect((yield* store.leases).length).toBe(before + 1)
+        })
+      )
+    )
+
     it.effect("leases: one owner at a time until expiry or release", () =>
       run(
         Effect.gen(function* () {

@@ -14,6 +14,23 @@ const probe = spawnSync("bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--uns
 
 export const hasBwrap = process.platform === "linux" && probe.status === 0
 
+/** The ordinary user the sandbox tests run the binary as when they run as root. */
+export const NOBODY = 65534
+
+/**
+ * Whether bubblewrap makes a sandbox for `nobody` here (run as root; an ordinary user's bwrap needs
+ * user namespaces, which a container may forbid).
+ */
+export const hasBwrapForNobody =
+  hasBwrap &&
+  process.getuid?.() === 0 &&
+  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--", "true"], {
+    stdio: "ignore",
+    timeout: 10_000,
+    uid: NOBODY,
+    gid: NOBODY
+  }).status === 0
+
 if (!hasBwrap && process.env.LOGBOOK_REQUIRE_BWRAP === "1")
   throw new Error("LOGBOOK_REQUIRE_BWRAP=1 but bubblewrap cannot make a sandbox here: the sandbox tests cannot run")
 if (!hasBwrap) console.warn("bubblewrap cannot make a sandbox here: the sandbox tests are skipped")

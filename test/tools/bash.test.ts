@@ -10,11 +10,20 @@ import {
   OUTPUT_TAIL_BYTES
 } from "../../src/tools/bash.js"
 import { groupAlive } from "../../src/tools/processGroup.js"
+import { defaultSandboxSettings } from "../../src/tools/Sandbox.js"
 import type { ToolContext } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
 import { testContext } from "../support/toolContext.js"
 
-const bash = makeBash({ timeoutMs: 10_000, maxTimeoutMs: 60_000 })
+/**
+ * The tool unconfined: the contract of processes and groups as the host sees them (`$$`, `$!` are
+ * host pids). In the sandbox they are pids of its own namespace: test/tools/sandbox.test.ts.
+ */
+const bash = makeBash({
+  timeoutMs: 10_000,
+  maxTimeoutMs: 60_000,
+  sandbox: { ...defaultSandboxSettings, mode: "off" }
+})
 
 const context = (cwd: string, progress: Array<string> = []): ToolContext => testContext(cwd, { progress })
 

@@ -20,6 +20,7 @@ import {
   sandboxHint
 } from "../../src/tools/Sandbox.js"
 import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { hostPids } from "../support/pids.js"
 import { tempDir } from "../support/tmp.js"
 import { testContext } from "../support/toolContext.js"
 
@@ -39,9 +40,12 @@ const plan: SandboxPlan = {
 }
 
 describe("bwrapArgs", () => {
-  it("mounts the root read-only, then /dev, /proc, the private /tmp, the writable paths, and hides last", () => {
+  it("a PID namespace, no capabilities; mounts the root read-only, then /dev, /proc, the private /tmp, the writable paths, and hides last", () => {
     expect(bwrapArgs(plan)).toEqual([
       "--new-session",
+      "--unshare-pid",
+      "--cap-drop",
+      "ALL",
       "--unshare-net",
       "--ro-bind",
       "/",
@@ -232,10 +236,12 @@ const pidsIn = (file: string): Array<number> =>
         .map(Number)
     : []
 
-const waitForPids = (file: string, count: number) =>
+/** The host pids of the `count` processes the command wrote to `file` (pids of its namespace), once all run. */
+const waitForPids = (file: string, count: number, ctx: { readonly processes: ReadonlyArray<{ pgid: number }> }) =>
   Effect.gen(function* () {
     for (let waited = 0; waited < 10_000; waited += 20) {
-      const pids = pidsIn(file)
+      const group = ctx.processes[0]?.pgid
+      const pids = group === undefined ? [] : hostPids(group, pidsIn(file))
       if (pids.length >= count && pids.every(alive)) return pids
       yield* Effect.sleep("20 millis")
     }
@@ -274,13 +280,22 @@ describe.skipIf(!hasBwrap)("commands in the sandbox", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.live("the shell leads the recorded group ($$), which carries the token", () =>
+  it.live("the command runs in the recorded group, led by the sandbox's init, and carries the token", () =>
     Effect.gen(function* () {
       const ctx = testContext(tempDir("logbook-sandbox-group-"))
-      const result = yield* bash.execute({ command: 'echo $$; ps -o pgid= -p $$; echo "$LOGBOOK_PROCESS_TOKEN"' }, ctx)
-      const [shell, pgid, token] = result.output.split("\n").map((line) => line.trim())
-      expect(ctx.processes).toEqual([{ pgid: Number(shell), token }])
-      expect(Number(pgid)).toBe(Number(shell))
+      const result = yield* bash.execute(
+        { command: 'echo $$; ps -o pgid= -p $$; echo "$LOGBOOK_PROCESS_TOKEN"; ls /proc | grep -c "^[0-9]"' },
+        ctx
+      )
+      const [shell, pgid, token, processes] = result.output.split("\n").map((line) => line.trim())
+      // inside its PID namespace: bwrap's init is 1 and leads the group, the shell is 2, and /proc
+      // shows the sandbox's processes only (init, the shell, ls, grep)
+      expect([shell, pgid]).toEqual(["2", "1"])
+      expect(Number(processes)).toBeLessThanOrEqual(4)
+      // outside: the group recorded is the init's host pid
+      expect(ctx.processes).toEqual([{ pgid: expect.any(Number), token }])
+      expect(ctx.processes[0]!.pgid).toBeGreaterThan(1)
+      expect(token).toMatch(/^[0-9a-f-]{36}$/)
     })
   )
 
@@ -297,7 +312,7 @@ describe.skipIf(!hasBwrap)("commands in the sandbox", () => {
       const ctx = testContext(dir)
       const command = ["echo $$ >> pids", "sleep 30 & echo $! >> pids", "(sleep 30 & echo $! >> pids; wait) &", "wait"]
       const fiber = yield* Effect.fork(bash.execute({ command: command.join("\n") }, ctx))
-      const pids = yield* waitForPids(path.join(dir, "pids"), 3)
+      const pids = yield* waitForPids(path.join(dir, "pids"), 3, ctx)
       const exit = yield* Fiber.interrupt(fiber)
       expect(Exit.isInterrupted(exit)).toBe(true)
       expect(pids.filter(alive)).toEqual([])
@@ -315,7 +330,7 @@ describe.skipIf(!hasBwrap)("commands in the sandbox", () => {
       const fiber = yield* Effect.fork(
         bash.execute({ command: "trap '' TERM; echo $$ >> pids; sleep 30 & echo $! >> pids; wait" }, ctx)
       )
-      const pids = yield* waitForPids(path.join(dir, "pids"), 2)
+      const pids = yield* waitForPids(path.join(dir, "pids"), 2, ctx)
       yield* Fiber.interrupt(fiber)
       expect(ctx.stoppedRecords).toEqual([expect.objectContaining({ signal: "SIGKILL", exitCode: 137 })])
       expect(pids.filter(alive)).toEqual([])
@@ -332,9 +347,11 @@ describe.skipIf(!hasBwrap)("commands in the sandbox", () => {
       expect(result.output).toBe(
         "done\n\n(background processes still running when the command ended were stopped: 2 × sleep 30)\nExit code: 0"
       )
-      const pids = [...pidsIn(path.join(dir, "held")), ...pidsIn(path.join(dir, "free"))]
-      expect(pids).toHaveLength(2)
-      expect(pids.filter(alive)).toEqual([])
+      expect([...pidsIn(path.join(dir, "held")), ...pidsIn(path.join(dir, "free"))]).toHaveLength(2)
+      // the command wrote pids of its namespace; the record has the host's
+      const stopped = ((result.metadata as BashMetadata).stoppedProcesses ?? []).map((p) => p.pid)
+      expect(stopped).toHaveLength(2)
+      expect(stopped.filter(alive)).toEqual([])
     })
   )
 

@@ -206,6 +206,7 @@ export interface Backend {
   ) => Effect.Effect<Lease, LeaseHeld | EventStoreError>
   readonly releaseLease: (sessionId: SessionId, owner: string) => Effect.Effect<void, EventStoreError>
   readonly lease: (sessionId: SessionId) => Effect.Effect<Option.Option<Lease>, EventStoreError>
+  readonly leases: Effect.Effect<ReadonlyArray<Lease>, EventStoreError>
 }
 
 /** What `Backend.importStream` writes, in order: the session, then chunks of its events and its blobs. */
@@ -1016,7 +1017,8 @@ export const makeService = (
           backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)
         ),
       releaseLease: backend.releaseLease,
-      lease: backend.lease
+      lease: backend.lease,
+      leases: backend.leases
     }
     return service
   })
