@@ -42,7 +42,8 @@ const SECRET = "root:x:0:0:the secret outside"
 /** A workspace (`sub/notes.txt` inside) and a directory outside with a `sub/notes.txt` holding the secret. */
 const confinedWorkspace = async () => {
   const server = await janitor.server()
-  const ws = makeWorkspace(server)
+  // 96 reads in one step: above the default cap of calls a step runs
+  const ws = makeWorkspace(server, { config: { step: { maxToolCalls: 96 } } })
   fs.mkdirSync(path.join(ws.dir, "sub"))
   fs.writeFileSync(path.join(ws.dir, "sub", "notes.txt"), "inside\n")
   const outside = workspaceWith({ "sub/notes.txt": `${SECRET}\n` }, "logbook-confine-out-")
