@@ -34,7 +34,7 @@ import { errnoCode } from "./fsErrors.js"
 import { statPath } from "./notFound.js"
 import {
   AFTER_KILL_MS,
-  groupAlive,
+  commandAlive,
   newProcessToken,
   PROCESS_TOKEN_ENV,
   type ProcessGroup,
@@ -42,7 +42,6 @@ import {
   type StopReport,
   startTicks,
   stopCommand,
-  tokenCarriers,
   trackGroup,
   untrackGroup
 } from "./processGroup.js"
@@ -389,7 +388,7 @@ const awaitEnd = (
       const all = Chunk.prepend(rest, next.value)
       if (Chunk.some(all, (e) => e === "data")) yield* progress(output.last(PROGRESS_BYTES))
     }
-    if (groupAlive(running.pid) || tokenCarriers(running.group.token, running.since).length > 0) {
+    if (commandAlive(running.group, running.since)) {
       stopped = true
       report = mergeReports(report, yield* stopCommand(running.group, running.since))
     } else running.clean = true

@@ -286,6 +286,13 @@ const liveProcessesOf = (target: Target): Array<ProcessInfo> => {
   return [...members, ...tokenCarriers(target.token, target.since).filter((c) => !known.has(c.pid))]
 }
 
+/**
+ * Whether anything of a command is still running once its shell ended: a member of its group
+ * other than the sandbox's init (which ends by itself after the shell), or a process with its token.
+ */
+export const commandAlive = (group: ProcessGroup, since?: number): boolean =>
+  liveProcessesOf({ ...group, since }).length > 0
+
 /** Polls until none of `pids` is alive and the group is gone; `false` when `ms` passed first. */
 const awaitAllGone = (target: Target, pids: ReadonlyArray<number>, ms: number): Effect.Effect<boolean> =>
   Effect.gen(function* () {
