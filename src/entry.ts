@@ -1,16 +1,24 @@
 #!/usr/bin/env node
 /**
- * The `logbook` executable's first file (dist/bin.js): turns on Node's compile cache, then loads the
- * program (src/bin.ts). With the cache (Node ≥ 22.1), the code Node compiles for the bundle is kept
- * on disk and read back at the next start instead of compiled again: `logbook --version` 188–206 →
- * 147 ms on Node 22 and 24 (docs/benchmarks.md, "Start-up"). It must be on before the program's modules
- * are compiled, so the program is imported here after it, not statically. Node 20 has no compile
- * cache for ES modules: nothing is turned on there. Node's own variables apply:
- * `NODE_DISABLE_COMPILE_CACHE=1` turns it off, `NODE_COMPILE_CACHE=<dir>` moves it (default: a
- * directory in the system's temporary directory). A cache Node cannot use (a directory that is not
- * writable) only means a slower start.
+ * The `logbook` executable's first file (dist/bin.js): refuses a Node.js older than the supported
+ * ones (22.12; docs/platform.md), turns on Node's compile cache, then loads the program (src/bin.ts).
+ * It imports nothing of ours statically, so it stays one small file.
+ * With the cache, the code Node compiles for the bundle is kept on disk and read back at the next
+ * start instead of compiled again (docs/benchmarks.md, "Start-up"). It must be on before the
+ * program's modules are compiled, so the program is imported here after it, not statically. Node's
+ * own variables apply: `NODE_DISABLE_COMPILE_CACHE=1` turns it off, `NODE_COMPILE_CACHE=<dir>` moves
+ * it (default: a directory in the system's temporary directory). A cache Node cannot use (a
+ * directory that is not writable) only means a slower start.
  */
 import * as nodeModule from "node:module"
+
+const [major = 0, minor = 0] = process.versions.node.split(".").map((part) => Number.parseInt(part, 10))
+if (major < 22 || (major === 22 && minor < 12)) {
+  process.stderr.write(
+    `logbook: Node.js 22.12 or later is required (22, 24 and 26 are supported); this is Node.js ${process.versions.node}\n`
+  )
+  process.exit(1)
+}
 
 const enableCompileCache = (nodeModule as { readonly enableCompileCache?: () => unknown }).enableCompileCache
 if (typeof enableCompileCache === "function") {

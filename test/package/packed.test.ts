@@ -1,14 +1,14 @@
 /**
- * The package a stranger installs (issue 13 §3): `npm pack` (which runs `prepack`: the bundles and
- * the type declarations), the tarball installed into a scratch project under the OS temp dir with
- * its peers at our versions, the README's library examples (examples/*.ts, which the README shows
- * verbatim) type-checked against the installed declarations and run with node; and a global install
- * of the same tarball whose `logbook --version` runs.
+ * The package a stranger installs: `npm pack` (which runs `prepack`: the bundles and the type
+ * declarations), the tarball installed into a scratch project under the OS temp dir with its peers
+ * at our versions and the README's `overrides` (one better-sqlite3), the README's library examples
+ * (examples/*.ts, which the README shows verbatim) type-checked with the README's tsconfig
+ * (`skipLibCheck: false`) by the TypeScript `npm install typescript` gives (7) and by ours, and run
+ * with node; and a global install of the same tarball whose `logbook` runs and opens a database.
  *
  * The installs take the packages from the npm cache when it has them (`--prefer-offline`; the
- * registry otherwise) and run no install scripts: better-sqlite3's native addon, which would be
- * downloaded or compiled (minutes), is copied from our own node_modules instead (the same Node and
- * platform). Slow (an `npm pack` and two installs): about a minute or more.
+ * registry otherwise) and run no install scripts: none is needed (better-sqlite3 ships its addon
+ * prebuilt). Slow (an `npm pack` and two installs): about a minute or more.
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
@@ -16,16 +16,26 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import * as esbuild from "esbuild"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { root } from "../support/cli.js"
+import { root, sampleSession, seed } from "../support/cli.js"
 import { Reply, type ScriptedServer, startScriptedServer } from "../support/scriptedServer.js"
 import { tempDir } from "../support/tmp.js"
 
 const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
   readonly version: string
+  readonly dependencies: Record<string, string>
   readonly peerDependencies: Record<string, string>
   readonly devDependencies: Record<string, string>
 }
 const examples = ["agent.ts", "event-log.ts"]
+/** The TypeScript `npm install typescript` gives (its `latest`), besides our own devDependency. */
+const TYPESCRIPT_LATEST = "7.0.2"
+const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+/** The README's tsconfig for a program that uses the library: the json block after its marker. */
+const readmeTsconfig = (): { compilerOptions: Record<string, unknown> } => {
+  const match = /<!-- library tsconfig -->\s*```json\n([\s\S]*?)```/.exec(readme)
+  if (!match) throw new Error("README.md has no library tsconfig block")
+  return JSON.parse(match[1]!)
+}
 
 /** The environment of the npm child processes: without the npm_* variables of a parent `npm test`. */
 const npmEnv = (): NodeJS.ProcessEnv =>
@@ -58,10 +68,11 @@ const mustRun = async (...args: Parameters<typeof run>) => {
   return result
 }
 
-/** Our addon in an installed better-sqlite3 (installed with --ignore-scripts) */
-const copyAddon = (nodeModules: string) => {
-  const from = path.join(root, "node_modules", "better-sqlite3", "build")
-  fs.cpSync(from, path.join(nodeModules, "better-sqlite3", "build"), { recursive: true })
+/** The README's `overrides` for a project that uses the library: the json block after its marker. */
+const readmeOverrides = (): Record<string, string> => {
+  const match = /<!-- library overrides -->\s*```json\n([\s\S]*?)```/.exec(readme)
+  if (!match) throw new Error("README.md has no library overrides block")
+  return (JSON.parse(match[1]!) as { overrides: Record<string, string> }).overrides
 }
 
 const installFlags = ["--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
@@ -85,17 +96,21 @@ beforeAll(async () => {
   fs.mkdirSync(project)
   fs.writeFileSync(
     path.join(project, "package.json"),
-    JSON.stringify({ name: "consumer", private: true, type: "module" })
+    JSON.stringify({ name: "consumer", private: true, type: "module", overrides: readmeOverrides() })
   )
   const peers = Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`)
   await mustRun(
     "npm",
-    ["install", tarball, ...peers, `@types/node@${pkg.devDependencies["@types/node"]}`, ...installFlags],
-    {
-      cwd: project
-    }
+    [
+      "install",
+      tarball,
+      ...peers,
+      `@types/node@${pkg.devDependencies["@types/node"]}`,
+      `typescript@${TYPESCRIPT_LATEST}`,
+      ...installFlags
+    ],
+    { cwd: project }
   )
-  copyAddon(path.join(project, "node_modules"))
   for (const example of examples) fs.copyFileSync(path.join(root, "examples", example), path.join(project, example))
 }, 900_000)
 
@@ -115,40 +130,40 @@ describe("the packed package", () => {
     expect(tree.effect.version).toBe(pkg.devDependencies.effect)
     // one effect: logbook uses the project's own (a second copy breaks its runtime)
     expect(fs.existsSync(path.join(project, "node_modules", "logbook", "node_modules", "effect"))).toBe(false)
+    // one better-sqlite3, ours, also under @effect/sql-sqlite-node (which asks for ^12): the README's overrides
+    const sqlite = tree["@effect/sql-sqlite-node"].dependencies["better-sqlite3"]
+    expect(sqlite.version).toBe(pkg.dependencies["better-sqlite3"])
+    expect(tree.logbook.dependencies["better-sqlite3"].version).toBe(pkg.dependencies["better-sqlite3"])
+    for (const nested of ["logbook", "@effect/sql-sqlite-node"]) {
+      expect(fs.existsSync(path.join(project, "node_modules", nested, "node_modules", "better-sqlite3"))).toBe(false)
+    }
   })
 
-  it("the README's examples type-check against the installed declarations (strict, libraries checked too)", async () => {
-    fs.writeFileSync(
-      path.join(project, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          lib: ["ES2022"],
-          types: ["node"],
-          strict: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          noEmit: true
-        },
-        include: examples
-      })
-    )
-    const tsc = await run(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], {
-      cwd: project
-    })
-    // other packages' declarations (ai, @ai-sdk/*) have errors of their own under these options;
-    // ours and the examples must have none (an import of a path not shipped would be one)
-    const ours = tsc.stdout
-      .split("\n")
-      .filter(
-        (line) =>
-          /error TS/.test(line) && (line.startsWith("node_modules/logbook/") || !line.startsWith("node_modules/"))
-      )
-    expect(ours).toEqual([])
-    expect(tsc.stdout).not.toMatch(/Cannot find module 'logbook'/)
-  }, 300_000)
+  const typescripts = [
+    { name: `typescript ${TYPESCRIPT_LATEST} (npm's latest)`, tsc: path.join(project, "node_modules", ".bin", "tsc") },
+    {
+      name: `typescript ${pkg.devDependencies.typescript} (ours)`,
+      tsc: path.join(root, "node_modules", "typescript", "bin", "tsc")
+    }
+  ]
+  it.each(typescripts)(
+    "the README's examples type-check with the README's tsconfig, libraries checked too: $name",
+    async ({ tsc }) => {
+      fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({ ...readmeTsconfig(), include: examples }))
+      const version = await mustRun(tsc, ["--version"], { cwd: project })
+      expect(version.stdout).toMatch(/^Version \d/)
+      const result = await run(tsc, ["-p", "."], { cwd: project })
+      // every declaration the examples reach is checked, ours and our dependencies' alike: a user
+      // needs no skipLibCheck
+      expect(result.stdout + result.stderr).toBe("")
+      expect(result.code).toBe(0)
+    },
+    300_000
+  )
+
+  it("the README's tsconfig checks libraries (a broken declaration would be an error)", () => {
+    expect(readmeTsconfig().compilerOptions.skipLibCheck).toBe(false)
+  })
 
   const compile = async (example: string) => {
     const out = path.join(project, example.replace(/\.ts$/, ".mjs"))
@@ -198,18 +213,31 @@ describe("the packed package", () => {
     })
   })
 
-  it("installs globally: logbook --version runs the installed bin", async () => {
+  it("installs globally: the installed bin runs and reads a database", async () => {
     const prefix = path.join(work, "global")
     await mustRun("npm", ["install", "-g", tarball, "--prefix", prefix, ...installFlags], { cwd: work })
     const version = await run(path.join(prefix, "bin", "logbook"), ["--version"], { cwd: work, env: process.env })
     expect(version.stderr).toBe("")
     expect(version.stdout.trim()).toBe(pkg.version)
+    // its SQLite driver works as installed, without a build step
+    const db = path.join(work, "global.db")
+    await seed(db, [{ id: "installed-session", events: sampleSession("Installed") }])
+    const list = await run(path.join(prefix, "bin", "logbook"), ["sessions", "list", "--db", db], {
+      cwd: work,
+      env: process.env
+    })
+    expect(list.stderr).toBe("")
+    expect(list.code).toBe(0)
+    expect(list.stdout).toContain("Installed")
   }, 300_000)
 })
 
 describe("the README", () => {
+  it("pins better-sqlite3 in its overrides to the version logbook depends on", () => {
+    expect(readmeOverrides()).toEqual({ "better-sqlite3": pkg.dependencies["better-sqlite3"] })
+  })
+
   it("shows the examples as they are in examples/", () => {
-    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1])
     const library = blocks.filter((block) => block!.includes('from "logbook"'))
     expect(library).toEqual(examples.map((example) => fs.readFileSync(path.join(root, "examples", example), "utf8")))

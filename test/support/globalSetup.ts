@@ -1,6 +1,7 @@
 /**
  * Vitest global setup: builds dist/bin.js once before any test file runs, so CLI tests exercise
- * the bundle a user installs.
+ * the bundle a user installs; then stops at once when that binary refuses this Node (an unsupported
+ * one: every CLI test would fail).
  */
 import { execFile } from "node:child_process"
 import * as path from "node:path"
@@ -18,5 +19,11 @@ export default async function setup(): Promise<void> {
   } catch (error) {
     const e = error as { stderr?: string; stdout?: string; message: string }
     throw new Error(`the build failed before the tests: ${e.stderr || e.stdout || e.message}`)
+  }
+  try {
+    await promisify(execFile)(process.execPath, [path.join(root, "dist", "bin.js"), "--version"], { timeout: 60_000 })
+  } catch (error) {
+    const e = error as { stderr?: string; message: string }
+    throw new Error(`${e.stderr || e.message}(.ci/run fetches a supported Node: docs/platform.md)`)
   }
 }
