@@ -3,9 +3,8 @@
  * last one.
  *
  * A batch is shown in one pass, without an Effect per event: one clock read, then each event shown
- * by a plain function (`showOne`: the answer seen, the event rendered and written). The output ran
- * about a fifth of a model step's Effect operations when each event had an `Effect.gen` of its own
- * and two `Ref`s (docs/benchmarks.md, "The output of `logbook run` in one pass"). Only an event
+ * by a plain function (`showOne`: the answer seen, the event rendered and written), not an
+ * `Effect.gen` and two `Ref`s an event, which cost as much as a good part of a model step. Only an event
  * that waits (`waitAfter`: the approval prompt of a `permission.asked`, after everything written
  * before the ask) makes the rest of its batch wait for it.
  *

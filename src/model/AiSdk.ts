@@ -926,16 +926,14 @@ interface ReadBatch {
 /**
  * The pull of the model's events. A pull waits for the provider's next part, then takes every part
  * the provider's stream gives without waiting for more of the response (`readyOrLater`): the parts
- * of one network read come as one chunk, so the kernel journals them as one batch (they came one
- * part a pull, each through the queue, the batch handler and the journal on its own: ≈ 0.35 ms a
- * part, docs/benchmarks.md "Parts read together"), while a slow stream still gives each part as
+ * of one network read come as one chunk, so the kernel journals them as one batch (not each part
+ * through the queue, the batch handler and the journal on its own), while a slow stream still gives each part as
  * it comes. The read that did not come in time is kept and starts the next pull. A failure (an
  * `error` part, a broken or idle stream) comes after the events of the parts before it, at the
  * next pull; at the stream's end, the step's `Finish` comes with the last events — or `stream-cut`
  * when the provider sent no finish. One stream stage for the whole read, with no fiber or stage
- * per part: on a scripted step of a dozen parts, `fromReadableStream` → `mapEffect` →
- * `flattenIterables` → `concat` cost about 3 ms more than reading the parts (docs/benchmarks.md,
- * "The step's cost, this build beside the session's start").
+ * per part: a chain of `fromReadableStream` → `mapEffect` → `flattenIterables` → `concat` costs
+ * more than the reading itself.
  */
 const readParts = (
   reader: PartReader,

@@ -44,8 +44,8 @@ const defaultTracer: Tracer.Tracer = Effect.runSync(Effect.tracer)
 
 /**
  * `traced()` when spans go somewhere — a tracer was installed (logbook's OTLP export, an
- * embedder's own `Layer.setTracer`) — else `untraced`. A span costs the kernel ≈ 50 µs even with
- * the default tracer, which exports nothing (docs/benchmarks.md, "Spans only when traced"): the
+ * embedder's own `Layer.setTracer`) — else `untraced`. A span costs the kernel even with the
+ * default tracer, which exports nothing (docs/observability.md, "Cost"): the
  * spans made several times a model step are made only when they go somewhere, as an OpenTelemetry
  * API without an SDK makes none.
  */

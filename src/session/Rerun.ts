@@ -24,7 +24,6 @@
  * prompt) answer from there, as a new session that records where it forked (`session.created`
  * `rerunOf`); the user's later prompts are sent to it at the end of each turn.
  */
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -52,6 +51,7 @@ import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
 import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
 import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
+import { hashContent } from "../store/blobHash.js"
 import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
@@ -330,7 +330,7 @@ const copyDirectory = (from: string, to: string, exclude: ReadonlyArray<string>)
     const blobs = new Map<string, Uint8Array>()
     const put = (content: Uint8Array) =>
       Effect.sync(() => {
-        const hash = createHash("sha256").update(content).digest("hex")
+        const hash = hashContent(content)
         blobs.set(hash, content)
         return hash
       })

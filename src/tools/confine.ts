@@ -127,9 +127,8 @@ export const betweenCheckAndOpen = (path: string): Effect.Effect<void> =>
  * The entries of the directory at the real path `directory`, read through a descriptor checked to
  * be that directory (`readdir /proc/self/fd/<fd>`). Fails with `PathMoved` when the name led
  * elsewhere, with the Node error otherwise (`ENOTDIR` when it is not a directory). The test seam
- * first, then blocking calls (`readdirCheckedSync`): four thread-pool round trips a directory made
- * a walk of 2,000 directories take 4–5 times as long (docs/benchmarks.md "Tools without the
- * thread pool").
+ * first, then blocking calls (`readdirCheckedSync`): four thread-pool round trips a directory
+ * would make a large walk several times slower.
  */
 export const readdirChecked = (directory: string): Effect.Effect<Array<Dirent>, FsError | PathMoved> =>
   Effect.zipRight(
@@ -169,8 +168,7 @@ const openVerifiedSync = (expected: string, flags: number): { readonly fd: numbe
  * `openCheckedSync` for a tool call: the test seam first (`betweenCheckAndOpen`), then the open and
  * its check as blocking calls, in a scope that closes the descriptor. The calls are metadata calls
  * (open, the `/proc` link, later `fstat`) of microseconds on a local disk, where each call through
- * the thread pool waits for the event loop to come back to it (0.1–1 ms a call in a busy step, see
- * docs/benchmarks.md "Tools without the thread pool"). Path resolution (Workspace.ts) already blocks
+ * the thread pool waits for the event loop to come back to it (long, in a busy step). Path resolution (Workspace.ts) already blocks
  * the same way, so a hung mount stops the agent at the first of them either way.
  */
 export const openCheckedScoped = (
