@@ -102,16 +102,11 @@ const recordedGroups = (state: SessionState): ReadonlyArray<Recovery.RecordedGro
   Projection.openToolParts(state).flatMap((part) => (part.state._tag === "running" ? (part.state.processes ?? []) : []))
 
 /**
- * The repair at start-up (docs/tools.md, "After a crash"; `Sessions` runs it at its first opening,
- * for the other sessions): every session whose lease a process of
- * this machine still holds although it is gone (killed: SIGKILL releases nothing), and whose calls
- * left a command running (a recorded group a live process still proves, `isRecordedGroup`), is
- * repaired now as opening it would: its lease taken over, the commands stopped (whole group), the
- * crash sweep appended (`tool.failed {reason: "crash"}`: "… Its command was still running and was
- * stopped."), the lease released. A live process's lease, another machine's, or one another
- * process takes first is left alone, so no live owner's command is touched. Then the sandbox
- * directories of dead processes are removed. A session that cannot be repaired is logged and left
- * for its next open. Returns the sessions repaired.
+ * The repair at start-up (docs/tools.md, "After a crash"), run by `Sessions` at its first opening:
+ * each other session whose lease a dead process of this machine holds and whose recorded command
+ * group is still alive is repaired as opening it would (lease taken, group stopped, crash sweep
+ * appended, lease released); a live or remote owner's session is left alone. Then dead processes'
+ * sandbox directories are removed. Returns the sessions repaired.
  */
 export const repairDeadOwners = Effect.fn("SessionOpen.repairDeadOwners")(function* (options: {
   /** the lease owner id of this process */

@@ -79,28 +79,17 @@ const readInto = <E>(stream: Stream.Stream<ModelEvent, E>, mailbox: Mailbox.Mail
     })
   )
 
-/**
- * Runs `handle` on the model's events in batches (each uninterruptibly: a batch is journaled whole
- * or not at all). The stream runs ahead in a fiber of its own into a mailbox (at most `MAX_BATCH`
- * events), and each batch is everything in it since the previous one (`Mailbox.takeAll`: at least
- * one event). So deltas that arrive together (a burst of SSE chunks read at once, a fast local
- * model) or while the previous batch was being handled come as one batch, while a slow stream
- * still gets one batch per event (nothing waits for more to come). The stream's failure (or end)
- * comes after the events read before it, so those are still handled; then this fails with it.
- *
- * With `steer`, the batches end when it completes: each batch checks it first (no batch starts once
- * the steer is done), and a wait for the model is woken by shutting the mailbox down (which also
- * stops the reader): by the `Steer`'s `wake`, or by a fiber awaiting a bare `Deferred`. A batch
- * being handled when the steer completes (or an interrupt comes) is finished first; the reader's
- * fiber (and with it the model's stream) and the steer's, if any, are interrupted and awaited
- * before this returns, so nothing of the stream runs after it.
- *
- * A loop over a mailbox, not a Stream pipeline: `Stream.toQueue` → `repeatEffectChunkOption` →
- * `runForEach` cost more a step than a loop (docs/architecture.md, "The Processor's pipeline").
- */
 /** What the take gives when the steer ended the stream: nothing more, done. */
 const steeredEnd = [Chunk.empty<ModelEvent>(), true] as const
 
+/**
+ * Runs `handle` on the model's events in batches, each uninterruptible: the stream runs ahead in a
+ * fiber of its own into a mailbox, and a batch is everything that arrived since the last one, so a
+ * burst is one batch and a slow stream one event a batch. The stream's failure comes after the
+ * events before it. With `steer`, no batch starts once it completes and a wait for the model is
+ * woken; the reader (and the model's stream) is stopped and awaited before this returns. A loop over
+ * a mailbox rather than a Stream pipeline, for its cost (docs/architecture.md, "The Processor's pipeline").
+ */
 export const consumeBatched = <E, E2>(
   stream: Stream.Stream<ModelEvent, E>,
   handle: (events: Chunk.Chunk<ModelEvent>) => Effect.Effect<void, E2>,

@@ -180,21 +180,12 @@ const writerConnection = (conn: Connection): Connection => ({
 })
 
 /**
- * The writer's transactions on the client's one connection without reserving it each time (the
- * reservation is a large part of a commit's cost): a transaction whose statements all run without waiting,
- * with cooperative yielding off, runs from `BEGIN IMMEDIATE` to `COMMIT` without another fiber in
- * between — nothing else can read or write past it, which is what the reservation's semaphore
- * ensures (a plain statement of the client takes and gives back the semaphore before it runs, so
- * only a reserved connection, i.e. a transaction, holds it while other fibers run). While a
- * transaction of `immediate` (or the migrations) holds the connection, a write reserves it as
- * before (`reserved`), and so waits for it; the check is made with cooperative yielding already
- * off, so such a transaction cannot begin between the check and the `BEGIN`. better-sqlite3's
- * statements are synchronous, and so is every body the writer runs (statements, hashes, folds) —
- * on `writerConnection`, whose statements have texts no read shares: the client's prepared-statement
- * cache makes a statement wait for another fiber's preparation of the same text in progress (a read
- * that yielded in the middle of it), which a write must never do. A body that waited anyway would
- * let another transaction begin inside it, and that one dies with a defect instead. A failure or a
- * defect of the body rolls back, as `transaction`'s; nothing in it can be interrupted.
+ * The writer's transactions without reserving the connection each time: with cooperative yielding
+ * off, a body of synchronous statements runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber
+ * in between, which is what the reservation would ensure. While `immediate` (or a migration) holds
+ * the connection, a write reserves it as before and waits. The body's statements use
+ * `writerConnection` (texts no read shares, so none waits on another fiber's preparation); a body
+ * that waited anyway fails with a defect. A failure or defect rolls back; nothing is interruptible.
  */
 const directTransaction = (
   sql: SqlClient.SqlClient,
