@@ -60,7 +60,7 @@ import {
   sandboxHint
 } from "./Sandbox.js"
 import type { SecretsService } from "./Secrets.js"
-import { defineTool, type ToolContext, ToolFailure, type ToolOutput } from "./Tools.js"
+import { defineTool, type ToolContext, type ToolDefinition, ToolFailure, type ToolOutput } from "./Tools.js"
 import { intAtLeast, nonEmptyString } from "./toolInput.js"
 
 /** The first bytes of the output the model reads. */
@@ -587,6 +587,16 @@ const run = Effect.fn("tools.bash")(function* (input: BashInput, context: ToolCo
 /** Whether the tool's description should tell the model about the sandbox. */
 const describesSandbox = (options: SandboxOptions): boolean =>
   options.mode === "on" || (options.mode === "auto" && options.status?._tag === "Available")
+
+/**
+ * The `bash` tool `tool` (as `makeBash` made it) with its commands run in `sandbox` instead of the
+ * one it was made with; what the model is told (its description) and its timeouts stay as they
+ * were. A re-run confines its commands so (docs/rerun.md).
+ */
+export const withSandbox = (tool: ToolDefinition<BashInput>, sandbox: SandboxOptions): ToolDefinition<BashInput> => ({
+  ...tool,
+  execute: (input, context) => run(input, context, sandbox)
+})
 
 /** Makes the `bash` tool with the configured default and maximum timeouts and sandbox. */
 export const makeBash = (settings: BashSettings) => {
