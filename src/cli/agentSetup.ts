@@ -28,6 +28,8 @@ export interface AgentSetupOptions {
   /** `--db` */
   readonly db: Option.Option<string>
   readonly approver: Layer.Layer<Approver>
+  /** whether the user hears that commands will not be sandboxed (`LayerFromConfigOptions.sandboxNotice`) */
+  readonly sandboxNotice?: boolean | undefined
 }
 
 export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentSetupOptions) {
@@ -39,6 +41,7 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     reasoning: options.reasoning,
     filename,
     approver: options.approver,
+    sandboxNotice: options.sandboxNotice,
     // the trace export's headers may hold keys too (bin.ts exports the spans)
     secretVariables: Tracing.secretVariables,
     secretValues: Tracing.headerSecrets(process.env)

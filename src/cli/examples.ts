@@ -54,7 +54,8 @@ export const examples: Readonly<Record<string, ReadonlyArray<Example>>> = {
   rerun: [
     ["logbook rerun latest", "run the latest session again from its log: the same events?"],
     ["logbook rerun latest --workspace /tmp/again", "and keep the files it left there"],
-    ["logbook rerun latest --from-step 3 --model openai/gpt-4o", "fork it live from request 3 with another model"]
+    ["logbook rerun latest --from-step 3 --model openai/gpt-4o", "fork it live from request 3 with another model"],
+    ["logbook rerun latest --unconfined-commands", "no bubblewrap here: run commands unconfined"]
   ],
   export: [
     ["logbook export latest -o session.jsonl", "the latest session as a session file"],

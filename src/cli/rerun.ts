@@ -5,8 +5,8 @@
  * `--model` or `--system-prompt`: a fork that goes on live from that request, as a new session.
  *
  * Exit codes: 0 the same (or the fork ran), 1 a divergence, a point a re-run cannot pass, a call it
- * refused or a fork whose live part failed, 2 usage (unknown session, no record of its workspace, a
- * bad flag).
+ * refused (a command where no sandbox can run, without --unconfined-commands) or a fork whose live
+ * part failed, 2 usage (unknown session, no record of its workspace, a bad flag).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -67,6 +67,14 @@ const allowLiveToolsOption = Options.boolean("allow-live-tools").pipe(
       "uses a path outside its scratch directory."
   )
 )
+const unconfinedCommandsOption = Options.boolean("unconfined-commands").pipe(
+  Options.withDescription(
+    "Where no sandbox can run here (no bubblewrap, or it cannot make namespaces), run the re-run's commands " +
+      "without one instead of refusing them. Risky: they can then read and change everything you can, outside " +
+      "the re-run's directory too (a command that wrote outside in the original writes there again). Where the " +
+      "sandbox works, a re-run's commands always run in it."
+  )
+)
 const rerunFormat = formatOption(["text", "json"], "text: the verdict for people; json: the whole report.")
 
 const MAX_SHOWN = 2_000
@@ -84,6 +92,24 @@ const resultText = (label: string, result: ToolResultText | undefined, style: St
 const eventLine = (env: Envelope | undefined): string =>
   env === undefined ? "(nothing)" : sanitize(`${env.type} ${JSON.stringify(env.payload)}`).slice(0, 400)
 
+/** How the re-run's commands ran, one line. */
+const commandsLine = (commands: RerunReport["commands"], style: Style): string => {
+  switch (commands._tag) {
+    case "sandboxed":
+      return style.dim(
+        `  commands ran in the sandbox: only the re-run's directory and a private /tmp writable, network ${commands.network ? "on" : "off"}`
+      )
+    case "refused":
+      return style.yellow(
+        `  commands refused: no sandbox here (${sanitize(commands.reason)}); --unconfined-commands runs them without one`
+      )
+    case "unconfined":
+      return style.yellow(
+        `  commands ran without a sandbox (--unconfined-commands; ${sanitize(commands.reason)}): they could change anything you can`
+      )
+  }
+}
+
 const textOf = (report: RerunReport, style: Style, saved: boolean): string => {
   const out: Array<string> = []
   const requests =
@@ -98,6 +124,7 @@ const textOf = (report: RerunReport, style: Style, saved: boolean): string => {
           "as it is now, with the session's own changes undone"
       )
     )
+  if (report.commands.calls > 0) out.push(commandsLine(report.commands, style))
   for (const file of report.missing) out.push(style.yellow(`  not restored: ${file.path}: ${file.reason}`))
   const outcome = report.outcome
   switch (outcome._tag) {
@@ -167,6 +194,7 @@ export const rerunCommand = Command.make(
     workspace: workspaceOption,
     save: saveOption,
     allowLiveTools: allowLiveToolsOption,
+    unconfinedCommands: unconfinedCommandsOption,
     yes: yesOption,
     format: rerunFormat,
     db: dbOption
@@ -195,7 +223,9 @@ export const rerunCommand = Command.make(
         cwd,
         flags: model === undefined ? {} : { model },
         db: Option.some(filename),
-        approver: Approver.autoDeny
+        approver: Approver.autoDeny,
+        // the re-run's commands run in its own sandbox; the report says how
+        sandboxNotice: false
       })
       const given = Option.getOrUndefined(args.workspace)
       // by default a new directory as long as the original's path, so what names it keeps its size
@@ -224,6 +254,8 @@ export const rerunCommand = Command.make(
         secrets: setup.secrets,
         target: save ? EventStore.layerSqlite({ filename }) : undefined,
         allowLiveTools: args.allowLiveTools,
+        sandbox: setup.sandbox,
+        unconfinedCommands: args.unconfinedCommands,
         fork
       }).pipe(
         Effect.catchIf(

@@ -54,6 +54,11 @@ export interface LayerFromConfigOptions {
   readonly secretValues?: ReadonlyArray<{ readonly name: string; readonly value: string }> | undefined
   /** what the user should hear before the session starts; default: a `logbook: ` line on stderr */
   readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
+  /**
+   * Whether the user hears, before the session, that commands will not be sandboxed (default
+   * true); a re-run runs its commands in a sandbox of its own and says how in its report.
+   */
+  readonly sandboxNotice?: boolean | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -144,7 +149,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     status: sandbox.settings.mode === "off" ? undefined : yield* probeSandbox({ network: sandbox.settings.network })
   }
   const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
-  if (notice !== undefined) yield* notify(notice)
+  if (notice !== undefined && options.sandboxNotice !== false) yield* notify(notice)
 
   const agentOptions = {
     sessions: {
@@ -186,5 +191,16 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     Layer.provideMerge(EventStore.layerSqlite({ filename }))
   )
 
-  return { config, settings, resolved, info, secrets, layer, agentOptions, modelOptions, filename }
+  return {
+    config,
+    settings,
+    resolved,
+    info,
+    secrets,
+    layer,
+    agentOptions,
+    modelOptions,
+    filename,
+    sandbox: sandboxOptions
+  }
 })

@@ -11,6 +11,7 @@
  *   before it undone, every write confined (`restoreEntry`). No call may use a path outside the
  *   scratch directory, and an imported session's tools that change something run only with
  *   `allowLiveTools` (`ActionsOptions.refuse`; docs/rerun.md, "What a re-run may touch").
+ *   Commands always run in the sandbox, or not at all (RerunSandbox.ts).
  * - What acted from outside is done again at its place: user messages (prompt, steer, queue),
  *   withdrawals, interrupts, manual compactions; permission questions get the recorded answers.
  * - Each event the re-run writes is compared with the original's, in order: ids are matched one to
@@ -56,6 +57,7 @@ import { EventBus } from "../store/EventBus.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
+import type { SandboxSettings } from "../tools/Sandbox.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import {
   decodeManifestDocument,
@@ -72,9 +74,18 @@ import type { RefusalRequest } from "./PermissionGate.js"
 import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
+import {
+  COMMAND_TOOL,
+  confineCommands,
+  noSandboxRefusal,
+  type RerunCommands,
+  type RerunSandbox,
+  rerunSandbox
+} from "./RerunSandbox.js"
 import { ownerId, Sessions } from "./Sessions.js"
 
 export { planOf, type RerunPlan } from "./RerunPlan.js"
+export type { RerunCommands } from "./RerunSandbox.js"
 
 /** The session cannot be re-run (no such session, no record of its workspace, a directory in the way). */
 export class RerunUnavailable extends Schema.TaggedError<RerunUnavailable>()("RerunUnavailable", {
@@ -150,8 +161,10 @@ export interface RerunReport {
   readonly source: StartingWorkspace["source"]
   /** whether the session came from a session file (`logbook import`), or was re-run from one that did */
   readonly imported: boolean
-  /** the calls the re-run refused to make (outside its scratch directory; an imported session's tools) */
+  /** the calls the re-run refused to make (outside its scratch directory; an imported session's tools; commands with no sandbox) */
   readonly refused: ReadonlyArray<RefusedCall>
+  /** how its commands ran (sandboxed, refused or unconfined), and how many `bash` calls it made or refused */
+  readonly commands: RerunCommands & { readonly calls: number }
 }
 
 export interface RerunFork {
@@ -183,6 +196,18 @@ export interface RerunOptions {
    * no call may use a path outside the scratch directory.
    */
   readonly allowLiveTools?: boolean | undefined
+  /**
+   * The sandbox of the config (its hidden paths with the database's): a re-run's commands always
+   * run in the sandbox, with this network and these hidden paths, its scratch directory the only
+   * writable workspace (the mode and the writable paths are not used). Default
+   * `defaultSandboxSettings`.
+   */
+  readonly sandbox?: SandboxSettings | undefined
+  /**
+   * Where no sandbox can run, run the commands without one (`--unconfined-commands`) rather than
+   * refuse them.
+   */
+  readonly unconfinedCommands?: boolean | undefined
   /** where the re-run's session is written (default: an in-memory log, gone afterwards) */
   readonly target?: Layer.Layer<EventStore | EventBus, unknown> | undefined
   readonly fork?: RerunFork | undefined
@@ -439,6 +464,8 @@ const IGNORED = new Set([
   "stillRunning",
   "cost",
   "costKnown",
+  // how a command was confined: a re-run's always are (docs/rerun.md), whatever its original's were
+  "sandbox",
   "rerunOf",
   // a `file.intent`'s temporary file: its name has a random part
   "temp"
@@ -625,6 +652,9 @@ interface Replay {
   readonly requests: { served: number; live: number }
   readonly imported: boolean
   readonly refused: Array<RefusedCall>
+  /** how the commands run, and the `bash` calls made or refused so far */
+  readonly confinement: RerunSandbox
+  readonly commandCalls: { count: number }
 }
 
 /** The original's events and plan, where a fork cuts it, checked against the options. */
@@ -656,7 +686,8 @@ const readOriginal = Effect.fn("Rerun.readOriginal")(function* (options: RerunOp
 /** The shared state of a re-run whose original is read and whose scratch directory is restored. */
 const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
   options: RerunOptions,
-  original: Effect.Effect.Success<ReturnType<typeof readOriginal>>
+  original: Effect.Effect.Success<ReturnType<typeof readOriginal>>,
+  confinement: RerunSandbox
 ) {
   const { envelopes, plan, cut } = original
   const origCwd = plan.cwd ?? options.workspace
@@ -680,7 +711,9 @@ const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
     finish: (outcome: RerunOutcome) => Deferred.succeed(coord.outcome, outcome).pipe(Effect.asVoid),
     position: () => Effect.runSync(SubscriptionRef.get(coord.position)),
     requests: { served: 0, live: 0 },
-    refused: []
+    refused: [],
+    confinement,
+    commandCalls: { count: 0 }
   } satisfies Replay
 })
 
@@ -708,11 +741,12 @@ const makeRefuse =
   (r: Replay) =>
   (request: RefusalRequest): Effect.Effect<string | undefined> =>
     Effect.gen(function* () {
+      if (request.tool === COMMAND_TOOL) r.commandCalls.count += 1
       const why = request.outside
         ? `${request.tool} of ${request.subject} is outside the re-run's scratch directory, and a re-run touches nothing outside it`
         : r.imported && r.options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
           ? `session ${r.options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
-          : undefined
+          : noSandboxRefusal(r.confinement, request.tool)
       if (why === undefined) return undefined
       const { callId, tool, outside } = request
       r.refused.push({ callId, tool, subject: r.toOriginal(request.subject), outside, why })
@@ -928,6 +962,8 @@ const makeAgentOf = (r: Replay, systems: ReadonlyMap<string, string | null>) => 
         onLeftoverCommands: undefined
       },
       actions: { ...agent.actions, refuse },
+      // its commands in the re-run's sandbox, whatever the config's (what the model is told stays)
+      tools: { ...agent.tools, tools: confineCommands(agent.tools.tools, r.confinement) },
       retry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(
@@ -1407,7 +1443,8 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     options.agent.actions?.snapshot?.exclude,
     options.secrets
   )
-  const r = yield* makeReplay(options, original)
+  const confinement = yield* rerunSandbox({ settings: options.sandbox, unconfined: options.unconfinedCommands })
+  const r = yield* makeReplay(options, original, confinement)
   const { outcome, newSession } = yield* runReplay(r, yield* recordedSystems(r.envelopes))
   return {
     original: options.sessionId,
@@ -1421,6 +1458,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     missing: restored.missing,
     source: restored.source,
     imported: r.imported,
-    refused: r.refused
+    refused: r.refused,
+    commands: { ...confinement.commands, calls: r.commandCalls.count }
   } satisfies RerunReport
 })

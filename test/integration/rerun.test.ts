@@ -189,12 +189,13 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
 
     // killed (-9) while a command runs; the next run repairs the session and goes on
     // (the shells' pids go outside the workspace: a pid is another one in the re-run; the user's
-    // config lets the sandboxed commands write there)
+    // config lets the sandboxed commands write there, a re-run's sandbox does not: quietly, so the
+    // outputs are the same)
     const pids = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-pids-"))
     const env = writableEnv(pids)
     const crashFile = path.join(pids, "crash.pid")
     janitor.killGroupIn(crashFile, ws.dir)
-    server.enqueue(call("call_crash", `printf 'x\\n' > before.txt; echo $$ > ${crashFile}; sleep 300`))
+    server.enqueue(call("call_crash", `printf 'x\\n' > before.txt; { echo $$ > ${crashFile}; } 2>/dev/null; sleep 300`))
     const crashed = spawnCli(args("wait"), { env })
     janitor.defer(() => crashed.child.kill("SIGKILL"))
     await fileLines(crashFile, 1)
@@ -207,7 +208,10 @@ describe("logbook rerun of a crashed and an interrupted session", () => {
     // interrupted (Ctrl-C) while a command runs, in the same session
     const pidFile = path.join(pids, "shell.pid")
     janitor.killGroupIn(pidFile, ws.dir)
-    server.enqueue(Reply.text("It was cut short."), call("call_wait", `echo $$ > ${pidFile}; sleep 300`))
+    server.enqueue(
+      Reply.text("It was cut short."),
+      call("call_wait", `{ echo $$ > ${pidFile}; } 2>/dev/null; sleep 300`)
+    )
     expect((await runCli(args("-s", session, "what happened?"), { env })).code).toBe(0)
     const interrupted = spawnCli(args("-s", session, "wait again"), { env })
     janitor.defer(() => interrupted.child.kill("SIGKILL"))

@@ -2,18 +2,22 @@
  * `logbook rerun` attacked through the built binary: bad input, secrets, paths (the original
  * workspace is never read or written by the re-run), large and timed-out outputs, file tools, a
  * model error that gave up, a turn cut at `--max-steps`, a re-run of a saved re-run, an imported
- * session. The server is closed before every re-run: whatever the model answers comes from the log.
+ * session, commands that wrote outside the workspace (a re-run's commands always run in the sandbox,
+ * or are refused where none can run). The server is closed before every re-run: whatever the model
+ * answers comes from the log.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { hasBwrap, outsideDir, pathWithoutBwrap, removeOutsideDirs } from "../support/bwrap.js"
 import { type RunResult, runCli, scratchDir } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
-import { latestSession, makeJanitor, makeWorkspace, readLog, userConfigEnv } from "./support.js"
+import { latestSession, makeJanitor, makeWorkspace, ofType, readLog, userConfigEnv } from "./support.js"
 
 const janitor = makeJanitor()
 afterEach(() => janitor.release())
+afterAll(removeOutsideDirs)
 
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
   id,
@@ -35,6 +39,7 @@ interface RerunJson {
   readonly live: number
   readonly source: string
   readonly refused: ReadonlyArray<Record<string, unknown>>
+  readonly commands: Record<string, unknown>
 }
 
 const rerunJson = async (db: string, session: string, extra: ReadonlyArray<string> = [], env = {}) => {
@@ -421,5 +426,130 @@ describe("logbook rerun never does what nobody approved", () => {
     expect(text.code, shown(text)).toBe(1)
     expect(text.stdout).not.toContain("✓")
     expect(shown(text)).toMatch(/live part failed/)
+  })
+})
+
+describe.skipIf(!hasBwrap)("logbook rerun's commands run in the sandbox, whatever the config says", () => {
+  it.each([
+    ["off", { sandbox: "off" }],
+    ["auto", {}]
+  ])(
+    'tools.bash.sandbox "%s" with writablePaths naming a directory outside: an approved command\'s write there is not done again',
+    async (_mode, bashConfig) => {
+      const server = await janitor.server()
+      const ws = makeWorkspace(server)
+      // outside the temporary directory: the sandbox's /tmp is private, a path there would be missing in it
+      const outside = outsideDir("logbook-rerun-outside-")
+      const target = path.join(outside, "out.txt")
+      const env = userConfigEnv({ tools: { bash: { ...bashConfig, writablePaths: [outside] } } })
+      server.enqueue(bash("c1", `echo written > ${target}; echo done`), Reply.text("Done."))
+      const run = await runCli([...ws.runArgs, "--yes", "write outside"], { env })
+      expect(run.code, shown(run)).toBe(0)
+      expect(fs.readFileSync(target, "utf8")).toBe("written\n")
+      const session = await latestSession(ws.db, ws.dir)
+      await server.close()
+      fs.rmSync(target)
+
+      const { result, report } = await rerunJson(ws.db, session, ["--yes"], env)
+      expect(fs.existsSync(target), shown(result)).toBe(false)
+      // it still compares: the command's write was refused by the sandbox, so its output differs
+      expect(result.code, shown(result)).toBe(1)
+      expect(report.outcome._tag, shown(result)).toBe("divergence")
+      expect(JSON.stringify(report.outcome)).toContain("Read-only file system")
+      expect(report.commands).toEqual({ _tag: "sandboxed", network: true, calls: 1 })
+      expect(report.refused).toEqual([])
+      const text = await runCli(["rerun", session, "--db", ws.db, "--yes"], { env })
+      expect(text.code, shown(text)).toBe(1)
+      expect(text.stdout).toContain(
+        "commands ran in the sandbox: only the re-run's directory and a private /tmp writable, network on"
+      )
+      expect(text.stdout).not.toContain("✓")
+      expect(fs.existsSync(target)).toBe(false)
+    }
+  )
+
+  it('a session run with tools.bash.sandbox "off" whose commands stay in the workspace re-runs sandboxed and matches', async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const env = userConfigEnv({ tools: { bash: { sandbox: "off" } } })
+    server.enqueue(
+      bash("c1", "pwd && echo one > one.txt && cat one.txt"),
+      bash("c2", "echo two >> one.txt; wc -l < one.txt"),
+      Reply.text("Done.")
+    )
+    expect((await runCli([...ws.runArgs, "work"], { env })).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const original = await readLog(ws.db, session)
+    expect(ofType(original, "tool.finished").map((e) => (e.payload.metadata as { sandbox?: unknown }).sandbox)).toEqual(
+      [
+        { sandboxed: false, reason: 'tools.bash.sandbox is "off"' },
+        { sandboxed: false, reason: 'tools.bash.sandbox is "off"' }
+      ]
+    )
+    const { result, report } = await rerunJson(ws.db, session, ["--save"], env)
+    expect(report.outcome, shown(result)).toEqual({ _tag: "match" })
+    expect(report.commands).toEqual({ _tag: "sandboxed", network: true, calls: 2 })
+    const rerun = await readLog(ws.db, report.rerun)
+    expect(ofType(rerun, "tool.finished").map((e) => (e.payload.metadata as { sandbox?: unknown }).sandbox)).toEqual([
+      { sandboxed: true, network: true },
+      { sandboxed: true, network: true }
+    ])
+  })
+})
+
+describe("logbook rerun where no sandbox can run", () => {
+  it("refuses every command (no sandbox here), exit 1; --unconfined-commands runs them", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    // the session ran here too ("auto": unconfined, so bash's description says nothing of a sandbox)
+    const env = { PATH: pathWithoutBwrap() }
+    server.enqueue(bash("c1", "echo made > made.txt; cat made.txt"), Reply.text("Done."))
+    expect((await runCli([...ws.runArgs, "make it"], { env })).code).toBe(0)
+    const session = await latestSession(ws.db, ws.dir)
+    await server.close()
+    const reason = "bubblewrap (bwrap) is not installed (not found on PATH)"
+
+    const refused = await rerunJson(ws.db, session, ["--save"], env)
+    expect(refused.result.code, shown(refused.result)).toBe(1)
+    expect(refused.report.outcome._tag, shown(refused.result)).toBe("refused")
+    expect(refused.report.refused).toEqual([
+      {
+        callId: expect.any(String),
+        tool: "bash",
+        subject: "echo made > made.txt; cat made.txt",
+        outside: false,
+        why: `no sandbox here (${reason}): a re-run runs commands only in the sandbox, and --unconfined-commands runs them without one`
+      }
+    ])
+    expect(refused.report.commands).toEqual({ _tag: "refused", reason, calls: 1 })
+    // refused as the re-run's other refusals are: never invoked, nothing made
+    const log = await readLog(ws.db, refused.report.rerun)
+    expect(ofType(log, "tool.invoked")).toEqual([])
+    expect(ofType(log, "tool.failed").map((e) => e.payload.error)).toEqual([
+      expect.stringMatching(/^Refused: no sandbox here \(bubblewrap/)
+    ])
+    expect(fs.existsSync(path.join(refused.report.workspace, "made.txt"))).toBe(false)
+    // the notice of a run ("commands run without a sandbox") would not be true of a re-run
+    expect(refused.result.stderr).not.toContain("without a sandbox")
+    const text = await runCli(["rerun", session, "--db", ws.db], { env })
+    expect(text.code, shown(text)).toBe(1)
+    expect(text.stdout).not.toContain("✓")
+    expect(text.stdout).toContain(`commands refused: no sandbox here (${reason}); --unconfined-commands runs them`)
+    expect(text.stdout).toContain("refused: bash echo made > made.txt; cat made.txt: no sandbox here")
+
+    const unconfined = await rerunJson(ws.db, session, ["--unconfined-commands", "--save"], env)
+    expect(unconfined.report.outcome, shown(unconfined.result)).toEqual({ _tag: "match" })
+    expect(unconfined.result.code).toBe(0)
+    expect(unconfined.report.refused).toEqual([])
+    expect(unconfined.report.commands).toEqual({ _tag: "unconfined", reason, calls: 1 })
+    expect(fs.readFileSync(path.join(unconfined.report.workspace, "made.txt"), "utf8")).toBe("made\n")
+    const ran = await readLog(ws.db, unconfined.report.rerun)
+    expect(ofType(ran, "tool.finished").map((e) => (e.payload.metadata as { sandbox?: unknown }).sandbox)).toEqual([
+      { sandboxed: false, reason }
+    ])
+    const ranText = await runCli(["rerun", session, "--db", ws.db, "--unconfined-commands"], { env })
+    expect(ranText.code, shown(ranText)).toBe(0)
+    expect(ranText.stdout).toContain(`commands ran without a sandbox (--unconfined-commands; ${reason})`)
   })
 })

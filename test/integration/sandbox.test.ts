@@ -11,8 +11,15 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { groupAlive } from "../../src/tools/processGroup.js"
-import { hasBwrap, hasBwrapForNobody, NOBODY, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
-import { runCli, scratchDir, spawnCli } from "../support/cli.js"
+import {
+  hasBwrap,
+  hasBwrapForNobody,
+  NOBODY,
+  outsideDir,
+  pathWithoutBwrap,
+  removeOutsideDirs
+} from "../support/bwrap.js"
+import { runCli, spawnCli } from "../support/cli.js"
 import { Reply, type ScriptedServer } from "../support/scriptedServer.js"
 import {
   bashReply,
@@ -376,16 +383,6 @@ describe.skipIf(!hasBwrap)("commands a killed logbook left running", () => {
 })
 
 describe("without bubblewrap", () => {
-  /** A PATH with a shell and the few tools the commands use, and no bwrap. */
-  const pathWithoutBwrap = () => {
-    const dir = scratchDir()
-    for (const tool of ["bash", "sh", "echo", "cat"]) {
-      const found = ["/bin", "/usr/bin"].map((d) => path.join(d, tool)).find((p) => fs.existsSync(p))
-      if (found !== undefined) fs.symlinkSync(found, path.join(dir, tool))
-    }
-    return dir
-  }
-
   it('"on" refuses to run commands, with a notice and an error that say why and what to do', async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)

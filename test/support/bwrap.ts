@@ -5,6 +5,7 @@
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 
 const probe = spawnSync("bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"], {
@@ -50,5 +51,19 @@ process.once("exit", removeOutsideDirs)
 export const outsideDir = (prefix = "logbook-outside-"): string => {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join("/var/tmp", prefix)))
   outside.push(dir)
+  return dir
+}
+
+/**
+ * A directory to use as PATH where bubblewrap is "not installed": a shell and the few tools the
+ * tests' commands use, and no bwrap (the sandbox's probe looks for it on PATH).
+ */
+export const pathWithoutBwrap = (): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "logbook-path-"))
+  outside.push(dir)
+  for (const tool of ["bash", "sh", "echo", "cat"]) {
+    const found = ["/bin", "/usr/bin"].map((d) => path.join(d, tool)).find((p) => fs.existsSync(p))
+    if (found !== undefined) fs.symlinkSync(found, path.join(dir, tool))
+  }
   return dir
 }
