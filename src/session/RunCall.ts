@@ -264,7 +264,7 @@ const callRecords = (options: RunCallOptions, input: CallInput, call: StepCall) 
     stoppedRecord: undefined as { readonly metadata: unknown } | undefined,
     /**
      * Completes when the tool's execution has ended, its finalizers included (a command's process
-     * group is gone). An interrupt of the batch does not wait for the race inside `runCall`, so the
+     * group is gone). An interrupt of the batch does not wait for the tool's fiber in `execute`, so the
      * interrupted call's `tool.failed` waits for this: the log never says "stopped" too early.
      */
     stopped: undefined as Deferred.Deferred<void> | undefined,
