@@ -25,12 +25,12 @@ import { EventStore } from "../store/EventStore.js"
 import { openPull } from "../stream/internal/pull.js"
 import { Approver } from "../tools/Approver.js"
 import { findResumed, setupAgent } from "./agentSetup.js"
-import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
+import { type ApprovalDesk, canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
-import { streamStyle } from "./render.js"
+import { type Style, streamStyle } from "./render.js"
 import { readMessage } from "./runInput.js"
 import { describeInput, doneLine, makeAnswer, makeTextRenderer, usageSummary } from "./runOutput.js"
 import { makeEventShower } from "./runShow.js"
@@ -118,21 +118,23 @@ export const titleOf = (message: string): string => {
   return first.length > 60 ? `${first.slice(0, 59)}…` : first
 }
 
-export const run = Command.make(
-  "run",
-  {
-    message: messageArgs,
-    model: modelOption,
-    session: sessionOption,
-    continue: continueOption,
-    format: runFormat,
-    maxSteps: maxStepsOption,
-    reasoning: reasoningOption,
-    yes: yesOption,
-    cwd: workspaceOption,
-    db: dbOption
-  },
-  Effect.fn("cli.run")(function* (args) {
+const runConfig = {
+  message: messageArgs,
+  model: modelOption,
+  session: sessionOption,
+  continue: continueOption,
+  format: runFormat,
+  maxSteps: maxStepsOption,
+  reasoning: reasoningOption,
+  yes: yesOption,
+  cwd: workspaceOption,
+  db: dbOption
+}
+type RunArgs = Command.Command.ParseConfig<typeof runConfig>
+
+/** The run's arguments checked and read: the workspace, `--reasoning`, the message, the flags over the config. */
+const readRunArgs = (args: RunArgs) =>
+  Effect.gen(function* () {
     const cwd = yield* resolveCwd(args.cwd)
     if (Option.isSome(args.session) && args.continue) {
       return yield* CliError.usage("--session and --continue cannot be used together: --session names the session")
@@ -147,14 +149,18 @@ export const run = Command.make(
         })
       : undefined
     const message = yield* readMessage(args.message, { argv: process.argv, stdin: process.stdin })
-
     const flags: ConfigInput = {
       ...(Option.isSome(args.model) ? { model: args.model.value } : {}),
       ...(Option.isSome(args.maxSteps) ? { maxSteps: args.maxSteps.value } : {})
     }
-    // who answers the calls the rules ask about: --yes, the user at the terminal, or nobody (denied)
+    return { cwd, reasoning, message, flags }
+  })
+
+/** Who answers the calls the rules ask about: --yes, the user at the terminal (the desk), or nobody (denied). */
+const runApprover = (yes: boolean) =>
+  Effect.gen(function* () {
     const desk =
-      !args.yes && canPrompt(process.stdin, process.stderr)
+      !yes && canPrompt(process.stdin, process.stderr)
         ? makeApprovalDesk({
             terminal: nodeTerminal(process.stdin, process.stderr),
             style: yield* streamStyle(process.stderr),
@@ -162,11 +168,118 @@ export const run = Command.make(
             onCtrlC: Effect.sync(() => void process.kill(process.pid, "SIGINT"))
           })
         : undefined
-    const approver = args.yes
+    const approver = yes
       ? Approver.autoAllow
       : desk !== undefined
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
+    return { desk, approver }
+  })
+
+type RunWriter = Effect.Effect.Success<ReturnType<typeof makeRunWriter>>
+
+/** For the scope: the kernel's log lines (warnings) go above the live rows, not into them. */
+const logAboveLiveRows = (writer: RunWriter) =>
+  Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) =>
+    HashSet.has(loggers, cliLogger)
+      ? HashSet.add(
+          HashSet.remove(loggers, cliLogger),
+          Logger.make(({ date, logLevel, message }) => writer.unsafeLine(cliLogLine(logLevel, message), date.getTime()))
+        )
+      : loggers
+  )
+
+/**
+ * The output of the run, in a fiber of the scope: every event of the session from `from` on (text
+ * or JSON lines), the approval prompt after everything written before its ask; the answer collected.
+ */
+const followOutput = (options: {
+  readonly sessionId: SessionId
+  readonly from: number
+  readonly json: boolean
+  readonly writer: RunWriter
+  readonly style: Style
+  readonly maxAttempts: number
+  /** the calls a crashed run left: their crash-repair lines name the tool, not just the call id */
+  readonly known: ReadonlyMap<CallId, ToolPart>
+  readonly desk: ApprovalDesk | undefined
+}) =>
+  Effect.gen(function* () {
+    const { json, writer, known, desk } = options
+    const store = yield* EventStore
+    const renderer = makeTextRenderer(options.style, {
+      maxAttempts: options.maxAttempts,
+      labelOf: (callId) => {
+        const part = known.get(callId as CallId)
+        return part === undefined
+          ? undefined
+          : `${part.tool} ${describeInput(part.tool, "input" in part.state ? part.state.input : {})}`
+      }
+    })
+    const answer = makeAnswer()
+    // the batches of events the log's pull gives, shown in one pass each up to the turn's last
+    const shower = makeEventShower({
+      shownBefore: options.from - 1,
+      showOne: (event, now) => {
+        answer.see(event)
+        if (json) process.stdout.write(`${JSON.stringify(event)}\n`)
+        else writer.unsafeShow(renderer.render(event), now)
+      },
+      // the prompt, after everything written before the ask; later output waits for the answer
+      waitAfter: (event) =>
+        event.type === "permission.asked" && desk !== undefined
+          ? writer.hold(desk.serve(event.payload.permissionId))
+          : undefined
+    })
+    const follower = yield* Effect.scoped(
+      Effect.flatMap(openPull(store.follow(options.sessionId, options.from)), (pull) => {
+        const next = pull.pipe(
+          Effect.flatMap(shower.show),
+          // the log's follow does not end; if it did, so would the output
+          Effect.catchAll(Option.match({ onNone: () => Effect.succeed(true), onSome: Effect.fail }))
+        )
+        const loop: Effect.Effect<void, EventStoreError | EventDecodeError> = Effect.flatMap(next, (done) =>
+          done ? Effect.void : loop
+        )
+        return loop
+      })
+    ).pipe(Effect.forkScoped)
+    /** the turn is over: the output up to its last event, then the follower stopped */
+    const finish = Effect.gen(function* () {
+      // no ask can still be answered
+      if (desk !== undefined) yield* desk.close
+      if (shower.finish(yield* store.lastSeq(options.sessionId))) yield* Fiber.interrupt(follower)
+      else yield* Fiber.join(follower)
+    })
+    return { answer, finish }
+  })
+
+/** How the run failed, from how its turn ended (nothing for `stop`). */
+const turnFailure = (
+  outcome: TurnOutcome | undefined,
+  json: boolean,
+  sessionId: SessionId,
+  db: string | undefined
+): Effect.Effect<void, CliError> => {
+  if (outcome === undefined) return CliError.failed("the turn ended without an outcome")
+  if (outcome.reason === "stop") return Effect.void
+  if (outcome.reason === "max-steps") {
+    const stopped = `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps)`
+    return CliError.failed(
+      json
+        ? `${stopped}; to go on: ${continueCommand(sessionId, db)}`
+        : `${stopped}; continue the session to go on (the line above says how)`
+    )
+  }
+  return CliError.failed(outcome.message ?? `the turn ended: ${outcome.reason}`)
+}
+
+export const run = Command.make(
+  "run",
+  runConfig,
+  Effect.fn("cli.run")(function* (args) {
+    const { cwd, reasoning, message, flags } = yield* readRunArgs(args)
+    const { desk, approver } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
     const resumed = yield* findResumed({
@@ -201,71 +314,26 @@ export const run = Command.make(
       // the title is cut from the message: masked first, so the cut cannot leave part of a key
       const title = titleOf(secrets.redactText(message))
       const sessionId = existing === undefined ? yield* sessions.create({ cwd, title }) : existing
-      // the calls a crashed run left: their crash-repair lines name the tool, not just the call id
       const known = existing === undefined ? new Map<CallId, ToolPart>() : (yield* sessions.open(existing)).toolParts
 
-      // the output: every event from `from` on, until the one the turn ended with (`target`)
+      // the output: every event from `from` on, until the one the turn ended with
       const json = args.format === "json"
       const db = Option.getOrUndefined(args.db)
       const writer = yield* makeRunWriter({ stdout: process.stdout, stderr: process.stderr })
       // however the run ends, the live rows are erased and the text's last line ended before any
       // last word on stderr (the error sentence)
       yield* Effect.addFinalizer(() => writer.end)
-      // log lines (warnings of the kernel) go above the live rows too, not into them
-      yield* Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) =>
-        HashSet.has(loggers, cliLogger)
-          ? HashSet.add(
-              HashSet.remove(loggers, cliLogger),
-              Logger.make(({ date, logLevel, message }) =>
-                writer.unsafeLine(cliLogLine(logLevel, message), date.getTime())
-              )
-            )
-          : loggers
-      )
+      yield* logAboveLiveRows(writer)
       const style = yield* streamStyle(process.stderr)
-      const renderer = makeTextRenderer(style, {
+      const output = yield* followOutput({
+        sessionId,
+        from,
+        json,
+        writer,
+        style,
         maxAttempts: settings.retry.maxAttempts,
-        labelOf: (callId) => {
-          const part = known.get(callId as CallId)
-          return part === undefined
-            ? undefined
-            : `${part.tool} ${describeInput(part.tool, "input" in part.state ? part.state.input : {})}`
-        }
-      })
-      const answer = makeAnswer()
-      // the batches of events the log's pull gives, shown in one pass each up to the turn's last
-      const shower = makeEventShower({
-        shownBefore: from - 1,
-        showOne: (event, now) => {
-          answer.see(event)
-          if (json) process.stdout.write(`${JSON.stringify(event)}\n`)
-          else writer.unsafeShow(renderer.render(event), now)
-        },
-        // the prompt, after everything written before the ask; later output waits for the answer
-        waitAfter: (event) =>
-          event.type === "permission.asked" && desk !== undefined
-            ? writer.hold(desk.serve(event.payload.permissionId))
-            : undefined
-      })
-      const follower = yield* Effect.scoped(
-        Effect.flatMap(openPull(store.follow(sessionId, from)), (pull) => {
-          const next = pull.pipe(
-            Effect.flatMap(shower.show),
-            // the log's follow does not end; if it did, so would the output
-            Effect.catchAll(Option.match({ onNone: () => Effect.succeed(true), onSome: Effect.fail }))
-          )
-          const loop: Effect.Effect<void, EventStoreError | EventDecodeError> = Effect.flatMap(next, (done) =>
-            done ? Effect.void : loop
-          )
-          return loop
-        })
-      ).pipe(Effect.forkScoped)
-
-      const finishOutput = Effect.gen(function* () {
-        // the turn is over: no ask can still be answered
-        if (desk !== undefined) yield* desk.close
-        if (shower.finish(yield* store.lastSeq(sessionId))) yield* Fiber.interrupt(follower)
-        else yield* Fiber.join(follower)
+        known,
+        desk
       })
 
       const report = (outcome: TurnOutcome | undefined, exitCode: number) =>
@@ -273,10 +341,12 @@ export const run = Command.make(
           const elapsedMs = (yield* Clock.currentTimeMillis) - startedAt
           yield* writer.end
           if (json) {
-            return yield* write(`${doneLine({ sessionId, outcome, text: answer.text(), exitCode, elapsedMs })}\n`)
+            return yield* write(
+              `${doneLine({ sessionId, outcome, text: output.answer.text(), exitCode, elapsedMs })}\n`
+            )
           }
           // stdout holds the answer, or nothing: what a turn that did not finish wrote last is not one
-          if (outcome?.reason === "stop") yield* writer.answer(answer.text())
+          if (outcome?.reason === "stop") yield* writer.answer(output.answer.text())
           if (outcome !== undefined) {
             yield* writer.line(style.dim(usageSummary(outcome.usage, outcome.steps, elapsedMs, outcome.abortedSteps)))
           }
@@ -294,7 +364,7 @@ export const run = Command.make(
             yield* writer.line("logbook: interrupting: stopping the model and any running commands…")
             // the signal's reason: Ctrl-C `user`, SIGTERM `shutdown`, SIGHUP `hangup`
             yield* sessions.interrupt(sessionId, interruptReason()).pipe(Effect.ignore)
-            yield* finishOutput.pipe(Effect.ignore)
+            yield* output.finish.pipe(Effect.ignore)
             const last = yield* sessions.wait(sessionId).pipe(
               Effect.map(Option.getOrUndefined),
               Effect.orElseSucceed(() => undefined)
@@ -305,20 +375,9 @@ export const run = Command.make(
           })
         )
       )
-      yield* finishOutput
-      const exitCode = outcome?.reason === "stop" ? ExitCode.ok : ExitCode.failed
-      yield* report(outcome, exitCode)
-      if (outcome === undefined) return yield* CliError.failed("the turn ended without an outcome")
-      if (outcome.reason === "stop") return
-      if (outcome.reason === "max-steps") {
-        const stopped = `stopped after ${outcome.steps} step${outcome.steps === 1 ? "" : "s"} (maxSteps)`
-        return yield* CliError.failed(
-          json
-            ? `${stopped}; to go on: ${continueCommand(sessionId, db)}`
-            : `${stopped}; continue the session to go on (the line above says how)`
-        )
-      }
-      return yield* CliError.failed(outcome.message ?? `the turn ended: ${outcome.reason}`)
+      yield* output.finish
+      yield* report(outcome, outcome?.reason === "stop" ? ExitCode.ok : ExitCode.failed)
+      return yield* turnFailure(outcome, json, sessionId, db)
     })
 
     return yield* Effect.scoped(program).pipe(Effect.provide(agent))

@@ -1152,7 +1152,7 @@ export const makeAiSdkModel = (options: AiSdkOptions): Model["Type"] => {
         const openRequest = yield* open
         const state = newState()
         // a response read to its end needs no abort (which costs an event dispatch through the
-        // HTTP client's listeners, ~0.1 ms a request)
+        // HTTP client's listeners)
         const controller = yield* Effect.acquireRelease(
           Effect.sync(() => new AbortController()),
           (controller) => Effect.sync(() => (state.ended ? undefined : controller.abort()))

@@ -57,151 +57,167 @@ export interface ScreenFolder {
   readonly snapshot: () => Screen
 }
 
-export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
-  const projection: Folder = folder(empty(sessionId))
-  let session = empty(sessionId)
-  const items: Array<Item> = []
-  const partIndex = new Map<string, number>()
-  const undelivered = new Map<MessageId, UserMessage>()
-  const changes: Record<string, Array<FileChangeRef>> = {}
-  let contextTokens = 0
-  let lastSeq = 0
-  let error: string | undefined
+/** The transcript being folded: its items and what places the next ones. */
+interface Transcript {
+  readonly items: Array<Item>
+  /** part id -> its item's index */
+  readonly partIndex: Map<string, number>
+  /** user messages recorded, shown once delivered */
+  readonly undelivered: Map<MessageId, UserMessage>
+  readonly changes: Record<string, Array<FileChangeRef>>
+  contextTokens: number
+}
 
-  const notice = (env: Envelope, tone: NoticeTone, text: string) =>
-    items.push({ kind: "notice", key: env.id, tone, text: sanitize(text) })
-
-  const deliver = (ids: ReadonlyArray<MessageId>) => {
-    for (const id of ids) {
-      const message = undelivered.get(id)
-      if (message === undefined) continue
-      undelivered.delete(id)
-      items.push({ kind: "user", key: id, text: sanitize(message.text), mode: message.mode })
-    }
+const deliver = (t: Transcript, ids: ReadonlyArray<MessageId>) => {
+  for (const id of ids) {
+    const message = t.undelivered.get(id)
+    if (message === undefined) continue
+    t.undelivered.delete(id)
+    t.items.push({ kind: "user", key: id, text: sanitize(message.text), mode: message.mode })
   }
+}
 
-  const delta = (kind: "text" | "reasoning", partId: string, text: string) => {
-    const at = partIndex.get(partId)
-    if (at === undefined) {
-      partIndex.set(partId, items.length)
-      items.push({ kind, key: partId, text: sanitize(text) })
-      return
-    }
-    const item = items[at] as { readonly kind: "text" | "reasoning"; readonly key: string; readonly text: string }
-    items[at] = { ...item, text: appendBounded(item.text, sanitize(text)) }
+const delta = (t: Transcript, kind: "text" | "reasoning", partId: string, text: string) => {
+  const at = t.partIndex.get(partId)
+  if (at === undefined) {
+    t.partIndex.set(partId, t.items.length)
+    t.items.push({ kind, key: partId, text: sanitize(text) })
+    return
   }
+  const item = t.items[at] as { readonly kind: "text" | "reasoning"; readonly key: string; readonly text: string }
+  t.items[at] = { ...item, text: appendBounded(item.text, sanitize(text)) }
+}
 
-  const toolLabel = (callId: CallId): string => {
-    const part = session.toolParts.get(callId)
-    return part === undefined ? callId : part.tool
-  }
+const toolLabel = (session: SessionState, callId: CallId): string => {
+  const part = session.toolParts.get(callId)
+  return part === undefined ? callId : part.tool
+}
 
-  const fold = (env: Envelope) => {
-    switch (env.type) {
-      case "user.message": {
-        const p = env.payload
-        undelivered.set(p.messageId, {
-          role: "user",
-          id: p.messageId,
-          text: p.text,
-          mode: p.mode,
-          at: env.at,
-          delivered: false
-        })
-        return
-      }
-      case "user.withdrawn":
-        undelivered.delete(env.payload.messageId)
-        return
-      case "turn.started":
-        return deliver(env.payload.messageIds)
-      case "step.started":
-        return deliver(env.payload.deliveredMessageIds ?? [])
-      case "text.delta":
-        return delta("text", env.payload.partId, env.payload.delta)
-      case "reasoning.delta":
-        return env.payload.delta === "" && !partIndex.has(env.payload.partId)
-          ? undefined
-          : delta("reasoning", env.payload.partId, env.payload.delta)
-      case "tool.pending":
-        items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
-        return
-      case "tool.invoked":
-        // a call recorded without `tool.pending` (older logs, a call that arrived whole)
-        if (!items.some((item) => item.kind === "tool" && item.callId === env.payload.callId))
-          items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
-        return
-      case "file.changed": {
-        const p = env.payload
-        if (p.callId === undefined) return
-        const list = changes[p.callId] ?? []
-        list.push({ path: p.path, op: p.op, beforeHash: p.beforeHash, afterHash: p.afterHash })
-        changes[p.callId] = list
-        return
-      }
-      case "step.finished":
-        if (!env.payload.aborted || env.payload.usage.input > 0)
-          contextTokens = env.payload.usage.input + env.payload.usage.cacheRead + env.payload.usage.cacheWrite
-        return
-      case "model.error":
-        return notice(env, "error", env.payload.message)
-      case "model.switched":
-        return notice(env, "info", `model ${env.payload.from} → ${env.payload.to}`)
-      case "turn.interrupted": {
-        const reason = env.payload.reason
-        return notice(
-          env,
-          "warn",
+/** The notice line an event shows (a model error, a switch, an interrupt, a compaction, an answer …), if any. */
+const noticeOf = (
+  session: SessionState,
+  env: Envelope
+): { readonly tone: NoticeTone; readonly text: string } | undefined => {
+  switch (env.type) {
+    case "model.error":
+      return { tone: "error", text: env.payload.message }
+    case "model.switched":
+      return { tone: "info", text: `model ${env.payload.from} → ${env.payload.to}` }
+    case "turn.interrupted": {
+      const reason = env.payload.reason
+      return {
+        tone: "warn",
+        text:
           reason === "user"
             ? "interrupted"
             : reason === "crash"
               ? "the last run of this session stopped without ending its turn (a crash); what was open is closed"
               : `interrupted (${reason})`
-        )
       }
-      case "turn.finished":
-        return env.payload.reason === "max-steps"
-          ? notice(env, "warn", "stopped at the step limit (maxSteps); send a message to go on")
-          : env.payload.reason === "output-limit"
-            ? notice(
-                env,
-                "warn",
+    }
+    case "turn.finished":
+      return env.payload.reason === "max-steps"
+        ? { tone: "warn", text: "stopped at the step limit (maxSteps); send a message to go on" }
+        : env.payload.reason === "output-limit"
+          ? {
+              tone: "warn",
+              text:
                 "stopped: the model's output in one step passed its limit (step.maxOutputBytes); none of its " +
-                  "tool calls ran. Send a message to go on"
-              )
-            : undefined
-      case "compaction.done": {
-        const p = env.payload
-        const what = p.messages === undefined ? "the conversation" : `${p.messages} messages`
-        const tokens =
-          p.tokensBefore !== undefined && p.tokensAfter !== undefined
-            ? ` (${formatCount(p.tokensBefore)} → ${formatCount(p.tokensAfter)} tokens)`
-            : ""
-        return notice(env, "info", `compacted ${what} into a summary${tokens}`)
+                "tool calls ran. Send a message to go on"
+            }
+          : undefined
+    case "compaction.done": {
+      const p = env.payload
+      const what = p.messages === undefined ? "the conversation" : `${p.messages} messages`
+      const tokens =
+        p.tokensBefore !== undefined && p.tokensAfter !== undefined
+          ? ` (${formatCount(p.tokensBefore)} → ${formatCount(p.tokensAfter)} tokens)`
+          : ""
+      return { tone: "info", text: `compacted ${what} into a summary${tokens}` }
+    }
+    case "permission.replied": {
+      const p = env.payload
+      const asked = Object.values(session.permissions).find((info) => info.permissionId === p.permissionId)
+      const subject = asked === undefined ? "" : ` ${asked.tool} ${asked.pattern}`
+      if (p.interrupted) return { tone: "warn", text: `permission question${subject} ended unanswered` }
+      const verb = p.reply === "once" ? "allowed once" : p.reply === "always" ? "always allowed" : "rejected"
+      return {
+        tone: p.reply === "reject" ? "warn" : "info",
+        text: `${verb}:${subject}${p.message === undefined ? "" : ` — "${p.message}"`}`
       }
-      case "permission.replied": {
-        const p = env.payload
-        const asked = Object.values(session.permissions).find((info) => info.permissionId === p.permissionId)
-        const subject = asked === undefined ? "" : ` ${asked.tool} ${asked.pattern}`
-        if (p.interrupted) return notice(env, "warn", `permission question${subject} ended unanswered`)
-        const verb = p.reply === "once" ? "allowed once" : p.reply === "always" ? "always allowed" : "rejected"
-        return notice(
-          env,
-          p.reply === "reject" ? "warn" : "info",
-          `${verb}:${subject}${p.message === undefined ? "" : ` — "${p.message}"`}`
-        )
+    }
+    case "tool.timeout":
+      return {
+        tone: "warn",
+        text: `${toolLabel(session, env.payload.callId)} timed out after ${formatDuration(env.payload.timeoutMs)}`
       }
-      case "tool.timeout":
-        return notice(
-          env,
-          "warn",
-          `${toolLabel(env.payload.callId)} timed out after ${formatDuration(env.payload.timeoutMs)}`
-        )
-      default:
-        return
+    default:
+      return undefined
+  }
+}
+
+/** Folds one event into the transcript: messages as they are delivered, parts, tool calls, file changes, notices. */
+const foldItem = (t: Transcript, session: SessionState, env: Envelope) => {
+  switch (env.type) {
+    case "user.message": {
+      const p = env.payload
+      t.undelivered.set(p.messageId, {
+        role: "user",
+        id: p.messageId,
+        text: p.text,
+        mode: p.mode,
+        at: env.at,
+        delivered: false
+      })
+      return
+    }
+    case "user.withdrawn":
+      t.undelivered.delete(env.payload.messageId)
+      return
+    case "turn.started":
+      return deliver(t, env.payload.messageIds)
+    case "step.started":
+      return deliver(t, env.payload.deliveredMessageIds ?? [])
+    case "text.delta":
+      return delta(t, "text", env.payload.partId, env.payload.delta)
+    case "reasoning.delta":
+      return env.payload.delta === "" && !t.partIndex.has(env.payload.partId)
+        ? undefined
+        : delta(t, "reasoning", env.payload.partId, env.payload.delta)
+    case "tool.pending":
+      t.items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
+      return
+    case "tool.invoked":
+      // a call recorded without `tool.pending` (older logs, a call that arrived whole)
+      if (!t.items.some((item) => item.kind === "tool" && item.callId === env.payload.callId))
+        t.items.push({ kind: "tool", key: env.payload.callId, callId: env.payload.callId })
+      return
+    case "file.changed": {
+      const p = env.payload
+      if (p.callId === undefined) return
+      const list = t.changes[p.callId] ?? []
+      list.push({ path: p.path, op: p.op, beforeHash: p.beforeHash, afterHash: p.afterHash })
+      t.changes[p.callId] = list
+      return
+    }
+    case "step.finished":
+      if (!env.payload.aborted || env.payload.usage.input > 0)
+        t.contextTokens = env.payload.usage.input + env.payload.usage.cacheRead + env.payload.usage.cacheWrite
+      return
+    default: {
+      const notice = noticeOf(session, env)
+      if (notice !== undefined)
+        t.items.push({ kind: "notice", key: env.id, tone: notice.tone, text: sanitize(notice.text) })
     }
   }
+}
 
+export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
+  const projection: Folder = folder(empty(sessionId))
+  let session = empty(sessionId)
+  const t: Transcript = { items: [], partIndex: new Map(), undelivered: new Map(), changes: {}, contextTokens: 0 }
+  let lastSeq = 0
+  let error: string | undefined
   return {
     push: (envelopes) => {
       if (error !== undefined || envelopes.length === 0) return
@@ -215,16 +231,16 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
           break
         }
         if (readsState.has(env.type)) session = currentState(projection, session)
-        fold(env)
+        foldItem(t, session, env)
         lastSeq = env.seq
       }
       session = currentState(projection, session)
     },
     snapshot: () => ({
       session,
-      items: items.slice(),
-      changes: { ...changes },
-      contextTokens,
+      items: t.items.slice(),
+      changes: { ...t.changes },
+      contextTokens: t.contextTokens,
       lastSeq,
       error
     })

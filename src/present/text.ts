@@ -95,16 +95,16 @@ export const compactJson = (value: unknown, max: number): string => {
 export const quoted = (text: string, max: number): string => JSON.stringify(truncate(text, max))
 
 /**
- * Whole numbers with thousands separators (`12,345`, `-1,234`). Not `toLocaleString`: its first call
- * in a process loads the ICU number data (about 11 ms here), and every `run` prints a count.
- */
-/**
  * `3 steps`, `0 steps (2 attempts cut)`: the model steps that went through, and the attempts a
  * retry or an interrupt cut — what `run`, `sessions show` and `stats` call steps (docs/stats.md).
  */
 export const formatSteps = (steps: number, cut = 0): string =>
   `${formatCount(steps)} step${steps === 1 ? "" : "s"}${cut > 0 ? ` (${formatCount(cut)} attempt${cut === 1 ? "" : "s"} cut)` : ""}`
 
+/**
+ * Whole numbers with thousands separators (`12,345`, `-1,234`). Not `toLocaleString`: its first call
+ * in a process loads the ICU number data, which slows the start, and every `run` prints a count.
+ */
 export const formatCount = (n: number): string => {
   const whole = Math.round(n)
   // NaN, infinities and integers beyond 2^53 are rare enough for the slow path

@@ -272,58 +272,58 @@ const summaryHistory = (state: SessionState, keepFrom: number, model: string): A
   )
 }
 
-export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], options: CompactorOptions) => {
-  const settings = options.compaction
-
-  /** Appends `context.pruned` for the prunable calls; whether any were. */
-  const prune = (journal: SessionJournal, build: (state: SessionState) => ModelRequest, protectTokens: number) =>
-    Effect.gen(function* () {
-      const state = yield* journal.state
-      const calls = prunableCalls(state, protectTokens)
-      if (calls.length === 0) return false
-      const chosen = new Set<string>(calls)
-      const tokensBefore = estimateNext(state, build(state))
-      const pruned: SessionState = {
-        ...state,
-        toolParts: new Map(
-          Array.from(state.toolParts, ([id, part]) => [id, chosen.has(id) ? { ...part, pruned: true } : part])
-        )
-      }
-      const tokensAfter = estimateRequest(build(pruned))
-      yield* journal.append([make("context.pruned", { callIds: calls, tokensBefore, tokensAfter })])
-      return true
-    })
-
-  /** One summary request with the retry policy; its text and usage. */
-  const summarize = (journal: SessionJournal, request: ModelRequest) => {
-    const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
-      Stream.runFold(
-        model.stream(request),
-        { text: "", usage: undefined as ModelUsage | undefined, finish: undefined as ChatFinish | undefined },
-        (acc, event: ModelEvent) =>
-          event._tag === "TextDelta"
-            ? { ...acc, text: acc.text + event.delta }
-            : event._tag === "Finish"
-              ? { ...acc, usage: event.usage, finish: event }
-              : acc
-      ).pipe(
-        Effect.tap(({ finish }) => (finish === undefined ? Effect.void : annotateFinish(finish))),
-        // the summary request is a model call like a step's (`chat <model>`), marked as compaction's
-        chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.operation": "compaction" })
+/** Appends `context.pruned` for the prunable calls; whether any were. */
+const prune = (journal: SessionJournal, build: (state: SessionState) => ModelRequest, protectTokens: number) =>
+  Effect.gen(function* () {
+    const state = yield* journal.state
+    const calls = prunableCalls(state, protectTokens)
+    if (calls.length === 0) return false
+    const chosen = new Set<string>(calls)
+    const tokensBefore = estimateNext(state, build(state))
+    const pruned: SessionState = {
+      ...state,
+      toolParts: new Map(
+        Array.from(state.toolParts, ([id, part]) => [id, chosen.has(id) ? { ...part, pruned: true } : part])
       )
-    return Effect.flatMap(retry.driver({ onRetry: recordRetry(journal) }), (driver) =>
-      Effect.retryOrElse(once, driver, gaveUp)
+    }
+    const tokensAfter = estimateRequest(build(pruned))
+    yield* journal.append([make("context.pruned", { callIds: calls, tokensBefore, tokensAfter })])
+    return true
+  })
+
+/** One summary request with the retry policy; its text and usage. */
+const summarize = (model: Model["Type"], retry: Retry["Type"], journal: SessionJournal, request: ModelRequest) => {
+  const once: Effect.Effect<{ readonly text: string; readonly usage: ModelUsage | undefined }, ModelError> =
+    Stream.runFold(
+      model.stream(request),
+      { text: "", usage: undefined as ModelUsage | undefined, finish: undefined as ChatFinish | undefined },
+      (acc, event: ModelEvent) =>
+        event._tag === "TextDelta"
+          ? { ...acc, text: acc.text + event.delta }
+          : event._tag === "Finish"
+            ? { ...acc, usage: event.usage, finish: event }
+            : acc
     ).pipe(
-      Effect.catchTag("RetryGaveUp", (stopped: RetryGaveUp) =>
-        Effect.fail(
-          new CompactionFailed({
-            reason: "model-failed",
-            message: `the summary request failed: ${stopped.message}`
-          })
-        )
+      Effect.tap(({ finish }) => (finish === undefined ? Effect.void : annotateFinish(finish))),
+      // the summary request is a model call like a step's (`chat <model>`), marked as compaction's
+      chatSpan(model, request, { "logbook.session.id": journal.sessionId, "logbook.operation": "compaction" })
+    )
+  return Effect.flatMap(retry.driver({ onRetry: recordRetry(journal) }), (driver) =>
+    Effect.retryOrElse(once, driver, gaveUp)
+  ).pipe(
+    Effect.catchTag("RetryGaveUp", (stopped: RetryGaveUp) =>
+      Effect.fail(
+        new CompactionFailed({
+          reason: "model-failed",
+          message: `the summary request failed: ${stopped.message}`
+        })
       )
     )
-  }
+  )
+}
+
+export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], options: CompactorOptions) => {
+  const settings = options.compaction
 
   /**
    * Compacts: the summary of what `compactionPoint` covers, recorded as `compaction.done`. Fails
@@ -353,7 +353,7 @@ export const makeCompactor = (model: Model["Type"], retry: Retry["Type"], option
         messages: [...summaryHistory(state, point.keepFrom, model.name), { role: "user", content: SUMMARY_PROMPT }],
         maxOutputTokens: options.maxOutputTokens
       }
-      const { text, usage } = yield* summarize(journal, request)
+      const { text, usage } = yield* summarize(model, retry, journal, request)
       const summary = text.trim()
       if (summary === "") {
         return yield* new CompactionFailed({ reason: "empty-summary", message: "the summary request returned no text" })

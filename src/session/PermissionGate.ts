@@ -113,6 +113,126 @@ export interface PermissionGate {
   ) => Effect.Effect<Permission, RestoreError>
 }
 
+/**
+ * The subject of a call as the rules see it: a path resolved in the workspace (its relative path,
+ * or its real path and `outside` when it leads outside), else the tool's own subject.
+ */
+const callSubject = (cwd: string, tool: AnyTool, decoded: unknown) =>
+  Effect.gen(function* () {
+    const asked = tool.permission?.(decoded) ?? {}
+    let subject = asked.subject ?? ""
+    let outside = false
+    if (asked.path !== undefined) {
+      const resolved = yield* resolveInWorkspace(cwd, asked.path).pipe(Effect.option)
+      if (Option.isSome(resolved)) {
+        outside = !resolved.value.inside
+        subject = resolved.value.relative ?? resolved.value.real
+      } else {
+        // cannot be resolved: judged as written; the tool itself then fails with the reason
+        subject = asked.path
+      }
+    }
+    return { subject, outside }
+  })
+
+/** The rules' decision for a request, held to `limit` (no looser), and how it is explained to the model. */
+const decide = (
+  rules: PermissionRules,
+  limit: PermissionRules | undefined,
+  defaults: PermissionRules,
+  request: { readonly tool: string; readonly subject: string; readonly outside: boolean }
+): { readonly result: PermissionResult; readonly explained: string } => {
+  const configured: PermissionResult = evaluate(rules, request, defaults)
+  const bound = limit === undefined ? undefined : evaluate(limit, request, defaults)
+  const limited = bound !== undefined && stricter(bound.action, configured.action) !== configured.action
+  const result = limited ? bound : configured
+  const explained = limited
+    ? `${explain(result)} (the project's logbook.json can tighten your rules, not loosen them)`
+    : explain(result)
+  return { result, explained }
+}
+
+/** What one ask is about. */
+interface Ask {
+  readonly call: StepCall
+  readonly subject: string
+  readonly outside: boolean
+  /** asked by the loop guard, not the rules */
+  readonly loop: boolean
+  readonly result: PermissionResult
+  readonly explained: string
+}
+
+/**
+ * An ask to the Approver (under the session's ask lock): skipped when the same call was answered
+ * "always" before (unless the loop guard asks), else `permission.asked`, the answer,
+ * `permission.replied`; an ask ended by an interrupt is closed as rejected, marked interrupted.
+ */
+const askApprover = (approver: Approver["Type"], journal: SessionJournal, ask: Ask) =>
+  Effect.gen(function* () {
+    const { call, subject, outside, loop } = ask
+    const sessionId = journal.sessionId
+    if (!loop && answeredAlways(yield* journal.state, call.tool, subject, outside)) {
+      return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+    }
+    const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
+    const reason = loop ? `${what} needs approval: the same call a third time in a row` : ask.explained
+    const permissionId = yield* uuidV7
+    yield* journal.append([
+      make("permission.asked", {
+        permissionId,
+        callId: call.callId,
+        tool: call.tool,
+        pattern: subject,
+        ...(outside ? { outside: true } : {}),
+        ...(call.input !== undefined ? { input: call.input } : {})
+      })
+    ])
+    const answer = yield* approver
+      .ask({
+        sessionId,
+        permissionId,
+        callId: call.callId,
+        tool: call.tool,
+        subject,
+        outside,
+        rule: loop ? undefined : ask.result.rule,
+        reason
+      })
+      .pipe(
+        // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
+        Effect.onInterrupt(() =>
+          journal
+            .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
+            .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
+        )
+      )
+    const { reply, message } = answerParts(answer)
+    // who rejected, when it was not the user (a policy): the log says so too
+    const by = reply === "reject" ? approver.rejectedBy : undefined
+    yield* journal.append([
+      make("permission.replied", {
+        permissionId,
+        reply,
+        ...(message !== undefined ? { message } : {}),
+        ...(by !== undefined ? { by } : {})
+      })
+    ])
+    if (reply === "reject") {
+      const who = by ?? "the user"
+      return {
+        _tag: "Denied",
+        error:
+          message !== undefined
+            ? `Denied: ${reason}, and ${who} rejected it, saying: ${message}\n` +
+              "Do not retry it as it was; do what the message says."
+            : `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
+              "or tell the user what you need and why."
+      } satisfies Permission
+    }
+    return { _tag: "Run", outsideAllowed: outside } satisfies Permission
+  })
+
 export const makePermissionGate = (options: PermissionGateOptions): PermissionGate => {
   const { tools, approver } = options
   const rules = options.rules ?? {}
@@ -172,19 +292,7 @@ export const makePermissionGate = (options: PermissionGateOptions): PermissionGa
     Effect.gen(function* () {
       const { journal } = input
       const sessionId = journal.sessionId
-      const asked = tool.permission?.(decoded) ?? {}
-      let subject = asked.subject ?? ""
-      let outside = false
-      if (asked.path !== undefined) {
-        const resolved = yield* resolveInWorkspace(input.cwd, asked.path).pipe(Effect.option)
-        if (Option.isSome(resolved)) {
-          outside = !resolved.value.inside
-          subject = resolved.value.relative ?? resolved.value.real
-        } else {
-          // cannot be resolved: judged as written; the tool itself then fails with the reason
-          subject = asked.path
-        }
-      }
+      const { subject, outside } = yield* callSubject(input.cwd, tool, decoded)
       const refusal =
         options.refuse === undefined
           ? undefined
@@ -192,14 +300,7 @@ export const makePermissionGate = (options: PermissionGateOptions): PermissionGa
       if (refusal !== undefined)
         return { _tag: "Denied", error: `Refused: ${refusal}. Do not retry it.` } satisfies Permission
       const loop = repeats(sessionId, call, yield* journal.state)
-      const request = { tool: call.tool, subject, outside }
-      const configured: PermissionResult = evaluate(rules, request, defaults)
-      const bound = limit === undefined ? undefined : evaluate(limit, request, defaults)
-      const limited = bound !== undefined && stricter(bound.action, configured.action) !== configured.action
-      const result = limited ? bound : configured
-      const explained = limited
-        ? `${explain(result)} (the project's logbook.json can tighten your rules, not loosen them)`
-        : explain(result)
+      const { result, explained } = decide(rules, limit, defaults, { tool: call.tool, subject, outside })
       const action: PermissionAction = result.action
       if (action === "deny") {
         return {
@@ -210,71 +311,10 @@ export const makePermissionGate = (options: PermissionGateOptions): PermissionGa
         } satisfies Permission
       }
       if (action === "allow" && !loop) return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-
       // one ask at a time per session; a call answered "always" before (also by an earlier ask of
       // this batch, while this one waited for the lock) is not asked again — unless the loop guard asks
       return yield* askLockOf(sessionId).withPermits(1)(
-        Effect.gen(function* () {
-          if (!loop && answeredAlways(yield* journal.state, call.tool, subject, outside)) {
-            return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-          }
-          const what = subject === "" ? call.tool : `${call.tool} \`${subject}\``
-          const reason = loop ? `${what} needs approval: the same call a third time in a row` : explained
-          const permissionId = yield* uuidV7
-          yield* journal.append([
-            make("permission.asked", {
-              permissionId,
-              callId: call.callId,
-              tool: call.tool,
-              pattern: subject,
-              ...(outside ? { outside: true } : {}),
-              ...(call.input !== undefined ? { input: call.input } : {})
-            })
-          ])
-          const answer = yield* approver
-            .ask({
-              sessionId,
-              permissionId,
-              callId: call.callId,
-              tool: call.tool,
-              subject,
-              outside,
-              rule: loop ? undefined : result.rule,
-              reason
-            })
-            .pipe(
-              // an ask ended by an interrupt is closed as rejected, marked interrupted (nobody answered it)
-              Effect.onInterrupt(() =>
-                journal
-                  .append([make("permission.replied", { permissionId, reply: "reject", interrupted: true })])
-                  .pipe(Effect.catchAll((error) => Effect.logWarning(`could not close the ask ${permissionId}`, error)))
-              )
-            )
-          const { reply, message } = answerParts(answer)
-          // who rejected, when it was not the user (a policy): the log says so too
-          const by = reply === "reject" ? approver.rejectedBy : undefined
-          yield* journal.append([
-            make("permission.replied", {
-              permissionId,
-              reply,
-              ...(message !== undefined ? { message } : {}),
-              ...(by !== undefined ? { by } : {})
-            })
-          ])
-          if (reply === "reject") {
-            const who = by ?? "the user"
-            return {
-              _tag: "Denied",
-              error:
-                message !== undefined
-                  ? `Denied: ${reason}, and ${who} rejected it, saying: ${message}\n` +
-                    "Do not retry it as it was; do what the message says."
-                  : `Denied: ${reason}, and ${who} rejected it. Do not retry it; do the task another way, ` +
-                    "or tell the user what you need and why."
-            } satisfies Permission
-          }
-          return { _tag: "Run", outsideAllowed: outside } satisfies Permission
-        })
+        askApprover(approver, journal, { call, subject, outside, loop, result, explained })
       )
     })
 

@@ -25,7 +25,7 @@
  * attempt's `Effect.onExit` ends the open step `aborted` and every part of the message still
  * `pending` as `error {interrupted: true}`. It works from the projection, so it is idempotent.
  */
-import { Cause, Chunk, Context, Deferred, Effect, Layer } from "effect"
+import { Cause, Chunk, Context, Deferred, Effect, type Exit, Layer } from "effect"
 import { make, type NewEvent } from "../domain/Events.js"
 import { CallId, type MessageId, PartId } from "../domain/Ids.js"
 import { mergeProviderMetadata, type Usage } from "../domain/Message.js"
@@ -264,6 +264,269 @@ interface Carried {
   readonly error: RestoreError
 }
 
+/** `step.started` (with the messages it delivers), after `session.status busy` and `chat.state streaming` where needed. */
+const openStep = (input: StepInput, step: number) =>
+  input.journal.appendWith((before) => {
+    const opening: Array<NewEvent> = []
+    if (before.status._tag !== "busy") opening.push(make("session.status", { status: { _tag: "busy" } }))
+    if (before.chatState !== "streaming") opening.push(make("chat.state", { state: "streaming" }))
+    const delivered = input.deliver?.(before) ?? []
+    opening.push(
+      make("step.started", {
+        messageId: input.messageId,
+        step,
+        ...(delivered.length > 0 ? { deliveredMessageIds: delivered } : {})
+      })
+    )
+    return opening
+  })
+
+/**
+ * Per text or reasoning part, logbook's API keys masked as the text streams (`Secrets`): a key
+ * split over two deltas is masked whole, a possible start of one waits for the next delta.
+ */
+const makeMaskers = (
+  secrets: SecretsService,
+  st: AttemptState,
+  messageId: MessageId,
+  partId: (id: string) => PartId
+) => {
+  const maskers = new Map<string, { readonly kind: "text" | "reasoning"; readonly masker: TextStreamRedactor }>()
+  const maskerOf = (id: string, kind: "text" | "reasoning"): TextStreamRedactor => {
+    const key = `${kind}:${id}`
+    let found = maskers.get(key)
+    if (found === undefined) {
+      found = { kind, masker: secrets.redactTextStream() }
+      maskers.set(key, found)
+    }
+    return found.masker
+  }
+  /**
+   * What the maskers held back, as the parts' last deltas: of every part but `keep`'s — when
+   * another part or a tool call comes, a part is over (so its text keeps its place in the
+   * message), and at the end of the stream.
+   */
+  const heldBack = (keep?: string): Array<NewEvent> => {
+    const out: Array<NewEvent> = []
+    for (const [key, { kind, masker }] of maskers) {
+      if (key === keep) continue
+      const delta = masker.end()
+      if (delta === "") continue
+      const id = partId(key.slice(kind.length + 1))
+      if (kind === "text") st.text += delta
+      out.push(make(kind === "text" ? "text.delta" : "reasoning.delta", { messageId, partId: id, delta }))
+    }
+    return out
+  }
+  return { maskerOf, heldBack, any: () => maskers.size > 0 }
+}
+type Maskers = ReturnType<typeof makeMaskers>
+
+/**
+ * One batch of the model's stream as events, handed to the writer: text and reasoning deltas
+ * (masked), `tool.pending` at a call's first sight, the calls that fully arrived (past
+ * `maxToolCalls`, refused), the finish. Fails with `OutputLimitReached` once the output bound is passed.
+ */
+const makeChunkHandler = (
+  input: StepInput,
+  st: AttemptState,
+  limits: StepLimits,
+  meter: ReturnType<typeof makeOutputMeter>,
+  maskers: Maskers,
+  partId: (id: string) => PartId
+) => {
+  const { journal, messageId } = input
+  const callIdFor = (modelId: string) =>
+    Effect.gen(function* () {
+      const known = st.ids.get(modelId)
+      if (known !== undefined) return { callId: known, isNew: false }
+      const state = yield* journal.state
+      const callId = uniqueCallId((id) => state.toolParts.has(id as CallId), modelId)
+      st.ids.set(modelId, callId)
+      return { callId, isNew: true }
+    })
+
+  return (chunk: Chunk.Chunk<ModelEvent>) =>
+    Effect.gen(function* () {
+      let deltas: Array<NewEvent> = []
+      /**
+       * The log's id of a model call; its first sight (input start, or the whole call from a
+       * provider that streams no input) records `tool.pending`. That is not a write-ahead point
+       * (the tool runs after `tool.invoked`), so it is handed over with the deltas.
+       */
+      const pendingCall = (modelId: string, tool: string) =>
+        Effect.map(callIdFor(modelId), ({ callId, isNew }) => {
+          if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool }))
+          return callId
+        })
+      const flushDeltas = Effect.suspend(() => {
+        if (deltas.length === 0) return Effect.void
+        const batch = deltas
+        deltas = []
+        return journal.appendLater(batch)
+      })
+      for (const whole of coalesce(Chunk.toReadonlyArray(chunk))) {
+        // past the output bound: what fits is handled, then the stream stops
+        const event = meter.take(whole)
+        if (event === undefined) break
+        if (maskers.any()) {
+          const part =
+            event._tag === "TextDelta"
+              ? `text:${event.id}`
+              : event._tag === "ReasoningDelta"
+                ? `reasoning:${event.id}`
+                : undefined
+          for (const held of maskers.heldBack(part)) deltas.push(held)
+        }
+        switch (event._tag) {
+          case "TextDelta": {
+            const delta = maskers.maskerOf(event.id, "text").push(event.delta)
+            st.text += delta
+            if (delta !== "") deltas.push(make("text.delta", { messageId, partId: partId(event.id), delta }))
+            break
+          }
+          case "ReasoningDelta": {
+            const delta = maskers.maskerOf(event.id, "reasoning").push(event.delta)
+            // metadata (a signature, redacted data) is recorded with its part, also without text
+            if (delta !== "" || event.metadata !== undefined) {
+              deltas.push(
+                make("reasoning.delta", {
+                  messageId,
+                  partId: partId(event.id),
+                  delta,
+                  ...(event.metadata !== undefined ? { metadata: event.metadata } : {})
+                })
+              )
+            }
+            break
+          }
+          case "ToolInputStart":
+            yield* pendingCall(event.callId, event.tool)
+            break
+          case "ToolInputDelta":
+            break
+          case "ToolCall": {
+            const callId = yield* pendingCall(event.callId, event.tool)
+            if (st.refused.has(callId) || st.calls.some((call) => call.callId === callId)) break
+            const call = { callId, tool: event.tool, input: event.input, inputText: event.inputText }
+            if (st.calls.length < limits.maxToolCalls) st.calls.push(call)
+            else {
+              st.refused.add(callId)
+              deltas.push(refusedCall(callId, sentInput(call), limits))
+            }
+            break
+          }
+          case "Finish":
+            st.finish = { finishReason: event.finishReason, usage: event.usage, responseModel: event.responseModel }
+            break
+        }
+      }
+      yield* flushDeltas
+      if (meter.reached) return yield* Effect.fail(outputLimitReached)
+    })
+}
+
+/**
+ * The end of a streamed attempt: a stream cut before its finish is a `ModelError`; else the events
+ * that close the step (held-back text, the parts a steer or the output bound left open,
+ * `step.finished`) and its result.
+ */
+const closeStep = (
+  model: Model["Type"],
+  input: StepInput,
+  step: number,
+  st: AttemptState,
+  limits: StepLimits,
+  limited: boolean,
+  maskers: Maskers,
+  sent: SentRequest
+) =>
+  Effect.gen(function* () {
+    const { journal, messageId, steer } = input
+    const steered =
+      !limited && st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
+    if (st.finish === undefined && !steered && !limited) {
+      return yield* new ModelError({
+        reason: "stream-cut",
+        message: `${model.name}: the stream ended before the step finished`
+      })
+    }
+    const closing: Array<NewEvent> = maskers.heldBack()
+    if (steered) {
+      // calls whose input never fully arrived cannot run; the complete ones run, then the steered message goes in
+      const state = yield* journal.state
+      closing.push(
+        ...endOpenToolParts(state, {
+          reason: STEERED,
+          which: (part) =>
+            part.messageId === messageId &&
+            part.state._tag === "pending" &&
+            !st.calls.some((call) => call.callId === part.callId),
+          end: () => ({
+            error: "The model was stopped by a new user message before this call's input fully arrived."
+          })
+        })
+      )
+      closing.push(make("chat.state", { state: "interrupted" }))
+    }
+    if (limited) {
+      // a runaway step: none of its calls runs (those that fully arrived keep their input)
+      const state = yield* journal.state
+      const error = `Not run: ${outputLimitMessage(limits)}.`
+      closing.push(
+        ...endOpenToolParts(state, {
+          reason: OUTPUT_LIMIT,
+          which: (part) => part.messageId === messageId && part.state._tag === "pending",
+          end: (part) => ({ error, input: st.calls.find((call) => call.callId === part.callId)?.input })
+        })
+      )
+    }
+    const finishReason = limited ? OUTPUT_LIMIT : (st.finish?.finishReason ?? STEERED)
+    const usage = toUsage(
+      st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
+      input.price
+    )
+    closing.push(
+      make("step.finished", {
+        messageId,
+        step,
+        finishReason,
+        usage,
+        promptVersion: sent.promptVersion,
+        requestDigest: sent.requestDigest
+      })
+    )
+    const result: StepResult = { step, finishReason, usage, calls: limited ? [] : st.calls, steered, text: st.text }
+    return { closing, result }
+  })
+
+/**
+ * The cleanup of an attempt that did not succeed: its open step ended `aborted` and its pending
+ * parts as interrupted, with the reason (the interrupt's, or `stream-failed`).
+ */
+const endFailedAttempt =
+  (input: StepInput, step: number, sent: SentRequest) =>
+  <A, E>(exit: Exit.Exit<A, E>) => {
+    if (exit._tag === "Success") return Effect.void
+    const interrupted = Cause.isInterrupted(exit.cause)
+    const reason = interrupted
+      ? (input.interruptReason ?? Effect.succeed("interrupted"))
+      : Effect.succeed(STREAM_FAILED)
+    return Effect.flatMap(reason, (why) =>
+      endOpenStep(
+        input.journal,
+        input.messageId,
+        why,
+        why === STREAM_FAILED
+          ? "The model's response broke off before this call's input fully arrived; the call did not run."
+          : `The turn was interrupted (${why}) before this call ran.`,
+        sent
+      )
+    ).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`could not end step ${step} of message ${input.messageId}`, error))
+    )
+  }
+
 const makeProcessor = (
   model: Model["Type"],
   retry: Retry["Type"],
@@ -296,156 +559,22 @@ const makeProcessor = (
     const sent: SentRequest = {}
     return Effect.gen(function* () {
       const { journal, messageId } = input
-      yield* journal.appendWith((before) => {
-        const opening: Array<NewEvent> = []
-        if (before.status._tag !== "busy") opening.push(make("session.status", { status: { _tag: "busy" } }))
-        if (before.chatState !== "streaming") opening.push(make("chat.state", { state: "streaming" }))
-        const delivered = input.deliver?.(before) ?? []
-        opening.push(
-          make("step.started", {
-            messageId,
-            step,
-            ...(delivered.length > 0 ? { deliveredMessageIds: delivered } : {})
-          })
-        )
-        return opening
-      })
+      yield* openStep(input, step)
 
       const st: AttemptState = { finish: undefined, calls: [], refused: new Set(), ids: new Map(), text: "" }
       const limits = input.limits ?? defaultStepLimits
       const meter = makeOutputMeter(limits.maxOutputBytes)
       const partId = (id: string) => PartId.make(`${messageId}:${step}:${id}`)
+      const maskers = makeMaskers(secrets, st, messageId, partId)
+      const handle = makeChunkHandler(input, st, limits, meter, maskers, partId)
 
-      const callIdFor = (modelId: string) =>
-        Effect.gen(function* () {
-          const known = st.ids.get(modelId)
-          if (known !== undefined) return { callId: known, isNew: false }
-          const state = yield* journal.state
-          const callId = uniqueCallId((id) => state.toolParts.has(id as CallId), modelId)
-          st.ids.set(modelId, callId)
-          return { callId, isNew: true }
-        })
-
-      /**
-       * Per text or reasoning part, logbook's API keys masked as the text streams (`Secrets`): a key
-       * split over two deltas is masked whole, a possible start of one waits for the next delta.
-       */
-      const maskers = new Map<string, { readonly kind: "text" | "reasoning"; readonly masker: TextStreamRedactor }>()
-      const maskerOf = (id: string, kind: "text" | "reasoning"): TextStreamRedactor => {
-        const key = `${kind}:${id}`
-        let found = maskers.get(key)
-        if (found === undefined) {
-          found = { kind, masker: secrets.redactTextStream() }
-          maskers.set(key, found)
-        }
-        return found.masker
-      }
-      /**
-       * What the maskers held back, as the parts' last deltas: of every part but `keep`'s — when
-       * another part or a tool call comes, a part is over (so its text keeps its place in the
-       * message), and at the end of the stream.
-       */
-      const heldBack = (keep?: string): Array<NewEvent> => {
-        const out: Array<NewEvent> = []
-        for (const [key, { kind, masker }] of maskers) {
-          if (key === keep) continue
-          const delta = masker.end()
-          if (delta === "") continue
-          const id = partId(key.slice(kind.length + 1))
-          if (kind === "text") st.text += delta
-          out.push(make(kind === "text" ? "text.delta" : "reasoning.delta", { messageId, partId: id, delta }))
-        }
-        return out
-      }
-
-      const handle = (chunk: Chunk.Chunk<ModelEvent>) =>
-        Effect.gen(function* () {
-          let deltas: Array<NewEvent> = []
-          /**
-           * The log's id of a model call; its first sight (input start, or the whole call from a
-           * provider that streams no input) records `tool.pending`. That is not a write-ahead point
-           * (the tool runs after `tool.invoked`), so it is handed over with the deltas.
-           */
-          const pendingCall = (modelId: string, tool: string) =>
-            Effect.map(callIdFor(modelId), ({ callId, isNew }) => {
-              if (isNew) deltas.push(make("tool.pending", { messageId, callId, tool }))
-              return callId
-            })
-          const flushDeltas = Effect.suspend(() => {
-            if (deltas.length === 0) return Effect.void
-            const batch = deltas
-            deltas = []
-            return journal.appendLater(batch)
-          })
-          for (const whole of coalesce(Chunk.toReadonlyArray(chunk))) {
-            // past the output bound: what fits is handled, then the stream stops
-            const event = meter.take(whole)
-            if (event === undefined) break
-            if (maskers.size > 0) {
-              const part =
-                event._tag === "TextDelta"
-                  ? `text:${event.id}`
-                  : event._tag === "ReasoningDelta"
-                    ? `reasoning:${event.id}`
-                    : undefined
-              for (const held of heldBack(part)) deltas.push(held)
-            }
-            switch (event._tag) {
-              case "TextDelta": {
-                const delta = maskerOf(event.id, "text").push(event.delta)
-                st.text += delta
-                if (delta !== "") deltas.push(make("text.delta", { messageId, partId: partId(event.id), delta }))
-                break
-              }
-              case "ReasoningDelta": {
-                const delta = maskerOf(event.id, "reasoning").push(event.delta)
-                // metadata (a signature, redacted data) is recorded with its part, also without text
-                if (delta !== "" || event.metadata !== undefined) {
-                  deltas.push(
-                    make("reasoning.delta", {
-                      messageId,
-                      partId: partId(event.id),
-                      delta,
-                      ...(event.metadata !== undefined ? { metadata: event.metadata } : {})
-                    })
-                  )
-                }
-                break
-              }
-              case "ToolInputStart":
-                yield* pendingCall(event.callId, event.tool)
-                break
-              case "ToolInputDelta":
-                break
-              case "ToolCall": {
-                const callId = yield* pendingCall(event.callId, event.tool)
-                if (st.refused.has(callId) || st.calls.some((call) => call.callId === callId)) break
-                const call = { callId, tool: event.tool, input: event.input, inputText: event.inputText }
-                if (st.calls.length < limits.maxToolCalls) st.calls.push(call)
-                else {
-                  st.refused.add(callId)
-                  deltas.push(refusedCall(callId, sentInput(call), limits))
-                }
-                break
-              }
-              case "Finish":
-                st.finish = { finishReason: event.finishReason, usage: event.usage, responseModel: event.responseModel }
-                break
-            }
-          }
-          yield* flushDeltas
-          if (meter.reached) return yield* Effect.fail(outputLimitReached)
-        })
-
-      const steer = input.steer
       const request = input.request(yield* journal.state)
       const prompt = yield* recordPrompt(journal, request)
-      const promptVersion = prompt.version
-      sent.promptVersion = promptVersion
+      sent.promptVersion = prompt.version
       sent.requestDigest = requestDigestOf(prompt.hash, request.messages)
       const stream = model.stream(request)
       // one pipeline: the model's stream in batches, stopped between two batches by a steered message
-      const streamed = consumeBatched(stream, handle, steer)
+      const streamed = consumeBatched(stream, handle, input.steer)
       // the request is one span (`chat <model>`, GenAI conventions), its tokens recorded at its end
       yield* streamed.pipe(
         Effect.catchTag("OutputLimitReached", () => Effect.void),
@@ -455,88 +584,13 @@ const makeProcessor = (
 
       // a replayed step (`rerun`'s cassette) ends as the step it replays did: with its finish reason
       const limited = meter.reached || st.finish?.finishReason === OUTPUT_LIMIT
-      const steered =
-        !limited && st.finish === undefined && steer !== undefined && (yield* Deferred.isDone(steerDone(steer)))
-      if (st.finish === undefined && !steered && !limited) {
-        return yield* new ModelError({
-          reason: "stream-cut",
-          message: `${model.name}: the stream ended before the step finished`
-        })
-      }
-      const closing: Array<NewEvent> = heldBack()
-      if (steered) {
-        // calls whose input never fully arrived cannot run; the complete ones run, then the steered message goes in
-        const state = yield* journal.state
-        closing.push(
-          ...endOpenToolParts(state, {
-            reason: STEERED,
-            which: (part) =>
-              part.messageId === messageId &&
-              part.state._tag === "pending" &&
-              !st.calls.some((call) => call.callId === part.callId),
-            end: () => ({
-              error: "The model was stopped by a new user message before this call's input fully arrived."
-            })
-          })
-        )
-        closing.push(make("chat.state", { state: "interrupted" }))
-      }
-      if (limited) {
-        // a runaway step: none of its calls runs (those that fully arrived keep their input)
-        const state = yield* journal.state
-        const error = `Not run: ${outputLimitMessage(limits)}.`
-        closing.push(
-          ...endOpenToolParts(state, {
-            reason: OUTPUT_LIMIT,
-            which: (part) => part.messageId === messageId && part.state._tag === "pending",
-            end: (part) => ({ error, input: st.calls.find((call) => call.callId === part.callId)?.input })
-          })
-        )
-      }
-      const finishReason = limited ? OUTPUT_LIMIT : (st.finish?.finishReason ?? STEERED)
-      const usage = toUsage(
-        st.finish?.usage ?? { input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
-        input.price
-      )
-      closing.push(
-        make("step.finished", {
-          messageId,
-          step,
-          finishReason,
-          usage,
-          promptVersion,
-          requestDigest: sent.requestDigest
-        })
-      )
+      const { closing, result } = yield* closeStep(model, input, step, st, limits, limited, maskers, sent)
       // handed over: no outside effect follows the step's end before the kernel's next awaited
       // append (the first call's `tool.invoked`, the next `step.started`, the turn's end), which
       // commits it with its own events (docs/event-log.md, "What the kernel awaits")
       yield* journal.appendLater(closing)
-      return { step, finishReason, usage, calls: limited ? [] : st.calls, steered, text: st.text } satisfies StepResult
-    }).pipe(
-      Effect.onExit((exit) => {
-        if (exit._tag === "Success") return Effect.void
-        const interrupted = Cause.isInterrupted(exit.cause)
-        const reason = interrupted
-          ? (input.interruptReason ?? Effect.succeed("interrupted"))
-          : Effect.succeed(STREAM_FAILED)
-        return Effect.flatMap(reason, (why) =>
-          endOpenStep(
-            input.journal,
-            input.messageId,
-            why,
-            why === STREAM_FAILED
-              ? "The model's response broke off before this call's input fully arrived; the call did not run."
-              : `The turn was interrupted (${why}) before this call ran.`,
-            sent
-          )
-        ).pipe(
-          Effect.catchAll((error) =>
-            Effect.logWarning(`could not end step ${step} of message ${input.messageId}`, error)
-          )
-        )
-      })
-    )
+      return result
+    }).pipe(Effect.onExit(endFailedAttempt(input, step, sent)))
   }
 
   /**

@@ -56,7 +56,7 @@ import { Retry } from "../model/Retry.js"
 import { EventStore } from "../store/EventStore.js"
 import type { SessionState } from "../store/Projection.js"
 import type { RestoreError } from "../store/Snapshots.js"
-import { Secrets } from "../tools/Secrets.js"
+import { Secrets, type SecretsService } from "../tools/Secrets.js"
 import { Tools } from "../tools/Tools.js"
 import { Actions } from "./Actions.js"
 import {
@@ -191,7 +191,33 @@ export interface SessionsService {
   readonly close: (sessionId: SessionId) => Effect.Effect<void>
 }
 
-export const makeSessions = (options: SessionsOptions) =>
+/** What the methods of `Sessions` share: the services they use and the sessions this process has open. */
+interface SessionsEnv {
+  readonly options: SessionsOptions
+  readonly store: EventStore["Type"]
+  readonly model: Model["Type"]
+  readonly secrets: SecretsService
+  /** the layer's scope: each open session's scope is forked from it */
+  readonly layerScope: Scope.Scope
+  /** the running turns, by session */
+  readonly fibers: FiberMap.FiberMap<SessionId>
+  /** the sessions this process has open */
+  readonly drivers: Ref.Ref<Map<SessionId, Driver>>
+  /** one session opened at a time */
+  readonly openLock: Effect.Semaphore
+  /** this process's lease owner id */
+  readonly owner: string
+  readonly leaseTtlMs: number
+  /** the repair of what dead processes left running was done (at the first opening) */
+  readonly repairedAtStart: Ref.Ref<boolean>
+  readonly compactor: Compactor
+  readonly turns: TurnLoop
+}
+type Compactor = ReturnType<typeof makeCompactor>
+type TurnLoop = ReturnType<typeof makeTurnLoop>
+
+/** The services, the compactor and the turn loop, and empty registries of open sessions and turns. */
+const makeSessionsEnv = (options: SessionsOptions) =>
   Effect.gen(function* () {
     const store = yield* EventStore
     const processor = yield* Processor
@@ -201,286 +227,323 @@ export const makeSessions = (options: SessionsOptions) =>
     const retry = yield* Retry
     const secrets = yield* Secrets
     const instructions = yield* Instructions
-    const layerScope = yield* Effect.scope
-    const fibers = yield* FiberMap.make<SessionId>()
-    const drivers = yield* Ref.make(new Map<SessionId, Driver>())
-    const openLock = yield* Effect.makeSemaphore(1)
-    const owner = options.owner ?? ownerId(yield* uuidV7)
-    const leaseTtlMs = options.leaseTtlMs ?? 30_000
-    const repairedAtStart = yield* Ref.make(false)
     const compactor = makeCompactor(model, retry, {
       compaction: { ...defaultCompactionOptions, ...options.compaction },
       price: options.price,
       maxOutputTokens: options.maxOutputTokens
     })
-    const turns = makeTurnLoop({ processor, actions, compactor, model, tools, instructions, secrets, options })
+    const env: SessionsEnv = {
+      options,
+      store,
+      model,
+      secrets,
+      layerScope: yield* Effect.scope,
+      fibers: yield* FiberMap.make<SessionId>(),
+      drivers: yield* Ref.make(new Map<SessionId, Driver>()),
+      openLock: yield* Effect.makeSemaphore(1),
+      owner: options.owner ?? ownerId(yield* uuidV7),
+      leaseTtlMs: options.leaseTtlMs ?? 30_000,
+      repairedAtStart: yield* Ref.make(false),
+      compactor,
+      turns: makeTurnLoop({ processor, actions, compactor, model, tools, instructions, secrets, options })
+    }
+    return env
+  })
 
-    const unavailable = (sessionId: SessionId) =>
-      new SessionUnavailable({
-        sessionId,
-        reason: "not-open",
-        message: `session ${sessionId} is not open in this process`
-      })
+const unavailable = (sessionId: SessionId) =>
+  new SessionUnavailable({
+    sessionId,
+    reason: "not-open",
+    message: `session ${sessionId} is not open in this process`
+  })
 
-    const driverOf = (sessionId: SessionId) =>
-      Effect.flatMap(Ref.get(drivers), (map) => {
-        const driver = map.get(sessionId)
-        return driver === undefined ? Effect.fail(unavailable(sessionId)) : Effect.succeed(driver)
-      })
+const driverOf = (env: SessionsEnv, sessionId: SessionId) =>
+  Effect.flatMap(Ref.get(env.drivers), (map) => {
+    const driver = map.get(sessionId)
+    return driver === undefined ? Effect.fail(unavailable(sessionId)) : Effect.succeed(driver)
+  })
 
-    // the scope is forked and the driver registered without an interrupt in between (that would leak
-    // the lease); the opening itself stays interruptible, and closes the scope when it is interrupted
-    const open = (sessionId: SessionId) =>
-      openLock.withPermits(1)(
-        Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function* () {
-            const existing = (yield* Ref.get(drivers)).get(sessionId)
-            if (existing !== undefined) return yield* existing.journal.state
-            // at the first opening: what processes of this machine left running when they died is
-            // stopped and recorded in their sessions (this one is repaired by its own opening)
-            if (!(yield* Ref.getAndSet(repairedAtStart, true)))
-              yield* restore(
-                repairDeadOwners({
-                  owner,
-                  leaseTtlMs,
-                  except: sessionId,
-                  onLeftoverCommands: options.onLeftoverCommands
-                }).pipe(Effect.provideService(EventStore, store))
-              )
-            const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
-            const opened = yield* openDriver(sessionId, scope, {
+/**
+ * Opens a session once per process (a no-op when it is open). The scope is forked and the driver
+ * registered without an interrupt in between (that would leak the lease); the opening itself stays
+ * interruptible, and closes the scope when it is interrupted.
+ */
+const open = (env: SessionsEnv, sessionId: SessionId) =>
+  env.openLock.withPermits(1)(
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function* () {
+        const { options, store, owner, leaseTtlMs } = env
+        const existing = (yield* Ref.get(env.drivers)).get(sessionId)
+        if (existing !== undefined) return yield* existing.journal.state
+        // at the first opening: what processes of this machine left running when they died is
+        // stopped and recorded in their sessions (this one is repaired by its own opening)
+        if (!(yield* Ref.getAndSet(env.repairedAtStart, true)))
+          yield* restore(
+            repairDeadOwners({
               owner,
               leaseTtlMs,
-              snapshotEvery: options.snapshotEvery,
-              secrets,
+              except: sessionId,
               onLeftoverCommands: options.onLeftoverCommands
-            }).pipe(
-              Scope.extend(scope),
-              Effect.provideService(EventStore, store),
-              restore,
-              Effect.onError(() => Scope.close(scope, Exit.void))
-            )
-            yield* Ref.update(drivers, (map) => new Map(map).set(sessionId, opened.driver))
-            return opened.state
-          })
-        )
-      )
-
-    const create = (createOptions: CreateOptions) =>
-      Effect.gen(function* () {
-        const sessionId = yield* makeSessionId
-        yield* store.append(sessionId, [
-          make("session.created", {
-            cwd: createOptions.cwd,
-            model: model.name,
-            ...(createOptions.rerunOf !== undefined ? { rerunOf: createOptions.rerunOf } : {}),
-            // not through the journal: masked here (a title cut from a message should be masked before the cut)
-            ...(createOptions.title !== undefined ? { title: secrets.redactText(createOptions.title) } : {})
-          })
-        ])
-        yield* open(sessionId)
-        return sessionId
-      })
-
-    /** Starts a turn delivering `messageIds` (after `before`) and its fiber; no turn runs; under the lock. */
-    const begin = (driver: Driver, messageIds: ReadonlyArray<MessageId>, before: ReadonlyArray<NewEvent> = []) =>
-      Effect.gen(function* () {
-        const turnId = yield* turns.startTurn(driver, messageIds, before)
-        yield* Ref.set(driver.running, true)
-        yield* Ref.set(driver.interruptReason, "user")
-        yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
-        yield* FiberMap.run(fibers, driver.id, turns.run(driver, turnId))
-      })
-
-    /**
-     * `f` with the session's driver, under its lock (which `send` and every decision about delivering
-     * a message take), once it is sure the driver can take a message (not closed, its lease held).
-     */
-    const locked = <A, E>(sessionId: SessionId, f: (driver: Driver) => Effect.Effect<A, E>) =>
-      Effect.flatMap(driverOf(sessionId), (driver) =>
-        driver.lock.withPermits(1)(
-          Effect.gen(function* () {
-            if (yield* Ref.get(driver.closed)) return yield* Effect.fail(unavailable(sessionId))
-            if (yield* driver.leaseLost) return yield* Effect.fail(leaseLostError(sessionId))
-            return yield* f(driver)
-          })
-        )
-      )
-
-    const send = (sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
-      locked(sessionId, (driver) =>
-        Effect.gen(function* () {
-          const messageId = yield* makeMessageId
-          const running = yield* Ref.get(driver.running)
-          const asked = sendOptions.mode ?? "prompt"
-          if (!running) {
-            const state = yield* driver.journal.state
-            // messages an interrupt left waiting (queued, steered) go first, in the same turn
-            yield* begin(
-              driver,
-              [...undelivered(state), messageId],
-              [make("user.message", { messageId, text, mode: "prompt" })]
-            )
-            return messageId
-          }
-          const mode: UserMode = asked === "queue" ? "queue" : "steer"
-          yield* driver.journal.append([make("user.message", { messageId, text, mode })])
-          if (mode === "steer") {
-            const steer = yield* Ref.get(driver.steer)
-            if (steer !== undefined) yield* signalSteer(steer)
-          }
-          return messageId
-        })
-      )
-
-    const withdraw = (sessionId: SessionId, messageId: MessageId) =>
-      locked(sessionId, (driver) =>
-        Effect.gen(function* () {
-          const state = yield* driver.journal.state
-          const message = state.messages.find((m) => m.id === messageId)
-          if (message === undefined || message.role !== "user")
-            return yield* new WithdrawRefused({
-              sessionId,
-              messageId,
-              reason: "unknown",
-              message: `no user message ${messageId} in session ${sessionId}`
-            })
-          if (message.delivered)
-            return yield* new WithdrawRefused({
-              sessionId,
-              messageId,
-              reason: "delivered",
-              message: `message ${messageId} was already delivered to the model`
-            })
-          // the step that would deliver it decides under the journal's lock (`appendWith`): a step
-          // that started meanwhile delivered it, and the projection refuses this event then
-          const appended = yield* driver.journal.appendWith((now) =>
-            now.messages.some((m) => m.id === messageId && m.role === "user" && !m.delivered)
-              ? [make("user.withdrawn", { messageId })]
-              : []
+            }).pipe(Effect.provideService(EventStore, store))
           )
-          if (appended.length === 0)
-            return yield* new WithdrawRefused({
-              sessionId,
-              messageId,
-              reason: "delivered",
-              message: `message ${messageId} was delivered to the model as it was withdrawn`
-            })
-          return { text: message.text, mode: message.mode }
-        })
-      )
+        const scope = yield* Scope.fork(env.layerScope, ExecutionStrategy.sequential)
+        const opened = yield* openDriver(sessionId, scope, {
+          owner,
+          leaseTtlMs,
+          snapshotEvery: options.snapshotEvery,
+          secrets: env.secrets,
+          onLeftoverCommands: options.onLeftoverCommands
+        }).pipe(
+          Scope.extend(scope),
+          Effect.provideService(EventStore, store),
+          restore,
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+        yield* Ref.update(env.drivers, (map) => new Map(map).set(sessionId, opened.driver))
+        return opened.state
+      })
+    )
+  )
 
-    const sendPending = (sessionId: SessionId) =>
-      locked(sessionId, (driver) =>
-        Effect.gen(function* () {
-          if (yield* Ref.get(driver.running)) return false
-          const waiting = undelivered(yield* driver.journal.state)
-          if (waiting.length === 0) return false
-          yield* begin(driver, waiting)
-          return true
-        })
-      )
+/** `session.created` (its title masked), then the session opened. */
+const create = (env: SessionsEnv, createOptions: CreateOptions) =>
+  Effect.gen(function* () {
+    const sessionId = yield* makeSessionId
+    yield* env.store.append(sessionId, [
+      make("session.created", {
+        cwd: createOptions.cwd,
+        model: env.model.name,
+        ...(createOptions.rerunOf !== undefined ? { rerunOf: createOptions.rerunOf } : {}),
+        // not through the journal: masked here (a title cut from a message should be masked before the cut)
+        ...(createOptions.title !== undefined ? { title: env.secrets.redactText(createOptions.title) } : {})
+      })
+    ])
+    yield* open(env, sessionId)
+    return sessionId
+  })
 
-    /**
-     * Stops the turn (if one runs) under the lock `send` takes: a message sent meanwhile waits and
-     * then starts a new turn. The turn's own cleanup runs as its fiber ends; it runs here again (it is
-     * idempotent) for a turn whose fiber was interrupted before it started.
-     */
-    const stop = (driver: Driver, reason: string) =>
+/** Starts a turn delivering `messageIds` (after `before`) and its fiber; no turn runs; under the lock. */
+const begin = (
+  env: SessionsEnv,
+  driver: Driver,
+  messageIds: ReadonlyArray<MessageId>,
+  before: ReadonlyArray<NewEvent> = []
+) =>
+  Effect.gen(function* () {
+    const turnId = yield* env.turns.startTurn(driver, messageIds, before)
+    yield* Ref.set(driver.running, true)
+    yield* Ref.set(driver.interruptReason, "user")
+    yield* SubscriptionRef.update(driver.status, (s) => ({ ...s, running: true }))
+    yield* FiberMap.run(env.fibers, driver.id, env.turns.run(driver, turnId))
+  })
+
+/**
+ * `f` with the session's driver, under its lock (which `send` and every decision about delivering
+ * a message take), once it is sure the driver can take a message (not closed, its lease held).
+ */
+const locked = <A, E>(env: SessionsEnv, sessionId: SessionId, f: (driver: Driver) => Effect.Effect<A, E>) =>
+  Effect.flatMap(driverOf(env, sessionId), (driver) =>
+    driver.lock.withPermits(1)(
       Effect.gen(function* () {
-        if (!(yield* Ref.get(driver.running))) return
-        yield* Ref.set(driver.interruptReason, reason)
-        yield* FiberMap.remove(fibers, driver.id)
-        yield* turns.cleanup(driver, reason)
+        if (yield* Ref.get(driver.closed)) return yield* Effect.fail(unavailable(sessionId))
+        if (yield* driver.leaseLost) return yield* Effect.fail(leaseLostError(sessionId))
+        return yield* f(driver)
+      })
+    )
+  )
+
+/** A user message: a new turn when none runs, else recorded as a steer (signalled) or queued. */
+const send = (env: SessionsEnv, sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
+  locked(env, sessionId, (driver) =>
+    Effect.gen(function* () {
+      const messageId = yield* makeMessageId
+      const running = yield* Ref.get(driver.running)
+      const asked = sendOptions.mode ?? "prompt"
+      if (!running) {
         const state = yield* driver.journal.state
-        const last: TurnOutcome = {
-          turnId: state.lastTurn?.turnId ?? ("" as TurnId),
-          reason: "interrupted",
-          message: `interrupted (${reason})`,
-          ...lastTurnFigures(state)
-        }
-        yield* Ref.set(driver.running, false)
-        yield* SubscriptionRef.set(driver.status, { running: false, last })
-      })
-
-    const interrupt = (sessionId: SessionId, reason = "user") =>
-      Effect.flatMap(driverOf(sessionId), (driver) => driver.lock.withPermits(1)(stop(driver, reason)))
-
-    const wait = (sessionId: SessionId) =>
-      Effect.gen(function* () {
-        const driver = yield* driverOf(sessionId)
-        const status = yield* driver.status.changes.pipe(
-          Stream.filter((s) => !s.running),
-          Stream.runHead
+        // messages an interrupt left waiting (queued, steered) go first, in the same turn
+        yield* begin(
+          env,
+          driver,
+          [...undelivered(state), messageId],
+          [make("user.message", { messageId, text, mode: "prompt" })]
         )
-        return Option.flatMap(status, (s) => Option.fromNullable(s.last))
-      })
+        return messageId
+      }
+      const mode: UserMode = asked === "queue" ? "queue" : "steer"
+      yield* driver.journal.append([make("user.message", { messageId, text, mode })])
+      if (mode === "steer") {
+        const steer = yield* Ref.get(driver.steer)
+        if (steer !== undefined) yield* signalSteer(steer)
+      }
+      return messageId
+    })
+  )
 
-    const close = (sessionId: SessionId) =>
-      Effect.gen(function* () {
-        const driver = (yield* Ref.get(drivers)).get(sessionId)
-        if (driver === undefined) return
-        yield* driver.lock.withPermits(1)(
-          Effect.gen(function* () {
-            yield* Ref.set(driver.closed, true)
-            yield* stop(driver, "shutdown")
-          })
-        )
-        yield* Ref.update(drivers, (map) => {
-          const copy = new Map(map)
-          copy.delete(sessionId)
-          return copy
+/** `user.withdrawn` for a message no turn or step has delivered, decided under the journal's lock. */
+const withdraw = (env: SessionsEnv, sessionId: SessionId, messageId: MessageId) =>
+  locked(env, sessionId, (driver) =>
+    Effect.gen(function* () {
+      const state = yield* driver.journal.state
+      const message = state.messages.find((m) => m.id === messageId)
+      if (message === undefined || message.role !== "user")
+        return yield* new WithdrawRefused({
+          sessionId,
+          messageId,
+          reason: "unknown",
+          message: `no user message ${messageId} in session ${sessionId}`
         })
-        yield* Scope.close(driver.scope, Exit.void)
+      if (message.delivered)
+        return yield* new WithdrawRefused({
+          sessionId,
+          messageId,
+          reason: "delivered",
+          message: `message ${messageId} was already delivered to the model`
+        })
+      // the step that would deliver it decides under the journal's lock (`appendWith`): a step
+      // that started meanwhile delivered it, and the projection refuses this event then
+      const appended = yield* driver.journal.appendWith((now) =>
+        now.messages.some((m) => m.id === messageId && m.role === "user" && !m.delivered)
+          ? [make("user.withdrawn", { messageId })]
+          : []
+      )
+      if (appended.length === 0)
+        return yield* new WithdrawRefused({
+          sessionId,
+          messageId,
+          reason: "delivered",
+          message: `message ${messageId} was delivered to the model as it was withdrawn`
+        })
+      return { text: message.text, mode: message.mode }
+    })
+  )
+
+/** A turn with the messages waiting for delivery, when no turn runs and some wait. */
+const sendPending = (env: SessionsEnv, sessionId: SessionId) =>
+  locked(env, sessionId, (driver) =>
+    Effect.gen(function* () {
+      if (yield* Ref.get(driver.running)) return false
+      const waiting = undelivered(yield* driver.journal.state)
+      if (waiting.length === 0) return false
+      yield* begin(env, driver, waiting)
+      return true
+    })
+  )
+
+/**
+ * Stops the turn (if one runs) under the lock `send` takes: a message sent meanwhile waits and
+ * then starts a new turn. The turn's own cleanup runs as its fiber ends; it runs here again (it is
+ * idempotent) for a turn whose fiber was interrupted before it started.
+ */
+const stop = (env: SessionsEnv, driver: Driver, reason: string) =>
+  Effect.gen(function* () {
+    if (!(yield* Ref.get(driver.running))) return
+    yield* Ref.set(driver.interruptReason, reason)
+    yield* FiberMap.remove(env.fibers, driver.id)
+    yield* env.turns.cleanup(driver, reason)
+    const state = yield* driver.journal.state
+    const last: TurnOutcome = {
+      turnId: state.lastTurn?.turnId ?? ("" as TurnId),
+      reason: "interrupted",
+      message: `interrupted (${reason})`,
+      ...lastTurnFigures(state)
+    }
+    yield* Ref.set(driver.running, false)
+    yield* SubscriptionRef.set(driver.status, { running: false, last })
+  })
+
+const interrupt = (env: SessionsEnv, sessionId: SessionId, reason = "user") =>
+  Effect.flatMap(driverOf(env, sessionId), (driver) => driver.lock.withPermits(1)(stop(env, driver, reason)))
+
+/** Waits until no turn runs, and returns how the last one ended. */
+const wait = (env: SessionsEnv, sessionId: SessionId) =>
+  Effect.gen(function* () {
+    const driver = yield* driverOf(env, sessionId)
+    const status = yield* driver.status.changes.pipe(
+      Stream.filter((s) => !s.running),
+      Stream.runHead
+    )
+    return Option.flatMap(status, (s) => Option.fromNullable(s.last))
+  })
+
+/** Interrupts the session's turn (reason `shutdown`), forgets its driver and releases it (its scope closed). */
+const close = (env: SessionsEnv, sessionId: SessionId) =>
+  Effect.gen(function* () {
+    const driver = (yield* Ref.get(env.drivers)).get(sessionId)
+    if (driver === undefined) return
+    yield* driver.lock.withPermits(1)(
+      Effect.gen(function* () {
+        yield* Ref.set(driver.closed, true)
+        yield* stop(env, driver, "shutdown")
       })
+    )
+    yield* Ref.update(env.drivers, (map) => {
+      const copy = new Map(map)
+      copy.delete(sessionId)
+      return copy
+    })
+    yield* Scope.close(driver.scope, Exit.void)
+  })
+
+/** The whole conversation summarised now, when no turn runs: busy while the summary is written, idle after. */
+const compact = (env: SessionsEnv, sessionId: SessionId) =>
+  Effect.gen(function* () {
+    const { turns, compactor } = env
+    const driver = yield* driverOf(env, sessionId)
+    return yield* driver.lock.withPermits(1)(
+      Effect.gen(function* () {
+        if (yield* Ref.get(driver.running)) {
+          return yield* new SessionUnavailable({
+            sessionId,
+            reason: "busy",
+            message: `session ${sessionId} is running a turn; compact it when the turn is over`
+          })
+        }
+        if (yield* driver.leaseLost) return yield* leaseLostError(sessionId)
+        // busy while the summary is written, idle after it whatever happens (an interrupt included)
+        return yield* Effect.acquireUseRelease(
+          driver.journal.append([make("session.status", { status: { _tag: "busy" } })]),
+          () =>
+            Effect.flatMap(turns.systemPrompt(driver), (system) =>
+              compactor.compact(driver.journal, turns.request(driver, system), "manual")
+            ),
+          () => driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
+        )
+      })
+    )
+  })
+
+export const makeSessions = (options: SessionsOptions) =>
+  Effect.gen(function* () {
+    const env = yield* makeSessionsEnv(options)
 
     // at shutdown: every turn is interrupted with reason `shutdown` before the leases go
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
-        for (const id of (yield* Ref.get(drivers)).keys()) yield* close(id)
+        for (const id of (yield* Ref.get(env.drivers)).keys()) yield* close(env, id)
       })
     )
 
-    const compact = (sessionId: SessionId) =>
-      Effect.gen(function* () {
-        const driver = yield* driverOf(sessionId)
-        return yield* driver.lock.withPermits(1)(
-          Effect.gen(function* () {
-            if (yield* Ref.get(driver.running)) {
-              return yield* new SessionUnavailable({
-                sessionId,
-                reason: "busy",
-                message: `session ${sessionId} is running a turn; compact it when the turn is over`
-              })
-            }
-            if (yield* driver.leaseLost) return yield* leaseLostError(sessionId)
-            // busy while the summary is written, idle after it whatever happens (an interrupt included)
-            return yield* Effect.acquireUseRelease(
-              driver.journal.append([make("session.status", { status: { _tag: "busy" } })]),
-              () =>
-                Effect.flatMap(turns.systemPrompt(driver), (system) =>
-                  compactor.compact(driver.journal, turns.request(driver, system), "manual")
-                ),
-              () => driver.journal.append([make("session.status", { status: { _tag: "idle" } })]).pipe(Effect.ignore)
-            )
-          })
-        )
-      })
-
     // a span per call (`Sessions.send` …); a turn started by `send` runs under its span
     const service: SessionsService = {
-      create: Effect.fn("Sessions.create")(create),
-      open: Effect.fn("Sessions.open")(open),
-      send: Effect.fn("Sessions.send")(send),
-      withdraw: Effect.fn("Sessions.withdraw")(withdraw),
-      sendPending: Effect.fn("Sessions.sendPending")(sendPending),
-      interrupt: Effect.fn("Sessions.interrupt")(interrupt),
-      wait: Effect.fn("Sessions.wait")(wait),
-      compact: Effect.fn("Sessions.compact")(compact),
-      state: Effect.fn("Sessions.state")((sessionId: SessionId) =>
-        Effect.flatMap(driverOf(sessionId), (driver) => driver.journal.state)
+      create: Effect.fn("Sessions.create")((createOptions: CreateOptions) => create(env, createOptions)),
+      open: Effect.fn("Sessions.open")((sessionId: SessionId) => open(env, sessionId)),
+      send: Effect.fn("Sessions.send")((sessionId: SessionId, text: string, sendOptions?: SendOptions) =>
+        send(env, sessionId, text, sendOptions)
       ),
-      close: Effect.fn("Sessions.close")(close)
+      withdraw: Effect.fn("Sessions.withdraw")((sessionId: SessionId, messageId: MessageId) =>
+        withdraw(env, sessionId, messageId)
+      ),
+      sendPending: Effect.fn("Sessions.sendPending")((sessionId: SessionId) => sendPending(env, sessionId)),
+      interrupt: Effect.fn("Sessions.interrupt")((sessionId: SessionId, reason?: string) =>
+        interrupt(env, sessionId, reason)
+      ),
+      wait: Effect.fn("Sessions.wait")((sessionId: SessionId) => wait(env, sessionId)),
+      compact: Effect.fn("Sessions.compact")((sessionId: SessionId) => compact(env, sessionId)),
+      state: Effect.fn("Sessions.state")((sessionId: SessionId) =>
+        Effect.flatMap(driverOf(env, sessionId), (driver) => driver.journal.state)
+      ),
+      close: Effect.fn("Sessions.close")((sessionId: SessionId) => close(env, sessionId))
     }
     return service
   })

@@ -140,216 +140,250 @@ const changeEvent = (change: ObservedChange, callId: CallId): NewEvent => {
 /** Sessions whose manifests are kept in memory at most. */
 const MAX_WORKSPACES = 16
 
+/** What the observer's steps share: the store, the snapshot settings and the workspaces it knows. */
+interface ObserverEnv {
+  readonly store: EventStore["Type"]
+  readonly secrets: SecretsService
+  readonly limits: SnapshotLimits
+  /** the log's own database files, as given (their real paths are added when first needed) */
+  readonly excluded: ReadonlyArray<string>
+  /** key: session id + the workspace's real path */
+  readonly states: Map<string, WorkspaceState>
+  readonly realRoots: Map<string, string>
+  /** `excluded` with the real paths, once resolved */
+  excludeSet: ReadonlySet<string> | undefined
+}
+
+/** A workspace's real path, remembered per cwd: a thread-pool round trip per call would wait for the event loop (confine.ts). */
+const realRoot = (env: ObserverEnv, cwd: string): Effect.Effect<string> =>
+  Effect.sync(() => {
+    const known = env.realRoots.get(cwd)
+    if (known !== undefined) return known
+    let real: string
+    try {
+      real = fs.realpathSync(cwd)
+    } catch {
+      real = nodePath.resolve(cwd)
+    }
+    env.realRoots.set(cwd, real)
+    return real
+  })
+
+/** The state of a session's workspace, made when there is none (at most `MAX_WORKSPACES` kept). */
+const stateOf = (env: ObserverEnv, sessionId: SessionId, root: string): WorkspaceState => {
+  const { states } = env
+  const key = `${sessionId}\0${root}`
+  let state = states.get(key)
+  if (state === undefined) {
+    // bounded: a process that serves many sessions keeps the manifests of the latest ones (a
+    // session whose manifest was dropped takes a new baseline at its next command)
+    for (const [other, kept] of states) {
+      if (states.size < MAX_WORKSPACES) break
+      if (kept.running === 0) states.delete(other)
+    }
+    state = {
+      manifest: undefined,
+      running: 0,
+      noted: new Map(),
+      intents: new Map(),
+      lock: Effect.unsafeMakeSemaphore(1)
+    }
+    states.set(key, state)
+  }
+  return state
+}
+
+const storeContent = (env: ObserverEnv, content: Uint8Array) =>
+  // masked like everything else the log keeps (Secrets)
+  env.store.putBlob(env.secrets.redactBytes(content))
+
+/** The paths never snapshotted, with their real paths (resolved once). */
+const excludeSet = (env: ObserverEnv) =>
+  Effect.suspend(() =>
+    env.excludeSet !== undefined
+      ? Effect.succeed(env.excludeSet)
+      : Effect.promise(async () => {
+          const real = await Promise.all(env.excluded.map((file) => fsp.realpath(file).catch(() => file)))
+          env.excludeSet = new Set([...env.excluded, ...real])
+          return env.excludeSet
+        })
+  )
+
+/** A snapshot of the workspace at `root`, or why it could not be read; fails only with the store's error. */
+const scan = (env: ObserverEnv, root: string, previous: Manifest | undefined) =>
+  Effect.flatMap(excludeSet(env), (exclude) =>
+    // a workspace that cannot be read is recorded as such; a store that fails fails the call
+    scanWorkspace({ root, previous, limits: env.limits, exclude, store: (content) => storeContent(env, content) }).pipe(
+      Effect.map((result) => Either.right(result)),
+      Effect.catchTag("SnapshotError", (error) => Effect.succeed(Either.left(error)))
+    )
+  )
+
+const limitFields = (result: ScanResult) => (result.limits.length > 0 ? { limits: result.limits } : {})
+
+const append = (call: ObservedCall, events: ReadonlyArray<NewEvent>) => Effect.asVoid(call.journal.append(events))
+
+/**
+ * The manifest brought up to date before a call, when no other observed call runs: the first of
+ * the session stores the manifest document and commits `workspace.snapshot {phase: "baseline"}`.
+ */
+const refreshManifest = (env: ObserverEnv, call: ObservedCall, root: string, state: WorkspaceState) =>
+  Effect.gen(function* () {
+    // what file tools wrote before this snapshot is in it; what they write from now on is noted,
+    // and so is what they are about to write (the write may come after the scan)
+    state.noted = new Map(state.intents)
+    const first = state.manifest === undefined
+    const scanned = yield* scan(env, root, state.manifest)
+    // a failed scan leaves nothing to compare with: `end` says the call's changes are unknown
+    if (scanned._tag === "Left") return
+    state.manifest = scanned.right.manifest
+    if (!first) return
+    const manifest = yield* storeContent(
+      env,
+      new TextEncoder().encode(JSON.stringify(manifestDocument(scanned.right.manifest)))
+    )
+    yield* append(call, [
+      make("workspace.snapshot", {
+        callId: call.callId,
+        phase: "baseline",
+        manifest,
+        files: scanned.right.manifest.size,
+        ...limitFields(scanned.right)
+      })
+    ])
+  })
+
+const begin = (
+  env: ObserverEnv,
+  call: ObservedCall,
+  register: (end: Effect.Effect<void, RestoreError>) => void
+): Effect.Effect<void, RestoreError> =>
+  Effect.gen(function* () {
+    const root = yield* realRoot(env, call.cwd)
+    const state = stateOf(env, call.journal.sessionId, root)
+    let ended = false
+    const end = Effect.uninterruptible(
+      Effect.suspend(() => {
+        if (ended) return Effect.void
+        ended = true
+        return state.lock.withPermits(1)(endScan(env, call, root, state))
+      })
+    )
+    yield* state.lock.withPermits(1)(
+      Effect.gen(function* () {
+        if (state.running === 0 || state.manifest === undefined) yield* refreshManifest(env, call, root, state)
+        // counted and handed over at once: an interrupt cannot leave one without the other
+        yield* Effect.sync(() => {
+          state.running++
+          register(end)
+        })
+      })
+    )
+  })
+
+/**
+ * The snapshot after a call, compared with the manifest: each difference but the noted ones is
+ * `file.changed {observed: true}`, then `workspace.snapshot {phase: "after"}`.
+ */
+const endScan = (env: ObserverEnv, call: ObservedCall, root: string, state: WorkspaceState) =>
+  Effect.gen(function* () {
+    state.running--
+    const before = state.manifest
+    const scanned = yield* scan(env, root, before)
+    if (scanned._tag === "Left" || before === undefined) {
+      if (scanned._tag === "Right") state.manifest = scanned.right.manifest
+      return yield* append(call, [
+        make("workspace.snapshot", {
+          callId: call.callId,
+          phase: "after",
+          files: scanned._tag === "Right" ? scanned.right.manifest.size : 0,
+          error:
+            scanned._tag === "Left"
+              ? scanned.left.message
+              : "there was no snapshot from before the call (the workspace could not be read): its changes are unknown"
+        })
+      ])
+    }
+    const after = scanned.right.manifest
+    state.manifest = after
+    // what a file tool wrote meanwhile (also during this scan) is recorded by the tool itself
+    const noted = state.noted
+    const changes = diffManifests(before, after).filter(
+      (change) => !(noted.has(change.path) && noted.get(change.path) === storedHash(change.after))
+    )
+    yield* append(call, [
+      ...changes.map((change) => changeEvent(change, call.callId)),
+      make("workspace.snapshot", {
+        callId: call.callId,
+        phase: "after",
+        files: after.size,
+        changed: changes.length,
+        ...limitFields(scanned.right)
+      })
+    ])
+  })
+
+/**
+ * `f` on the session's state and the path relative to its root, when the path is in the
+ * workspace and the state is known — or made (`create`: an intent must outlive the first
+ * snapshot of the session, which may come after it)
+ */
+const withPath = (
+  env: ObserverEnv,
+  sessionId: SessionId,
+  cwd: string,
+  path: string,
+  f: (state: WorkspaceState, relative: string) => void,
+  create = false
+): Effect.Effect<void> =>
+  Effect.map(realRoot(env, cwd), (root) => {
+    const relative = relativeSlash(root, path)
+    if (relative === undefined) return
+    const state = create ? stateOf(env, sessionId, root) : env.states.get(`${sessionId}\0${root}`)
+    if (state !== undefined) f(state, relative)
+  })
+
 export const makeWorkspaceObserver = (
   store: EventStore["Type"],
   secrets: SecretsService,
   options: WorkspaceSnapshotOptions = {}
 ): WorkspaceObserver => {
-  const limits: SnapshotLimits = { ...defaultSnapshotLimits, ...options.limits }
-  const excluded = (options.exclude ?? []).flatMap((file) => [
-    nodePath.resolve(file),
-    ...["-wal", "-shm", "-journal"].map((suffix) => nodePath.resolve(`${file}${suffix}`))
-  ])
-  /** key: session id + the workspace's real path */
-  const states = new Map<string, WorkspaceState>()
-  const realRoots = new Map<string, string>()
-
-  // remembered per cwd: a thread-pool round trip per call would wait for the event loop (confine.ts)
-  const realRoot = (cwd: string): Effect.Effect<string> =>
-    Effect.sync(() => {
-      const known = realRoots.get(cwd)
-      if (known !== undefined) return known
-      let real: string
-      try {
-        real = fs.realpathSync(cwd)
-      } catch {
-        real = nodePath.resolve(cwd)
-      }
-      realRoots.set(cwd, real)
-      return real
-    })
-
-  const stateOf = (sessionId: SessionId, root: string): WorkspaceState => {
-    const key = `${sessionId}\0${root}`
-    let state = states.get(key)
-    if (state === undefined) {
-      // bounded: a process that serves many sessions keeps the manifests of the latest ones (a
-      // session whose manifest was dropped takes a new baseline at its next command)
-      for (const [other, kept] of states) {
-        if (states.size < MAX_WORKSPACES) break
-        if (kept.running === 0) states.delete(other)
-      }
-      state = {
-        manifest: undefined,
-        running: 0,
-        noted: new Map(),
-        intents: new Map(),
-        lock: Effect.unsafeMakeSemaphore(1)
-      }
-      states.set(key, state)
-    }
-    return state
+  const env: ObserverEnv = {
+    store,
+    secrets,
+    limits: { ...defaultSnapshotLimits, ...options.limits },
+    excluded: (options.exclude ?? []).flatMap((file) => [
+      nodePath.resolve(file),
+      ...["-wal", "-shm", "-journal"].map((suffix) => nodePath.resolve(`${file}${suffix}`))
+    ]),
+    states: new Map(),
+    realRoots: new Map(),
+    excludeSet: undefined
   }
-
-  const storeContent = (content: Uint8Array) =>
-    // masked like everything else the log keeps (Secrets)
-    store.putBlob(secrets.redactBytes(content))
-
-  let excludeSet: ReadonlySet<string> | undefined
-  const exclude = Effect.suspend(() =>
-    excludeSet !== undefined
-      ? Effect.succeed(excludeSet)
-      : Effect.promise(async () => {
-          const real = await Promise.all(excluded.map((file) => fsp.realpath(file).catch(() => file)))
-          excludeSet = new Set([...excluded, ...real])
-          return excludeSet
-        })
-  )
-
-  const scan = (root: string, previous: Manifest | undefined) =>
-    Effect.flatMap(exclude, (exclude) =>
-      // a workspace that cannot be read is recorded as such; a store that fails fails the call
-      scanWorkspace({ root, previous, limits, exclude, store: storeContent }).pipe(
-        Effect.map((result) => Either.right(result)),
-        Effect.catchTag("SnapshotError", (error) => Effect.succeed(Either.left(error)))
+  return {
+    begin: (call, register) => begin(env, call, register),
+    noteChange: (sessionId, cwd, path, after) =>
+      withPath(env, sessionId, cwd, path, (state, relative) => {
+        state.noted.set(relative, after?.hash)
+        state.intents.delete(relative)
+      }),
+    noteIntent: (sessionId, cwd, path, after) =>
+      withPath(
+        env,
+        sessionId,
+        cwd,
+        path,
+        (state, relative) => {
+          state.noted.set(relative, after.hash)
+          state.intents.set(relative, after.hash)
+        },
+        true
+      ),
+    dropIntents: (sessionId, cwd, paths) =>
+      Effect.forEach(
+        paths,
+        (path) => withPath(env, sessionId, cwd, path, (state, relative) => state.intents.delete(relative)),
+        { discard: true }
       )
-    )
-
-  const limitFields = (result: ScanResult) => (result.limits.length > 0 ? { limits: result.limits } : {})
-
-  const append = (call: ObservedCall, events: ReadonlyArray<NewEvent>) => Effect.asVoid(call.journal.append(events))
-
-  const begin: WorkspaceObserver["begin"] = (call, register) =>
-    Effect.gen(function* () {
-      const root = yield* realRoot(call.cwd)
-      const state = stateOf(call.journal.sessionId, root)
-      let ended = false
-      const end = Effect.uninterruptible(
-        Effect.suspend(() => {
-          if (ended) return Effect.void
-          ended = true
-          return state.lock.withPermits(1)(endScan(call, root, state))
-        })
-      )
-      yield* state.lock.withPermits(1)(
-        Effect.gen(function* () {
-          if (state.running === 0 || state.manifest === undefined) {
-            // what file tools wrote before this snapshot is in it; what they write from now on is noted,
-            // and so is what they are about to write (the write may come after the scan)
-            state.noted = new Map(state.intents)
-            const first = state.manifest === undefined
-            const scanned = yield* scan(root, state.manifest)
-            if (scanned._tag === "Right") {
-              state.manifest = scanned.right.manifest
-              if (first) {
-                const manifest = yield* storeContent(
-                  new TextEncoder().encode(JSON.stringify(manifestDocument(scanned.right.manifest)))
-                )
-                yield* append(call, [
-                  make("workspace.snapshot", {
-                    callId: call.callId,
-                    phase: "baseline",
-                    manifest,
-                    files: scanned.right.manifest.size,
-                    ...limitFields(scanned.right)
-                  })
-                ])
-              }
-            }
-            // a failed scan leaves nothing to compare with: `end` says the call's changes are unknown
-          }
-          // counted and handed over at once: an interrupt cannot leave one without the other
-          yield* Effect.sync(() => {
-            state.running++
-            register(end)
-          })
-        })
-      )
-    })
-
-  const endScan = (call: ObservedCall, root: string, state: WorkspaceState) =>
-    Effect.gen(function* () {
-      state.running--
-      const before = state.manifest
-      const scanned = yield* scan(root, before)
-      if (scanned._tag === "Left" || before === undefined) {
-        if (scanned._tag === "Right") state.manifest = scanned.right.manifest
-        return yield* append(call, [
-          make("workspace.snapshot", {
-            callId: call.callId,
-            phase: "after",
-            files: scanned._tag === "Right" ? scanned.right.manifest.size : 0,
-            error:
-              scanned._tag === "Left"
-                ? scanned.left.message
-                : "there was no snapshot from before the call (the workspace could not be read): its changes are unknown"
-          })
-        ])
-      }
-      const after = scanned.right.manifest
-      state.manifest = after
-      // what a file tool wrote meanwhile (also during this scan) is recorded by the tool itself
-      const noted = state.noted
-      const changes = diffManifests(before, after).filter(
-        (change) => !(noted.has(change.path) && noted.get(change.path) === storedHash(change.after))
-      )
-      yield* append(call, [
-        ...changes.map((change) => changeEvent(change, call.callId)),
-        make("workspace.snapshot", {
-          callId: call.callId,
-          phase: "after",
-          files: after.size,
-          changed: changes.length,
-          ...limitFields(scanned.right)
-        })
-      ])
-    })
-
-  /**
-   * `f` on the session's state and the path relative to its root, when the path is in the
-   * workspace and the state is known — or made (`create`: an intent must outlive the first
-   * snapshot of the session, which may come after it)
-   */
-  const withPath = (
-    sessionId: SessionId,
-    cwd: string,
-    path: string,
-    f: (state: WorkspaceState, relative: string) => void,
-    create = false
-  ): Effect.Effect<void> =>
-    Effect.map(realRoot(cwd), (root) => {
-      const relative = relativeSlash(root, path)
-      if (relative === undefined) return
-      const state = create ? stateOf(sessionId, root) : states.get(`${sessionId}\0${root}`)
-      if (state !== undefined) f(state, relative)
-    })
-
-  const noteChange: WorkspaceObserver["noteChange"] = (sessionId, cwd, path, after) =>
-    withPath(sessionId, cwd, path, (state, relative) => {
-      state.noted.set(relative, after?.hash)
-      state.intents.delete(relative)
-    })
-
-  const noteIntent: WorkspaceObserver["noteIntent"] = (sessionId, cwd, path, after) =>
-    withPath(
-      sessionId,
-      cwd,
-      path,
-      (state, relative) => {
-        state.noted.set(relative, after.hash)
-        state.intents.set(relative, after.hash)
-      },
-      true
-    )
-
-  const dropIntents: WorkspaceObserver["dropIntents"] = (sessionId, cwd, paths) =>
-    Effect.forEach(
-      paths,
-      (path) => withPath(sessionId, cwd, path, (state, relative) => state.intents.delete(relative)),
-      {
-        discard: true
-      }
-    )
-
-  return { begin, noteChange, noteIntent, dropIntents }
+  }
 }

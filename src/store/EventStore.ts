@@ -205,7 +205,7 @@ export type EventStoreService = Context.Tag.Service<EventStore>
 /**
  * A span per call (`EventStore.lastSeq` …) on the methods off the write path. `append`,
  * `appendLater`, `flush` and `putBlob` have none: they run several times per model step, and a span
- * per journal append was measured to cost (docs/benchmarks.md); the streams (`read`, `follow` …)
+ * per journal append adds to the cost of every step (docs/benchmarks.md); the streams (`read`, `follow` …)
  * have none either (their SQL statements have `sql.execute` spans of their own).
  */
 const withSpans = (service: EventStoreService): EventStoreService => ({

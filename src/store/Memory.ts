@@ -28,50 +28,52 @@ interface SnapshotRow {
   readonly hash: string | null
 }
 
-export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
-  const events = new Map<string, Array<ChainRow>>()
-  const marks = new Map<string, ChainMark>()
-  const index = new Map<string, SessionSummary>()
-  const snapshots = new Map<string, Array<SnapshotRow>>()
-  const blobs = new Map<string, Uint8Array>()
-  const leases = new Map<string, Lease>()
+/** The memory store's tables. */
+interface Tables {
+  readonly events: Map<string, Array<ChainRow>>
+  readonly marks: Map<string, ChainMark>
+  readonly index: Map<string, SessionSummary>
+  readonly snapshots: Map<string, Array<SnapshotRow>>
+  readonly blobs: Map<string, Uint8Array>
+  readonly leases: Map<string, Lease>
   /** every row in commit order, for queries across sessions */
-  const all: Array<ChainRow> = []
+  readonly all: Array<ChainRow>
   /** event ids are unique across the store, as in SQLite */
-  const ids = new Set<string>()
+  readonly ids: Set<string>
+}
 
-  const rowsOf = (sessionId: string) => {
-    let rows = events.get(sessionId)
-    if (rows === undefined) {
-      rows = []
-      events.set(sessionId, rows)
-    }
-    return rows
+const rowsOf = (t: Tables, sessionId: string) => {
+  let rows = t.events.get(sessionId)
+  if (rows === undefined) {
+    rows = []
+    t.events.set(sessionId, rows)
   }
+  return rows
+}
 
-  /** held by each commit and by each `consistent` read: no commit lands between a read's statements */
-  const lock = Effect.unsafeMakeSemaphore(1)
-
-  const commit: Backend["commit"] = (requests) =>
+/** Appends the requests' events, all or nothing (the caller holds the lock); each request's first seq. */
+const commit =
+  (t: Tables): Backend["commit"] =>
+  (requests) =>
     Effect.suspend(() => {
       // all or nothing, like a transaction: check before writing anything
       const seen = new Set<string>()
       for (const request of requests) {
         if (request.owner !== undefined) {
-          const holder = leases.get(request.sessionId)?.owner
+          const holder = t.leases.get(request.sessionId)?.owner
           if (holder !== request.owner) return Effect.fail(fencedError(request.sessionId, request.owner, holder))
         }
         for (const e of request.events) {
-          if (ids.has(e.id) || seen.has(e.id)) {
+          if (t.ids.has(e.id) || seen.has(e.id)) {
             return Effect.fail(storeError("append", undefined, `append: event id ${e.id} already exists`, true))
           }
           seen.add(e.id)
         }
       }
-      for (const id of seen) ids.add(id)
+      for (const id of seen) t.ids.add(id)
       return Effect.succeed(
         requests.map((request) => {
-          const rows = rowsOf(request.sessionId)
+          const rows = rowsOf(t, request.sessionId)
           const first = rows.length + 1
           for (const e of request.events) {
             const fields = {
@@ -87,172 +89,209 @@ export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
             const prevHash = rows.length === 0 ? genesisHash(request.sessionId) : rows[rows.length - 1]!.hash!
             const row: ChainRow = { ...fields, prevHash, hash: eventHash(prevHash, fields) }
             rows.push(row)
-            all.push(row)
+            t.all.push(row)
           }
-          index.set(
+          t.index.set(
             request.sessionId,
-            summarize(index.get(request.sessionId), request.sessionId, first, request.events)
+            summarize(t.index.get(request.sessionId), request.sessionId, first, request.events)
           )
           return first
         })
       )
     })
 
-  const backend: Backend = {
+/** A whole session added under the lock: refused when the session or one of its event ids exists. */
+const importSession =
+  (t: Tables, lock: Effect.Semaphore, append: Backend["commit"]): Backend["importSession"] =>
+  (sessionId, imported, importedBlobs, now) =>
+    lock.withPermits(1)(
+      Effect.suspend(() => {
+        if (t.index.has(sessionId) || (t.events.get(sessionId)?.length ?? 0) > 0) {
+          return Effect.fail(sessionExistsError(sessionId))
+        }
+        // the event ids are checked (all or nothing) by `commit` before anything is written
+        for (let i = 0; i < imported.length; i++) {
+          const id = imported[i]!.id
+          const other = t.ids.has(id) ? t.all.find((row) => row.id === id) : undefined
+          if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
+        }
+        return Effect.zipRight(
+          append([{ sessionId, events: imported }]),
+          Effect.sync(() => {
+            for (const { hash, content } of importedBlobs) if (!t.blobs.has(hash)) t.blobs.set(hash, content.slice())
+            t.marks.set(sessionId, { reason: "imported", throughSeq: imported.length, at: now })
+          })
+        )
+      })
+    )
+
+/** An import stream collected, then imported as one session. */
+const importStream =
+  (importOne: Backend["importSession"]): Backend["importStream"] =>
+  (items, now) =>
+    Effect.flatMap(Stream.runCollect(items), (chunk) => {
+      let sessionId: SessionId | undefined
+      const imported: Array<PreparedEvent> = []
+      const importedBlobs: Array<{ readonly hash: string; readonly content: Uint8Array }> = []
+      for (const item of chunk) {
+        if (item._tag === "session") sessionId = item.sessionId
+        else if (item._tag === "blob") importedBlobs.push(item)
+        else imported.push(...item.events)
+      }
+      if (sessionId === undefined) {
+        return Effect.fail(storeError("importSession", undefined, "importSession: no session was given", true))
+      }
+      const id = sessionId
+      return Effect.as(importOne(id, imported, importedBlobs, now), id)
+    })
+
+/** The headers of the events that match, ordered by time, session and seq, after the cursor `after`. */
+const queryPage =
+  (t: Tables): Backend["queryPage"] =>
+  (query, after, limit) =>
+    Effect.sync(() => {
+      const types = query.types === undefined ? undefined : new Set(query.types)
+      const matches = t.all.filter(
+        (r) =>
+          (types === undefined || types.has(r.type)) &&
+          (query.sessionId === undefined || r.sessionId === query.sessionId) &&
+          (query.since === undefined || r.at >= query.since) &&
+          (query.until === undefined || r.at < query.until) &&
+          (after === undefined ||
+            r.at > after.at ||
+            (r.at === after.at &&
+              (r.sessionId > after.sessionId || (r.sessionId === after.sessionId && r.seq > after.seq))))
+      )
+      matches.sort((a, b) =>
+        a.at !== b.at ? a.at - b.at : a.sessionId !== b.sessionId ? (a.sessionId < b.sessionId ? -1 : 1) : a.seq - b.seq
+      )
+      return matches.slice(0, limit).map(({ json: _json, prevHash: _p, hash: _h, ...header }) => header)
+    })
+
+/** Keeps the snapshot, and the newest `keep` of each version. */
+const saveSnapshot =
+  (t: Tables): Backend["saveSnapshot"] =>
+  (snapshot, stored, keep) =>
+    Effect.sync(() => {
+      const list = (t.snapshots.get(snapshot.sessionId) ?? []).filter(
+        (s) => !(s.seq === snapshot.seq && s.version === snapshot.version)
+      )
+      list.push({ seq: snapshot.seq, version: snapshot.version, at: snapshot.at, ...stored })
+      list.sort((a, b) => a.version - b.version || b.seq - a.seq)
+      const kept = list.filter((s, i) => list.findIndex((other) => other.version === s.version) + keep > i)
+      t.snapshots.set(snapshot.sessionId, kept)
+    })
+
+/** The newest snapshot of a version at or below a seq. */
+const loadSnapshot =
+  (t: Tables): Backend["loadSnapshot"] =>
+  (sessionId, version, atOrBelow) =>
+    Effect.sync(() => {
+      let best: SnapshotRow | undefined
+      for (const s of t.snapshots.get(sessionId) ?? []) {
+        if (s.version === version && s.seq <= atOrBelow && (best === undefined || s.seq > best.seq)) best = s
+      }
+      return best === undefined
+        ? Option.none()
+        : Option.some({
+            sessionId: sessionId as SessionId,
+            seq: best.seq,
+            version: best.version,
+            at: best.at,
+            json: best.json,
+            hash: best.hash
+          })
+    })
+
+/** Takes or renews a session's lease: refused while another owner's has not expired (`renewOnly`: unless it is the owner's). */
+const acquireLease =
+  (t: Tables): Backend["acquireLease"] =>
+  (sessionId, owner, now, ttlMs, renewOnly) =>
+    Effect.suspend(() => {
+      const current = t.leases.get(sessionId)
+      if (renewOnly && current?.owner !== owner) {
+        return Effect.fail(
+          new LeaseHeld({ sessionId, owner: current?.owner ?? RELEASED_LEASE, expiresAt: current?.expiresAt ?? 0 })
+        )
+      }
+      if (current !== undefined && current.owner !== owner && current.expiresAt > now) {
+        return Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expiresAt }))
+      }
+      const lease: Lease = { sessionId, owner, expiresAt: now + ttlMs }
+      t.leases.set(sessionId, lease)
+      return Effect.succeed(lease)
+    })
+
+export const makeMemoryBackend: Effect.Effect<Backend> = Effect.sync(() => {
+  const t: Tables = {
+    events: new Map(),
+    marks: new Map(),
+    index: new Map(),
+    snapshots: new Map(),
+    blobs: new Map(),
+    leases: new Map(),
+    all: [],
+    ids: new Set()
+  }
+  /** held by each commit and by each `consistent` read: no commit lands between a read's statements */
+  const lock = Effect.unsafeMakeSemaphore(1)
+  const append = commit(t)
+  const importOne = importSession(t, lock, append)
+  return {
     consistent: (effect) => lock.withPermits(1)(effect),
-    importSession: (sessionId, imported, importedBlobs, now) =>
-      lock.withPermits(1)(
-        Effect.suspend(() => {
-          if (index.has(sessionId) || (events.get(sessionId)?.length ?? 0) > 0) {
-            return Effect.fail(sessionExistsError(sessionId))
-          }
-          // the event ids are checked (all or nothing) by `commit` before anything is written
-          for (let i = 0; i < imported.length; i++) {
-            const id = imported[i]!.id
-            const other = ids.has(id) ? all.find((row) => row.id === id) : undefined
-            if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
-          }
-          return Effect.zipRight(
-            commit([{ sessionId, events: imported }]),
-            Effect.sync(() => {
-              for (const { hash, content } of importedBlobs) if (!blobs.has(hash)) blobs.set(hash, content.slice())
-              marks.set(sessionId, { reason: "imported", throughSeq: imported.length, at: now })
-            })
-          )
-        })
-      ),
-    importStream: (items, now) =>
-      Effect.flatMap(Stream.runCollect(items), (chunk) => {
-        let sessionId: SessionId | undefined
-        const imported: Array<PreparedEvent> = []
-        const importedBlobs: Array<{ readonly hash: string; readonly content: Uint8Array }> = []
-        for (const item of chunk) {
-          if (item._tag === "session") sessionId = item.sessionId
-          else if (item._tag === "blob") importedBlobs.push(item)
-          else imported.push(...item.events)
-        }
-        if (sessionId === undefined) {
-          return Effect.fail(storeError("importSession", undefined, "importSession: no session was given", true))
-        }
-        const id = sessionId
-        return Effect.as(backend.importSession(id, imported, importedBlobs, now), id)
-      }),
-    commit: (requests) => lock.withPermits(1)(commit(requests)),
+    importSession: importOne,
+    importStream: importStream(importOne),
+    commit: (requests) => lock.withPermits(1)(append(requests)),
     readPage: (sessionId, from, to, limit) =>
       Effect.sync(() =>
-        (events.get(sessionId) ?? [])
+        (t.events.get(sessionId) ?? [])
           .slice(from - 1, Math.min(to, from - 1 + limit))
           .map(({ prevHash: _p, hash: _h, ...row }) => row)
       ),
     readChainPage: (sessionId, from, to, limit) =>
-      Effect.sync(() => (events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
+      Effect.sync(() => (t.events.get(sessionId) ?? []).slice(from - 1, Math.min(to, from - 1 + limit))),
     chainInfo: (sessionId) =>
       Effect.sync(() => {
-        const rows = events.get(sessionId) ?? []
+        const rows = t.events.get(sessionId) ?? []
         return {
           counts: { count: rows.length, first: rows.length === 0 ? 0 : 1, last: rows.length },
-          mark: Option.fromNullable(marks.get(sessionId))
+          mark: Option.fromNullable(t.marks.get(sessionId))
         }
       }),
     // the memory log is written only through `commit`: its seqs never have a gap
     seqGaps: () => Effect.succeed([]),
     snapshotSeqs: (sessionId, version) =>
       Effect.sync(() =>
-        (snapshots.get(sessionId) ?? [])
+        (t.snapshots.get(sessionId) ?? [])
           .filter((s) => s.version === version)
           .map((s) => s.seq)
           .sort((a, b) => a - b)
       ),
-    queryPage: (query, after, limit) =>
-      Effect.sync(() => {
-        const types = query.types === undefined ? undefined : new Set(query.types)
-        const matches = all.filter(
-          (r) =>
-            (types === undefined || types.has(r.type)) &&
-            (query.sessionId === undefined || r.sessionId === query.sessionId) &&
-            (query.since === undefined || r.at >= query.since) &&
-            (query.until === undefined || r.at < query.until) &&
-            (after === undefined ||
-              r.at > after.at ||
-              (r.at === after.at &&
-                (r.sessionId > after.sessionId || (r.sessionId === after.sessionId && r.seq > after.seq))))
-        )
-        matches.sort((a, b) =>
-          a.at !== b.at
-            ? a.at - b.at
-            : a.sessionId !== b.sessionId
-              ? a.sessionId < b.sessionId
-                ? -1
-                : 1
-              : a.seq - b.seq
-        )
-        return matches.slice(0, limit).map(({ json: _json, prevHash: _p, hash: _h, ...header }) => header)
-      }),
-    lastSeq: (sessionId) => Effect.sync(() => events.get(sessionId)?.length ?? 0),
+    queryPage: queryPage(t),
+    lastSeq: (sessionId) => Effect.sync(() => t.events.get(sessionId)?.length ?? 0),
     sessions: (options) =>
       Effect.sync(() =>
-        Array.from(index.values())
+        Array.from(t.index.values())
           .filter((s) => (options.includeDeleted || !s.deleted) && (options.cwd === undefined || s.cwd === options.cwd))
           .sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1))
           .slice(0, options.limit !== undefined && options.limit >= 0 ? options.limit : Number.MAX_SAFE_INTEGER)
       ),
-    session: (sessionId) => Effect.sync(() => Option.fromNullable(index.get(sessionId))),
-    sessionIds: Effect.sync(() => Array.from(index.keys()) as Array<SessionId>),
-    saveSnapshot: (snapshot, stored, keep) =>
-      Effect.sync(() => {
-        const list = (snapshots.get(snapshot.sessionId) ?? []).filter(
-          (s) => !(s.seq === snapshot.seq && s.version === snapshot.version)
-        )
-        list.push({ seq: snapshot.seq, version: snapshot.version, at: snapshot.at, ...stored })
-        list.sort((a, b) => a.version - b.version || b.seq - a.seq)
-        // the newest `keep` of each version
-        const kept = list.filter((s, i) => list.findIndex((t) => t.version === s.version) + keep > i)
-        snapshots.set(snapshot.sessionId, kept)
-      }),
-    loadSnapshot: (sessionId, version, atOrBelow) =>
-      Effect.sync(() => {
-        let best: SnapshotRow | undefined
-        for (const s of snapshots.get(sessionId) ?? []) {
-          if (s.version === version && s.seq <= atOrBelow && (best === undefined || s.seq > best.seq)) best = s
-        }
-        return best === undefined
-          ? Option.none()
-          : Option.some({
-              sessionId: sessionId as SessionId,
-              seq: best.seq,
-              version: best.version,
-              at: best.at,
-              json: best.json,
-              hash: best.hash
-            })
-      }),
+    session: (sessionId) => Effect.sync(() => Option.fromNullable(t.index.get(sessionId))),
+    sessionIds: Effect.sync(() => Array.from(t.index.keys()) as Array<SessionId>),
+    saveSnapshot: saveSnapshot(t),
+    loadSnapshot: loadSnapshot(t),
     putBlob: (hash, content) =>
       Effect.sync(() => {
-        if (!blobs.has(hash)) blobs.set(hash, Uint8Array.from(content))
+        if (!t.blobs.has(hash)) t.blobs.set(hash, Uint8Array.from(content))
       }),
     getBlob: (hash) =>
-      Effect.sync(() => Option.fromNullable(blobs.get(hash)).pipe(Option.map((b) => Uint8Array.from(b)))),
-    acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
-      Effect.suspend(() => {
-        const current = leases.get(sessionId)
-        if (renewOnly && current?.owner !== owner) {
-          return Effect.fail(
-            new LeaseHeld({ sessionId, owner: current?.owner ?? RELEASED_LEASE, expiresAt: current?.expiresAt ?? 0 })
-          )
-        }
-        if (current !== undefined && current.owner !== owner && current.expiresAt > now) {
-          return Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expiresAt }))
-        }
-        const lease: Lease = { sessionId, owner, expiresAt: now + ttlMs }
-        leases.set(sessionId, lease)
-        return Effect.succeed(lease)
-      }),
+      Effect.sync(() => Option.fromNullable(t.blobs.get(hash)).pipe(Option.map((b) => Uint8Array.from(b)))),
+    acquireLease: acquireLease(t),
     releaseLease: (sessionId, owner) =>
       Effect.sync(() => {
-        if (leases.get(sessionId)?.owner === owner) leases.delete(sessionId)
+        if (t.leases.get(sessionId)?.owner === owner) t.leases.delete(sessionId)
       }),
-    lease: (sessionId) => Effect.sync(() => Option.fromNullable(leases.get(sessionId))),
-    leases: Effect.sync(() => [...leases.values()])
+    lease: (sessionId) => Effect.sync(() => Option.fromNullable(t.leases.get(sessionId))),
+    leases: Effect.sync(() => [...t.leases.values()])
   }
-  return backend
 })

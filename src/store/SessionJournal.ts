@@ -94,181 +94,211 @@ const redactOrKeep = <A>(redact: <B>(payload: B) => B, payload: A): A => {
   }
 }
 
+/**
+ * What a journal's calls share. The state after everything handed over and whether a snapshot fell
+ * due are plain fields, not `Ref`s: they are read and written only by this journal's calls, each
+ * under `lock` (and `state` reads one reference), and a `Ref` per read and write would be a large
+ * part of an `appendLater`, which the kernel runs several times per step.
+ */
+interface Journal {
+  readonly sessionId: SessionId
+  readonly options: JournalOptions
+  readonly store: EventStore["Type"]
+  readonly every: number
+  readonly fence: { readonly owner: string | undefined }
+  readonly lock: Effect.Semaphore
+  /** the projection after everything handed over */
+  cached: SessionState
+  /** a snapshot fell due for events handed over with `appendLater` */
+  snapshotDue: boolean
+  /** the seq of the session's newest snapshot this journal knows of (restored from, or taken) */
+  snapshotSeq: number
+}
+
+/** Stamps the events' time (`now`), masks their payloads, and folds them with the seqs they will get. */
+const prepare = (j: Journal, state: SessionState, events: ReadonlyArray<NewEvent>, now: number) => {
+  const redact = j.options.redact
+  const stamped = events.map((e): NewEvent => {
+    const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
+    // the payload masked is still the same event type's payload
+    return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
+  })
+  const predicted = stamped.map(
+    (e, i) =>
+      ({
+        id: e.id ?? placeholderId,
+        sessionId: j.sessionId,
+        seq: state.lastSeq + i + 1,
+        at: e.at,
+        parentId: e.parentId ?? null,
+        v: PAYLOAD_VERSION,
+        type: e.type,
+        payload: e.payload
+      }) as Envelope
+  )
+  return Either.map(Projection.applyAll(state, predicted), (next) => ({ stamped, predicted, next }))
+}
+
+/** Takes a snapshot of `state` and remembers its seq. */
+const snapshotOf = (j: Journal, state: SessionState) =>
+  takeSnapshot(state).pipe(
+    Effect.tap(() =>
+      Effect.sync(() => {
+        j.snapshotSeq = state.lastSeq
+      })
+    ),
+    Effect.provideService(EventStore, j.store)
+  )
+
+const snapshotLogged = (j: Journal, state: SessionState) =>
+  snapshotOf(j, state).pipe(
+    Effect.catchAll((error) =>
+      // a snapshot is a cache: the events are committed, so a failed snapshot only costs time later
+      Effect.logWarning(`could not save a snapshot of session ${j.sessionId} at seq ${state.lastSeq}`, error)
+    )
+  )
+
+/** The cached state is wrong (the store assigned other seqs): rebuild it from the store. */
+const resync = (j: Journal, atSeq: number) =>
+  restore(j.sessionId, { atSeq }).pipe(
+    Effect.provideService(EventStore, j.store),
+    Effect.tap((state) =>
+      Effect.sync(() => {
+        j.cached = state
+      })
+    )
+  )
+
+/**
+ * After a failed commit the cache may hold events that never reached the log (handed over with
+ * `appendLater`): rebuild it from what is committed. The original failure is what the caller sees.
+ */
+const recoverCache = (j: Journal) =>
+  Effect.flatMap(j.store.lastSeq(j.sessionId), (lastSeq) => resync(j, lastSeq)).pipe(
+    Effect.catchAll((error) => Effect.logWarning(`could not rebuild the state of session ${j.sessionId}`, error))
+  )
+
+// append and appendLater are uninterruptible: an interrupt after the store took the events but
+// before the cache was updated would leave the cache behind the log. No span per call: the kernel
+// appends a few times per model step, and a span costs about as much as the rest of the call.
+const appendWith = (j: Journal, decide: (state: SessionState) => ReadonlyArray<NewEvent>) =>
+  j.lock.withPermits(1)(
+    Effect.uninterruptible(
+      Effect.gen(function* () {
+        const { options } = j
+        const before = j.cached
+        const events = decide(before)
+        if (events.length === 0) return [] as ReadonlyArray<Envelope>
+        const now = yield* Effect.clockWith((clock) => Effect.succeed(clock.unsafeCurrentTimeMillis()))
+        const { stamped, predicted, next } = yield* prepare(j, before, events, now)
+        const envelopes = yield* j.store
+          .append(j.sessionId, stamped, j.fence)
+          .pipe(
+            Effect.tapError((error) =>
+              error.reason === "fenced" && options.onFenced !== undefined
+                ? Effect.zipRight(options.onFenced, recoverCache(j))
+                : recoverCache(j)
+            )
+          )
+        const matches =
+          envelopes.length === predicted.length &&
+          envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
+        const state = matches ? next : yield* resync(j, envelopes[envelopes.length - 1]!.seq)
+        if (matches) j.cached = state
+        const due = j.snapshotDue
+        j.snapshotDue = false
+        if (due || shouldSnapshot({ every: j.every, prevSeq: before.lastSeq, envelopes, snapshotSeq: j.snapshotSeq }))
+          yield* snapshotLogged(j, state)
+        return envelopes
+      })
+    )
+  )
+
+// one step of Effect between taking the lock and the store's call: the fold is a plain function
+const appendLater = (
+  j: Journal,
+  events: ReadonlyArray<NewEvent>
+): Effect.Effect<void, EventStoreError | ProjectionError> =>
+  events.length === 0
+    ? Effect.void
+    : j.lock.withPermits(1)(
+        Effect.uninterruptible(
+          Effect.clockWith((clock): Effect.Effect<void, EventStoreError | ProjectionError> => {
+            const before = j.cached
+            const prepared = prepare(j, before, events, clock.unsafeCurrentTimeMillis())
+            if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+            const { stamped, predicted, next } = prepared.right
+            return Effect.map(j.store.appendLater(j.sessionId, stamped, j.fence), () => {
+              j.cached = next
+              if (
+                shouldSnapshot({
+                  every: j.every,
+                  prevSeq: before.lastSeq,
+                  envelopes: predicted,
+                  snapshotSeq: j.snapshotSeq
+                })
+              )
+                j.snapshotDue = true
+            })
+          })
+        )
+      )
+
+/** Waits for the commit of everything handed over and checks the cached state against the log. */
+const settle = (j: Journal) =>
+  Effect.gen(function* () {
+    yield* j.store.flush.pipe(Effect.tapError(() => recoverCache(j)))
+    const state = j.cached
+    const lastSeq = yield* j.store.lastSeq(j.sessionId)
+    return lastSeq === state.lastSeq ? state : yield* resync(j, lastSeq)
+  })
+
+const flush = (j: Journal) =>
+  j.lock.withPermits(1)(
+    Effect.gen(function* () {
+      const state = yield* settle(j)
+      const due = j.snapshotDue
+      j.snapshotDue = false
+      if (due) yield* snapshotLogged(j, state)
+    })
+  )
+
+const snapshot = (j: Journal) =>
+  j.lock.withPermits(1)(
+    Effect.gen(function* () {
+      const state = yield* settle(j)
+      j.snapshotDue = false
+      yield* snapshotOf(j, state)
+    })
+  )
+
 export const makeJournal = Effect.fn("SessionJournal.make")(function* (
   sessionId: SessionId,
   options: JournalOptions = {}
 ) {
-  const store = yield* EventStore
-  const every = options.every ?? DEFAULT_SNAPSHOT_EVERY
-  const fence = { owner: options.owner }
-  /**
-   * The state after everything handed over, and whether a snapshot fell due for events handed over
-   * with `appendLater`. Plain variables, not `Ref`s: they are read and written only by this
-   * journal's calls, each under `lock` (and `state` reads one reference), and a `Ref` per read and
-   * write would be a large part of an `appendLater`, which the kernel runs several times per step.
-   */
   const restored =
     options.initial !== undefined
       ? { state: options.initial, snapshotSeq: options.snapshotSeq ?? 0 }
       : yield* restoreWithBase(sessionId)
-  let cached = restored.state
-  let snapshotDue = false
-  /** the seq of the session's newest snapshot this journal knows of (restored from, or taken) */
-  let snapshotSeq = restored.snapshotSeq
-  const lock = yield* Effect.makeSemaphore(1)
-
-  /** Stamps the events' time (`now`) and folds them with the seqs they will get. */
-  const prepare = (state: SessionState, events: ReadonlyArray<NewEvent>, now: number) => {
-    const redact = options.redact
-    const stamped = events.map((e): NewEvent => {
-      const payload = redact === undefined ? e.payload : redactOrKeep(redact, e.payload)
-      // the payload masked is still the same event type's payload
-      return e.at === undefined || payload !== e.payload ? ({ ...e, payload, at: e.at ?? now } as NewEvent) : e
-    })
-    const predicted = stamped.map(
-      (e, i) =>
-        ({
-          id: e.id ?? placeholderId,
-          sessionId,
-          seq: state.lastSeq + i + 1,
-          at: e.at,
-          parentId: e.parentId ?? null,
-          v: PAYLOAD_VERSION,
-          type: e.type,
-          payload: e.payload
-        }) as Envelope
-    )
-    return Either.map(Projection.applyAll(state, predicted), (next) => ({ stamped, predicted, next }))
+  const j: Journal = {
+    sessionId,
+    options,
+    store: yield* EventStore,
+    every: options.every ?? DEFAULT_SNAPSHOT_EVERY,
+    fence: { owner: options.owner },
+    lock: yield* Effect.makeSemaphore(1),
+    cached: restored.state,
+    snapshotDue: false,
+    snapshotSeq: restored.snapshotSeq
   }
-
-  /** Takes a snapshot of `state` and remembers its seq. */
-  const snapshotOf = (state: SessionState) =>
-    takeSnapshot(state).pipe(
-      Effect.tap(() =>
-        Effect.sync(() => {
-          snapshotSeq = state.lastSeq
-        })
-      ),
-      Effect.provideService(EventStore, store)
-    )
-
-  const snapshotLogged = (state: SessionState) =>
-    snapshotOf(state).pipe(
-      Effect.catchAll((error) =>
-        // a snapshot is a cache: the events are committed, so a failed snapshot only costs time later
-        Effect.logWarning(`could not save a snapshot of session ${sessionId} at seq ${state.lastSeq}`, error)
-      )
-    )
-
-  /** The cached state is wrong (the store assigned other seqs): rebuild it from the store. */
-  const resync = (atSeq: number) =>
-    restore(sessionId, { atSeq }).pipe(
-      Effect.provideService(EventStore, store),
-      Effect.tap((state) =>
-        Effect.sync(() => {
-          cached = state
-        })
-      )
-    )
-
-  /**
-   * After a failed commit the cache may hold events that never reached the log (handed over with
-   * `appendLater`): rebuild it from what is committed. The original failure is what the caller sees.
-   */
-  const recoverCache = Effect.flatMap(store.lastSeq(sessionId), resync).pipe(
-    Effect.catchAll((error) => Effect.logWarning(`could not rebuild the state of session ${sessionId}`, error))
-  )
-
-  // append and appendLater are uninterruptible: an interrupt after the store took the events but
-  // before the cache was updated would leave the cache behind the log. No span per call: the kernel
-  // appends a few times per model step, and a span costs about as much as the rest of the call.
-  const appendWith = (decide: (state: SessionState) => ReadonlyArray<NewEvent>) =>
-    lock.withPermits(1)(
-      Effect.uninterruptible(
-        Effect.gen(function* () {
-          const before = cached
-          const events = decide(before)
-          if (events.length === 0) return [] as ReadonlyArray<Envelope>
-          const now = yield* Effect.clockWith((clock) => Effect.succeed(clock.unsafeCurrentTimeMillis()))
-          const { stamped, predicted, next } = yield* prepare(before, events, now)
-          const envelopes = yield* store
-            .append(sessionId, stamped, fence)
-            .pipe(
-              Effect.tapError((error) =>
-                error.reason === "fenced" && options.onFenced !== undefined
-                  ? Effect.zipRight(options.onFenced, recoverCache)
-                  : recoverCache
-              )
-            )
-          const matches =
-            envelopes.length === predicted.length &&
-            envelopes.every((e, i) => e.seq === predicted[i]!.seq && e.at === predicted[i]!.at)
-          const state = matches ? next : yield* resync(envelopes[envelopes.length - 1]!.seq)
-          if (matches) cached = state
-          const due = snapshotDue
-          snapshotDue = false
-          if (due || shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes, snapshotSeq }))
-            yield* snapshotLogged(state)
-          return envelopes
-        })
-      )
-    )
-
-  const append = (events: ReadonlyArray<NewEvent>) => appendWith(() => events)
-
-  // one step of Effect between taking the lock and the store's call: the fold is a plain function
-  const appendLater = (events: ReadonlyArray<NewEvent>): Effect.Effect<void, EventStoreError | ProjectionError> =>
-    events.length === 0
-      ? Effect.void
-      : lock.withPermits(1)(
-          Effect.uninterruptible(
-            Effect.clockWith((clock): Effect.Effect<void, EventStoreError | ProjectionError> => {
-              const before = cached
-              const prepared = prepare(before, events, clock.unsafeCurrentTimeMillis())
-              if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
-              const { stamped, predicted, next } = prepared.right
-              return Effect.map(store.appendLater(sessionId, stamped, fence), () => {
-                cached = next
-                if (shouldSnapshot({ every, prevSeq: before.lastSeq, envelopes: predicted, snapshotSeq }))
-                  snapshotDue = true
-              })
-            })
-          )
-        )
-
-  /** Waits for the commit of everything handed over and checks the cached state against the log. */
-  const settle = Effect.gen(function* () {
-    yield* store.flush.pipe(Effect.tapError(() => recoverCache))
-    const state = cached
-    const lastSeq = yield* store.lastSeq(sessionId)
-    return lastSeq === state.lastSeq ? state : yield* resync(lastSeq)
-  })
-
-  const flush = lock.withPermits(1)(
-    Effect.gen(function* () {
-      const state = yield* settle
-      const due = snapshotDue
-      snapshotDue = false
-      if (due) yield* snapshotLogged(state)
-    })
-  )
-
-  const snapshot = lock.withPermits(1)(
-    Effect.gen(function* () {
-      const state = yield* settle
-      snapshotDue = false
-      yield* snapshotOf(state)
-    })
-  )
-
   const journal: SessionJournal = {
     sessionId,
-    state: Effect.sync(() => cached),
-    append,
-    appendWith,
-    appendLater,
-    flush,
-    snapshot
+    state: Effect.sync(() => j.cached),
+    append: (events) => appendWith(j, () => events),
+    appendWith: (decide) => appendWith(j, decide),
+    appendLater: (events) => appendLater(j, events),
+    flush: flush(j),
+    snapshot: snapshot(j)
   }
   return journal
 })

@@ -101,11 +101,16 @@ export const builtinSecretNames: ReadonlyArray<string> = Object.values(defaultAp
   (name): name is string => name !== undefined
 )
 
-export const makeSecrets = (options: SecretsOptions): SecretsService => {
+/** A value to mask and what replaces it. */
+interface Secret {
+  readonly value: string
+  readonly marker: string
+}
+
+/** The values to mask, long enough and each once, the longer first: one that contains a shorter one is masked whole. */
+const secretValues = (options: SecretsOptions, names: ReadonlyArray<string>): Array<Secret> => {
   const env = options.env ?? process.env
-  const names = [...new Set(options.hide)]
-  const pass = new Set(options.pass ?? [])
-  const values: Array<{ readonly value: string; readonly marker: string }> = []
+  const values: Array<Secret> = []
   const add = (name: string, value: string | undefined) => {
     if (value !== undefined && value.length >= MIN_SECRET_LENGTH && !values.some((v) => v.value === value)) {
       values.push({ value, marker: redactionMarker(name) })
@@ -113,24 +118,31 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
   }
   for (const name of names) add(name, env[name])
   for (const { name, value } of options.values ?? []) add(name, value)
-  // a longer value first: one that contains a shorter one is masked whole
   values.sort((a, b) => b.value.length - a.value.length)
+  return values
+}
 
-  /** read when a command starts: the environment as it is then (a program may change it) */
-  const toolEnv = (): Record<string, string | undefined> => {
-    const current = options.env ?? process.env
-    const result: Record<string, string | undefined> = {}
-    for (const [name, value] of Object.entries(current)) {
-      // logbook's own settings (`LOGBOOK_DB`, `LOGBOOK_MODEL` …) are not the project's: a command
-      // does not learn where the log is, nor runs a nested logbook against it (unless the user's
-      // config passes the variable by name: `tools.bash.passEnv`)
-      if (name.startsWith(OWN_PREFIX) && !pass.has(name)) continue
-      if (!names.includes(name) || pass.has(name)) result[name] = value
-    }
-    return result
+/** The environment of the tools' commands, read when a command starts (a program may change it). */
+const toolEnv = (
+  options: SecretsOptions,
+  names: ReadonlyArray<string>,
+  pass: ReadonlySet<string>
+): Record<string, string | undefined> => {
+  const current = options.env ?? process.env
+  const result: Record<string, string | undefined> = {}
+  for (const [name, value] of Object.entries(current)) {
+    // logbook's own settings (`LOGBOOK_DB`, `LOGBOOK_MODEL` …) are not the project's: a command
+    // does not learn where the log is, nor runs a nested logbook against it (unless the user's
+    // config passes the variable by name: `tools.bash.passEnv`)
+    if (name.startsWith(OWN_PREFIX) && !pass.has(name)) continue
+    if (!names.includes(name) || pass.has(name)) result[name] = value
   }
+  return result
+}
 
-  const redactText = (text: string): string => {
+const textRedactor =
+  (values: ReadonlyArray<Secret>) =>
+  (text: string): string => {
     let result = text
     for (const { value, marker } of values) {
       if (result.includes(value)) result = result.split(value).join(marker)
@@ -138,7 +150,9 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     return result
   }
 
-  const redactBytes = (bytes: Uint8Array): Uint8Array => {
+const bytesRedactor =
+  (values: ReadonlyArray<Secret>) =>
+  (bytes: Uint8Array): Uint8Array => {
     let result = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     for (const { value, marker } of values) {
       const needle = Buffer.from(value)
@@ -157,7 +171,9 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     return result
   }
 
-  const revealBytes = (bytes: Uint8Array): Uint8Array => {
+const bytesRevealer =
+  (values: ReadonlyArray<Secret>) =>
+  (bytes: Uint8Array): Uint8Array => {
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     if (!values.some(({ marker }) => text.includes(marker))) return bytes
     let result = text.toString("latin1")
@@ -166,6 +182,8 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     return Buffer.from(result, "latin1")
   }
 
+/** `redactStream`: maskers for bytes that arrive in chunks, holding back an end that may start a value. */
+const streamRedactors = (values: ReadonlyArray<Secret>, redactBytes: (bytes: Uint8Array) => Uint8Array) => {
   const needles = values.map((v) => Buffer.from(v.value))
   /** the length of the longest end of `bytes` that is the start (shorter than the whole) of a value */
   const possibleStart = (bytes: Buffer): number => {
@@ -186,7 +204,7 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     }
     return longest
   }
-  const redactStream = (): StreamRedactor => {
+  return (): StreamRedactor => {
     let held: Buffer = Buffer.alloc(0)
     return {
       push: (chunk) => {
@@ -202,8 +220,11 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       }
     }
   }
-  const passThrough: StreamRedactor = { push: (chunk) => chunk, end: () => new Uint8Array(0) }
+}
+const passThrough: StreamRedactor = { push: (chunk) => chunk, end: () => new Uint8Array(0) }
 
+/** `redactTextStream`: maskers for text that arrives in pieces, holding back an end that may start a value. */
+const textStreamRedactors = (values: ReadonlyArray<Secret>, redactText: (text: string) => string) => {
   /** the length of the longest end of `text` that is the start (shorter than the whole) of a value */
   const possibleTextStart = (text: string): number => {
     let longest = 0
@@ -223,7 +244,7 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     }
     return longest
   }
-  const redactTextStream = (): TextStreamRedactor => {
+  return (): TextStreamRedactor => {
     let held = ""
     return {
       push: (piece) => {
@@ -239,8 +260,11 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
       }
     }
   }
-  const textPassThrough: TextStreamRedactor = { push: (piece) => piece, end: () => "" }
+}
+const textPassThrough: TextStreamRedactor = { push: (piece) => piece, end: () => "" }
 
+/** `redact`: every string and byte array of a value masked, the value itself returned when nothing was. */
+const valueRedactor = (redactText: (text: string) => string, redactBytes: (bytes: Uint8Array) => Uint8Array) => {
   /** `seen`: the objects on the way down (a cyclic value is left as it is where it repeats) */
   const redactValue = (value: unknown, seen: WeakSet<object>): unknown => {
     if (typeof value === "string") return redactText(value)
@@ -295,35 +319,43 @@ export const makeSecrets = (options: SecretsOptions): SecretsService => {
     }
     return changed ?? value
   }
+  return <A>(value: A) => redactValue(value, new WeakSet()) as A
+}
 
-  /** `{ ...value }`, but a getter that throws is copied as the getter (reading it would throw here) */
-  const plainCopy = (value: object): Record<string, unknown> => {
-    const copy: Record<string, unknown> = {}
-    for (const key of Object.keys(value)) {
-      const descriptor = Object.getOwnPropertyDescriptor(value, key)!
-      if (descriptor.get === undefined) copy[key] = descriptor.value
-      else {
-        try {
-          copy[key] = descriptor.get.call(value)
-        } catch {
-          Object.defineProperty(copy, key, { ...descriptor, configurable: true })
-        }
+/** `{ ...value }`, but a getter that throws is copied as the getter (reading it would throw here) */
+const plainCopy = (value: object): Record<string, unknown> => {
+  const copy: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key)!
+    if (descriptor.get === undefined) copy[key] = descriptor.value
+    else {
+      try {
+        copy[key] = descriptor.get.call(value)
+      } catch {
+        Object.defineProperty(copy, key, { ...descriptor, configurable: true })
       }
     }
-    return copy
   }
+  return copy
+}
 
+export const makeSecrets = (options: SecretsOptions): SecretsService => {
+  const names = [...new Set(options.hide)]
+  const pass = new Set(options.pass ?? [])
+  const values = secretValues(options, names)
+  const redactText = textRedactor(values)
+  const redactBytes = bytesRedactor(values)
   return {
     names,
     get env() {
-      return toolEnv()
+      return toolEnv(options, names, pass)
     },
     redactText: values.length === 0 ? (text) => text : redactText,
     redactBytes: values.length === 0 ? (bytes) => bytes : redactBytes,
-    redactStream: values.length === 0 ? () => passThrough : redactStream,
-    redactTextStream: values.length === 0 ? () => textPassThrough : redactTextStream,
-    redact: values.length === 0 ? (value) => value : <A>(value: A) => redactValue(value, new WeakSet()) as A,
-    revealBytes: values.length === 0 ? (bytes) => bytes : revealBytes
+    redactStream: values.length === 0 ? () => passThrough : streamRedactors(values, redactBytes),
+    redactTextStream: values.length === 0 ? () => textPassThrough : textStreamRedactors(values, redactText),
+    redact: values.length === 0 ? (value) => value : valueRedactor(redactText, redactBytes),
+    revealBytes: values.length === 0 ? (bytes) => bytes : bytesRevealer(values)
   }
 }
 

@@ -131,293 +131,328 @@ const isAsciiWordChar = (c: string): boolean => /^[0-9A-Za-z_]$/.test(c)
  * seconds and gigabytes).
  */
 export const translatePattern = (source: string, ignoreCase: boolean): Translation => {
-  let i = 0
-  let seenEnd = false
-  const peek = (offset = 0): string | undefined => source[i + offset]
-  const fail = (reason: string): never => {
-    throw new Untranslatable(reason)
-  }
-
-  /** A literal character of the pattern (code unit `code`). */
-  const literal = (code: number): string => {
-    if (code === 0x0a) fail("it matches a line feed")
-    // half of an astral character, or what JavaScript makes of a byte that is not UTF-8
-    if ((code >= 0xd800 && code <= 0xdfff) || code === 0xfffd) return HIGH_BYTES
-    if (code >= 0x80 && ignoreCase) fail("it holds non-ASCII characters and ignores case")
-    const c = String.fromCharCode(code)
-    return isAsciiWordChar(c) ? c : hex(code)
-  }
-
-  const hexDigits = (count: number): number | undefined => {
-    const digits = source.slice(i, i + count)
-    if (digits.length !== count || !/^[0-9A-Fa-f]+$/.test(digits)) return undefined
-    i += count
-    return Number.parseInt(digits, 16)
-  }
-
-  /** The code unit of a character escape after `\` (`i` at the letter), or a failure. */
-  const characterEscape = (inClass: boolean): number => {
-    const e = source[i++]!
-    switch (e) {
-      case "t":
-        return 0x09
-      case "n":
-        return 0x0a
-      case "v":
-        return 0x0b
-      case "f":
-        return 0x0c
-      case "r":
-        return 0x0d
-      case "0":
-        if (/[0-9]/.test(peek() ?? "")) return fail("it has an octal escape")
-        return 0
-      case "x": {
-        const code = hexDigits(2)
-        return code ?? fail("it has an incomplete \\x escape")
-      }
-      case "u": {
-        const code = hexDigits(4)
-        return code ?? fail("it has an incomplete \\u escape")
-      }
-      case "b":
-        if (inClass) return 0x08
-        return fail("unreachable")
-      default:
-        if (/[0-9]/.test(e)) return fail("it has a backreference or an octal escape")
-        if (e === "k") return fail("it has a backreference")
-        if (e === "c") return fail("it has a \\c escape")
-        if (/[A-Za-z]/.test(e)) return fail(`it has the escape \\${e}, which means another thing to ripgrep`)
-        return e.charCodeAt(0)
-    }
-  }
-
-  interface Piece {
-    readonly out: string
-    /** copies of atoms the piece stands for */
-    readonly size: number
-    readonly quantifiable: boolean
-  }
-
-  const classEscapeMembers = (e: string): { readonly members: string; readonly negated: boolean } | undefined => {
-    switch (e) {
-      case "d":
-        return { members: DIGIT_MEMBERS, negated: false }
-      case "D":
-        return { members: DIGIT_MEMBERS, negated: true }
-      case "w":
-        return { members: WORD_MEMBERS, negated: false }
-      case "W":
-        return { members: WORD_MEMBERS, negated: true }
-      case "s":
-        return { members: SPACE_MEMBERS, negated: false }
-      case "S":
-        return { members: SPACE_MEMBERS, negated: true }
-      default:
-        return undefined
-    }
-  }
-
-  const withHighBytes = (cls: string): string => `(?:${cls}|${HIGH_BYTES})`
-
-  const characterClass = (): Piece => {
-    // `i` just after `[`
-    const negate = peek() === "^"
-    if (negate) i++
-    if (peek() === "]") return fail(negate ? "it has [^]" : "it has []")
-    let members = ""
-    let oddUnits = negate // the class can match a surrogate or U+FFFD
-    const single = (): { readonly code: number } | { readonly escape: string } => {
-      const c = source[i]
-      if (c === undefined) return fail("it has an unterminated class")
-      if (c === "\\") {
-        i++
-        const e = peek()
-        if (e !== undefined && classEscapeMembers(e) !== undefined) {
-          i++
-          return { escape: e }
-        }
-        if (e === "B") return fail("it has \\B in a class")
-        return { code: characterEscape(true) }
-      }
-      i++
-      return { code: c.charCodeAt(0) }
-    }
-    /** `from`-`to` without the line feed (a line never holds one) and surrogates (matched as bytes) */
-    const range = (from: number, to: number): void => {
-      if (to >= 0x80 && ignoreCase) fail("it holds non-ASCII characters and ignores case")
-      if ((from <= 0xfffd && to >= 0xfffd) || (from <= 0xdfff && to >= 0xd800)) oddUnits = true
-      const parts: Array<readonly [number, number]> = []
-      for (const [a, b] of [
-        [from, Math.min(to, 0x09)],
-        [Math.max(from, 0x0b), Math.min(to, 0xd7ff)],
-        [Math.max(from, 0xe000), to]
-      ] as const) {
-        if (a <= b) parts.push([a, b])
-      }
-      for (const [a, b] of parts) members += a === b ? hex(a) : `${hex(a)}-${hex(b)}`
-    }
-    while (peek() !== "]") {
-      const from = single()
-      if ("escape" in from) {
-        if (peek() === "-" && peek(1) !== "]") return fail("it has a class escape as the end of a range")
-        const m = classEscapeMembers(from.escape)!
-        if (m.negated) {
-          members += `[^${m.members}]`
-          oddUnits = true
-        } else members += m.members
-        continue
-      }
-      if (peek() === "-" && peek(1) !== "]" && peek(1) !== undefined) {
-        i++
-        const to = single()
-        if ("escape" in to) return fail("it has a class escape as the end of a range")
-        range(from.code, to.code)
-        continue
-      }
-      range(from.code, from.code)
-    }
-    i++ // ]
-    if (members === "") {
-      // only line feeds and surrogates
-      if (negate) return { out: withHighBytes("(?s:.)"), size: 1, quantifiable: true }
-      if (oddUnits) return { out: HIGH_BYTES, size: 1, quantifiable: true }
-      return fail("it has a class that only matches a line feed")
-    }
-    const cls = `[${negate ? "^" : ""}${members}]`
-    return { out: oddUnits ? withHighBytes(cls) : cls, size: 1, quantifiable: true }
-  }
-
-  const quantifier = (): { readonly out: string; readonly factor: number } | undefined => {
-    const c = peek()
-    let out: string
-    let factor: number
-    if (c === "*" || c === "+" || c === "?") {
-      i++
-      out = c
-      factor = 1
-    } else if (c === "{") {
-      const match = /^\{(\d+)(,(\d*))?\}/.exec(source.slice(i))
-      if (match === null) return undefined // a literal `{`
-      i += match[0].length
-      const min = Number(match[1])
-      const max = match[2] === undefined ? min : match[3] === "" ? undefined : Number(match[3])
-      out = match[0]
-      factor = Math.max(1, max ?? min + 1)
-    } else return undefined
-    if (peek() === "?") {
-      i++
-      out += "?"
-    }
-    return { out, factor }
-  }
-
-  const atom = (): Piece | undefined => {
-    const c = peek()
-    if (c === undefined || c === "|" || c === ")") return undefined
-    i++
-    switch (c) {
-      case "^":
-        // ripgrep 13 never matches `$^` (an empty line to JavaScript)
-        if (seenEnd) fail("it has ^ after $")
-        return { out: "^", size: 0, quantifiable: false }
-      case "$":
-        seenEnd = true
-        return { out: "(?:\\x{0D}?$)", size: 0, quantifiable: false }
-      case ".":
-        return { out: withHighBytes("."), size: 1, quantifiable: true }
-      case "[":
-        return characterClass()
-      case "(": {
-        let open = "("
-        if (peek() === "?") {
-          if (peek(1) === ":") {
-            i += 2
-            open = "(?:"
-          } else if (peek(1) === "=" || peek(1) === "!" || (peek(1) === "<" && (peek(2) === "=" || peek(2) === "!"))) {
-            return fail("it has a lookaround")
-          } else if (peek(1) === "<") {
-            const close = source.indexOf(">", i)
-            if (close < 0) return fail("it has an unterminated group name")
-            i = close + 1
-            open = "(?:"
-          } else return fail("it has an unknown group")
-        }
-        const inner = alternation()
-        if (peek() !== ")") return fail("it has an unterminated group")
-        i++
-        return { out: `${open}${inner.out})`, size: inner.size, quantifiable: true }
-      }
-      case "*":
-      case "+":
-      case "?":
-        return fail("it has a quantifier with nothing to repeat")
-      case "\\": {
-        const e = peek()
-        if (e === "b" || e === "B") {
-          i++
-          return { out: `(?-u:\\${e})`, size: 0, quantifiable: false }
-        }
-        if (e !== undefined) {
-          const members = classEscapeMembers(e)
-          if (members !== undefined) {
-            i++
-            return members.negated
-              ? { out: withHighBytes(`[^${members.members}]`), size: 1, quantifiable: true }
-              : { out: `[${members.members}]`, size: 1, quantifiable: true }
-          }
-        }
-        return { out: literal(characterEscape(false)), size: 1, quantifiable: true }
-      }
-      case "{":
-        if (/^\d+(,\d*)?\}/.test(source.slice(i))) return fail("it has a quantifier with nothing to repeat")
-        return { out: literal(c.charCodeAt(0)), size: 1, quantifiable: true }
-      default:
-        return { out: literal(c.charCodeAt(0)), size: 1, quantifiable: true }
-    }
-  }
-
-  const sequence = (): Piece => {
-    let out = ""
-    let size = 0
-    for (;;) {
-      const piece = atom()
-      if (piece === undefined) return { out, size, quantifiable: false }
-      const q = quantifier()
-      if (q === undefined) {
-        out += piece.out
-        size += piece.size
-        continue
-      }
-      if (!piece.quantifiable) return fail("it repeats an assertion")
-      out += `(?:${piece.out})${q.out}`
-      size += Math.max(1, piece.size) * q.factor
-      if (size > MAX_TRANSLATED_SIZE) fail("its counted repetitions are too large")
-    }
-  }
-
-  const alternation = (): Piece => {
-    const first = sequence()
-    let out = first.out
-    let size = first.size
-    while (peek() === "|") {
-      i++
-      const next = sequence()
-      out += `|${next.out}`
-      size += next.size
-    }
-    if (size > MAX_TRANSLATED_SIZE) fail("its counted repetitions are too large")
-    return { out, size, quantifiable: false }
-  }
-
+  const p: Cursor = { source, ignoreCase, i: 0, seenEnd: false }
   try {
-    const whole = alternation()
-    if (i < source.length) return { _tag: "Untranslatable", reason: `it has an unexpected "${source[i]}"` }
+    const whole = alternation(p)
+    if (p.i < source.length) return { _tag: "Untranslatable", reason: `it has an unexpected "${source[p.i]}"` }
     return { _tag: "Translated", pattern: whole.out }
   } catch (error) {
     if (error instanceof Untranslatable) return { _tag: "Untranslatable", reason: error.message }
     throw error
   }
+}
+
+/** Where `translatePattern` is in the pattern it reads. */
+interface Cursor {
+  readonly source: string
+  readonly ignoreCase: boolean
+  /** the index of the next code unit to read */
+  i: number
+  /** a `$` was read: a `^` after it is untranslatable */
+  seenEnd: boolean
+}
+
+/** A translated part of the pattern. */
+interface Piece {
+  readonly out: string
+  /** copies of atoms the piece stands for */
+  readonly size: number
+  readonly quantifiable: boolean
+}
+
+const peek = (p: Cursor, offset = 0): string | undefined => p.source[p.i + offset]
+
+const fail = (reason: string): never => {
+  throw new Untranslatable(reason)
+}
+
+/** A literal character of the pattern (code unit `code`). */
+const literal = (p: Cursor, code: number): string => {
+  if (code === 0x0a) fail("it matches a line feed")
+  // half of an astral character, or what JavaScript makes of a byte that is not UTF-8
+  if ((code >= 0xd800 && code <= 0xdfff) || code === 0xfffd) return HIGH_BYTES
+  if (code >= 0x80 && p.ignoreCase) fail("it holds non-ASCII characters and ignores case")
+  const c = String.fromCharCode(code)
+  return isAsciiWordChar(c) ? c : hex(code)
+}
+
+/** `count` hex digits at the cursor as a number (read), or undefined (nothing read). */
+const hexDigits = (p: Cursor, count: number): number | undefined => {
+  const digits = p.source.slice(p.i, p.i + count)
+  if (digits.length !== count || !/^[0-9A-Fa-f]+$/.test(digits)) return undefined
+  p.i += count
+  return Number.parseInt(digits, 16)
+}
+
+/** The code unit of a character escape after `\` (the cursor at the letter), or a failure. */
+const characterEscape = (p: Cursor, inClass: boolean): number => {
+  const e = p.source[p.i++]!
+  switch (e) {
+    case "t":
+      return 0x09
+    case "n":
+      return 0x0a
+    case "v":
+      return 0x0b
+    case "f":
+      return 0x0c
+    case "r":
+      return 0x0d
+    case "0":
+      if (/[0-9]/.test(peek(p) ?? "")) return fail("it has an octal escape")
+      return 0
+    case "x": {
+      const code = hexDigits(p, 2)
+      return code ?? fail("it has an incomplete \\x escape")
+    }
+    case "u": {
+      const code = hexDigits(p, 4)
+      return code ?? fail("it has an incomplete \\u escape")
+    }
+    case "b":
+      if (inClass) return 0x08
+      return fail("unreachable")
+    default:
+      if (/[0-9]/.test(e)) return fail("it has a backreference or an octal escape")
+      if (e === "k") return fail("it has a backreference")
+      if (e === "c") return fail("it has a \\c escape")
+      if (/[A-Za-z]/.test(e)) return fail(`it has the escape \\${e}, which means another thing to ripgrep`)
+      return e.charCodeAt(0)
+  }
+}
+
+/** The members of a class escape (`\d`, `\W` …) as ASCII ranges, and whether it is negated. */
+const classEscapeMembers = (e: string): { readonly members: string; readonly negated: boolean } | undefined => {
+  switch (e) {
+    case "d":
+      return { members: DIGIT_MEMBERS, negated: false }
+    case "D":
+      return { members: DIGIT_MEMBERS, negated: true }
+    case "w":
+      return { members: WORD_MEMBERS, negated: false }
+    case "W":
+      return { members: WORD_MEMBERS, negated: true }
+    case "s":
+      return { members: SPACE_MEMBERS, negated: false }
+    case "S":
+      return { members: SPACE_MEMBERS, negated: true }
+    default:
+      return undefined
+  }
+}
+
+const withHighBytes = (cls: string): string => `(?:${cls}|${HIGH_BYTES})`
+
+/** A class being translated: its members so far, and whether it can match a surrogate or U+FFFD. */
+interface ClassMembers {
+  members: string
+  oddUnits: boolean
+}
+
+/** One member of a class at the cursor: a character (its code unit) or a class escape. */
+const classMember = (p: Cursor): { readonly code: number } | { readonly escape: string } => {
+  const c = p.source[p.i]
+  if (c === undefined) return fail("it has an unterminated class")
+  if (c === "\\") {
+    p.i++
+    const e = peek(p)
+    if (e !== undefined && classEscapeMembers(e) !== undefined) {
+      p.i++
+      return { escape: e }
+    }
+    if (e === "B") return fail("it has \\B in a class")
+    return { code: characterEscape(p, true) }
+  }
+  p.i++
+  return { code: c.charCodeAt(0) }
+}
+
+/** Adds `from`-`to` without the line feed (a line never holds one) and surrogates (matched as bytes). */
+const addRange = (p: Cursor, cls: ClassMembers, from: number, to: number): void => {
+  if (to >= 0x80 && p.ignoreCase) fail("it holds non-ASCII characters and ignores case")
+  if ((from <= 0xfffd && to >= 0xfffd) || (from <= 0xdfff && to >= 0xd800)) cls.oddUnits = true
+  for (const [a, b] of [
+    [from, Math.min(to, 0x09)],
+    [Math.max(from, 0x0b), Math.min(to, 0xd7ff)],
+    [Math.max(from, 0xe000), to]
+  ] as const) {
+    if (a <= b) cls.members += a === b ? hex(a) : `${hex(a)}-${hex(b)}`
+  }
+}
+
+/** A character class, the cursor just after its `[`. */
+const characterClass = (p: Cursor): Piece => {
+  const negate = peek(p) === "^"
+  if (negate) p.i++
+  if (peek(p) === "]") return fail(negate ? "it has [^]" : "it has []")
+  const cls: ClassMembers = { members: "", oddUnits: negate }
+  while (peek(p) !== "]") {
+    const from = classMember(p)
+    if ("escape" in from) {
+      if (peek(p) === "-" && peek(p, 1) !== "]") return fail("it has a class escape as the end of a range")
+      const m = classEscapeMembers(from.escape)!
+      if (m.negated) {
+        cls.members += `[^${m.members}]`
+        cls.oddUnits = true
+      } else cls.members += m.members
+      continue
+    }
+    if (peek(p) === "-" && peek(p, 1) !== "]" && peek(p, 1) !== undefined) {
+      p.i++
+      const to = classMember(p)
+      if ("escape" in to) return fail("it has a class escape as the end of a range")
+      addRange(p, cls, from.code, to.code)
+      continue
+    }
+    addRange(p, cls, from.code, from.code)
+  }
+  p.i++ // ]
+  if (cls.members === "") {
+    // only line feeds and surrogates
+    if (negate) return { out: withHighBytes("(?s:.)"), size: 1, quantifiable: true }
+    if (cls.oddUnits) return { out: HIGH_BYTES, size: 1, quantifiable: true }
+    return fail("it has a class that only matches a line feed")
+  }
+  const out = `[${negate ? "^" : ""}${cls.members}]`
+  return { out: cls.oddUnits ? withHighBytes(out) : out, size: 1, quantifiable: true }
+}
+
+/** A quantifier at the cursor and how many copies of its atom it asks for at most, or undefined. */
+const quantifier = (p: Cursor): { readonly out: string; readonly factor: number } | undefined => {
+  const c = peek(p)
+  let out: string
+  let factor: number
+  if (c === "*" || c === "+" || c === "?") {
+    p.i++
+    out = c
+    factor = 1
+  } else if (c === "{") {
+    const match = /^\{(\d+)(,(\d*))?\}/.exec(p.source.slice(p.i))
+    if (match === null) return undefined // a literal `{`
+    p.i += match[0].length
+    const min = Number(match[1])
+    const max = match[2] === undefined ? min : match[3] === "" ? undefined : Number(match[3])
+    out = match[0]
+    factor = Math.max(1, max ?? min + 1)
+  } else return undefined
+  if (peek(p) === "?") {
+    p.i++
+    out += "?"
+  }
+  return { out, factor }
+}
+
+/** A group, the cursor just after its `(`: capturing or not, a named one as a plain group. */
+const group = (p: Cursor): Piece => {
+  let open = "("
+  if (peek(p) === "?") {
+    if (peek(p, 1) === ":") {
+      p.i += 2
+      open = "(?:"
+    } else if (
+      peek(p, 1) === "=" ||
+      peek(p, 1) === "!" ||
+      (peek(p, 1) === "<" && (peek(p, 2) === "=" || peek(p, 2) === "!"))
+    ) {
+      return fail("it has a lookaround")
+    } else if (peek(p, 1) === "<") {
+      const close = p.source.indexOf(">", p.i)
+      if (close < 0) return fail("it has an unterminated group name")
+      p.i = close + 1
+      open = "(?:"
+    } else return fail("it has an unknown group")
+  }
+  const inner = alternation(p)
+  if (peek(p) !== ")") return fail("it has an unterminated group")
+  p.i++
+  return { out: `${open}${inner.out})`, size: inner.size, quantifiable: true }
+}
+
+/** An escape outside a class, the cursor just after its `\`: a word boundary, a class escape, a character. */
+const escapeAtom = (p: Cursor): Piece => {
+  const e = peek(p)
+  if (e === "b" || e === "B") {
+    p.i++
+    return { out: `(?-u:\\${e})`, size: 0, quantifiable: false }
+  }
+  if (e !== undefined) {
+    const members = classEscapeMembers(e)
+    if (members !== undefined) {
+      p.i++
+      return members.negated
+        ? { out: withHighBytes(`[^${members.members}]`), size: 1, quantifiable: true }
+        : { out: `[${members.members}]`, size: 1, quantifiable: true }
+    }
+  }
+  return { out: literal(p, characterEscape(p, false)), size: 1, quantifiable: true }
+}
+
+/** One atom at the cursor (undefined at the end of a sequence: `|`, `)` or the end). */
+const atom = (p: Cursor): Piece | undefined => {
+  const c = peek(p)
+  if (c === undefined || c === "|" || c === ")") return undefined
+  p.i++
+  switch (c) {
+    case "^":
+      // ripgrep 13 never matches `$^` (an empty line to JavaScript)
+      if (p.seenEnd) fail("it has ^ after $")
+      return { out: "^", size: 0, quantifiable: false }
+    case "$":
+      p.seenEnd = true
+      return { out: "(?:\\x{0D}?$)", size: 0, quantifiable: false }
+    case ".":
+      return { out: withHighBytes("."), size: 1, quantifiable: true }
+    case "[":
+      return characterClass(p)
+    case "(":
+      return group(p)
+    case "*":
+    case "+":
+    case "?":
+      return fail("it has a quantifier with nothing to repeat")
+    case "\\":
+      return escapeAtom(p)
+    case "{":
+      if (/^\d+(,\d*)?\}/.test(p.source.slice(p.i))) return fail("it has a quantifier with nothing to repeat")
+      return { out: literal(p, c.charCodeAt(0)), size: 1, quantifiable: true }
+    default:
+      return { out: literal(p, c.charCodeAt(0)), size: 1, quantifiable: true }
+  }
+}
+
+/** Atoms, each perhaps quantified, up to a `|`, a `)` or the end. */
+const sequence = (p: Cursor): Piece => {
+  let out = ""
+  let size = 0
+  for (;;) {
+    const piece = atom(p)
+    if (piece === undefined) return { out, size, quantifiable: false }
+    const q = quantifier(p)
+    if (q === undefined) {
+      out += piece.out
+      size += piece.size
+      continue
+    }
+    if (!piece.quantifiable) return fail("it repeats an assertion")
+    out += `(?:${piece.out})${q.out}`
+    size += Math.max(1, piece.size) * q.factor
+    if (size > MAX_TRANSLATED_SIZE) fail("its counted repetitions are too large")
+  }
+}
+
+/** Sequences separated by `|`. */
+const alternation = (p: Cursor): Piece => {
+  const first = sequence(p)
+  let out = first.out
+  let size = first.size
+  while (peek(p) === "|") {
+    p.i++
+    const next = sequence(p)
+    out += `|${next.out}`
+    size += next.size
+  }
+  if (size > MAX_TRANSLATED_SIZE) fail("its counted repetitions are too large")
+  return { out, size, quantifiable: false }
 }
 
 // ---------------------------------------------------------------------------------------------

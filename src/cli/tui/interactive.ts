@@ -114,167 +114,115 @@ const makeScreenApprover = (onAsk: (request: ApprovalRequest | undefined) => voi
     }
   })
 
-export const interactive = Effect.fn("cli.interactive")(function* (options: InteractiveOptions) {
-  const quit = yield* Deferred.make<void>()
-  const screenApprover = yield* makeScreenApprover((request) => ui.set((s) => ({ ...s, approval: request })))
-  const approver = options.yes ? Approver.autoAllow : screenApprover.layer
+type ScreenStore = ReturnType<typeof makeUiStore>
 
-  const ui = makeUiStore({
-    screen: makeScreenFolder("" as SessionId).snapshot(),
-    blobs: new Map(),
-    model: "",
-    contextWindow: undefined,
-    maxAttempts: 1,
-    approval: undefined,
-    interrupting: false,
-    flash: undefined,
-    overlay: undefined,
-    epoch: 0,
-    history: []
-  })
-  const flash = (tone: "info" | "error", text: string) => ui.set((s) => ({ ...s, flash: { tone, text } }))
+/** The screen before anything is shown: an empty session, nothing asked. */
+const initialUiState = (): UiState => ({
+  screen: makeScreenFolder("" as SessionId).snapshot(),
+  blobs: new Map(),
+  model: "",
+  contextWindow: undefined,
+  maxAttempts: 1,
+  approval: undefined,
+  interrupting: false,
+  flash: undefined,
+  overlay: undefined,
+  epoch: 0,
+  history: []
+})
 
-  /**
-   * The agent of one model: its layers built in a scope of their own (`/model`, and opening a session
-   * that is on another model, build another). `sessionModel`: the model of the session it is for,
-   * used unless `flags` names one.
-   */
-  const buildAgent = (flags: ConfigInput, sessionModel?: string | undefined) =>
-    Effect.gen(function* () {
-      const setup = yield* setupAgent({
-        cwd: options.cwd,
-        flags,
-        sessionModel,
-        reasoning: options.reasoning,
-        db: options.db,
-        approver
-      })
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(setup.layer, scope).pipe(
-        Effect.mapError((error) => CliError.usage(`cannot open the database: ${error.message}`)),
-        Effect.tapError(() => Scope.close(scope, Exit.void))
-      )
-      return { setup, scope, context }
+/**
+ * The agent of one model: its layers built in a scope of their own (`/model`, and opening a session
+ * that is on another model, build another). `sessionModel`: the model of the session it is for,
+ * used unless `flags` names one.
+ */
+const buildAgent = (
+  options: InteractiveOptions,
+  approver: Layer.Layer<Approver>,
+  flags: ConfigInput,
+  sessionModel?: string | undefined
+) =>
+  Effect.gen(function* () {
+    const setup = yield* setupAgent({
+      cwd: options.cwd,
+      flags,
+      sessionModel,
+      reasoning: options.reasoning,
+      db: options.db,
+      approver
     })
-  type Agent = Effect.Effect.Success<ReturnType<typeof buildAgent>>
-
-  // the session to show (-s, -c, or a new one), found first: a resumed session goes on with the
-  // model it is on, unless -m switches it
-  const resumed = yield* findResumed({
-    session: options.session,
-    continue: options.continue,
-    cwd: options.cwd,
-    db: options.db,
-    noSession: `no session in ${options.cwd} to continue; run logbook without -c to start one`
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(setup.layer, scope).pipe(
+      Effect.mapError((error) => CliError.usage(`cannot open the database: ${error.message}`)),
+      Effect.tapError(() => Scope.close(scope, Exit.void))
+    )
+    return { setup, scope, context }
   })
-  let agent: Agent = yield* buildAgent(options.flags, resumed?.model ?? undefined)
-  const withAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, agent.context)
+type Agent = Effect.Effect.Success<ReturnType<typeof buildAgent>>
 
-  const modelInfo = (a: Agent) => ({
-    model: a.setup.resolved.ref,
-    contextWindow: a.setup.info.contextWindow?.value,
-    maxAttempts: a.setup.settings.retry.maxAttempts
-  })
-
+/** What the steps of the interactive session share: the screen's store, the agent in use, the session shown. */
+interface Controller {
+  readonly options: InteractiveOptions
+  readonly ui: ScreenStore
+  readonly quit: Deferred.Deferred<void>
+  readonly approver: Layer.Layer<Approver>
+  readonly runtime: Runtime.Runtime<FileSystem.FileSystem | Path.Path>
+  /** one session created at a time: the first message of a new session creates it */
+  readonly creating: Effect.Semaphore
+  /** replaced by `/model`, and by opening a session that is on another model */
+  agent: Agent
   /** What drives the screen for one session: the fold and the fiber that feeds it. */
-  let current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
+  current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
   /** the screen is on the terminal (a new session's screen then starts from a clear one) */
-  let mounted = false
+  mounted: boolean
+}
 
-  const loadBlobs = (folder: ScreenFolder) =>
-    Effect.gen(function* () {
-      const store = yield* EventStore
-      const screen = folder.snapshot()
-      const wanted = new Set<string>()
-      for (const list of Object.values(screen.changes))
-        for (const change of list) {
-          if (change.beforeHash !== undefined) wanted.add(change.beforeHash)
-          if (change.afterHash !== undefined) wanted.add(change.afterHash)
-        }
-      const known = ui.get().blobs
-      const missing = [...wanted].filter((hash) => !known.has(hash))
-      if (missing.length === 0) return
-      const loaded = new Map(known)
-      for (const hash of missing) {
-        const blob = yield* store.getBlob(hash).pipe(Effect.orElseSucceed(() => Option.none<Uint8Array>()))
-        loaded.set(
-          hash,
-          Option.match(blob, {
-            onNone: () => null,
-            onSome: (bytes) => (bytes.byteLength > MAX_DIFF_BLOB ? null : Buffer.from(bytes).toString("utf8"))
-          })
-        )
+/** Runs `effect` on the agent in use now. */
+const withAgent = <A, E, R>(ctl: Controller, effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(effect, ctl.agent.context)
+
+const modelInfo = (a: Agent) => ({
+  model: a.setup.resolved.ref,
+  contextWindow: a.setup.info.contextWindow?.value,
+  maxAttempts: a.setup.settings.retry.maxAttempts
+})
+
+const flash = (ui: ScreenStore, tone: "info" | "error", text: string) =>
+  ui.set((s) => ({ ...s, flash: { tone, text } }))
+
+/** Reads the blobs of the folder's file changes that the screen does not hold yet, for their diffs. */
+const loadBlobs = (ui: ScreenStore, folder: ScreenFolder) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    const screen = folder.snapshot()
+    const wanted = new Set<string>()
+    for (const list of Object.values(screen.changes))
+      for (const change of list) {
+        if (change.beforeHash !== undefined) wanted.add(change.beforeHash)
+        if (change.afterHash !== undefined) wanted.add(change.afterHash)
       }
-      ui.set((s) => ({ ...s, blobs: loaded }))
-    })
-
-  /**
-   * A new session: a blank screen; the session is created (titled after it) by the first message,
-   * so opening logbook and leaving writes nothing.
-   */
-  const showNew = Effect.gen(function* () {
-    const history = yield* promptHistory
-    if (mounted) options.stdout.write(CLEAR)
-    ui.set((s) => ({
-      ...s,
-      ...modelInfo(agent),
-      screen: makeScreenFolder("" as SessionId).snapshot(),
-      epoch: s.epoch + 1,
-      overlay: undefined,
-      flash: undefined,
-      history
-    }))
+    const known = ui.get().blobs
+    const missing = [...wanted].filter((hash) => !known.has(hash))
+    if (missing.length === 0) return
+    const loaded = new Map(known)
+    for (const hash of missing) {
+      const blob = yield* store.getBlob(hash).pipe(Effect.orElseSucceed(() => Option.none<Uint8Array>()))
+      loaded.set(
+        hash,
+        Option.match(blob, {
+          onNone: () => null,
+          onSome: (bytes) => (bytes.byteLength > MAX_DIFF_BLOB ? null : Buffer.from(bytes).toString("utf8"))
+        })
+      )
+    }
+    ui.set((s) => ({ ...s, blobs: loaded }))
   })
 
-  /** Opens a session and feeds the screen from its log, then from the bus. */
-  const show = (id: SessionId) =>
-    Effect.gen(function* () {
-      const sessions = yield* Sessions
-      const store = yield* EventStore
-      const bus = yield* EventBus
-      const scope = yield* Scope.make()
-      // subscribe first: nothing committed between reading the log and following it is missed
-      const queue = yield* bus.subscribe.pipe(Scope.extend(scope))
-      yield* sessions.open(id)
-      const folder = makeScreenFolder(id)
-      const log = yield* Stream.runCollect(store.read(id))
-      folder.push(Chunk.toReadonlyArray(log))
-      const history = yield* promptHistory
-      const feeder = yield* Stream.fromQueue(queue).pipe(
-        Stream.filter((env: Envelope) => env.sessionId === id),
-        // what arrives together is drawn together: the screen keeps up with any stream of deltas
-        Stream.groupedWithin(1000, "16 millis"),
-        Stream.runForEach((batch) =>
-          Effect.gen(function* () {
-            folder.push(Chunk.toReadonlyArray(batch))
-            ui.set((s) => ({ ...s, screen: folder.snapshot() }))
-            if (Chunk.some(batch, (env) => env.type === "file.changed")) yield* loadBlobs(folder)
-          })
-        ),
-        Effect.ensuring(Scope.close(scope, Exit.void)),
-        Effect.forkDaemon
-      )
-      // the session is the one the keys act on before it is shown: a key pressed at once is not lost
-      current = { id, feeder }
-      // another session's screen was printed: start from a clear screen
-      if (mounted) options.stdout.write(CLEAR)
-      ui.set((s) => ({
-        ...s,
-        ...modelInfo(agent),
-        screen: folder.snapshot(),
-        epoch: s.epoch + 1,
-        overlay: undefined,
-        flash: undefined,
-        history
-      }))
-      yield* loadBlobs(folder)
-      return id
-    })
-
-  /** What was sent in this directory's recent sessions, for Up/Down (newest last): indexed reads only. */
-  const promptHistory = Effect.gen(function* () {
+/** What was sent in this directory's recent sessions, for Up/Down (newest last): indexed reads only. */
+const promptHistory = (cwd: string) =>
+  Effect.gen(function* () {
     const store = yield* EventStore
-    const recent = yield* store.sessions({ cwd: options.cwd, limit: HISTORY_SESSIONS })
+    const recent = yield* store.sessions({ cwd, limit: HISTORY_SESSIONS })
     const texts: Array<string> = []
     for (const summary of [...recent].reverse()) {
       const headers = yield* Stream.runCollect(store.query({ types: ["user.message"], sessionId: summary.id }))
@@ -289,11 +237,77 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     return texts.slice(-MAX_HISTORY)
   }).pipe(Effect.orElseSucceed(() => [] as Array<string>))
 
-  /** Stops feeding the screen and releases the session (interrupting its turn, reason `user`). */
-  const leave = Effect.gen(function* () {
-    if (current === undefined) return
-    const { id, feeder } = current
-    current = undefined
+/**
+ * A new session: a blank screen; the session is created (titled after it) by the first message,
+ * so opening logbook and leaving writes nothing.
+ */
+const showNew = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const history = yield* promptHistory(ctl.options.cwd)
+    if (ctl.mounted) ctl.options.stdout.write(CLEAR)
+    ctl.ui.set((s) => ({
+      ...s,
+      ...modelInfo(ctl.agent),
+      screen: makeScreenFolder("" as SessionId).snapshot(),
+      epoch: s.epoch + 1,
+      overlay: undefined,
+      flash: undefined,
+      history
+    }))
+  })
+
+/** Opens a session and feeds the screen from its log, then from the bus. */
+const show = (ctl: Controller, id: SessionId) =>
+  Effect.gen(function* () {
+    const { ui } = ctl
+    const sessions = yield* Sessions
+    const store = yield* EventStore
+    const bus = yield* EventBus
+    const scope = yield* Scope.make()
+    // subscribe first: nothing committed between reading the log and following it is missed
+    const queue = yield* bus.subscribe.pipe(Scope.extend(scope))
+    yield* sessions.open(id)
+    const folder = makeScreenFolder(id)
+    const log = yield* Stream.runCollect(store.read(id))
+    folder.push(Chunk.toReadonlyArray(log))
+    const history = yield* promptHistory(ctl.options.cwd)
+    const feeder = yield* Stream.fromQueue(queue).pipe(
+      Stream.filter((env: Envelope) => env.sessionId === id),
+      // what arrives together is drawn together: the screen keeps up with any stream of deltas
+      Stream.groupedWithin(1000, "16 millis"),
+      Stream.runForEach((batch) =>
+        Effect.gen(function* () {
+          folder.push(Chunk.toReadonlyArray(batch))
+          ui.set((s) => ({ ...s, screen: folder.snapshot() }))
+          if (Chunk.some(batch, (env) => env.type === "file.changed")) yield* loadBlobs(ui, folder)
+        })
+      ),
+      Effect.ensuring(Scope.close(scope, Exit.void)),
+      Effect.forkDaemon
+    )
+    // the session is the one the keys act on before it is shown: a key pressed at once is not lost
+    ctl.current = { id, feeder }
+    // another session's screen was printed: start from a clear screen
+    if (ctl.mounted) ctl.options.stdout.write(CLEAR)
+    ui.set((s) => ({
+      ...s,
+      ...modelInfo(ctl.agent),
+      screen: folder.snapshot(),
+      epoch: s.epoch + 1,
+      overlay: undefined,
+      flash: undefined,
+      history
+    }))
+    yield* loadBlobs(ui, folder)
+    return id
+  })
+
+/** Stops feeding the screen and releases the session (interrupting its turn, reason `user`). */
+const leave = (ctl: Controller) =>
+  Effect.gen(function* () {
+    if (ctl.current === undefined) return
+    const { id, feeder } = ctl.current
+    ctl.current = undefined
     const sessions = yield* Sessions
     // leaving because of a signal: its reason (SIGTERM `shutdown`, SIGHUP `hangup`)
     yield* sessions.interrupt(id, interruptReason()).pipe(Effect.ignore)
@@ -301,234 +315,280 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     yield* Fiber.interrupt(feeder)
   })
 
-  // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
-  yield* withAgent(resumed === undefined ? showNew : Effect.zipRight(warnIfDamaged(resumed.id), show(resumed.id)))
+/** Leaves the session shown, puts `next` in the place of the agent, and shows session `id` (or a new one). */
+const replaceAgent = (ctl: Controller, next: Agent, id: SessionId | undefined) =>
+  Effect.gen(function* () {
+    yield* leave(ctl)
+    yield* Scope.close(ctl.agent.scope, Exit.void)
+    ctl.agent = next
+    yield* withAgent(ctl, id === undefined ? showNew(ctl) : show(ctl, id))
+  })
 
-  /** Leaves the session shown, puts `next` in the place of the agent, and shows session `id` (or a new one). */
-  const replaceAgent = (next: Agent, id: SessionId | undefined) =>
+/** The session a message goes to: the one shown, or (the first message of a new one) created now. */
+const sessionFor = (ctl: Controller, message: string) =>
+  ctl.creating.withPermits(1)(
     Effect.gen(function* () {
-      yield* leave
-      yield* Scope.close(agent.scope, Exit.void)
-      agent = next
-      yield* withAgent(id === undefined ? showNew : show(id))
+      if (ctl.current !== undefined) return ctl.current.id
+      const sessions = yield* Sessions
+      // the title is cut from the message: masked first, so the cut cannot leave part of a key
+      const title = titleOf(ctl.agent.setup.secrets.redactText(message))
+      const id = yield* sessions.create({ cwd: ctl.options.cwd, title })
+      yield* show(ctl, id)
+      return id
     })
+  )
 
-  /** The session a message goes to: the one shown, or (the first message of a new one) created now. */
-  const creating = yield* Effect.makeSemaphore(1)
-  const sessionFor = (message: string) =>
-    creating.withPermits(1)(
-      Effect.gen(function* () {
-        if (current !== undefined) return current.id
-        const sessions = yield* Sessions
-        // the title is cut from the message: masked first, so the cut cannot leave part of a key
-        const title = titleOf(agent.setup.secrets.redactText(message))
-        const id = yield* sessions.create({ cwd: options.cwd, title })
-        yield* show(id)
-        return id
-      })
-    )
-
-  const runtime = yield* Effect.runtime<FileSystem.FileSystem | Path.Path>()
-  const fork = <A, E>(
-    effect: Effect.Effect<A, E, Sessions | EventStore | EventBus | FileSystem.FileSystem | Path.Path>
-  ) =>
-    Runtime.runFork(runtime)(
-      withAgent(effect).pipe(
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.void
-            : Effect.sync(() => flash("error", errorText(Cause.squash(cause))))
-        )
+/** Runs `effect` on the agent in use, in the background; a failure is shown as the flash line. */
+const fork = <A, E>(
+  ctl: Controller,
+  effect: Effect.Effect<A, E, Sessions | EventStore | EventBus | FileSystem.FileSystem | Path.Path>
+) =>
+  Runtime.runFork(ctl.runtime)(
+    withAgent(ctl, effect).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.void
+          : Effect.sync(() => flash(ctl.ui, "error", errorText(Cause.squash(cause))))
       )
     )
-  const sessionId = () => current?.id
+  )
 
-  const command = (line: string) =>
-    Effect.gen(function* () {
-      const [name = "", ...rest] = line.trim().split(/\s+/)
-      const arg = rest.join(" ")
-      const busy = ui.get().screen.session.status._tag !== "idle"
-      const needIdle = (what: string) => flash("error", `${what} waits until the agent is idle (Esc interrupts it)`)
-      switch (name) {
-        case "/help":
-        case "/?":
-          return ui.set((s) => ({ ...s, overlay: { kind: "help" } }))
-        case "/quit":
-        case "/exit":
-          return yield* Deferred.succeed(quit, undefined)
-        case "/new": {
-          if (busy) return needIdle("/new")
-          yield* leave
-          yield* showNew
-          return flash("info", "a new session: it is created with its first message")
-        }
-        case "/sessions": {
-          const listed = yield* listSessions({ all: false, limit: 200, cwd: options.cwd })
-          const now = Date.now()
-          return ui.set((s) => ({
-            ...s,
-            overlay: {
-              kind: "sessions",
-              rows: listed.map(({ summary, shortId, outcome }) => ({
-                id: summary.id,
-                label: [
-                  updatedText(summary.updatedAt, now).padEnd(11),
-                  outcome.padEnd(11),
-                  costText(summary).padStart(9),
-                  `${summary.title ?? "(untitled)"}${summary.id === sessionId() ? " (this one)" : ""}`,
-                  shortId
-                ].join("  ")
-              }))
-            }
-          }))
-        }
-        case "/model": {
-          if (arg === "") {
-            const info = modelInfo(agent)
-            return flash(
-              "info",
-              `model ${info.model}${info.contextWindow === undefined ? "" : ` · context ${formatCount(info.contextWindow)} tokens`} · /model <provider/model> switches`
-            )
-          }
-          if (busy) return needIdle("/model")
-          const next = yield* buildAgent({ ...options.flags, model: arg }).pipe(Effect.either)
-          if (next._tag === "Left") return flash("error", errorText(next.left))
-          const id = sessionId()
-          yield* replaceAgent(next.right, id)
-          // the session's log records the switch with the next message (`model.switched`)
-          return flash(
-            "info",
-            `model ${agent.setup.resolved.ref}${id === undefined ? "" : ": the session goes on with it from the next message"}`
-          )
-        }
-        case "/compact": {
-          if (busy) return needIdle("/compact")
-          const id = sessionId()
-          if (id === undefined) return
-          flash("info", "compacting…")
-          const sessions = yield* Sessions
-          const result = yield* sessions.compact(id)
-          return flash(
-            "info",
-            `compacted ${result.messages} messages into a summary (${formatCount(result.tokensBefore)} → ${formatCount(result.tokensAfter)} tokens)`
-          )
-        }
-        case "/audit": {
-          const id = sessionId()
-          if (id === undefined) return flash("info", "nothing to audit yet: the session starts with its first message")
-          const store = yield* EventStore
-          const summary = yield* store.session(id)
-          if (Option.isNone(summary)) return
-          const audit = yield* auditSession(summary.value)
-          const text = yield* auditReport([audit], "text", makeStyle(false))
-          return ui.set((s) => ({
-            ...s,
-            overlay: { kind: "events", title: `audit of ${id}`, lines: text.split("\n").slice(-MAX_EVENT_LINES) }
-          }))
-        }
-        case "/events": {
-          const id = sessionId()
-          if (id === undefined) return
-          const store = yield* EventStore
-          const style = makeStyle(false)
-          const lastSeq = yield* store.lastSeq(id)
-          const from = Math.max(1, lastSeq - MAX_EVENT_LINES + 1)
-          const events = yield* Stream.runCollect(store.readRaw(id, { from }))
-          const width = String(lastSeq).length
-          const lines = Chunk.toReadonlyArray(events).map((e) => eventLine(e, style, width))
-          return ui.set((s) => ({
-            ...s,
-            overlay: {
-              kind: "events",
-              title: `events of ${id}${from > 1 ? ` (the last ${MAX_EVENT_LINES})` : ""}`,
-              lines
-            }
-          }))
-        }
-        default:
-          return flash("error", `unknown command ${name}; ${COMMANDS.map(([c]) => c.split(" ")[0]).join(" ")}`)
+const sessionId = (ctl: Controller) => ctl.current?.id
+
+/** `/sessions`: the directory's sessions as a list to open one from. */
+const sessionsOverlay = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const listed = yield* listSessions({ all: false, limit: 200, cwd: ctl.options.cwd })
+    const now = Date.now()
+    ctl.ui.set((s) => ({
+      ...s,
+      overlay: {
+        kind: "sessions",
+        rows: listed.map(({ summary, shortId, outcome }) => ({
+          id: summary.id,
+          label: [
+            updatedText(summary.updatedAt, now).padEnd(11),
+            outcome.padEnd(11),
+            costText(summary).padStart(9),
+            `${summary.title ?? "(untitled)"}${summary.id === sessionId(ctl) ? " (this one)" : ""}`,
+            shortId
+          ].join("  ")
+        }))
       }
-    })
+    }))
+  })
 
-  const actions: Actions = {
+/** `/model` shows the model in use; `/model <provider/model>` switches the agent to another. */
+const switchModel = (ctl: Controller, arg: string, busy: boolean) =>
+  Effect.gen(function* () {
+    if (arg === "") {
+      const info = modelInfo(ctl.agent)
+      return flash(
+        ctl.ui,
+        "info",
+        `model ${info.model}${info.contextWindow === undefined ? "" : ` · context ${formatCount(info.contextWindow)} tokens`} · /model <provider/model> switches`
+      )
+    }
+    if (busy) return needIdle(ctl, "/model")
+    const next = yield* buildAgent(ctl.options, ctl.approver, { ...ctl.options.flags, model: arg }).pipe(Effect.either)
+    if (next._tag === "Left") return flash(ctl.ui, "error", errorText(next.left))
+    const id = sessionId(ctl)
+    yield* replaceAgent(ctl, next.right, id)
+    // the session's log records the switch with the next message (`model.switched`)
+    return flash(
+      ctl.ui,
+      "info",
+      `model ${ctl.agent.setup.resolved.ref}${id === undefined ? "" : ": the session goes on with it from the next message"}`
+    )
+  })
+
+/** `/compact`: the session's history summarised now. */
+const compactNow = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const id = sessionId(ctl)
+    if (id === undefined) return
+    flash(ctl.ui, "info", "compacting…")
+    const sessions = yield* Sessions
+    const result = yield* sessions.compact(id)
+    return flash(
+      ctl.ui,
+      "info",
+      `compacted ${result.messages} messages into a summary (${formatCount(result.tokensBefore)} → ${formatCount(result.tokensAfter)} tokens)`
+    )
+  })
+
+/** `/audit`: the session's audit report as an overlay. */
+const auditOverlay = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const id = sessionId(ctl)
+    if (id === undefined)
+      return flash(ctl.ui, "info", "nothing to audit yet: the session starts with its first message")
+    const store = yield* EventStore
+    const summary = yield* store.session(id)
+    if (Option.isNone(summary)) return
+    const audit = yield* auditSession(summary.value)
+    const text = yield* auditReport([audit], "text", makeStyle(false))
+    return ctl.ui.set((s) => ({
+      ...s,
+      overlay: { kind: "events", title: `audit of ${id}`, lines: text.split("\n").slice(-MAX_EVENT_LINES) }
+    }))
+  })
+
+/** `/events`: the session's newest events, one line each, as an overlay. */
+const eventsOverlay = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const id = sessionId(ctl)
+    if (id === undefined) return
+    const store = yield* EventStore
+    const style = makeStyle(false)
+    const lastSeq = yield* store.lastSeq(id)
+    const from = Math.max(1, lastSeq - MAX_EVENT_LINES + 1)
+    const events = yield* Stream.runCollect(store.readRaw(id, { from }))
+    const width = String(lastSeq).length
+    const lines = Chunk.toReadonlyArray(events).map((e) => eventLine(e, style, width))
+    return ctl.ui.set((s) => ({
+      ...s,
+      overlay: {
+        kind: "events",
+        title: `events of ${id}${from > 1 ? ` (the last ${MAX_EVENT_LINES})` : ""}`,
+        lines
+      }
+    }))
+  })
+
+const needIdle = (ctl: Controller, what: string) =>
+  flash(ctl.ui, "error", `${what} waits until the agent is idle (Esc interrupts it)`)
+
+/** A slash command typed at the prompt. */
+const command = (ctl: Controller, line: string) =>
+  Effect.gen(function* () {
+    const [name = "", ...rest] = line.trim().split(/\s+/)
+    const arg = rest.join(" ")
+    const busy = ctl.ui.get().screen.session.status._tag !== "idle"
+    switch (name) {
+      case "/help":
+      case "/?":
+        return ctl.ui.set((s) => ({ ...s, overlay: { kind: "help" } }))
+      case "/quit":
+      case "/exit":
+        return yield* Deferred.succeed(ctl.quit, undefined)
+      case "/new": {
+        if (busy) return needIdle(ctl, "/new")
+        yield* leave(ctl)
+        yield* showNew(ctl)
+        return flash(ctl.ui, "info", "a new session: it is created with its first message")
+      }
+      case "/sessions":
+        return yield* sessionsOverlay(ctl)
+      case "/model":
+        return yield* switchModel(ctl, arg, busy)
+      case "/compact":
+        if (busy) return needIdle(ctl, "/compact")
+        return yield* compactNow(ctl)
+      case "/audit":
+        return yield* auditOverlay(ctl)
+      case "/events":
+        return yield* eventsOverlay(ctl)
+      default:
+        return flash(ctl.ui, "error", `unknown command ${name}; ${COMMANDS.map(([c]) => c.split(" ")[0]).join(" ")}`)
+    }
+  })
+
+/** Shows session `id`: a session goes on with the model it is on, so another agent when that is not this one's. */
+const openSession = (ctl: Controller, id: SessionId) =>
+  Effect.gen(function* () {
+    const summary = yield* Effect.flatMap(EventStore, (store) => store.session(id))
+    const model = Option.isSome(summary) ? summary.value.model : null
+    if (model === null || model === ctl.agent.setup.resolved.ref) {
+      yield* leave(ctl)
+      return yield* show(ctl, id)
+    }
+    const { model: _given, ...flags } = ctl.options.flags
+    const next = yield* buildAgent(ctl.options, ctl.approver, flags, model).pipe(Effect.either)
+    if (next._tag === "Left") return flash(ctl.ui, "error", errorText(next.left))
+    yield* replaceAgent(ctl, next.right, id)
+  })
+
+/** What the screen's keys and prompt do (App.tsx calls these). */
+const makeActions = (ctl: Controller, answerApproval: (answer: ApprovalAnswer) => Effect.Effect<void>): Actions => {
+  const { ui } = ctl
+  return {
     submit: (text, mode) => {
       ui.set((s) => ({ ...s, flash: undefined }))
-      if (text.trim().startsWith("/") && !text.trim().startsWith("//")) return void fork(command(text))
+      if (text.trim().startsWith("/") && !text.trim().startsWith("//")) return void fork(ctl, command(ctl, text))
       const message = text.trim().startsWith("//") ? text.trim().slice(1) : text
       void fork(
+        ctl,
         Effect.gen(function* () {
-          const id = yield* sessionFor(message)
+          const id = yield* sessionFor(ctl, message)
           const sessions = yield* Sessions
           yield* sessions.send(id, message, { mode })
         })
       )
     },
     editPending: (put) => {
-      const id = sessionId()
+      const id = sessionId(ctl)
       const last = pendingMessages(ui.get().screen).at(-1)
       if (id === undefined || last === undefined) return
       void fork(
+        ctl,
         Effect.flatMap(Sessions, (sessions) => sessions.withdraw(id, last.id)).pipe(
           Effect.tap((withdrawn) => Effect.sync(() => put(withdrawn.text))),
           Effect.catchTag("WithdrawRefused", () =>
-            Effect.sync(() => flash("info", "that message was delivered to the model before it could be taken back"))
+            Effect.sync(() =>
+              flash(ui, "info", "that message was delivered to the model before it could be taken back")
+            )
           )
         )
       )
     },
     sendPending: () => {
-      const id = sessionId()
+      const id = sessionId(ctl)
       if (id === undefined) return
-      void fork(Effect.flatMap(Sessions, (sessions) => sessions.sendPending(id)))
+      void fork(
+        ctl,
+        Effect.flatMap(Sessions, (sessions) => sessions.sendPending(id))
+      )
     },
     interrupt: () => {
-      const id = sessionId()
+      const id = sessionId(ctl)
       if (id === undefined || ui.get().interrupting) return
       ui.set((s) => ({ ...s, interrupting: true }))
       void fork(
+        ctl,
         Effect.flatMap(Sessions, (sessions) => sessions.interrupt(id, "user")).pipe(
           Effect.ensuring(Effect.sync(() => ui.set((s) => ({ ...s, interrupting: false }))))
         )
       )
     },
-    quit: () => void Runtime.runFork(runtime)(Deferred.succeed(quit, undefined)),
-    answer: (answer) => void Runtime.runFork(runtime)(screenApprover.answer(answer)),
+    quit: () => void Runtime.runFork(ctl.runtime)(Deferred.succeed(ctl.quit, undefined)),
+    answer: (answer) => void Runtime.runFork(ctl.runtime)(answerApproval(answer)),
     openSession: (id) => {
       ui.set((s) => ({ ...s, overlay: undefined }))
-      if (id === sessionId()) return
+      if (id === sessionId(ctl)) return
       if (ui.get().screen.session.status._tag !== "idle")
-        return flash("error", "switching sessions waits until the agent is idle (Esc interrupts it)")
-      void fork(
-        Effect.gen(function* () {
-          // a session goes on with the model it is on: another agent when that is not this one's
-          const summary = yield* Effect.flatMap(EventStore, (store) => store.session(id as SessionId))
-          const model = Option.isSome(summary) ? summary.value.model : null
-          if (model === null || model === agent.setup.resolved.ref) {
-            yield* leave
-            return yield* show(id as SessionId)
-          }
-          const { model: _given, ...flags } = options.flags
-          const next = yield* buildAgent(flags, model).pipe(Effect.either)
-          if (next._tag === "Left") return flash("error", errorText(next.left))
-          yield* replaceAgent(next.right, id as SessionId)
-        })
-      )
+        return flash(ui, "error", "switching sessions waits until the agent is idle (Esc interrupts it)")
+      void fork(ctl, openSession(ctl, id as SessionId))
     },
     closeOverlay: () => ui.set((s) => ({ ...s, overlay: undefined })),
     redraw: () => {
       // the printed part is drawn again from the start: what was printed at another width goes
-      options.stdout.write(CLEAR)
+      ctl.options.stdout.write(CLEAR)
       ui.set((s) => ({ ...s, epoch: s.epoch + 1 }))
     }
   }
+}
 
-  yield* Effect.acquireRelease(
+/** Puts the screen on the terminal (raw keys, bracketed paste) for the scope, and takes it off after. */
+const mountScreen = (ctl: Controller, actions: Actions) => {
+  const { options } = ctl
+  return Effect.acquireRelease(
     Effect.sync(() => {
       // raw before the first frame: a key pressed as soon as the screen shows waits for the prompt
       // (in the terminal's line mode it would be echoed, or end the input: Ctrl-D)
       if (options.stdin.isTTY) options.stdin.setRawMode(true)
       const before = new Map(handledSignals.map((signal) => [signal, new Set(process.listeners(signal))]))
-      const instance = render(createElement(App, { store: ui, actions, theme: makeTheme(options.colors) }), {
+      const instance = render(createElement(App, { store: ctl.ui, actions, theme: makeTheme(options.colors) }), {
         stdin: options.stdin,
         stdout: options.stdout,
         exitOnCtrlC: false,
@@ -542,7 +602,7 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
           if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
       // bracketed paste: a pasted text arrives marked, so its line breaks do not send it
       options.stdout.write(PASTE_ON)
-      mounted = true
+      ctl.mounted = true
       return instance
     }),
     (instance) =>
@@ -553,6 +613,43 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
         if (options.stdin.isTTY) options.stdin.setRawMode(false)
       })
   )
+}
+
+export const interactive = Effect.fn("cli.interactive")(function* (options: InteractiveOptions) {
+  const ui = makeUiStore(initialUiState())
+  const quit = yield* Deferred.make<void>()
+  const screenApprover = yield* makeScreenApprover((request) => ui.set((s) => ({ ...s, approval: request })))
+  const approver = options.yes ? Approver.autoAllow : screenApprover.layer
+
+  // the session to show (-s, -c, or a new one), found first: a resumed session goes on with the
+  // model it is on, unless -m switches it
+  const resumed = yield* findResumed({
+    session: options.session,
+    continue: options.continue,
+    cwd: options.cwd,
+    db: options.db,
+    noSession: `no session in ${options.cwd} to continue; run logbook without -c to start one`
+  })
+  const ctl: Controller = {
+    options,
+    ui,
+    quit,
+    approver,
+    runtime: yield* Effect.runtime<FileSystem.FileSystem | Path.Path>(),
+    creating: yield* Effect.makeSemaphore(1),
+    agent: yield* buildAgent(options, approver, options.flags, resumed?.model ?? undefined),
+    current: undefined,
+    mounted: false
+  }
+
+  // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
+  yield* withAgent(
+    ctl,
+    resumed === undefined ? showNew(ctl) : Effect.zipRight(warnIfDamaged(resumed.id), show(ctl, resumed.id))
+  )
+
+  const actions = makeActions(ctl, screenApprover.answer)
+  yield* mountScreen(ctl, actions)
 
   if (options.message !== undefined) actions.submit(options.message, "prompt")
 
@@ -560,8 +657,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
   yield* Deferred.await(quit).pipe(
     Effect.ensuring(
       Effect.gen(function* () {
-        yield* withAgent(leave).pipe(Effect.ignore)
-        yield* Scope.close(agent.scope, Exit.void)
+        yield* withAgent(ctl, leave(ctl)).pipe(Effect.ignore)
+        yield* Scope.close(ctl.agent.scope, Exit.void)
       })
     )
   )
