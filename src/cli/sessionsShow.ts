@@ -4,7 +4,8 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Console, Effect, Either, Option } from "effect"
+import { Console, Effect, Either, Option, Stream } from "effect"
+import type { SessionId } from "../domain/Ids.js"
 import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.js"
 import { exitText } from "../present/commandOutput.js"
 import {
@@ -16,6 +17,7 @@ import {
   formatUsageCost,
   truncateLines
 } from "../present/text.js"
+import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import * as Snapshots from "../store/Snapshots.js"
 import { dbOption, existingStore } from "./db.js"
@@ -188,17 +190,15 @@ const assistantLines = (
   return lines
 }
 
-/** The conversation view of a session state. */
-export const renderSession = (
-  state: Projection.SessionState,
-  style: Style,
-  options: ShowOptions & {
-    readonly atSeq?: number | undefined
-    readonly totalEvents?: number | undefined
-    /** when the session was deleted (`sessions delete`), if it is */
-    readonly deletedAt?: Option.Option<number> | undefined
-  }
-): string => {
+export interface RenderOptions extends ShowOptions {
+  readonly atSeq?: number | undefined
+  readonly totalEvents?: number | undefined
+  /** when the session was deleted (`sessions delete`), if it is */
+  readonly deletedAt?: Option.Option<number> | undefined
+}
+
+/** The head of the conversation view: title, status, model, times, events, tokens, how the turn ended. */
+const headerText = (state: Projection.SessionState, style: Style, options: RenderOptions): string => {
   const header = [
     `${style.bold(state.title ?? "(untitled)")}`,
     `  ${style.dim("id")}       ${state.sessionId}`,
@@ -232,20 +232,92 @@ export const renderSession = (
       `  ${style.dim("compacted")} the first ${n} message${n === 1 ? " is" : "s are"} sent as a summary (logbook events --type compaction.done)`
     )
   }
-  const blocks: Array<Array<string>> = []
+  return header.join("\n")
+}
+
+/**
+ * The blocks of messages `from` up to `to` (each with the model switches just before it; `to` at
+ * the end of the messages: the switches after the last one too).
+ */
+const messageBlocks = (
+  state: Projection.SessionState,
+  from: number,
+  to: number,
+  style: Style,
+  options: ShowOptions
+): Array<string> => {
+  const blocks: Array<string> = []
   // a model switch goes before the first message sent after it
   const switchesBefore = (index: number) => {
-    for (const change of state.modelSwitches)
-      if (change.beforeMessage === index) blocks.push([switchLine(change, style)])
+    for (const change of state.modelSwitches) if (change.beforeMessage === index) blocks.push(switchLine(change, style))
   }
-  state.messages.forEach((message, index) => {
+  for (let index = from; index < to; index++) {
+    const message = state.messages[index]!
     switchesBefore(index)
-    blocks.push(message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options))
-  })
-  switchesBefore(state.messages.length)
-  if (blocks.length === 0) blocks.push([style.dim("(no messages yet)")])
-  return [header.join("\n"), ...blocks.map((b) => b.join("\n"))].join("\n\n")
+    const lines = message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
+    blocks.push(lines.join("\n"))
+  }
+  if (to === state.messages.length) switchesBefore(to)
+  return blocks
 }
+
+/** The conversation view of a session state. */
+export const renderSession = (state: Projection.SessionState, style: Style, options: RenderOptions): string => {
+  const blocks = messageBlocks(state, 0, state.messages.length, style, options)
+  if (blocks.length === 0) blocks.push(style.dim("(no messages yet)"))
+  return [headerText(state, style, options), ...blocks].join("\n\n")
+}
+
+/**
+ * Folds the session's events up to `atSeq` page by page and hands each run of newly settled
+ * messages to `shown`, then empties them (`Folder.release`): what the fold holds is the messages not
+ * settled yet and a skeleton of the others, never the session's whole content. The state at the
+ * end is a reader's (the released messages are empty): its head, and the messages not handed yet.
+ */
+const foldShowing = (
+  sessionId: SessionId,
+  atSeq: number | undefined,
+  shown: (state: Projection.SessionState, from: number, to: number) => Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    const f = Projection.folder(Projection.empty(sessionId))
+    let handed = 0
+    yield* store.read(sessionId, { to: atSeq }).pipe(
+      Stream.runForEachChunk((chunk) =>
+        Effect.gen(function* () {
+          yield* f.pushAll(chunk)
+          const state = yield* f.view()
+          const upTo = Projection.settledUpTo(state, handed)
+          if (upTo === handed) return
+          yield* shown(state, handed, upTo)
+          f.release(upTo)
+          handed = upTo
+        })
+      )
+    )
+    return { state: yield* f.view(), handed }
+  })
+
+/**
+ * Prints the conversation view as `renderSession` makes it, without holding the session: a first
+ * fold for the head (what the session is at its end), a second that prints the messages as they
+ * settle.
+ */
+const printSession = (sessionId: SessionId, style: Style, options: RenderOptions) =>
+  Effect.gen(function* () {
+    const head = yield* foldShowing(sessionId, options.atSeq, () => Effect.void)
+    yield* Console.log(headerText(head.state, style, options))
+    let printed = 0
+    const print = (state: Projection.SessionState, from: number, to: number) => {
+      const blocks = messageBlocks(state, from, to, style, options)
+      printed += blocks.length
+      return blocks.length === 0 ? Effect.void : Console.log(`\n${blocks.join("\n\n")}`)
+    }
+    const end = yield* foldShowing(sessionId, options.atSeq, print)
+    yield* print(end.state, end.handed, end.state.messages.length)
+    if (printed === 0) yield* Console.log(`\n${style.dim("(no messages yet)")}`)
+  })
 
 export const sessionsShow = Command.make(
   "show",
@@ -259,18 +331,19 @@ export const sessionsShow = Command.make(
         return yield* CliError.usage(`--at ${at.value} is outside the session's events (1 to ${summary.lastSeq})`)
       }
       const atSeq = Option.getOrUndefined(at)
+      if (format === "text") {
+        const style = yield* stdoutStyle
+        const deleted = summary.deleted ? yield* deletedAt(summary.id) : Option.none()
+        return yield* printSession(summary.id, style, { full, atSeq, totalEvents: summary.lastSeq, deletedAt: deleted })
+      }
       const state = yield* Snapshots.restore(summary.id, atSeq === undefined ? {} : { atSeq })
-      if (format === "json") {
+      {
         const encoded = Projection.encodeState(state)
         if (Either.isLeft(encoded)) {
           return yield* CliError.failed(`cannot encode the state of session ${summary.id}: ${encoded.left.message}`)
         }
         yield* Console.log(JSON.stringify(encoded.right, null, 2))
-        return
       }
-      const style = yield* stdoutStyle
-      const deleted = state.deleted ? yield* deletedAt(summary.id) : Option.none()
-      yield* Console.log(renderSession(state, style, { full, atSeq, totalEvents: summary.lastSeq, deletedAt: deleted }))
     },
     (effect, { db }) => Effect.provide(effect, existingStore(db))
   )

@@ -12,7 +12,7 @@
 
 import { structuredPatch } from "diff"
 import { Effect, Option, Stream } from "effect"
-import type { Envelope } from "../domain/Events.js"
+import { decodeEnvelope, type Envelope } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { EventStore, type SessionSummary } from "./EventStore.js"
 
@@ -240,19 +240,27 @@ const keep = (entry: AuditEntry, filter: AuditFilter): boolean => {
 const defined = <A extends object>(value: A): A =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as A
 
+/** An audit folded one envelope at a time: what `auditEntries` and `auditSession` run. */
+export interface Auditor {
+  readonly push: (env: Envelope) => void
+  /** the entries so far that the filter keeps, in seq order */
+  readonly entries: () => Array<AuditEntry>
+}
+
 /**
- * The audit entries of a sequence of one session's envelopes, in seq order (a command at its
- * `tool.invoked`, with how it ended; a question with its answer).
+ * Folds one session's envelopes, in seq order, into audit entries (a command at its `tool.invoked`,
+ * with how it ended; a question with its answer). It keeps the entries and, per call, the tool's
+ * name and where its entry is; nothing of the envelopes (outputs, deltas) themselves.
  */
-export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter = {}): Array<AuditEntry> => {
+export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
   const entries: Array<AuditEntry> = []
   let cwd: string | null = null
   const tools = new Map<string, string>()
   /** the index in `entries` of a command's entry, by call id */
   const commands = new Map<string, number>()
   const questions = new Map<string, number>()
-  for (const env of envelopes) {
-    if (!AUDITED.has(env.type)) continue
+  const push = (env: Envelope): void => {
+    if (!AUDITED.has(env.type)) return
     const base = { sessionId: env.sessionId, seq: env.seq, at: env.at }
     switch (env.type) {
       case "session.created":
@@ -383,18 +391,30 @@ export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter 
         break
     }
   }
-  return entries.filter((entry) => keep(entry, filter)).map(defined)
+  return { push, entries: () => entries.filter((entry) => keep(entry, filter)).map(defined) }
 }
 
-/** The audit of one session. */
+/** The audit entries of a sequence of one session's envelopes, in seq order. */
+export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter = {}): Array<AuditEntry> => {
+  const auditor = makeAuditor(filter)
+  for (const env of envelopes) auditor.push(env)
+  return auditor.entries()
+}
+
+/**
+ * The audit of one session: its rows read page by page, only the audited types decoded, each
+ * folded as it comes (a long session is never held).
+ */
 export const auditSession = Effect.fn("Audit.session")(function* (session: SessionSummary, filter: AuditFilter = {}) {
   const store = yield* EventStore
-  const envelopes: Array<Envelope> = []
-  yield* store.read(session.id).pipe(
-    Stream.filter((env) => AUDITED.has(env.type)),
-    Stream.runForEach((env) => Effect.sync(() => envelopes.push(env)))
+  const auditor = makeAuditor(filter)
+  yield* store.readRaw(session.id).pipe(
+    Stream.runForEach((raw) => {
+      if (!AUDITED.has(raw.type)) return Effect.void
+      return Effect.map(decodeEnvelope(raw), auditor.push)
+    })
   )
-  return { session, entries: auditEntries(envelopes, filter) } satisfies SessionAudit
+  return { session, entries: auditor.entries() } satisfies SessionAudit
 })
 
 export interface AuditLogOptions extends AuditFilter {

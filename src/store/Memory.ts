@@ -15,6 +15,7 @@ import {
   fencedError,
   type PreparedEvent,
   RELEASED_LEASE,
+  repeatedEventError,
   sessionExistsError,
   storeError,
   summarize
@@ -110,8 +111,11 @@ const importSession =
           return Effect.fail(sessionExistsError(sessionId))
         }
         // the event ids are checked (all or nothing) by `commit` before anything is written
+        const given = new Set<string>()
         for (let i = 0; i < imported.length; i++) {
           const id = imported[i]!.id
+          if (given.has(id)) return Effect.fail(repeatedEventError(id, i + 1))
+          given.add(id)
           const other = t.ids.has(id) ? t.all.find((row) => row.id === id) : undefined
           if (other !== undefined) return Effect.fail(eventExistsError(id, i + 1, other.sessionId))
         }

@@ -741,6 +741,55 @@ export interface Folder {
   readonly pushAll: (envelopes: Iterable<Envelope>) => Either.Either<void, ProjectionError>
   /** The state so far. Reading it ends the folder's ownership: later pushes copy again. */
   readonly state: () => Either.Either<SessionState, ProjectionError>
+  /**
+   * The state so far, to read before the next push or release (which may change it in place);
+   * the folder keeps its ownership.
+   */
+  readonly view: () => Either.Either<SessionState, ProjectionError>
+  /**
+   * Empties the content of the first `upTo` messages and of their tool parts — texts, reasoning,
+   * tool inputs, outputs and metadata — keeping everything the fold checks later events against
+   * (ids, states, steps, positions): a reader that has shown those messages folds the rest of a long
+   * log without holding them. The state is no longer the session's; only a reader uses it.
+   */
+  readonly release: (upTo: number) => void
+}
+
+/** What a released call keeps: its state's tag, which later events are checked against. */
+const releasedToolStates: { readonly [K in ToolState["_tag"]]: ToolState } = {
+  pending: { _tag: "pending", inputText: "", createdAt: 0 },
+  running: { _tag: "running", input: null, startedAt: 0, timedOut: false },
+  completed: { _tag: "completed", input: null, output: "", startedAt: 0, endedAt: 0 },
+  error: { _tag: "error", input: null, error: "", interrupted: false, timedOut: false, endedAt: 0 }
+}
+const noSteps: ReadonlyArray<StepInfo> = []
+
+/**
+ * `Folder.release` on `s` for the messages from `from` up to `upTo`: a user message keeps its id
+ * and delivery, an assistant message its ids, times, end and the references of its calls (no text,
+ * steps or usage), each of its calls its tag (`releasedToolStates`).
+ */
+const releaseContent = (ctx: Ctx, state: SessionState, from: number, upTo: number): SessionState => {
+  const s = own(ctx, state)
+  const messages = ownArray(ctx, s.messages)
+  s.messages = messages
+  const toolParts = ownToolParts(ctx, s)
+  for (let i = from; i < upTo && i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.role === "user") {
+      messages[i] = fresh(ctx, { ...message, text: "" })
+      continue
+    }
+    const parts: Array<AssistantPart> = []
+    for (const part of message.parts) {
+      if (part.type !== "tool") continue
+      parts.push(part)
+      const tool = toolParts.get(part.callId)
+      if (tool !== undefined) setToolPart(toolParts, fresh(ctx, { ...tool, state: releasedToolStates[tool.state._tag] }))
+    }
+    messages[i] = fresh(ctx, { ...message, parts: fresh(ctx, parts), steps: noSteps, usage: emptyUsage })
+  }
+  return s
 }
 
 const bulkCtx = (): Ctx => ({ owned: new WeakSet(), index: undefined, bulk: true })
@@ -749,6 +798,8 @@ export const folder = (initial: SessionState): Folder => {
   let current = initial
   let ctx = bulkCtx()
   let failed: ProjectionError | undefined
+  /** the messages `release` emptied: those before this index */
+  let released = 0
   const pushAll = (envelopes: Iterable<Envelope>): Either.Either<void, ProjectionError> => {
     if (failed !== undefined) return Either.left(failed)
     const result = run(() => {
@@ -764,6 +815,12 @@ export const folder = (initial: SessionState): Folder => {
       if (failed !== undefined) return Either.left(failed)
       ctx = bulkCtx()
       return Either.right(current)
+    },
+    view: () => (failed !== undefined ? Either.left(failed) : Either.right(current)),
+    release: (upTo) => {
+      if (failed !== undefined || upTo <= released) return
+      current = releaseContent(ctx, current, released, upTo)
+      released = upTo
     }
   }
 }

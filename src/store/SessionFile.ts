@@ -19,9 +19,9 @@
 import { Chunk, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
 import { SessionId } from "../domain/Ids.js"
-import type { EventStoreError } from "./Errors.js"
+import { EventStoreError } from "./Errors.js"
 import { EventStore, type ImportedEvent, type ImportItem, type SessionSummary } from "./EventStore.js"
-import { hashContent } from "./internal/storeService.js"
+import { hashContent, repeatedEvent } from "./internal/storeService.js"
 import * as Projection from "./Projection.js"
 
 /** The `format` of a session file's header. */
@@ -245,7 +245,8 @@ export const exportSession = (
       const events = store.readRaw(sessionId, { to: lastSeq }).pipe(
         Stream.mapChunksEffect((chunk) =>
           Effect.suspend(() => {
-            const lines: Array<string> = []
+            // one string per page of rows: a write per page, not per line
+            let lines = ""
             for (const e of chunk) {
               const line = envelopeJson(e)
               if (nestingOver(line, limits.maxDepth) !== undefined) {
@@ -264,9 +265,9 @@ export const exportSession = (
                   })
                 )
               }
-              lines.push(`${line}\n`)
+              lines += `${line}\n`
             }
-            return Effect.succeed(Chunk.unsafeFromArray(lines))
+            return Effect.succeed(lines === "" ? Chunk.empty<string>() : Chunk.of(lines))
           })
         )
       )
@@ -321,13 +322,14 @@ const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void
   let header: FileHeader | undefined
   let eventCount = 0
   let blobCount = 0
-  const ids = new Set<string>()
   /** blob -> the line of the event (or of the manifest's blob) that first references it */
   const referenced = new Map<string, { readonly line: number; readonly manifest: boolean }>()
   /** the blobs events reference as workspace manifests */
   const manifests = new Set<string>()
   const seen = new Set<string>()
   let folder: Projection.Folder | undefined
+  /** the messages the fold has released (`Folder.release`): those before this index */
+  let released = 0
   let n = 0
 
   const parse = (line: number, text: string): Either.Either<unknown, SessionFileError> => {
@@ -383,7 +385,6 @@ const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void
     }
     if (e.seq !== seq)
       return lineError(line, `expected event seq ${seq}, found seq ${e.seq} (seqs run 1, 2, 3 … without a gap)`)
-    if (ids.has(e.id)) return lineError(line, `event ${seq} has the id ${e.id}, which an earlier event has`)
     const raw: RawEnvelope = { ...e, payload: value.payload }
     const typed = decodeEnvelope(raw)
     if (Either.isLeft(typed)) return lineError(line, `event ${seq} (${e.type}): ${typed.left.message}`)
@@ -394,7 +395,15 @@ const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void
         `event ${seq} (${e.type}) does not follow from the events before it: ${folded.left.message}`
       )
     }
-    ids.add(e.id)
+    // what the fold holds of the messages settled so far is their skeleton (the file is not held)
+    const state = folder!.view()
+    if (Either.isRight(state)) {
+      const upTo = Projection.settledUpTo(state.right, released)
+      if (upTo > released) {
+        folder!.release(upTo)
+        released = upTo
+      }
+    }
     eventCount++
     emit({
       _tag: "event",
@@ -591,10 +600,15 @@ const checkedItems = <E, R>(
   return { items: Stream.concat(body, end), header: () => header }
 }
 
+/** An event id given twice in a file: the line of the second (a file's event `seq` is on line `seq + 1`). */
+const repeatedIdError = (seq: number, id: string): SessionFileError =>
+  lineError(seq + 1, `event ${seq} has the id ${id}, which an earlier event has`)
+
 /**
  * The checked pieces of a session file as its bytes arrive — its session, each event, each blob —
- * for `EventStore.importStream`: nothing is held but what the checks need (event ids, references,
- * the fold). Fails with a `SessionFileError` naming the first wrong line, wherever it is: a writer
+ * for `EventStore.importStream`: nothing is held but what the checks need (the references, the
+ * fold). An event id that an earlier event of the file has is the store's to find (ids are unique
+ * in a database; `importSession` names its line). Fails with a `SessionFileError` naming the first wrong line, wherever it is: a writer
  * of the pieces must keep nothing unless the stream ends well.
  */
 export const sessionFileItems = <E, R>(
@@ -614,13 +628,16 @@ export const readSessionFile = <E, R>(
     const checked = checkedItems(bytes, options)
     const events: Array<ImportedEvent> = []
     const blobs: Array<Uint8Array> = []
+    const ids = new Set<string>()
     return Effect.map(
-      Stream.runForEach(checked.items, (item) =>
-        Effect.sync(() => {
-          if (item._tag === "event") events.push(item.event)
-          else if (item._tag === "blob") blobs.push(item.content)
-        })
-      ),
+      Stream.runForEach(checked.items, (item) => {
+        if (item._tag === "event") {
+          if (ids.has(item.event.id)) return Effect.fail(repeatedIdError(events.length + 1, item.event.id))
+          ids.add(item.event.id)
+          events.push(item.event)
+        } else if (item._tag === "blob") blobs.push(item.content)
+        return Effect.void
+      }),
       (): SessionFile => ({ header: checked.header()!, events, blobs })
     )
   })
@@ -636,6 +653,11 @@ export const importSession = <E, R>(
 ): Effect.Effect<SessionSummary, E | SessionFileError | EventStoreError, R | EventStore> =>
   Effect.flatMap(EventStore, (store) =>
     Effect.flatMap(Effect.context<R>(), (context) =>
-      store.importStream(Stream.provideContext(sessionFileItems(bytes, options), context))
+      store.importStream(Stream.provideContext(sessionFileItems(bytes, options), context)).pipe(
+        Effect.mapError((error) => {
+          const repeated = error instanceof EventStoreError ? repeatedEvent(error) : undefined
+          return repeated === undefined ? error : repeatedIdError(repeated.seq, repeated.id)
+        })
+      )
     )
   )

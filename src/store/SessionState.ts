@@ -268,6 +268,30 @@ export const fromJsonState = (json: unknown): SessionState | undefined => {
 /** Tool parts in `completed` or `error` never change again. */
 export const isToolFinal = (state: ToolState): boolean => state._tag === "completed" || state._tag === "error"
 
+/**
+ * The end of the run of settled messages from `from` on: a user message once delivered, an
+ * assistant message once it ended and every call of it has. Later events leave a settled message as
+ * it is; the first one not settled ends the run (what follows it stays in order).
+ */
+export const settledUpTo = (state: SessionState, from: number): number => {
+  let i = from
+  for (; i < state.messages.length; i++) {
+    const message = state.messages[i]!
+    if (message.role === "user") {
+      if (!message.delivered) break
+      continue
+    }
+    if (message.completedAt === undefined && message.interrupted === undefined) break
+    const open = message.parts.some((part) => {
+      if (part.type !== "tool") return false
+      const tool = state.toolParts.get(part.callId)
+      return tool === undefined || !isToolFinal(tool.state)
+    })
+    if (open) break
+  }
+  return i
+}
+
 /** Tool parts still `pending` or `running` (what a cleanup or the crash sweep must end). */
 export const openToolParts = (state: SessionState): ReadonlyArray<ToolPart> =>
   Array.from(state.toolParts.values()).filter((part) => !isToolFinal(part.state))

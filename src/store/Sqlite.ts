@@ -48,6 +48,7 @@ import {
   fencedError,
   type PreparedEvent,
   RELEASED_LEASE,
+  repeatedEventError,
   type StoredRow,
   type StoredSnapshot,
   sessionExistsError,
@@ -806,15 +807,23 @@ const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
               } else if (item._tag === "blob") {
                 yield* conn.execute(PUT_BLOB, [item.hash, item.content.byteLength, blobBytes(item.content)], undefined)
               } else {
+                // ids are checked against the rows written so far and the batch's own earlier ones
+                const batch = new Set<string>()
                 for (let i = 0; i < item.events.length; i++) {
                   const id = item.events[i]!.id
+                  if (batch.has(id)) return yield* Effect.fail(repeatedEventError(id, count + i + 1))
+                  batch.add(id)
                   const other: { session_id: string } | undefined = (yield* conn.execute(
                     SELECT_EVENT_SESSION,
                     [id],
                     undefined
                   ))[0]
                   if (other !== undefined)
-                    return yield* Effect.fail(eventExistsError(id, count + i + 1, other.session_id))
+                    return yield* Effect.fail(
+                      other.session_id === sessionId
+                        ? repeatedEventError(id, count + i + 1)
+                        : eventExistsError(id, count + i + 1, other.session_id)
+                    )
                 }
                 yield* commitBody(conn, [{ sessionId: sessionId!, events: item.events }], false)
                 count += item.events.length

@@ -732,6 +732,38 @@ describe("Projection: purity and encoding", () => {
     )
   })
 
+  it("a folder that releases each settled message as it goes ends in the full fold's state but for their content", () => {
+    FastCheck.assert(
+      FastCheck.property(envelopesArb({ maxLength: 150 }), (envelopes) => {
+        const full = Either.getOrThrow(Projection.applyAll(Projection.empty(SESSION_ID), envelopes))
+        const f = Projection.folder(Projection.empty(SESSION_ID))
+        let released = 0
+        for (const env of envelopes) {
+          expect(Either.isRight(f.push(env))).toBe(true)
+          const upTo = Projection.settledUpTo(Either.getOrThrow(f.view()), released)
+          // a settled message stays as it was in the full fold (later events leave it alone)
+          for (let i = released; i < upTo; i++) {
+            const message = Either.getOrThrow(f.view()).messages[i]!
+            expect(message.id).toBe(full.messages[i]!.id)
+            if (message.role === "user") expect(message.text).toBe((full.messages[i] as UserMessage).text)
+            else expect(message.parts).toEqual((full.messages[i] as AssistantMessage).parts)
+          }
+          f.release(upTo)
+          released = upTo
+        }
+        const end = Either.getOrThrow(f.view())
+        const { messages: _m, toolParts: _t, ...rest } = end
+        const { messages: _fm, toolParts: _ft, ...fullRest } = full
+        expect(rest).toEqual(fullRest)
+        expect(end.messages.map((m) => m.id)).toEqual(full.messages.map((m) => m.id))
+        expect(end.messages.slice(released)).toEqual(full.messages.slice(released))
+        expect([...end.toolParts.keys()]).toEqual([...full.toolParts.keys()])
+        for (const [callId, part] of end.toolParts) expect(part.state._tag).toBe(full.toolParts.get(callId)!.state._tag)
+      }),
+      { numRuns: 300, seed: 11 }
+    )
+  })
+
   it("the per-call maps keep their entries in the order the calls came, through a snapshot's JSON too", () => {
     FastCheck.assert(
       FastCheck.property(envelopesArb({ maxLength: 150 }), (envelopes) => {

@@ -202,6 +202,12 @@ describe("session files", () => {
       [replace(2, ""), 3, /an empty line/],
       [replace(2, JSON.stringify({ ...event(2), seq: 7 })), 3, /expected event seq 2, found seq 7/],
       [replace(2, JSON.stringify({ ...event(2), id: event(1).id })), 3, /which an earlier event has/],
+      // the last event repeats the first one's id: found when it is written, long after the first
+      [
+        replace(header.events, JSON.stringify({ ...event(header.events), id: event(1).id })),
+        header.events + 1,
+        new RegExp(`event ${header.events} has the id ${String(event(1).id)}, which an earlier event has`)
+      ],
       [replace(2, JSON.stringify({ ...event(2), sessionId: "other" })), 3, /belongs to session other, not/],
       [replace(2, JSON.stringify({ ...event(2), type: "no.such" })), 3, /unknown event type "no.such"/],
       [replace(2, JSON.stringify({ ...event(2), v: 2 })), 3, /payload version 2 is newer/],

@@ -282,6 +282,22 @@ export const eventExistsError = (id: string, seq: number, otherSession: string):
     reason: "refused"
   })
 
+const REPEATED = /^event (\d+) has the id (.*), which an earlier event of the session has$/
+
+/** The refusal of an import that gives one event id twice (at `seq`, and at an earlier seq). */
+export const repeatedEventError = (id: string, seq: number): EventStoreError =>
+  new EventStoreError({
+    method: "importSession",
+    message: `event ${seq} has the id ${id}, which an earlier event of the session has`,
+    reason: "refused"
+  })
+
+/** The seq and the id a `repeatedEventError` names; undefined for any other error. */
+export const repeatedEvent = (error: EventStoreError): { readonly seq: number; readonly id: string } | undefined => {
+  const match = error.method === "importSession" && error.reason === "refused" ? REPEATED.exec(error.message) : null
+  return match === null ? undefined : { seq: Number(match[1]), id: match[2]! }
+}
+
 /** An imported event as the backend writes it, checked: it decodes, and its time is whole milliseconds. */
 const prepareImported = (
   sessionId: SessionId,
