@@ -17,11 +17,13 @@ import { baseEnv, binPath, runCli, scratchDir } from "../support/cli.js"
 import { Reply, splitInto } from "../support/scriptedServer.js"
 
 const EVENTS = Number(process.env.LOGBOOK_SCALE_EVENTS ?? 200_000)
+/** The heap a command gets, in MB: far less than the session's events (about 330 bytes each as JSON). */
+const HEAP_MB = 64
 /**
- * The heap each command gets, in MB: far less than the session's events (about 330 bytes each as
- * JSON) or its folded content; what a reader keeps of each settled message is a few hundred bytes.
+ * The heap of `import` and `sessions show`, which keep a skeleton of each settled message (a few
+ * hundred bytes): still far less than the session's folded content.
  */
-const HEAP_MB = EVENTS > 200_000 ? 128 : 64
+const SKELETON_HEAP_MB = EVENTS > 200_000 ? 128 : HEAP_MB
 const TIMEOUT = Math.max(300_000, EVENTS * 2)
 
 const janitor = makeJanitor()
@@ -34,13 +36,13 @@ interface Capped {
 }
 
 /**
- * `node --max-old-space-size=<heap> dist/bin.js …args` (not awaited synchronously: the test worker
+ * `node --max-old-space-size=<heapMb> dist/bin.js …args` (not awaited synchronously: the test worker
  * stays responsive), its stdout written to `stdoutFile` when given.
  */
-const capped = (args: ReadonlyArray<string>, stdoutFile?: string): Promise<Capped> =>
+const capped = (args: ReadonlyArray<string>, heapMb: number, stdoutFile?: string): Promise<Capped> =>
   new Promise((resolve, reject) => {
     const fd = stdoutFile === undefined ? undefined : fs.openSync(stdoutFile, "w")
-    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, binPath, ...args], {
+    const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, binPath, ...args], {
       env: baseEnv(),
       stdio: ["ignore", fd ?? "pipe", "pipe"]
     })
@@ -95,11 +97,11 @@ beforeAll(async () => {
   db = path.join(dir, "big.db")
 }, TIMEOUT)
 
-describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command with a ${HEAP_MB} MB heap`, () => {
+describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command with a capped heap`, () => {
   it(
-    "import reads it into a new database",
+    `import reads it into a new database (${SKELETON_HEAP_MB} MB)`,
     async () => {
-      const run = await capped(["import", file, "--db", db])
+      const run = await capped(["import", file, "--db", db], SKELETON_HEAP_MB)
       expect(run.stderr).toBe("")
       expect(run.code).toBe(0)
       expect(run.stdout).toContain(`${EVENTS.toLocaleString("en-US")} events`)
@@ -108,9 +110,9 @@ describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command wi
   )
 
   it(
-    "verify checks every row",
+    `verify checks every row (${HEAP_MB} MB)`,
     async () => {
-      const run = await capped(["verify", sessionId, "--db", db, "--format", "json"])
+      const run = await capped(["verify", sessionId, "--db", db, "--format", "json"], HEAP_MB)
       expect(run.stderr).toBe("")
       expect(run.code).toBe(0)
       const result = JSON.parse(run.stdout) as { ok: boolean; sessions: Array<{ events: number; problems: [] }> }
@@ -121,9 +123,9 @@ describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command wi
   )
 
   it(
-    "audit lists every command",
+    `audit lists every command (${HEAP_MB} MB)`,
     async () => {
-      const run = await capped(["audit", sessionId, "--db", db, "--format", "json"])
+      const run = await capped(["audit", sessionId, "--db", db, "--format", "json"], HEAP_MB)
       expect(run.stderr).toBe("")
       expect(run.code).toBe(0)
       const audits = JSON.parse(run.stdout) as { sessions: Array<{ entries: Array<{ kind: string; seq: number }> }> }
@@ -137,10 +139,10 @@ describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command wi
   )
 
   it(
-    "export writes the file it was imported from, byte for byte",
+    `export writes the file it was imported from, byte for byte (${HEAP_MB} MB)`,
     async () => {
       const out = path.join(dir, "exported.jsonl")
-      const run = await capped(["export", sessionId, "--db", db, "-o", out])
+      const run = await capped(["export", sessionId, "--db", db, "-o", out], HEAP_MB)
       expect(run.stderr).toBe("")
       expect(run.code).toBe(0)
       expect(fs.statSync(out).size).toBe(fs.statSync(file).size)
@@ -150,10 +152,10 @@ describe(`a session of ${EVENTS.toLocaleString("en-US")} events, each command wi
   )
 
   it(
-    "sessions show prints the whole conversation",
+    `sessions show prints the whole conversation (${SKELETON_HEAP_MB} MB)`,
     async () => {
       const out = path.join(dir, "show.txt")
-      const run = await capped(["sessions", "show", sessionId, "--db", db], out)
+      const run = await capped(["sessions", "show", sessionId, "--db", db], SKELETON_HEAP_MB, out)
       expect(run.stderr).toBe("")
       expect(run.code).toBe(0)
       const text = fs.readFileSync(out, "utf8")
