@@ -1,5 +1,5 @@
 /**
- * The audit of a session (issue 11 §2): what the agent did to the workspace and what happened to
+ * The audit of a session: what the agent did to the workspace and what happened to
  * it, read from the log alone, in time order — every file change (with the blobs of its content
  * before and after), every command (its directory, exit code, duration and the blob of its whole
  * output), every permission question with its answer, every retry, model error, interruption

@@ -247,9 +247,9 @@ type Poll = typeof POLL
  * handed over: the kernel hands over events it needs durable only by its next awaited append (an
  * `action.state` before the call's `tool.invoked`, a `tool.finished` before the next
  * `step.started`), and that append, a few scheduler rounds later, commits them in its own
- * transaction. Draining at once made a commit of each: 9 commits a model step with one call, 3
- * now (measured on the steps benchmark; with 2–4 yields 6, with 5 five). No timer: a stream's
- * deltas are still committed microseconds after they came, and nothing waits for it.
+ * transaction. Draining at once would make a commit of each (`bench/steps.ts` counts a step's
+ * commits). No timer: a stream's deltas are still committed
+ * microseconds after they came, and nothing waits for it.
  */
 const WRITER_YIELDS = 9
 
