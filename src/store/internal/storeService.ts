@@ -248,8 +248,8 @@ type Poll = typeof POLL
  * `action.state` before the call's `tool.invoked`, a `tool.finished` before the next
  * `step.started`), and that append, a few scheduler rounds later, commits them in its own
  * transaction. Draining at once would make a commit of each (`bench/steps.ts` counts a step's
- * commits). No timer: a stream's deltas are still committed
- * microseconds after they came, and nothing waits for it.
+ * commits). No timer: a stream's deltas are still committed microseconds after they came, and
+ * nothing waits for it.
  */
 const WRITER_YIELDS = 9
 
