@@ -37,18 +37,35 @@ const limitOption = integerOption("limit").pipe(
  * - `running`: a turn is open and the session's lease is held by a live process;
  * - `crashed`: a turn is open and nobody drives it (the process died: the next `run --session`
  *   repairs it), or the last turn was ended by that repair (`turn.interrupted {reason: crash}`);
- * - `finished` (the model was done), `max-steps`, `failed` (a model or store error),
- *   `interrupted` (Ctrl-C, a steer that stopped it, a shutdown): how the last turn ended;
+ * - `finished` (the model was done), `max-steps`, `output-limit` (a model step reached
+ *   `step.maxOutputBytes`), `failed` (a model or store error), `interrupted` (Ctrl-C, a steer that
+ *   stopped it, a shutdown): how the last turn ended;
  * - `new`: no turn has ended or started yet.
  */
-export type Outcome = "running" | "crashed" | "finished" | "max-steps" | "failed" | "interrupted" | "new"
+export type Outcome =
+  | "running"
+  | "crashed"
+  | "finished"
+  | "max-steps"
+  | "output-limit"
+  | "failed"
+  | "interrupted"
+  | "new"
 
 export const outcomeOf = (s: SessionSummary, driven: boolean): Outcome => {
   if (s.turnOpen) return driven ? "running" : "crashed"
   const end = s.lastTurn
   if (end === null) return "new"
   if (end.interrupted) return end.reason === "crash" ? "crashed" : end.reason === "error" ? "failed" : "interrupted"
-  return end.reason === "stop" ? "finished" : end.reason === "max-steps" ? "max-steps" : "failed"
+  switch (end.reason) {
+    case "stop":
+      return "finished"
+    case "max-steps":
+    case "output-limit":
+      return end.reason
+    default:
+      return "failed"
+  }
 }
 
 /** A lease held by a live owner: not expired, and not a process of this machine that is gone. */
@@ -105,6 +122,7 @@ const statusStyle = (status: Outcome | "deleted", style: Style): string => {
       return style.red(status)
     case "interrupted":
     case "max-steps":
+    case "output-limit":
       return style.yellow(status)
     case "new":
     case "deleted":

@@ -45,6 +45,7 @@ describe("sessions list", () => {
       [{ lastTurn: { reason: "stop", interrupted: false } }, false, "finished"],
       [{ lastTurn: { reason: "stop", interrupted: false } }, true, "finished"],
       [{ lastTurn: { reason: "max-steps", interrupted: false } }, false, "max-steps"],
+      [{ lastTurn: { reason: "output-limit", interrupted: false } }, false, "output-limit"],
       [{ lastTurn: { reason: "error", interrupted: false } }, false, "failed"],
       [{ lastTurn: { reason: "user", interrupted: true } }, false, "interrupted"],
       [{ lastTurn: { reason: "shutdown", interrupted: true } }, false, "interrupted"],
@@ -96,6 +97,7 @@ describe("sessions list", () => {
         "crashed",
         "finished",
         "max-steps",
+        "output-limit",
         "failed",
         "interrupted",
         "new"

@@ -60,6 +60,11 @@ describe("logbook run: a model that streams without end", () => {
     expect(ofType(log, "step.finished").map((e) => e.payload.finishReason)).toEqual(["output-limit"])
     expect(ofType(log, "turn.finished").map((e) => e.payload.reason)).toEqual(["output-limit"])
     expect(log.at(-1)).toMatchObject(idle)
+    // sessions list says how the turn ended: not `failed`
+    const list = await runCli(["sessions", "list", "--db", ws.db, "--format", "json"])
+    expect((JSON.parse(list.stdout) as Array<{ id: string; outcome: string }>).find((s) => s.id === id)?.outcome).toBe(
+      "output-limit"
+    )
 
     // the next turn sends the cut answer back as the model's, and goes on
     server.enqueue(Reply.text("Sorry about that."))
