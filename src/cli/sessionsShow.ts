@@ -236,13 +236,14 @@ const headerText = (state: Projection.SessionState, style: Style, options: Rende
 }
 
 /**
- * The blocks of messages `from` up to `to` (each with the model switches just before it; `to` at
- * the end of the messages: the switches after the last one too).
+ * The blocks of messages `from` up to `to`, each with the model switches just before it; with
+ * `end`, the switches after the last message too.
  */
 const messageBlocks = (
   state: Projection.SessionState,
   from: number,
   to: number,
+  end: boolean,
   style: Style,
   options: ShowOptions
 ): Array<string> => {
@@ -257,13 +258,13 @@ const messageBlocks = (
     const lines = message.role === "user" ? userLines(message, style) : assistantLines(state, message, style, options)
     blocks.push(lines.join("\n"))
   }
-  if (to === state.messages.length) switchesBefore(to)
+  if (end) switchesBefore(state.messages.length)
   return blocks
 }
 
 /** The conversation view of a session state. */
 export const renderSession = (state: Projection.SessionState, style: Style, options: RenderOptions): string => {
-  const blocks = messageBlocks(state, 0, state.messages.length, style, options)
+  const blocks = messageBlocks(state, 0, state.messages.length, true, style, options)
   if (blocks.length === 0) blocks.push(style.dim("(no messages yet)"))
   return [headerText(state, style, options), ...blocks].join("\n\n")
 }
@@ -300,23 +301,36 @@ const foldShowing = (
   })
 
 /**
- * Prints the conversation view as `renderSession` makes it, without holding the session: a first
- * fold for the head (what the session is at its end), a second that prints the messages as they
- * settle.
+ * The most events the text view restores as a whole (`Snapshots.restore`: the newest snapshot and
+ * the events after it, fast); a longer session is folded and printed as it settles
+ * (`printSession`), so it is never held. A damaged log is always restored: its view is the newest
+ * intact snapshot and the events after it.
  */
-const printSession = (sessionId: SessionId, style: Style, options: RenderOptions) =>
+export const RESTORE_UP_TO = 20_000
+
+/**
+ * Prints (each piece a line of `print`) the conversation view as `renderSession` makes it, without
+ * holding the session: a first fold for the head (what the session is at its end), a second that
+ * prints the messages as they settle.
+ */
+export const printSession = (
+  sessionId: SessionId,
+  style: Style,
+  options: RenderOptions,
+  print: (text: string) => Effect.Effect<void> = Console.log
+) =>
   Effect.gen(function* () {
     const head = yield* foldShowing(sessionId, options.atSeq, () => Effect.void)
-    yield* Console.log(headerText(head.state, style, options))
+    yield* print(headerText(head.state, style, options))
     let printed = 0
-    const print = (state: Projection.SessionState, from: number, to: number) => {
-      const blocks = messageBlocks(state, from, to, style, options)
+    const printMessages = (state: Projection.SessionState, from: number, to: number, end = false) => {
+      const blocks = messageBlocks(state, from, to, end, style, options)
       printed += blocks.length
-      return blocks.length === 0 ? Effect.void : Console.log(`\n${blocks.join("\n\n")}`)
+      return blocks.length === 0 ? Effect.void : print(`\n${blocks.join("\n\n")}`)
     }
-    const end = yield* foldShowing(sessionId, options.atSeq, print)
-    yield* print(end.state, end.handed, end.state.messages.length)
-    if (printed === 0) yield* Console.log(`\n${style.dim("(no messages yet)")}`)
+    const end = yield* foldShowing(sessionId, options.atSeq, printMessages)
+    yield* printMessages(end.state, end.handed, end.state.messages.length, true)
+    if (printed === 0) yield* print(`\n${style.dim("(no messages yet)")}`)
   })
 
 export const sessionsShow = Command.make(
@@ -326,24 +340,26 @@ export const sessionsShow = Command.make(
     function* ({ at, format, full, session }) {
       const summary = yield* resolveSession(session)
       // a damaged log: said on stderr; the view is the newest intact snapshot and the events after it
-      yield* warnIfDamaged(summary.id)
+      const damaged = (yield* warnIfDamaged(summary.id)).length > 0
       if (Option.isSome(at) && (at.value < 1 || at.value > summary.lastSeq)) {
         return yield* CliError.usage(`--at ${at.value} is outside the session's events (1 to ${summary.lastSeq})`)
       }
       const atSeq = Option.getOrUndefined(at)
+      const events = atSeq ?? summary.lastSeq
       if (format === "text") {
         const style = yield* stdoutStyle
         const deleted = summary.deleted ? yield* deletedAt(summary.id) : Option.none()
-        return yield* printSession(summary.id, style, { full, atSeq, totalEvents: summary.lastSeq, deletedAt: deleted })
+        const options = { full, atSeq, totalEvents: summary.lastSeq, deletedAt: deleted }
+        if (!damaged && events > RESTORE_UP_TO) return yield* printSession(summary.id, style, options)
+        const state = yield* Snapshots.restore(summary.id, atSeq === undefined ? {} : { atSeq })
+        return yield* Console.log(renderSession(state, style, options))
       }
       const state = yield* Snapshots.restore(summary.id, atSeq === undefined ? {} : { atSeq })
-      {
-        const encoded = Projection.encodeState(state)
-        if (Either.isLeft(encoded)) {
-          return yield* CliError.failed(`cannot encode the state of session ${summary.id}: ${encoded.left.message}`)
-        }
-        yield* Console.log(JSON.stringify(encoded.right, null, 2))
+      const encoded = Projection.encodeState(state)
+      if (Either.isLeft(encoded)) {
+        return yield* CliError.failed(`cannot encode the state of session ${summary.id}: ${encoded.left.message}`)
       }
+      yield* Console.log(JSON.stringify(encoded.right, null, 2))
     },
     (effect, { db }) => Effect.provide(effect, existingStore(db))
   )
