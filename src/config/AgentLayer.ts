@@ -9,6 +9,8 @@
 import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
+import { McpClient } from "../mcp/McpClient.js"
+import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
@@ -27,6 +29,7 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
+import { enabledMcpServers } from "./McpConfig.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
 export interface LayerFromConfigOptions {
@@ -179,7 +182,13 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     // the workspace's AGENTS.md files and the user's own, read at the start of the turn
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
   } satisfies Omit<AgentOptions, "approver">
+  // the MCP servers start in the background when the layer is built; their tools join when ready
+  const mcpServers = enabledMcpServers(settings.mcpServers)
+  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: options.cwd, notify }).pipe(
+    Layer.provide(McpClient.layer({ env: process.env }))
+  )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),

@@ -468,7 +468,9 @@ const McpServerName = Schema.String.pipe(
   Schema.pattern(serverNamePattern),
   Schema.annotations({
     description: "an MCP server name (letters, digits, '_' and '-'; at most 32)",
-    message: expected("a server name (letters, digits, '_' and '-', at most 32, starting with a letter or digit)"),
+    message: expected(
+      "a server name (letters, digits, '_' and '-', at most 32, starting with a letter or digit, no '__')"
+    ),
     jsonSchema: { type: "string", pattern: serverNamePattern.source }
   })
 )

@@ -50,4 +50,4 @@ export interface McpHttpServer extends McpBounds {
 export type McpServerSpec = McpStdioServer | McpHttpServer
 
 /** A server name: also the middle of its tools' names (`mcp__<server>__<tool>`). */
-export const serverNamePattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/
+export const serverNamePattern = /^(?!.*__)[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/

@@ -339,6 +339,8 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         )
       }
       const hookCall = { sessionId: journal.sessionId, callId, tool: call.tool, input: call.input }
+      // a tool of an MCP server still starting: wait until it is ready (or failed), bounded by its start
+      yield* tools.awaitTool(call.tool)
       const decoded = tools.decode(hookCall)
       if (decoded._tag === "Refused") return yield* refuse(decoded.error)
       const permission: Permission = yield* gate.check(input, call, decoded.tool, decoded.input)

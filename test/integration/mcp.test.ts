@@ -1,0 +1,146 @@
+/**
+ * MCP servers' tools through the built binary: `logbook run` against the scripted model server with
+ * the real reference server (`@modelcontextprotocol/server-everything`) over stdio, declared in the
+ * user's config. The model is offered `mcp__everything__*` tools and gets their results; a
+ * permission rule denies one; `logbook audit` shows the call; no server process is left.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { runCli, scratchDir } from "../support/cli.js"
+import { everythingScript } from "../support/mcpServers.js"
+import { Reply } from "../support/scriptedServer.js"
+import {
+  blobText,
+  contentText,
+  latestSession,
+  makeJanitor,
+  makeWorkspace,
+  ofType,
+  readLog,
+  toolCall,
+  toolResult,
+  userConfigEnv
+} from "./support.js"
+
+const janitor = makeJanitor()
+afterEach(() => janitor.release())
+
+const everything = { command: process.execPath, args: [everythingScript, "stdio"] }
+
+const toolNames = (body: { readonly tools?: ReadonlyArray<{ readonly function: { readonly name: string } }> }) =>
+  (body.tools ?? []).map((tool) => tool.function.name)
+
+describe("logbook run with an MCP server", () => {
+  it("calls mcp__everything__echo: the prefixed tool is offered, its result goes back; a rule denies get-env; audit shows it", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__everything__echo", { message: "hi from the model" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_env", "mcp__everything__get-env", {})] }),
+      Reply.text("Done.")
+    )
+    const env = {
+      ...userConfigEnv({
+        mcpServers: { everything },
+        permission: { "mcp__everything__*": "allow", "mcp__everything__get-env": "deny" }
+      }),
+      OPENAI_API_KEY: "sk-test-openai-should-not-leak-0123456789"
+    }
+    const result = await runCli([...ws.runArgs, "use the tools"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    expect(server.requests).toHaveLength(3)
+    const [, second, third] = server.requests
+    // offered under the prefixed name, with the server's own input schema
+    const offered = (second!.body.tools as ReadonlyArray<{ function: { name: string; parameters: unknown } }>).find(
+      (tool) => tool.function.name === "mcp__everything__echo"
+    )
+    expect(offered?.function.parameters).toMatchObject({ type: "object", properties: { message: { type: "string" } } })
+    expect(toolNames(third!.body)).toContain("mcp__everything__get-env")
+    expect(contentText(toolResult(second!, "call_echo"))).toBe("Echo: hi from the model")
+    const denied = contentText(toolResult(third!, "call_env"))
+    expect(denied).toContain("mcp__everything__get-env")
+    expect(denied).toMatch(/denied/)
+    expect(denied).not.toContain("sk-test-openai")
+
+    const id = await latestSession(ws.db, ws.dir)
+    const log = await readLog(ws.db, id)
+    const invoked = ofType(log, "tool.invoked")
+    expect(invoked.map((e) => e.payload.tool)).toEqual(["mcp__everything__echo"])
+    const finished = ofType(log, "tool.finished")
+    expect(finished[0]!.payload.metadata).toMatchObject({ server: "everything", tool: "echo", cut: false })
+
+    const audit = await runCli(["audit", id, "--db", ws.db])
+    expect(audit.code, audit.stderr).toBe(0)
+    expect(audit.stdout).toMatch(
+      /⚙ mcp__everything__echo \{"message":"hi from the model"\} {2}\[finished · \d+ bytes of result\]/
+    )
+    expect(audit.stdout).toContain("mcp__everything__get-env")
+  })
+})
+
+describe("logbook run: a large MCP result", () => {
+  it("is cut to head and tail for the model and kept whole in the log", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const message = `${"a".repeat(300_000)}${"z".repeat(300_000)}`
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_big", "mcp__everything__echo", { message })] }),
+      Reply.text("Done.")
+    )
+    const env = userConfigEnv({
+      mcpServers: { everything: { ...everything, maxOutputBytes: 3000 } },
+      permission: { "mcp__everything__*": "allow" }
+    })
+    const result = await runCli([...ws.runArgs, "echo a lot"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const seen = contentText(toolResult(server.requests[1]!, "call_big"))
+    expect(Buffer.byteLength(seen)).toBeLessThan(4000)
+    expect(seen).toMatch(/^Echo: a+\n\n… \[\d+ bytes .* left out; showing the first .* and the last .*\] …\n\nz+$/)
+    const id = await latestSession(ws.db, ws.dir)
+    const finished = ofType(await readLog(ws.db, id), "tool.finished")[0]!
+    const metadata = finished.payload.metadata as { resultBlob: string; resultBytes: number; cut: boolean }
+    expect(metadata.cut).toBe(true)
+    const whole = JSON.parse(await blobText(ws.db, metadata.resultBlob)) as { content: ReadonlyArray<{ text: string }> }
+    expect(whole.content[0]!.text).toBe(`Echo: ${message}`)
+  })
+})
+
+describe("logbook rerun of a session with MCP calls", () => {
+  it("refuses the MCP call and never calls (or starts) the server", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const stdinLog = path.join(scratchDir(), "stdin.jsonl")
+    const teed = {
+      command: "sh",
+      args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
+    }
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__everything__echo", { message: "once" })] }),
+      Reply.text("Done.")
+    )
+    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
+    const run = await runCli([...ws.runArgs, "echo once"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    const calls = () => fs.readFileSync(stdinLog, "utf8").split('"method":"tools/call"').length - 1
+    expect(calls()).toBe(1)
+    const id = await latestSession(ws.db, ws.dir)
+    fs.rmSync(stdinLog)
+
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env })
+    expect(rerun.code).toBe(1)
+    const report = JSON.parse(rerun.stdout) as {
+      outcome: { _tag: string }
+      refused: ReadonlyArray<{ tool: string; why: string }>
+    }
+    expect(report.outcome._tag).toBe("refused")
+    expect(report.refused).toEqual([
+      expect.objectContaining({
+        tool: "mcp__everything__echo",
+        why: "mcp__everything__echo is a tool of an MCP server, and a re-run never calls an MCP server"
+      })
+    ])
+    // the server was not even started
+    expect(fs.existsSync(stdinLog)).toBe(false)
+  })
+})
