@@ -29,7 +29,7 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
-import { enabledMcpServers } from "./McpConfig.js"
+import { mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
 export interface LayerFromConfigOptions {
@@ -182,9 +182,21 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     // the workspace's AGENTS.md files and the user's own, read at the start of the turn
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
   } satisfies Omit<AgentOptions, "approver">
-  // the MCP servers start in the background when the layer is built; their tools join when ready
-  const mcpServers = enabledMcpServers(settings.mcpServers)
-  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: options.cwd, notify }).pipe(
+  // the MCP servers start in the background when the layer is built; their tools join when ready.
+  // A project's server starts only once the user approved its definition (docs/mcp.md).
+  const workspace = NodePath.resolve(options.cwd)
+  const mcp = yield* mcpServerEntries(config, workspace)
+  for (const notice of mcp.notices) yield* notify(notice)
+  for (const entry of mcp.entries) {
+    if (entry.enabled && !entry.approved) {
+      yield* notify(
+        `MCP server "${entry.name}" of ${entry.source} is not approved, so it was not started: see its ` +
+          `definition with \`logbook mcp list\` and approve it with \`logbook mcp approve ${entry.name}\``
+      )
+    }
+  }
+  const mcpServers = mcp.entries.filter((entry) => entry.enabled && entry.approved)
+  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
     Layer.provide(McpClient.layer({ env: process.env }))
   )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(

@@ -411,6 +411,7 @@ const mcpServerFields = {
     envNamePattern,
     "environment variable name",
     "stdio: the server's environment besides a minimal base (PATH, HOME, LANG …); never logbook's API keys. " +
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
       'A value may name a variable of logbook\'s environment as "${NAME}" (or "${NAME:-default}").'
   ),
   cwd: Schema.String.pipe(
@@ -428,6 +429,7 @@ const mcpServerFields = {
   headers: StringMap(
     headerNamePattern,
     "HTTP header name",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
     'http: headers sent with every request; a value may name a variable as "${NAME}". Put a token in ' +
       '"bearerTokenEnv" rather than here.'
   ),

@@ -240,6 +240,7 @@ export const validateSource = (raw: RawSource): Either.Either<ConfigInput, Confi
         secret,
         secret[0] === "mcpServers"
           ? "API keys and other secrets must not be written in config; put the value in an environment variable " +
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
               'and name it as "${NAME}" here, or give a bearer token\'s variable as "bearerTokenEnv"'
           : "API keys and other secrets must not be written in config; put the key in an environment variable " +
               'and name that variable with "apiKeyEnv" (e.g. "apiKeyEnv": "OPENAI_API_KEY")'

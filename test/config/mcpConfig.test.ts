@@ -84,10 +84,12 @@ describe("mcpServers in config", () => {
     expect(message).toContain(expected)
   })
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
   it("a literal token in env or headers is refused without echoing it; a ${NAME} reference is fine", () => {
     const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
     const env = errorOf([user({ mcpServers: { gh: { command: "x", env: { GITHUB_TOKEN: token } } } })])
     expect(env).toContain("at mcpServers.gh.env.GITHUB_TOKEN: API keys and other secrets must not be written in config")
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
     expect(env).toContain('"${NAME}"')
     expect(env).not.toContain(token)
     const header = errorOf([
@@ -101,7 +103,9 @@ describe("mcpServers in config", () => {
       [
         user({
           mcpServers: {
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
             gh: { type: "http", url: "https://e.com/mcp", headers: { Authorization: "Bearer ${GITHUB_TOKEN}" } },
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
             local: { command: "x", env: { GITHUB_TOKEN: "${GITHUB_TOKEN}", TOKEN: "${T:-none}" } }
           }
         })

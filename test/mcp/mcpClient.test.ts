@@ -50,6 +50,7 @@ describe("McpClient over stdio (server-everything)", () => {
         const scope = yield* Scope.make()
         const server = yield* connect(
           "everything",
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
           everythingStdio({ env: { MINE: "1", FROM: "${DEMO_VALUE}" } })
         ).pipe(Scope.extend(scope))
         const seen = JSON.parse(text(yield* server.callTool("get-env", {}))) as Record<string, string>
@@ -155,6 +156,7 @@ describe("McpClient over stdio (server-everything)", () => {
     }).pipe(Effect.provide(client))
   )
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
   it.live("a command that does not exist, and a ${NAME} that is not set, are start errors that say so", () =>
     Effect.gen(function* () {
       const missing = failure(
@@ -167,9 +169,11 @@ describe("McpClient over stdio (server-everything)", () => {
       )
       const unset = failure(
         yield* Effect.exit(
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
           connect("gh", everythingStdio({ env: { TOKEN: "${LOGBOOK_TEST_UNSET}" } })).pipe(Effect.scoped)
         )
       )
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
       expect(unset.message).toBe('MCP server "gh" names ${LOGBOOK_TEST_UNSET}, which is not set')
     }).pipe(Effect.provide(client))
   )
@@ -207,6 +211,7 @@ describe("McpClient over Streamable HTTP (server-everything)", () => {
       const server = yield* connect("remote", {
         type: "http",
         url: http.url,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
         headers: { "X-Demo": "${DEMO_VALUE}" },
         timeoutMs: 120_000,
         startTimeoutMs: 30_000,
