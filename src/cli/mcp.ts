@@ -10,11 +10,12 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Clock, Console, Effect, Either, HashMap, Option } from "effect"
-import { Config, type ConfigService, resolveSources } from "../config/Config.js"
+import { Config, type ConfigService, resolveSources, toolSecrets } from "../config/Config.js"
 import { parseJsonc } from "../config/Jsonc.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "../config/McpTrust.js"
 import { McpClient } from "../mcp/McpClient.js"
 import { mcpToolName } from "../mcp/McpTools.js"
+import { makeSecrets } from "../tools/Secrets.js"
 import { CliError } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { stdoutStyle, table } from "./render.js"
@@ -252,7 +253,8 @@ const mcpTest = Command.make(
         }
       })
     ).pipe(
-      Effect.provide(McpClient.layer({ env: process.env })),
+      // as a session starts it: without the API key variables
+      Effect.provide(McpClient.layer({ env: makeSecrets(toolSecrets(config)).env })),
       Effect.catchTag("McpError", (error) => CliError.failed(error.message))
     )
     const more = outcome.leftOut > 0 ? ` (and ${outcome.leftOut} more past its maxTools)` : ""

@@ -197,7 +197,8 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   }
   const mcpServers = mcp.entries.filter((entry) => entry.enabled && entry.approved)
   const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
-    Layer.provide(McpClient.layer({ env: process.env }))
+    // the environment without the API key variables: a server's `${NAME}` cannot name them either
+    Layer.provide(McpClient.layer({ env: secrets.env }))
   )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
     Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),

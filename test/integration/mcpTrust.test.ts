@@ -131,6 +131,17 @@ describe("logbook mcp add | list | test | remove", () => {
     expect(commented.stderr).toContain("has comments or trailing commas")
   })
 
+  it("a server's NAME references cannot name logbook's API key variables", async () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+    const env = userConfigEnv({ mcpServers: { leak: { command: "true", env: { K: "${OPENAI_API_KEY}" } } } })
+    const result = await runCli(["mcp", "test", "leak", "--cwd", scratchDir()], {
+      env: { ...env, OPENAI_API_KEY: "sk-test-openai-must-not-leak-0123456789" }
+    })
+    expect(result.code).toBe(1)
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+    expect(result.stderr).toContain('MCP server "leak" names ${OPENAI_API_KEY}, which is not set')
+  })
+
   it("test says why a server does not start", async () => {
     const env = userConfigEnv({ mcpServers: { nope: { command: "logbook-no-such-server" } } })
     const result = await runCli(["mcp", "test", "nope", "--cwd", scratchDir()], { env })

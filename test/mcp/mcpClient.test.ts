@@ -5,6 +5,7 @@
  * fails, the server is started again once), a start that never answers, a result too large.
  */
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
@@ -198,6 +199,48 @@ describe("McpClient over stdio (server-everything)", () => {
       expect(server.tools).toHaveLength(2)
       expect(server.toolsLeftOut).toBeGreaterThan(0)
     }).pipe(Effect.scoped, Effect.provide(client))
+  )
+})
+
+describe("McpClient over Streamable HTTP: headers", () => {
+  it.live("sends the entry's headers (NAME references filled in) and the bearer token of bearerTokenEnv", () =>
+    Effect.gen(function* () {
+      const seen: Array<http.IncomingHttpHeaders> = []
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(
+          () =>
+            new Promise<http.Server>((resolve) => {
+              const s = http.createServer((req, res) => {
+                seen.push(req.headers)
+                res.writeHead(401, { "content-type": "application/json" }).end('{"error":"unauthorized"}')
+              })
+              s.listen(0, "127.0.0.1", () => resolve(s))
+            })
+        ),
+        (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
+      )
+      const port = (server.address() as { port: number }).port
+      const bearer = McpClient.layer({ env: { ...env, REMOTE_TOKEN: "tok-0123" } })
+      const error = failure(
+        yield* Effect.exit(
+          connect("remote", {
+            type: "http",
+            url: `http://127.0.0.1:${port}/mcp`,
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+            headers: { "X-Demo": "${DEMO_VALUE}" },
+            bearerTokenEnv: "REMOTE_TOKEN",
+            timeoutMs: 5000,
+            startTimeoutMs: 5000,
+            maxOutputBytes: 1000,
+            maxResultBytes: 100_000,
+            maxTools: 10
+          }).pipe(Effect.scoped, Effect.provide(bearer))
+        )
+      )
+      expect(error.reason).toBe("Start")
+      expect(seen[0]?.authorization).toBe("Bearer tok-0123")
+      expect(seen[0]?.["x-demo"]).toBe("from-logbook")
+    }).pipe(Effect.scoped)
   )
 })
 
