@@ -7,15 +7,14 @@
  * A server that dies during a call fails that call, and the next call starts it again, once.
  */
 import * as NodePath from "node:path"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Context, Duration, Effect, Layer, Schema, Scope } from "effect"
 import { stopGroup } from "../tools/processGroup.js"
 import { version } from "../version.js"
 import { cappedFetch } from "./internal/cappedFetch.js"
 import { type Environment, expand, expandAll, serverEnvironment } from "./internal/environment.js"
-import { StdioProcessTransport } from "./internal/stdioTransport.js"
+import type { StdioProcessTransport } from "./internal/stdioTransport.js"
 import type { McpServerSpec } from "./McpSettings.js"
 
 /** Why an MCP server or one of its calls failed; `message` is a sentence for the user and the model. */
@@ -101,6 +100,20 @@ export class McpClient extends Context.Tag("logbook/McpClient")<
 
 // ---------------------------------------------------------------------------------------------
 
+/** The SDK, loaded when the first server starts: a command that starts none never loads it (nor zod). */
+const loadSdk = () =>
+  Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("./internal/stdioTransport.js")
+  ]).then(([client, http, stdio]) => ({
+    Client: client.Client,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    StdioProcessTransport: stdio.StdioProcessTransport
+  }))
+
+type Sdk = Awaited<ReturnType<typeof loadSdk>>
+
 /** One run of a server: its SDK client and how to stop it. */
 interface Incarnation {
   readonly client: Client
@@ -121,6 +134,7 @@ const fail = (server: string, reason: McpError["reason"], message: string, cause
 const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 const makeTransport = (
+  sdk: Sdk,
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
@@ -136,7 +150,7 @@ const makeTransport = (
         fail(name, "Start", `MCP server "${name}" names ${missing.map((m) => `\${${m}}`).join(", ")}, which is not set`)
       )
     }
-    const stdio = new StdioProcessTransport({
+    const stdio = new sdk.StdioProcessTransport({
       command: spec.command,
       args: args.map((arg) => arg.value),
       env: serverEnvironment(own.values, env),
@@ -157,7 +171,7 @@ const makeTransport = (
     return Effect.fail(fail(name, "Start", `MCP server "${name}" needs ${missing.join(", ")}, which is not set`))
   }
   const url = expand(spec.url, env).value
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
+  const transport = new sdk.StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: headers.values },
     fetch: cappedFetch(spec.maxResultBytes + 64 * 1024, onTooLarge)
   })
@@ -166,6 +180,7 @@ const makeTransport = (
 
 /** Starts one run of the server: the process (or HTTP session) and the protocol's initialization. */
 const startIncarnation = (
+  sdk: Sdk,
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
@@ -173,10 +188,10 @@ const startIncarnation = (
 ): Effect.Effect<Incarnation, McpError> =>
   Effect.gen(function* () {
     let tooLarge = false
-    const made = yield* makeTransport(name, spec, options, env, () => {
+    const made = yield* makeTransport(sdk, name, spec, options, env, () => {
       tooLarge = true
     })
-    const client = new Client({ name: "logbook", version }, { capabilities: {} })
+    const client = new sdk.Client({ name: "logbook", version }, { capabilities: {} })
     const stdio = made.stdio
     const stop = Effect.gen(function* () {
       yield* Effect.promise(() => client.close().catch(() => undefined))
@@ -267,7 +282,8 @@ const connectServer = (
   env: Environment
 ): Effect.Effect<McpConnection, McpError, Scope.Scope> =>
   Effect.gen(function* () {
-    const start = startIncarnation(name, spec, options, env).pipe(
+    const sdk = yield* Effect.promise(loadSdk)
+    const start = startIncarnation(sdk, name, spec, options, env).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(spec.startTimeoutMs),
         onTimeout: () =>
