@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, scratchDir } from "../support/cli.js"
-import { everythingScript } from "../support/mcpServers.js"
+import { everythingScript, startEverythingHttp } from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   blobText,
@@ -76,6 +76,27 @@ describe("logbook run with an MCP server", () => {
       /⚙ mcp__everything__echo \{"message":"hi from the model"\} {2}\[finished · \d+ bytes of result\]/
     )
     expect(audit.stdout).toContain("mcp__everything__get-env")
+  })
+})
+
+describe("logbook run with an MCP server over Streamable HTTP", () => {
+  it("calls mcp__remote__get-sum on server-everything in streamableHttp mode", async () => {
+    const server = await janitor.server()
+    const http = await startEverythingHttp()
+    janitor.defer(http.stop)
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_sum", "mcp__remote__get-sum", { a: 2, b: 40 })] }),
+      Reply.text("Done.")
+    )
+    const env = userConfigEnv({
+      mcpServers: { remote: { type: "http", url: http.url } },
+      permission: { "mcp__remote__*": "allow" }
+    })
+    const result = await runCli([...ws.runArgs, "add"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    expect(toolNames(server.requests[1]!.body)).toContain("mcp__remote__get-sum")
+    expect(contentText(toolResult(server.requests[1]!, "call_sum"))).toBe("The sum of 2 and 40 is 42.")
   })
 })
 
