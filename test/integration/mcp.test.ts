@@ -79,6 +79,34 @@ describe("logbook run with an MCP server", () => {
   })
 })
 
+describe("logbook run with an MCP server slow to start", () => {
+  it("does not hold up the first request; a call of its tool waits for it; its tools join when ready", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    // the server starts only once the gate file exists: the model's first step opens it
+    const gate = path.join(ws.dir, "gate")
+    const slow = {
+      command: "sh",
+      args: [
+        "-c",
+        `while [ ! -e '${gate}' ]; do sleep 0.05; done; exec '${process.execPath}' '${everythingScript}' stdio`
+      ]
+    }
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_gate", "bash", { command: "touch gate" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__slow__echo", { message: "ready" })] }),
+      Reply.text("Done.")
+    )
+    const env = userConfigEnv({ mcpServers: { slow }, permission: { "mcp__slow__*": "allow" } })
+    const result = await runCli([...ws.runArgs, "open the gate"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const [first, , third] = server.requests
+    expect(toolNames(first!.body).filter((name) => name.startsWith("mcp__"))).toEqual([])
+    expect(contentText(toolResult(third!, "call_echo"))).toBe("Echo: ready")
+    expect(toolNames(third!.body)).toContain("mcp__slow__echo")
+  })
+})
+
 describe("logbook run with an MCP server over Streamable HTTP", () => {
   it("calls mcp__remote__get-sum on server-everything in streamableHttp mode", async () => {
     const server = await janitor.server()
