@@ -156,6 +156,26 @@ describe("logbook run: a large MCP result", () => {
 })
 
 describe("logbook rerun of a session with MCP calls", () => {
+  it("reproduces a session whose MCP server was configured but not called, without starting it", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [toolCall("call_ls", "list", {})] }), Reply.text("Done."))
+    const stdinLog = path.join(scratchDir(), "stdin.jsonl")
+    const teed = {
+      command: "sh",
+      args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
+    }
+    const env = userConfigEnv({ mcpServers: { everything: teed } })
+    const run = await runCli([...ws.runArgs, "look around"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    const id = await latestSession(ws.db, ws.dir)
+    fs.rmSync(stdinLog, { force: true })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    expect(JSON.parse(rerun.stdout).outcome).toEqual({ _tag: "match" })
+    expect(fs.existsSync(stdinLog)).toBe(false)
+  })
+
   it("refuses the MCP call and never calls (or starts) the server", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
