@@ -5,7 +5,7 @@
  * before the agent is built so that the agent runs on the model the session is on.
  */
 import { Effect, type Layer, Option } from "effect"
-import { layerFromConfig } from "../config/AgentLayer.js"
+import { type LayerFromConfigOptions, layerFromConfig } from "../config/AgentLayer.js"
 import type { ConfigInput } from "../config/Config.js"
 import type { SessionId } from "../domain/Ids.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
@@ -28,6 +28,8 @@ export interface AgentSetupOptions {
   /** `--db` */
   readonly db: Option.Option<string>
   readonly approver: Layer.Layer<Approver>
+  /** asks whether a project's MCP server the user has not approved may start (on a terminal) */
+  readonly approveMcp?: LayerFromConfigOptions["approveMcp"]
 }
 
 export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentSetupOptions) {
@@ -39,6 +41,7 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     reasoning: options.reasoning,
     filename,
     approver: options.approver,
+    approveMcp: options.approveMcp,
     // the trace export's headers may hold keys too (bin.ts exports the spans)
     secretVariables: Tracing.secretVariables,
     secretValues: Tracing.headerSecrets(process.env)

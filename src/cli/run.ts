@@ -29,6 +29,7 @@ import { canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
+import { askMcpApproval } from "./mcpApproval.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { streamStyle } from "./render.js"
 import { readMessage } from "./runInput.js"
@@ -153,15 +154,21 @@ export const run = Command.make(
       ...(Option.isSome(args.maxSteps) ? { maxSteps: args.maxSteps.value } : {})
     }
     // who answers the calls the rules ask about: --yes, the user at the terminal, or nobody (denied)
+    const onTerminal = canPrompt(process.stdin, process.stderr)
+    // raw mode turns Ctrl-C into a key: make it the signal it would have been
+    const onCtrlC = Effect.sync(() => void process.kill(process.pid, "SIGINT"))
     const desk =
-      !args.yes && canPrompt(process.stdin, process.stderr)
+      !args.yes && onTerminal
         ? makeApprovalDesk({
             terminal: nodeTerminal(process.stdin, process.stderr),
             style: yield* streamStyle(process.stderr),
-            // raw mode turns Ctrl-C into a key: make it the signal it would have been
-            onCtrlC: Effect.sync(() => void process.kill(process.pid, "SIGINT"))
+            onCtrlC
           })
         : undefined
+    // a project's MCP server the user has not approved: asked about on a terminal (not by --yes)
+    const approveMcp = onTerminal
+      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      : undefined
     const approver = args.yes
       ? Approver.autoAllow
       : desk !== undefined
@@ -186,7 +193,8 @@ export const run = Command.make(
       sessionModel: resumed?.model ?? undefined,
       reasoning,
       db: args.db,
-      approver
+      approver,
+      approveMcp
     })
 
     const program = Effect.gen(function* () {

@@ -29,7 +29,7 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
-import { mcpServerEntries } from "./McpTrust.js"
+import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
 export interface LayerFromConfigOptions {
@@ -57,6 +57,12 @@ export interface LayerFromConfigOptions {
   readonly secretValues?: ReadonlyArray<{ readonly name: string; readonly value: string }> | undefined
   /** what the user should hear before the session starts; default: a `logbook: ` line on stderr */
   readonly notify?: ((message: string) => Effect.Effect<void>) | undefined
+  /**
+   * Asks the user whether a server the project declares and they have not approved may start (on a
+   * terminal); `true` approves its definition for the workspace. Without it such a server is skipped
+   * with a notice.
+   */
+  readonly approveMcp?: ((entry: McpServerEntry) => Effect.Effect<boolean>) | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -187,15 +193,24 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const workspace = NodePath.resolve(options.cwd)
   const mcp = yield* mcpServerEntries(config, workspace)
   for (const notice of mcp.notices) yield* notify(notice)
+  const approvedNow = new Set<string>()
   for (const entry of mcp.entries) {
-    if (entry.enabled && !entry.approved) {
-      yield* notify(
-        `MCP server "${entry.name}" of ${entry.source} is not approved, so it was not started: see its ` +
-          `definition with \`logbook mcp list\` and approve it with \`logbook mcp approve ${entry.name}\``
+    if (!entry.enabled || entry.approved) continue
+    if (options.approveMcp !== undefined && (yield* options.approveMcp(entry))) {
+      yield* approveMcpServer(config, workspace, entry.name, entry.hash).pipe(
+        Effect.zipRight(Effect.sync(() => approvedNow.add(entry.name))),
+        Effect.catchAll((error) =>
+          notify(`the approval of MCP server "${entry.name}" could not be kept: ${error.message}`)
+        )
       )
+      continue
     }
+    yield* notify(
+      `MCP server "${entry.name}" of ${entry.source} is not approved, so it was not started: see its ` +
+        `definition with \`logbook mcp list\` and approve it with \`logbook mcp approve ${entry.name}\``
+    )
   }
-  const mcpServers = mcp.entries.filter((entry) => entry.enabled && entry.approved)
+  const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
   const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { runCli, scratchDir } from "../support/cli.js"
 import { everythingScript } from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
+import { hasTmux, runInTmux } from "../support/tmux.js"
 import { contentText, makeJanitor, makeWorkspace, notices, toolCall, toolResult, userConfigEnv } from "./support.js"
 
 const janitor = makeJanitor()
@@ -89,6 +90,49 @@ describe("a project's MCP servers", () => {
     expect(listed.stderr).toContain(
       `ignoring MCP server "mine" of ${path.join(ws.dir, "logbook.json")}: a server of that name is configured already`
     )
+  })
+})
+
+describe.skipIf(!hasTmux)("logbook run on a terminal: a project's server not approved", () => {
+  it("is asked about with its definition; y and Enter approve it (remembered) and start it; n leaves it stopped", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const stdinLog = path.join(scratchDir(), "stdin.jsonl")
+    const proj = {
+      command: "sh",
+      args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
+    }
+    fs.writeFileSync(path.join(ws.dir, ".mcp.json"), JSON.stringify({ mcpServers: { proj } }))
+    const env = userConfigEnv({ permission: { "mcp__proj__*": "allow" } })
+
+    // n: not started, the session goes on
+    server.enqueue(Reply.text("Nothing."))
+    const no = runInTmux([...ws.runArgs, "hello"], { env })
+    janitor.defer(no.close)
+    await no.waitFor(/MCP server "proj" of file .*\.mcp\.json is not approved\. It would run:[\s\S]*Enter › $/m)
+    expect(no.screen()).toContain('"command": "sh"')
+    no.keys("n")
+    // a key alone does not answer
+    await no.waitFor(/Enter › n$/m)
+    expect(fs.existsSync(stdinLog)).toBe(false)
+    no.keys("Enter")
+    expect(await no.exited()).toBe(0)
+    expect(no.screen()).toContain("not started")
+    expect(fs.existsSync(stdinLog)).toBe(false)
+
+    // y: approved, started, its tool called; the next run does not ask
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__proj__echo", { message: "on a terminal" })] }),
+      Reply.text("Done.")
+    )
+    const yes = runInTmux([...ws.runArgs, "echo"], { env })
+    janitor.defer(yes.close)
+    await yes.waitFor(/is not approved\. It would run:[\s\S]*Enter › $/m)
+    yes.keys("y", "Enter")
+    expect(await yes.exited()).toBe(0)
+    expect(contentText(toolResult(server.requests[2]!, "call_echo"))).toBe("Echo: on a terminal")
+    const listed = await runCli(["mcp", "list", "--cwd", ws.dir, "--format", "json"], { env })
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ name: "proj", status: "approved" })])
   })
 })
 
