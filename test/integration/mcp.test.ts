@@ -79,6 +79,39 @@ describe("logbook run with an MCP server", () => {
   })
 })
 
+describe("logbook run: an MCP call past its timeout", () => {
+  it("fails as timed out, and the server is sent the cancel", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const stdinLog = path.join(scratchDir(), "stdin.jsonl")
+    const teed = {
+      command: "sh",
+      args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`],
+      timeoutMs: 500
+    }
+    server.enqueue(
+      Reply.stream({
+        toolCalls: [
+          toolCall("call_long", "mcp__everything__trigger-long-running-operation", { duration: 60, steps: 60 })
+        ]
+      }),
+      Reply.text("It took too long.")
+    )
+    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
+    const result = await runCli([...ws.runArgs, "wait"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const id = await latestSession(ws.db, ws.dir)
+    const failed = ofType(await readLog(ws.db, id), "tool.failed")
+    expect(failed).toHaveLength(1)
+    expect(failed[0]!.payload).toMatchObject({ callId: "call_long", timedOut: true })
+    const sent = fs.readFileSync(stdinLog, "utf8")
+    const request = sent.split("\n").find((line) => line.includes('"tools/call"'))!
+    const cancel = sent.split("\n").find((line) => line.includes('"notifications/cancelled"'))
+    expect(cancel).toBeDefined()
+    expect(JSON.parse(cancel!).params.requestId).toBe(JSON.parse(request).id)
+  })
+})
+
 describe("logbook run with an MCP server slow to start", () => {
   it("does not hold up the first request; a call of its tool waits for it; its tools join when ready", async () => {
     const server = await janitor.server()
