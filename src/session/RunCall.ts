@@ -424,7 +424,11 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
             ? Effect.failCause(cause as Cause.Cause<never>)
             : Effect.succeed(
                 Option.match(Cause.failureOption(cause), {
-                  onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                  onSome: (failure) => ({
+                    _tag: "Failed" as const,
+                    error: failure.message,
+                    metadata: failure.metadata
+                  }),
                   onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
                 })
               )
@@ -461,7 +465,11 @@ export const makeRunCall = (options: RunCallOptions): RunCall => {
         return yield* Effect.fail(error)
       }
       const result = executed.right
-      if (result._tag === "Failed") return yield* fail(result.error)
+      if (result._tag === "Failed")
+        return yield* fail(
+          result.error,
+          "metadata" in result && result.metadata !== undefined ? { metadata: result.metadata } : {}
+        )
       const finished = yield* tools.finish({ ...hookCall, input: prepared.input }, result.output).pipe(
         Effect.map((output) => ({ _tag: "Ok" as const, output })),
         Effect.catchAllDefect((defect) =>

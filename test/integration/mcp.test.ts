@@ -79,6 +79,29 @@ describe("logbook run with an MCP server", () => {
   })
 })
 
+describe("logbook run: an MCP tool that reports an error", () => {
+  it("fails the call with the tool's text; tool.failed keeps the whole result as a blob", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_bad", "mcp__everything__echo", { wrong: 1 })] }),
+      Reply.text("It failed.")
+    )
+    const env = userConfigEnv({ mcpServers: { everything }, permission: { "mcp__everything__*": "allow" } })
+    const result = await runCli([...ws.runArgs, "echo wrong"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const told = contentText(toolResult(server.requests[1]!, "call_bad"))
+    expect(told).toMatch(/message/)
+    const id = await latestSession(ws.db, ws.dir)
+    const failed = ofType(await readLog(ws.db, id), "tool.failed")
+    expect(failed).toHaveLength(1)
+    const metadata = failed[0]!.payload.metadata as { server: string; resultBlob: string }
+    expect(metadata.server).toBe("everything")
+    const whole = JSON.parse(await blobText(ws.db, metadata.resultBlob)) as { isError: boolean }
+    expect(whole.isError).toBe(true)
+  })
+})
+
 describe("logbook run: an MCP call past its timeout", () => {
   it("fails as timed out, and the server is sent the cancel", async () => {
     const server = await janitor.server()
