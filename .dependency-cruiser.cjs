@@ -1,6 +1,7 @@
 /**
  * The dependency rules of src/ (`npm run lint` runs them; docs/architecture.md explains them).
- * Direction (DESIGN §1): bin -> cli -> config -> session -> (model, tools) -> store -> domain;
+ * Direction (DESIGN §1): bin -> cli -> config -> session -> (model, tools, mcp) -> store -> domain;
+ * mcp (MCP servers: the client and their tools) is a part beside tools, over tools and domain.
  * present (what logbook shows: text formatting, the screen model, the HTML export) sits beside
  * session, over store and domain, so that the CLI and the library share it.
  * observability (trace export) beside the root, imported by bin.ts and cli/agentSetup.ts only.
@@ -30,7 +31,7 @@ module.exports = {
       severity: "error",
       comment: "src/store imports only domain and store: not session, cli, config, tools, model or present.",
       from: { path: "^src/store/" },
-      to: { path: "^src/(session|cli|config|tools|model|present)/" }
+      to: { path: "^src/(session|cli|config|tools|model|present|mcp)/" }
     },
     {
       name: "config-on-top",
@@ -38,14 +39,14 @@ module.exports = {
       comment:
         "Services own their option Schemas and defaults; src/config composes them. Nothing below config " +
         "(domain, store, model, tools, session) imports src/config.",
-      from: { path: "^src/(domain|store|model|tools|session)/" },
+      from: { path: "^src/(domain|store|model|tools|session|mcp)/" },
       to: { path: "^src/config/" }
     },
     {
       name: "parts-below-session",
       severity: "error",
       comment: "Model, tools, store and domain are the parts the session kernel drives; none imports src/session.",
-      from: { path: "^src/(domain|store|model|tools)/" },
+      from: { path: "^src/(domain|store|model|tools|mcp)/" },
       to: { path: "^src/session/" }
     },
     {
@@ -69,7 +70,24 @@ module.exports = {
         "src/present draws what the log holds (text, the screen model, the HTML export) for the CLI and " +
         "the library: it imports domain, store and itself, not session, model, tools, config or cli.",
       from: { path: "^src/present/" },
-      to: { path: "^src/(session|model|tools|config|cli)/" }
+      to: { path: "^src/(session|model|tools|config|cli|mcp)/" }
+    },
+    {
+      name: "mcp-a-part",
+      severity: "error",
+      comment:
+        "src/mcp (MCP servers: the client over the SDK and their tools) is a part the kernel drives, beside " +
+        "tools: it does not write or draw the log (store, present); config-on-top, parts-below-session and " +
+        "cli-is-the-shell keep it below config, session and cli.",
+      from: { path: "^src/mcp/" },
+      to: { path: "^src/(store|present)/" }
+    },
+    {
+      name: "mcp-sdk-only-in-mcp",
+      severity: "error",
+      comment: "Only src/mcp imports @modelcontextprotocol/sdk: the rest of logbook sees McpClient.",
+      from: { path: "^src/", pathNot: "^src/mcp/" },
+      to: { path: "(^|/)node_modules/@modelcontextprotocol/" }
     },
     {
       name: "observability-only-effect",

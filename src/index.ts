@@ -17,6 +17,16 @@ export * as Config from "./config/Config.js"
 export * as Events from "./domain/Events.js"
 export * from "./domain/Ids.js"
 export * from "./domain/Message.js"
+export {
+  type McpCallResult,
+  McpClient,
+  type McpConnection,
+  type McpContent,
+  McpError,
+  type McpToolInfo
+} from "./mcp/McpClient.js"
+export type { McpHttpServer, McpServerSpec, McpStdioServer } from "./mcp/McpSettings.js"
+export { layerMcpTools, type McpToolsOptions, mcpToolName } from "./mcp/McpTools.js"
 export { layerAiSdk, makeAiSdkModel } from "./model/AiSdk.js"
 export * as Catalog from "./model/Catalog.js"
 export {
@@ -118,6 +128,7 @@ export {
   defineTool,
   type HookCall,
   Hooks,
+  LateTools,
   type PermissionSubject,
   type ToolContext,
   type ToolDefinition,

@@ -5,7 +5,7 @@
  * before the agent is built so that the agent runs on the model the session is on.
  */
 import { Effect, type Layer, Option } from "effect"
-import { layerFromConfig } from "../config/AgentLayer.js"
+import { type LayerFromConfigOptions, layerFromConfig } from "../config/AgentLayer.js"
 import type { ConfigInput } from "../config/Config.js"
 import type { SessionId } from "../domain/Ids.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
@@ -30,6 +30,8 @@ export interface AgentSetupOptions {
   readonly approver: Layer.Layer<Approver>
   /** whether the user hears that commands will not be sandboxed (`LayerFromConfigOptions.sandboxNotice`) */
   readonly sandboxNotice?: boolean | undefined
+  /** asks whether a project's MCP server the user has not approved may start (on a terminal) */
+  readonly approveMcp?: LayerFromConfigOptions["approveMcp"]
 }
 
 export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentSetupOptions) {
@@ -42,6 +44,7 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     filename,
     approver: options.approver,
     sandboxNotice: options.sandboxNotice,
+    approveMcp: options.approveMcp,
     // the trace export's headers may hold keys too (bin.ts exports the spans)
     secretVariables: Tracing.secretVariables,
     secretValues: Tracing.headerSecrets(process.env)

@@ -153,6 +153,16 @@ export const headline = (entry: AuditEntry): string => {
         : `interrupted (${entry.reason})`
     case "timeout":
       return `${entry.tool ?? "a tool"} call ${entry.callId} timed out after ${seconds(entry.timeoutMs)}`
+    case "mcp": {
+      const input = JSON.stringify(entry.input) ?? ""
+      const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
+      const end = [
+        entry.status,
+        entry.bytes === undefined ? undefined : `${formatCount(entry.bytes)} bytes of result`,
+        entry.error === undefined ? undefined : entry.error.split("\n")[0]
+      ].filter((part) => part !== undefined)
+      return `${entry.tool} ${shown}  [${end.join(" · ")}]`
+    }
     case "refused": {
       const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
       const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
@@ -165,6 +175,7 @@ const mark: Readonly<Record<AuditKind, string>> = {
   file: "~",
   recovery: "↺",
   command: "$",
+  mcp: "⚙",
   permission: "?",
   retry: "↻",
   "model-error": "✗",

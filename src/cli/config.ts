@@ -98,8 +98,8 @@ export const renderText = (
 ): Array<string> => {
   const rows = leaves(masked).map(([path, value]) => {
     const last = path[path.length - 1]
-    // apiKey is not a config key: it reports the variable named by apiKeyEnv
-    const from = last === "apiKey" ? "environment" : originText(originOf(path))
+    // apiKey and bearerToken are not config keys: they report the variable named by apiKeyEnv / bearerTokenEnv
+    const from = last === "apiKey" || last === "bearerToken" ? "environment" : originText(originOf(path))
     return [path.join("."), typeof value === "string" ? value : JSON.stringify(value), style.dim(from)]
   })
   return [

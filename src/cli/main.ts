@@ -21,6 +21,7 @@ import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
 import { importCommand } from "./import.js"
+import { mcp } from "./mcp.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
 import { rerunCommand } from "./rerun.js"
@@ -74,6 +75,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook export <id> [-o file]   one session as a file (--format html: a page)",
       "  logbook import <file>           a session file into this database",
       "  logbook config                  the resolved config, secrets masked",
+      "  logbook mcp list                the MCP servers (add, remove, test, approve)",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
     ].join("\n")
@@ -99,6 +101,7 @@ export const root = Command.make("logbook", {}, () =>
     exportCommand,
     importCommand,
     config,
+    mcp,
     help
   ])
 )
@@ -261,7 +264,8 @@ const commandNames = new Set(
     Command.getNames(compact),
     Command.getNames(exportCommand),
     Command.getNames(importCommand),
-    Command.getNames(config)
+    Command.getNames(config),
+    Command.getNames(mcp)
   ]
     .flatMap((names) => Array.from(names))
     .concat("help")

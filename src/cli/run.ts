@@ -29,6 +29,7 @@ import { type ApprovalDesk, canPrompt, makeApprovalDesk, nodeTerminal } from "./
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
+import { askMcpApproval } from "./mcpApproval.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { type Style, streamStyle } from "./render.js"
 import { readMessage } from "./runInput.js"
@@ -156,24 +157,33 @@ const readRunArgs = (args: RunArgs) =>
     return { cwd, reasoning, message, flags }
   })
 
-/** Who answers the calls the rules ask about: --yes, the user at the terminal (the desk), or nobody (denied). */
+/**
+ * Who answers the calls the rules ask about: --yes, the user at the terminal (the desk), or nobody
+ * (denied); and, on a terminal, who is asked whether a project's MCP server the user has not
+ * approved may start (not --yes).
+ */
 const runApprover = (yes: boolean) =>
   Effect.gen(function* () {
+    const onTerminal = canPrompt(process.stdin, process.stderr)
+    // raw mode turns Ctrl-C into a key: make it the signal it would have been
+    const onCtrlC = Effect.sync(() => void process.kill(process.pid, "SIGINT"))
     const desk =
-      !yes && canPrompt(process.stdin, process.stderr)
+      !yes && onTerminal
         ? makeApprovalDesk({
             terminal: nodeTerminal(process.stdin, process.stderr),
             style: yield* streamStyle(process.stderr),
-            // raw mode turns Ctrl-C into a key: make it the signal it would have been
-            onCtrlC: Effect.sync(() => void process.kill(process.pid, "SIGINT"))
+            onCtrlC
           })
         : undefined
+    const approveMcp = onTerminal
+      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      : undefined
     const approver = yes
       ? Approver.autoAllow
       : desk !== undefined
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
-    return { desk, approver }
+    return { desk, approver, approveMcp }
   })
 
 type RunWriter = Effect.Effect.Success<ReturnType<typeof makeRunWriter>>
@@ -279,7 +289,7 @@ export const run = Command.make(
   runConfig,
   Effect.fn("cli.run")(function* (args) {
     const { cwd, reasoning, message, flags } = yield* readRunArgs(args)
-    const { desk, approver } = yield* runApprover(args.yes)
+    const { desk, approver, approveMcp } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
     const resumed = yield* findResumed({
@@ -299,7 +309,8 @@ export const run = Command.make(
       sessionModel: resumed?.model ?? undefined,
       reasoning,
       db: args.db,
-      approver
+      approver,
+      approveMcp
     })
 
     const program = Effect.gen(function* () {

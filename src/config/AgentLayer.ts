@@ -9,6 +9,8 @@
 import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
+import { McpClient } from "../mcp/McpClient.js"
+import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
@@ -27,6 +29,7 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
+import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
 export interface LayerFromConfigOptions {
@@ -59,6 +62,12 @@ export interface LayerFromConfigOptions {
    * true); a re-run runs its commands in a sandbox of its own and says how in its report.
    */
   readonly sandboxNotice?: boolean | undefined
+  /**
+   * Asks the user whether a server the project declares and they have not approved may start (on a
+   * terminal); `true` approves its definition for the workspace. Without it such a server is skipped
+   * with a notice.
+   */
+  readonly approveMcp?: ((entry: McpServerEntry) => Effect.Effect<boolean>) | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -184,7 +193,35 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     // the workspace's AGENTS.md files and the user's own, read at the start of the turn
     instructions: yield* makeInstructions({ userFile: userInstructionsFile(config) })
   } satisfies Omit<AgentOptions, "approver">
+  // the MCP servers start in the background when the layer is built; their tools join when ready.
+  // A project's server starts only once the user approved its definition (docs/mcp.md).
+  const workspace = NodePath.resolve(options.cwd)
+  const mcp = yield* mcpServerEntries(config, workspace)
+  for (const notice of mcp.notices) yield* notify(notice)
+  const approvedNow = new Set<string>()
+  for (const entry of mcp.entries) {
+    if (!entry.enabled || entry.approved) continue
+    if (options.approveMcp !== undefined && (yield* options.approveMcp(entry))) {
+      yield* approveMcpServer(config, workspace, entry.name, entry.hash).pipe(
+        Effect.zipRight(Effect.sync(() => approvedNow.add(entry.name))),
+        Effect.catchAll((error) =>
+          notify(`the approval of MCP server "${entry.name}" could not be kept: ${error.message}`)
+        )
+      )
+      continue
+    }
+    yield* notify(
+      `MCP server "${entry.name}" of ${entry.source} is not approved, so it was not started: see its ` +
+        `definition with \`logbook mcp list\` and approve it with \`logbook mcp approve ${entry.name}\``
+    )
+  }
+  const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
+  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
+    // the environment without the API key variables: a server's `${NAME}` cannot name them either
+    Layer.provide(McpClient.layer({ env: secrets.env }))
+  )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),

@@ -214,6 +214,11 @@ const makeService = (loaded: LoadedConfig, provider: ConfigProvider.ConfigProvid
       const value = yield* readVar(provider, settings.apiKeyEnv)
       if (value !== undefined && value.trim() !== "") set.add(settings.apiKeyEnv)
     }
+    for (const server of Object.values(loaded.config.mcpServers)) {
+      if (server.bearerTokenEnv === undefined) continue
+      const value = yield* readVar(provider, server.bearerTokenEnv)
+      if (value !== undefined && value.trim() !== "") set.add(server.bearerTokenEnv)
+    }
     return maskConfig(loaded.config, (name) => set.has(name))
   })
 })

@@ -2,7 +2,7 @@
  * The config as `logbook config` shows it: URLs without their credentials, and which key
  * variables are set, never their values.
  */
-import type { ProviderSettings, ResolvedConfig } from "./ConfigSchema.js"
+import { looksLikeSecret, type McpServerInput, type ProviderSettings, type ResolvedConfig } from "./ConfigSchema.js"
 
 /** A provider as `logbook config` shows it: `apiKey` says whether its variable is set, never the value. */
 const maskedProvider = (settings: ProviderSettings, isSet: (name: string) => boolean) => ({
@@ -13,6 +13,23 @@ const maskedProvider = (settings: ProviderSettings, isSet: (name: string) => boo
     : { apiKeyEnv: settings.apiKeyEnv, apiKey: isSet(settings.apiKeyEnv) ? "(set)" : "(not set)" }),
   ...(settings.catalog === undefined ? {} : { catalog: settings.catalog }),
   models: settings.models
+})
+
+/** An MCP server's `env` or `headers` value: a `${NAME}` reference as written, a value like a key hidden. */
+const maskedValue = (value: string): string =>
+  !value.includes("${") && looksLikeSecret(value.replace(/^(Bearer|Basic|token)\s+/i, "")) ? "(hidden)" : value
+
+/** An MCP server as `logbook config` shows it: `bearerToken` says whether its variable is set. */
+const maskedMcpServer = (entry: McpServerInput, isSet: (name: string) => boolean) => ({
+  ...entry,
+  ...(entry.url === undefined ? {} : { url: maskUrl(entry.url) }),
+  ...(entry.env === undefined
+    ? {}
+    : { env: Object.fromEntries(Object.entries(entry.env).map(([key, value]) => [key, maskedValue(value)])) }),
+  ...(entry.headers === undefined
+    ? {}
+    : { headers: Object.fromEntries(Object.entries(entry.headers).map(([key, value]) => [key, maskedValue(value)])) }),
+  ...(entry.bearerTokenEnv === undefined ? {} : { bearerToken: isSet(entry.bearerTokenEnv) ? "(set)" : "(not set)" })
 })
 
 /** A URL with its password (if any) replaced by `***`. */
@@ -40,6 +57,9 @@ export const maskConfig = (config: ResolvedConfig, isSet: (name: string) => bool
   step: config.step,
   tools: config.tools,
   permission: config.permission,
+  mcpServers: Object.fromEntries(
+    Object.entries(config.mcpServers).map(([name, entry]) => [name, maskedMcpServer(entry, isSet)])
+  ),
   maxSteps: config.maxSteps,
   snapshotEvery: config.snapshotEvery
 })

@@ -11,6 +11,7 @@
  * validation error can say what was expected; values that look like secrets are never echoed.
  */
 import { type ParseResult, Schema } from "effect"
+import { defaultMcpBounds, serverNamePattern } from "../mcp/McpSettings.js"
 import { AiSdkProviderType } from "../model/AiSdk.js"
 import * as ModelPrice from "../model/Price.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
@@ -377,6 +378,110 @@ const stepFields = {
   )
 } satisfies { readonly [K in keyof StepLimits]: Schema.Schema<number> } & Fields
 
+const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+const StringMap = (keyPattern: RegExp, keyWhat: string, description: string) =>
+  Schema.Record({
+    key: Schema.String.pipe(
+      Schema.pattern(keyPattern),
+      Schema.annotations({ message: expected(keyWhat), jsonSchema: { type: "string", pattern: keyPattern.source } })
+    ),
+    value: Schema.String.annotations({ message: expected("a string") })
+  }).annotations({ description, message: expectedObject(`an object of ${keyWhat}s to strings`) })
+
+const mcpServerFields = {
+  type: Schema.Literal("stdio", "http").annotations({
+    description:
+      'How to reach the server: "stdio" (the default when "command" is given: logbook starts it and speaks over ' +
+      'its stdin and stdout) or "http" (Streamable HTTP at "url"). The older SSE transport is not supported.',
+    message: expected('one of "stdio", "http" (the SSE transport is not supported)')
+  }),
+  command: Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.annotations({
+      description: "stdio: the program that is the server (looked up on PATH), e.g. npx.",
+      message: expected("a command (a non-empty string)")
+    })
+  ),
+  args: Schema.Array(Schema.String.annotations({ message: expected("a string") })).annotations({
+    description: "stdio: the command's arguments.",
+    message: expectedObject("an array of strings")
+  }),
+  env: StringMap(
+    envNamePattern,
+    "environment variable name",
+    "stdio: the server's environment besides a minimal base (PATH, HOME, LANG …); never logbook's API keys. " +
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+      'A value may name a variable of logbook\'s environment as "${NAME}" (or "${NAME:-default}").'
+  ),
+  cwd: Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.annotations({
+      description:
+        "stdio: the server's working directory, absolute or relative to the workspace (default: the workspace).",
+      message: expected("a directory (a non-empty string)")
+    })
+  ),
+  url: BaseUrl.annotations({
+    description: 'http: the server\'s Streamable HTTP endpoint, e.g. "https://example.com/mcp".',
+    jsonSchema: { type: "string", format: "uri", pattern: "^https?://" }
+  }),
+  headers: StringMap(
+    headerNamePattern,
+    "HTTP header name",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+    'http: headers sent with every request; a value may name a variable as "${NAME}". Put a token in ' +
+      '"bearerTokenEnv" rather than here.'
+  ),
+  bearerTokenEnv: EnvVarName.annotations({
+    description: "http: the NAME of the environment variable whose value is sent as `Authorization: Bearer <value>`.",
+    jsonSchema: { type: "string", pattern: envNamePattern.source }
+  }),
+  enabled: Schema.Boolean.annotations({
+    description: "false: keep the entry but do not start the server (default true).",
+    message: expected("true or false")
+  }),
+  timeoutMs: PositiveInt(
+    `The timeout of one call of the server's tools, in ms (default ${defaultMcpBounds.timeoutMs}); the server is ` +
+      "sent a cancel when it passes."
+  ),
+  startTimeoutMs: PositiveInt(
+    `How long starting the server and listing its tools may take, in ms (default ${defaultMcpBounds.startTimeoutMs}).`
+  ),
+  maxOutputBytes: PositiveInt(
+    `The most of a result's text the model reads, head and tail, in bytes (default ${defaultMcpBounds.maxOutputBytes}); ` +
+      "the whole result is kept in the log."
+  ),
+  maxResultBytes: PositiveInt(
+    `The largest result (any message) the server may send, in bytes; a larger one fails the call (default ${defaultMcpBounds.maxResultBytes}).`
+  ),
+  maxTools: PositiveInt(`The most tools offered from this server (default ${defaultMcpBounds.maxTools}).`)
+} satisfies Fields
+
+export const McpServerInput = Schema.Struct(optionalFields(mcpServerFields)).annotations({
+  description:
+    "An MCP server, in the shape of the mcpServers entries of .mcp.json files: stdio (command, args, env, cwd) " +
+    'or Streamable HTTP ("type": "http", url, headers, bearerTokenEnv). See docs/mcp.md.',
+  message: expectedObject("an object of MCP server settings")
+})
+export type McpServerInput = typeof McpServerInput.Type
+
+const McpServerName = Schema.String.pipe(
+  Schema.pattern(serverNamePattern),
+  Schema.annotations({
+    description: "an MCP server name (letters, digits, '_' and '-'; at most 32)",
+    message: expected(
+      "a server name (letters, digits, '_' and '-', at most 32, starting with a letter or digit, no '__')"
+    ),
+    jsonSchema: { type: "string", pattern: serverNamePattern.source }
+  })
+)
+
+export const McpServers = Schema.Record({ key: McpServerName, value: McpServerInput }).annotations({
+  description: "MCP servers by name; their tools are offered to the model as mcp__<server>__<tool>. See docs/mcp.md.",
+  message: expectedObject("an object of MCP servers by name")
+})
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -447,6 +552,7 @@ export const ConfigInput = Schema.Struct({
     }),
     { exact: true }
   ),
+  mcpServers: Schema.optionalWith(McpServers, { exact: true }),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -488,6 +594,8 @@ export const ResolvedConfig = Schema.Struct({
   tools: Schema.Struct({ bash: BashSettings }),
   /** the user's permission rules (the built-in `defaultRules` apply below them); `{}` when none */
   permission: PermissionRules,
+  /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
+  mcpServers: McpServers,
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -520,6 +628,7 @@ export const defaults = {
     }
   },
   permission: {},
+  mcpServers: {},
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

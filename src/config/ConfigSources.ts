@@ -18,12 +18,15 @@ import {
   ConfigInput,
   defaultApiKeyEnv,
   defaults,
+  looksLikeSecret,
+  type McpServerInput,
   type ProviderSettings,
   ResolvedConfig,
   showValue
 } from "./ConfigSchema.js"
 import type { TrustedSandbox } from "./ConfigTrust.js"
 import { parseJsonc } from "./Jsonc.js"
+import { isMcpEntryProblem, mcpServerSpec } from "./McpConfig.js"
 
 /** Where a setting came from. */
 export type ConfigSource =
@@ -140,12 +143,28 @@ const secretFieldNames = new Set([
   "authorization"
 ])
 
-/** The path of the first key-like field (`apiKey`, `api_key`, `token` …) in a raw source. */
+/** `mcpServers.<name>.env` and `.headers`: maps whose keys are names, not secrets. */
+const isMcpMap = (path: ReadonlyArray<string>): boolean =>
+  path.length === 3 && path[0] === "mcpServers" && (path[2] === "env" || path[2] === "headers")
+
+/**
+ * The path of the first key-like field (`apiKey`, `api_key`, `token` …) in a raw source; in an MCP
+ * server's `env` and `headers`, of the first value that looks like a key itself (a `${NAME}`
+ * reference is how such a value is given).
+ */
 export const findSecretField = (
   value: unknown,
   path: ReadonlyArray<string> = []
 ): ReadonlyArray<string> | undefined => {
   if (!isPlainObject(value)) return undefined
+  if (isMcpMap(path)) {
+    for (const [key, child] of Object.entries(value)) {
+      if (typeof child !== "string" || child.includes("${")) continue
+      if (looksLikeSecret(child) || looksLikeSecret(child.replace(/^(Bearer|Basic|token)\s+/i, "")))
+        return [...path, key]
+    }
+    return undefined
+  }
   for (const [key, child] of Object.entries(value)) {
     const here = [...path, key]
     if (secretFieldNames.has(key.toLowerCase().replace(/[-_]/g, ""))) return here
@@ -219,8 +238,12 @@ export const validateSource = (raw: RawSource): Either.Either<ConfigInput, Confi
       invalid(
         raw.source,
         secret,
-        "API keys and other secrets must not be written in config; put the key in an environment variable " +
-          'and name that variable with "apiKeyEnv" (e.g. "apiKeyEnv": "OPENAI_API_KEY")'
+        secret[0] === "mcpServers"
+          ? "API keys and other secrets must not be written in config; put the value in an environment variable " +
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, as config files write it
+              'and name it as "${NAME}" here, or give a bearer token\'s variable as "bearerTokenEnv"'
+          : "API keys and other secrets must not be written in config; put the key in an environment variable " +
+              'and name that variable with "apiKeyEnv" (e.g. "apiKeyEnv": "OPENAI_API_KEY")'
       )
     )
   }
@@ -346,6 +369,11 @@ export interface LoadedConfig {
    * the sandbox stricter, never looser (`sandboxSettings`).
    */
   readonly trustedSandbox: TrustedSandbox
+  /**
+   * The MCP servers the project file declares (its `mcpServers`), kept out of `config.mcpServers`:
+   * a server a repository brings is not started from here (docs/mcp.md).
+   */
+  readonly projectMcpServers: Readonly<Record<string, McpServerInput>>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -414,13 +442,17 @@ export const resolveSources = (
     writablePaths: ReadonlyArray<string>
     hiddenPaths: ReadonlyArray<string>
   } = { ...defaults.tools.bash }
+  let projectMcpServers: Readonly<Record<string, McpServerInput>> = {}
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
-    const { $schema: _, ...rest } = valid.right
+    const { $schema: _, ...all } = valid.right
+    const fromProject = item.source._tag === "File" && item.source.path === projectFile
+    const { mcpServers: projectServers, ...withoutMcp } = all
+    if (fromProject && projectServers !== undefined) projectMcpServers = projectServers
+    const rest = fromProject ? withoutMcp : all
     sources.push(item.source)
     mergeInto(merged, rest as Record<string, unknown>, sources.length - 1, [], origins)
-    const fromProject = item.source._tag === "File" && item.source.path === projectFile
     if (!fromProject && rest.permission !== undefined) {
       mergeInto(trusted, { permission: structuredClone(rest.permission) }, 0, [], new Map())
     }
@@ -464,6 +496,13 @@ export const resolveSources = (
       )
     }
   }
+  for (const [name, entry] of Object.entries(config.mcpServers)) {
+    const spec = mcpServerSpec(entry)
+    if (isMcpEntryProblem(spec)) {
+      const path = ["mcpServers", name, ...spec.key]
+      return Either.left(invalid(originOf(path), path, spec.reason))
+    }
+  }
   const order =
     checkOrder(merged, sources, origins, ["tools", "bash", "timeoutMs"], ["tools", "bash", "maxTimeoutMs"]) ??
     checkOrder(merged, sources, origins, ["retry", "initialDelayMs"], ["retry", "maxDelayMs"])
@@ -481,6 +520,7 @@ export const resolveSources = (
       writablePaths: trustedSandbox.writablePaths,
       hiddenPaths: trustedSandbox.hiddenPaths
     },
+    projectMcpServers,
     files,
     originOf: (path) => originOf(path)
   })

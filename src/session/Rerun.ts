@@ -50,6 +50,7 @@ import {
 import type { Envelope } from "../domain/Events.js"
 import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
+import { isMcpTool, mcpStandIn } from "../mcp/McpTools.js"
 import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
 import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
 import { hashContent } from "../store/blobHash.js"
@@ -59,6 +60,7 @@ import * as Projection from "../store/Projection.js"
 import { Approver } from "../tools/Approver.js"
 import type { SandboxSettings } from "../tools/Sandbox.js"
 import { Secrets, type SecretsService } from "../tools/Secrets.js"
+import type { AnyTool } from "../tools/Tools.js"
 import {
   decodeManifestDocument,
   type ManifestFile,
@@ -717,21 +719,68 @@ const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
   } satisfies Replay
 })
 
-/** The recorded system prompts, by prompt version. */
+/** An MCP tool a recorded request offered: its definition as it was sent. */
+interface RecordedTool {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+}
+
+/** The recorded prompts, by prompt version: the system prompt and the MCP tools offered with it. */
 const recordedSystems = Effect.fn("Rerun.recordedSystems")(function* (envelopes: ReadonlyArray<Envelope>) {
   const store = yield* EventStore
   const systems = new Map<string, string | null>()
+  const mcpTools = new Map<string, ReadonlyArray<RecordedTool>>()
   for (const env of envelopes) {
     if (env.type !== "prompt.recorded") continue
     const blob = yield* Effect.orElseSucceed(store.getBlob(env.payload.blob), Option.none)
     if (Option.isNone(blob)) continue
     const parsed = Either.try(
-      () => JSON.parse(new TextDecoder().decode(blob.value)) as { readonly system?: string | null }
+      () =>
+        JSON.parse(new TextDecoder().decode(blob.value)) as {
+          readonly system?: string | null
+          readonly tools?: ReadonlyArray<RecordedTool>
+        }
     )
-    if (Either.isRight(parsed)) systems.set(env.payload.promptVersion, parsed.right.system ?? null)
+    if (Either.isRight(parsed)) {
+      systems.set(env.payload.promptVersion, parsed.right.system ?? null)
+      mcpTools.set(
+        env.payload.promptVersion,
+        (parsed.right.tools ?? []).filter((tool) => typeof tool?.name === "string" && isMcpTool(tool.name))
+      )
+    }
   }
-  return systems
+  return Object.assign(systems, { mcpTools })
 })
+
+/**
+ * The MCP tools of a re-run (`LateTools`): each request offers the MCP tools its original offered
+ * (as recorded), and a recorded call finds its tool, which never runs: `makeRefuse` refuses it.
+ */
+const makeMcpStandIns = (r: Replay, recorded: ReadonlyMap<string, ReadonlyArray<RecordedTool>>) => {
+  const all = new Map<string, AnyTool>()
+  const standIn = (tool: RecordedTool): AnyTool => {
+    const known = all.get(tool.name)
+    if (known !== undefined) return known
+    const made = { ...mcpStandIn(tool.name), description: tool.description, inputSchema: tool.inputSchema }
+    all.set(tool.name, made)
+    return made
+  }
+  const byVersion = new Map<string, ReadonlyArray<AnyTool>>()
+  for (const [version, tools] of recorded) byVersion.set(version, tools.map(standIn))
+  for (const env of r.envelopes)
+    if ((env.type === "tool.pending" || env.type === "tool.invoked") && isMcpTool(env.payload.tool))
+      standIn({ name: env.payload.tool, description: "", inputSchema: { type: "object" } })
+  return {
+    current: () => {
+      const version = r.plan.requests[Math.min(r.requests.served, r.plan.requests.length - 1)]?.promptVersion
+      return (version === undefined ? undefined : byVersion.get(version)) ?? []
+    },
+    find: (name: string) => all.get(name)
+  }
+}
+
+type RecordedSystems = Effect.Effect.Success<ReturnType<typeof recordedSystems>>
 
 /** Whether the next model request goes to a fork's live model. */
 const nextIsLive = (r: Replay): boolean => r.fork !== undefined && r.requests.served + 1 >= r.fork.fromRequest
@@ -744,9 +793,11 @@ const makeRefuse =
       if (request.tool === COMMAND_TOOL) r.commandCalls.count += 1
       const why = request.outside
         ? `${request.tool} of ${request.subject} is outside the re-run's scratch directory, and a re-run touches nothing outside it`
-        : r.imported && r.options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
-          ? `session ${r.options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
-          : noSandboxRefusal(r.confinement, request.tool)
+        : isMcpTool(request.tool)
+          ? `${request.tool} is a tool of an MCP server, and a re-run never calls an MCP server`
+          : r.imported && r.options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
+            ? `session ${r.options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
+            : noSandboxRefusal(r.confinement, request.tool)
       if (why === undefined) return undefined
       const { callId, tool, outside } = request
       r.refused.push({ callId, tool, subject: r.toOriginal(request.subject), outside, why })
@@ -941,7 +992,7 @@ const makeMaxSteps = (r: Replay) => {
 }
 
 /** The agent of one process of the re-run (a crash of the original starts another, with another lease owner). */
-const makeAgentOf = (r: Replay, systems: ReadonlyMap<string, string | null>) => {
+const makeAgentOf = (r: Replay, systems: RecordedSystems) => {
   const { model, decisions } = makeCassette(r)
   const retry = makeReplayedRetry(r, decisions)
   const approver = makeReplayedApprover(r)
@@ -949,6 +1000,8 @@ const makeAgentOf = (r: Replay, systems: ReadonlyMap<string, string | null>) => 
   const maxSteps = makeMaxSteps(r)
   const refuse = makeRefuse(r)
   const agent = r.options.agent
+  // the recorded MCP tools: offered as they were, refused when called (`makeRefuse`)
+  const late = makeMcpStandIns(r, systems.mcpTools)
   return (owner: string, store: Context.Context<EventStore | EventBus>) =>
     makeAgentLayer({
       ...agent,
@@ -962,8 +1015,9 @@ const makeAgentOf = (r: Replay, systems: ReadonlyMap<string, string | null>) => 
         onLeftoverCommands: undefined
       },
       actions: { ...agent.actions, refuse },
-      // its commands in the re-run's sandbox, whatever the config's (what the model is told stays)
-      tools: { ...agent.tools, tools: confineCommands(agent.tools.tools, r.confinement) },
+      // its commands in the re-run's sandbox, whatever the config's (what the model is told stays);
+      // the recorded MCP tools as they were offered
+      tools: { ...agent.tools, tools: confineCommands(agent.tools.tools, r.confinement), late },
       retry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(
@@ -1362,7 +1416,7 @@ const watchdog = (r: Replay, kernel: Kernel, comparator: ReturnType<typeof makeC
  * Runs the re-run's kernel against the comparator and the driver until the outcome is known, in the
  * target log; returns the outcome and the re-run's session.
  */
-const runReplay = (r: Replay, systems: ReadonlyMap<string, string | null>) =>
+const runReplay = (r: Replay, systems: RecordedSystems) =>
   Effect.scoped(
     Effect.gen(function* () {
       const originalStore = yield* EventStore

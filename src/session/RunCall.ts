@@ -386,6 +386,8 @@ const admit = (
       }
     }
     const hookCall = { sessionId: input.journal.sessionId, callId: call.callId, tool: call.tool, input: call.input }
+    // a tool of an MCP server still starting: wait until it is ready (or failed), bounded by its start
+    yield* tools.awaitTool(call.tool)
     const decoded = tools.decode(hookCall)
     if (decoded._tag === "Refused") return decoded
     const permission: Permission = yield* gate.check(input, call, decoded.tool, decoded.input)
@@ -446,7 +448,8 @@ const toolContext = (
 
 type Executed =
   | { readonly _tag: "Ok"; readonly output: ToolOutput }
-  | { readonly _tag: "Failed"; readonly error: string }
+  /** `metadata`: what the tool's failure carries (`ToolFailure.metadata`), kept in `tool.failed` */
+  | { readonly _tag: "Failed"; readonly error: string; readonly metadata?: unknown }
 
 /**
  * Runs the tool within its timeout: its output, its failure as the model reads it, `TimedOut`
@@ -481,7 +484,7 @@ const execute = (
           ? Effect.failCause(cause as Cause.Cause<never>)
           : Effect.succeed(
               Option.match(Cause.failureOption(cause), {
-                onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message }),
+                onSome: (failure) => ({ _tag: "Failed" as const, error: failure.message, metadata: failure.metadata }),
                 onNone: () => ({ _tag: "Failed" as const, error: `The tool crashed: ${describeDefect(cause)}` })
               })
             )
@@ -531,7 +534,9 @@ const settle = (
       return yield* Effect.fail(error)
     }
     const result = executed.right
-    if (result._tag === "Failed") return yield* fail(result.error)
+    if (result._tag === "Failed") {
+      return yield* fail(result.error, result.metadata !== undefined ? { metadata: result.metadata } : {})
+    }
     const finished = yield* options.tools
       .finish({ ...admitted.hookCall, input: admitted.prepared.input }, result.output)
       .pipe(

@@ -137,8 +137,29 @@ export interface RefusedEntry extends EntryBase {
   readonly error: string
 }
 
+/**
+ * A call of an MCP server's tool (`mcp__<server>__<tool>`): its input as the model sent it, how it
+ * ended, and the blob of its whole result (docs/mcp.md).
+ */
+export interface McpCallEntry extends EntryBase {
+  readonly kind: "mcp"
+  readonly callId: string
+  readonly tool: string
+  readonly input: unknown
+  readonly status: CommandStatus
+  /** bytes of the whole result */
+  readonly bytes?: number | undefined
+  readonly resultBlob?: string | undefined
+  /** what the model was told when the call failed */
+  readonly error?: string | undefined
+}
+
+/** The prefix of an MCP server's tools (src/mcp/McpTools.ts). */
+const MCP_TOOL_PREFIX = "mcp__"
+
 export type AuditEntry =
   | RefusedEntry
+  | McpCallEntry
   | FileEntry
   | RecoveryEntry
   | CommandEntry
@@ -154,6 +175,7 @@ export const auditKinds: ReadonlyArray<AuditKind> = [
   "file",
   "recovery",
   "command",
+  "mcp",
   "permission",
   "retry",
   "model-error",
@@ -258,6 +280,8 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
   const tools = new Map<string, string>()
   /** the index in `entries` of a command's entry, by call id */
   const commands = new Map<string, number>()
+  /** the index in `entries` of an MCP call's entry, by call id */
+  const mcpCalls = new Map<string, number>()
   const questions = new Map<string, number>()
   const push = (env: Envelope): void => {
     if (!AUDITED.has(env.type)) return
@@ -273,6 +297,9 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
           const command = str(record(p.input).command) ?? JSON.stringify(p.input)
           commands.set(p.callId, entries.length)
           entries.push({ kind: "command", ...base, callId: p.callId, command, cwd, status: "not run" })
+        } else if (p.tool.startsWith(MCP_TOOL_PREFIX)) {
+          mcpCalls.set(p.callId, entries.length)
+          entries.push({ kind: "mcp", ...base, callId: p.callId, tool: p.tool, input: p.input, status: "not run" })
         }
         break
       }
@@ -281,6 +308,25 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
         break
       case "tool.finished":
       case "tool.failed": {
+        const mcpAt = mcpCalls.get(env.payload.callId)
+        if (mcpAt !== undefined) {
+          const meta = record(env.payload.metadata)
+          entries[mcpAt] = defined({
+            ...(entries[mcpAt] as McpCallEntry),
+            status:
+              env.type === "tool.finished"
+                ? "finished"
+                : env.payload.timedOut === true
+                  ? "timed out"
+                  : env.payload.interrupted === true
+                    ? "interrupted"
+                    : "failed",
+            bytes: num(meta.resultBytes),
+            resultBlob: str(meta.resultBlob),
+            error: env.type === "tool.failed" ? env.payload.error : undefined
+          } satisfies McpCallEntry)
+          break
+        }
         const at = commands.get(env.payload.callId)
         if (env.type === "tool.failed" && at === undefined && !env.payload.interrupted) {
           const p = env.payload

@@ -29,10 +29,12 @@
  *
  * The order of decision for one (part of a) request:
  * 1. the tool's own entry; when it is an object, its most specific matching pattern;
- * 2. when the tool has no entry, or none of its patterns matches: the `"*"` entry, likewise;
- * 3. then the built-in defaults (`defaultRules`, or those given to `evaluate`): the tool's entry,
+ * 2. when the tool has no entry, or none of its patterns matches: the most specific entry whose key
+ *    names tools by a wildcard (`"mcp__github__*"`: `*` matches any characters), likewise;
+ * 3. then the `"*"` entry, likewise;
+ * 4. then the built-in defaults (`defaultRules`, or those given to `evaluate`): the tool's entry,
  *    then their `"*"` entry;
- * 4. when nothing at all matches: `ask`.
+ * 5. when nothing at all matches: `ask`.
  * A path outside the workspace (`outside: true`) is decided by both the above and
  * `external_directory` (the rules' entry, else the defaults', else `ask`; no `"*"` fallback there):
  * the stricter of the two wins (deny > ask > allow).
@@ -393,7 +395,42 @@ const own = (rules: PermissionRules, key: string): PermissionRule | undefined =>
 
 const nothing: Decision = { action: "ask", rule: undefined, key: undefined, fromDefaults: true }
 
-/** The tool's entry, then `"*"`, in the rules and then in the defaults; `ask` when none matches. */
+/** A key naming tools by a wildcard (`mcp__github__*`): `*` matches any characters; not `"*"` itself. */
+const toolPattern = (key: string): RegExp | undefined =>
+  key === ANY_TOOL || !key.includes("*")
+    ? undefined
+    : new RegExp(
+        `^${key
+          .split("*")
+          .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+          .join(".*")}$`
+      )
+
+/** The most specific wildcard key (most characters besides `*`, the later on a tie) that names `tool`. */
+const toolPatternKey = (rules: PermissionRules, tool: string): string | undefined => {
+  let best: string | undefined
+  for (const key of Object.keys(rules)) {
+    if (toolPattern(key)?.test(tool) !== true) continue
+    if (best === undefined || key.replace(/\*/g, "").length >= best.replace(/\*/g, "").length) best = key
+  }
+  return best
+}
+
+const fromPatternKey = (
+  rules: PermissionRules,
+  tool: string,
+  kind: PatternKind,
+  subject: string,
+  fromDefaults: boolean
+): Decision | undefined => {
+  const key = toolPatternKey(rules, tool)
+  return key === undefined ? undefined : fromEntry(own(rules, key), key, kind, subject, fromDefaults)
+}
+
+/**
+ * The tool's entry, then the most specific wildcard entry naming it (`mcp__github__*`), then `"*"`,
+ * in the rules and then in the defaults; `ask` when none matches.
+ */
 const decideTool = (
   rules: PermissionRules,
   defaults: PermissionRules,
@@ -402,6 +439,7 @@ const decideTool = (
   subject: string
 ): Decision =>
   fromEntry(own(rules, tool), tool, kind, subject, false) ??
+  (tool === ANY_TOOL ? undefined : fromPatternKey(rules, tool, kind, subject, false)) ??
   (tool === ANY_TOOL ? undefined : fromEntry(own(rules, ANY_TOOL), ANY_TOOL, kind, subject, false)) ??
   fromEntry(own(defaults, tool), tool, kind, subject, true) ??
   (tool === ANY_TOOL ? undefined : fromEntry(own(defaults, ANY_TOOL), ANY_TOOL, kind, subject, true)) ??

@@ -142,6 +142,11 @@ export interface ToolDefinition<I = unknown> {
   readonly description: string
   // biome-ignore lint/suspicious/noExplicitAny: the encoded side of an input Schema is whatever the model sends
   readonly input: Schema.Schema<I, any, never>
+  /**
+   * The input's JSON Schema as the model is given it, when it is not generated from `input`: a
+   * tool described by someone else (an MCP server's) whose schema is passed on as given.
+   */
+  readonly inputSchema?: Readonly<Record<string, unknown>> | undefined
   /** the timeout of a call with this input (ms); the registry's default when absent */
   readonly timeoutMs?: ((input: I) => number) | undefined
   /** what a call with this input asks permission for (see `Permissions`); no subject when absent */
@@ -193,6 +198,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 120_000
 
 export interface ToolsOptions {
   readonly tools: ReadonlyArray<AnyTool>
+  /** tools that join after the registry is built (an MCP server's, when it is ready); see `LateTools` */
+  readonly late?: LateTools["Type"] | undefined
   readonly hooks?: ToolHooks | undefined
   /** timeout of a tool that does not set its own (default `DEFAULT_TOOL_TIMEOUT_MS`) */
   readonly defaultTimeoutMs?: number | undefined
@@ -227,6 +234,8 @@ export class Tools extends Context.Tag("logbook/Tools")<
     /** what the model is told about every tool */
     readonly definitions: ReadonlyArray<ModelTool>
     readonly get: (name: string) => Option.Option<AnyTool>
+    /** waits until a late tool of this name would be there (its MCP server started or failed); at once otherwise */
+    readonly awaitTool: (name: string) => Effect.Effect<void>
     /** the tool and its decoded input, or `Refused` with an error the model can act on (unknown tool, invalid input) */
     readonly decode: (call: HookCall) => DecodedCall
     /** the before hooks on a decoded call (`Refused` when one blocks it), and its timeout */
@@ -247,10 +256,28 @@ export class Tools extends Context.Tag("logbook/Tools")<
     const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS
     const before = options.hooks?.before ?? []
     const after = options.hooks?.after ?? []
-    const names = () => Array.from(byName.keys()).sort().join(", ")
+    const names = () =>
+      allTools()
+        .map((tool) => tool.name)
+        .sort()
+        .join(", ")
+    const allTools = (): ReadonlyArray<AnyTool> => {
+      const extra = options.late?.current().filter((tool) => !byName.has(tool.name)) ?? []
+      return extra.length === 0 ? Array.from(byName.values()) : [...byName.values(), ...extra]
+    }
+    const toModelTool = (tool: AnyTool): ModelTool => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema ?? inputJsonSchema(tool.input)
+    })
+    const fixed = Array.from(byName.values()).map(toModelTool)
 
+    const late = options.late
+    const lookup = (name: string): AnyTool | undefined =>
+      byName.get(name) ??
+      (late?.find === undefined ? late?.current().find((tool) => tool.name === name) : late.find(name))
     const decode = (call: HookCall): DecodedCall => {
-      const tool = byName.get(call.tool)
+      const tool = lookup(call.tool)
       if (tool === undefined) {
         return { _tag: "Refused", error: `Unknown tool "${call.tool}". The available tools are: ${names()}.` }
       }
@@ -293,12 +320,13 @@ export class Tools extends Context.Tag("logbook/Tools")<
       Effect.reduce(after, output, (current, hook) => hook(call, current))
 
     return {
-      definitions: Array.from(byName.values()).map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        inputSchema: inputJsonSchema(tool.input)
-      })),
-      get: (name) => Option.fromNullable(byName.get(name)),
+      // read at each request: late tools are offered from the first request after they joined
+      get definitions() {
+        const extra = allTools().slice(fixed.length)
+        return extra.length === 0 ? fixed : [...fixed, ...extra.map(toModelTool)]
+      },
+      get: (name) => Option.fromNullable(lookup(name)),
+      awaitTool: (name) => (byName.has(name) || late?.awaitTool === undefined ? Effect.void : late.awaitTool(name)),
       decode,
       before: runBefore,
       finish
@@ -312,9 +340,10 @@ export class Tools extends Context.Tag("logbook/Tools")<
   static readonly layer = (options: ToolsOptions): Layer.Layer<Tools> =>
     Layer.effect(
       Tools,
-      Effect.map(Effect.serviceOption(Hooks), (provided) =>
+      Effect.map(Effect.all([Effect.serviceOption(Hooks), Effect.serviceOption(LateTools)]), ([provided, late]) =>
         Tools.make({
           ...options,
+          ...(Option.isSome(late) && options.late === undefined ? { late: late.value } : {}),
           hooks: Option.match(provided, {
             onNone: () => options.hooks,
             onSome: (hooks) => combineHooks(options.hooks ?? {}, hooks)
@@ -338,3 +367,19 @@ export const combineHooks = (first: ToolHooks, second: ToolHooks): ToolHooks => 
 export class Hooks extends Context.Tag("logbook/Hooks")<Hooks, ToolHooks>() {
   static readonly layer = (hooks: ToolHooks): Layer.Layer<Hooks> => Layer.succeed(Hooks, hooks)
 }
+
+/**
+ * Tools that join the registry after it was built — an MCP server's, once the server has started
+ * — as a service a program provides around the agent's layer, like `Hooks`. `current` is read at
+ * each request and each call; a name the registry already has is ignored.
+ */
+export class LateTools extends Context.Tag("logbook/LateTools")<
+  LateTools,
+  {
+    readonly current: () => ReadonlyArray<AnyTool>
+    /** the tool a call names, when it may be one `current` does not offer now (default: looked up in `current`) */
+    readonly find?: ((name: string) => AnyTool | undefined) | undefined
+    /** waits until a tool of this name would be in `current` (its source is ready or failed) */
+    readonly awaitTool?: ((name: string) => Effect.Effect<void>) | undefined
+  }
+>() {}

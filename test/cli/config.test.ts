@@ -226,6 +226,33 @@ describe("logbook config", () => {
     expect(result.stdout).not.toContain("\u001b[")
   })
 
+  it("shows the MCP servers and where each came from, tokens masked; a project's servers are not in the config", async () => {
+    const s = setup({
+      global: {
+        mcpServers: {
+          everything: { command: "npx", args: ["mcp-server-everything"] },
+          remote: { type: "http", url: "https://example.com/mcp", bearerTokenEnv: "REMOTE_TOKEN" }
+        }
+      },
+      project: { mcpServers: { theirs: { command: "sh" } } }
+    })
+    const env = { ...s.env, REMOTE_TOKEN: SECRET }
+    const json = await runCli(["config"], { cwd: s.project, env })
+    expect(json.code).toBe(0)
+    const config = JSON.parse(json.stdout)
+    expect(config.mcpServers).toEqual({
+      everything: { command: "npx", args: ["mcp-server-everything"] },
+      remote: { type: "http", url: "https://example.com/mcp", bearerTokenEnv: "REMOTE_TOKEN", bearerToken: "(set)" }
+    })
+    const text = await runCli(["config", "--format", "text"], { cwd: s.project, env })
+    expect(text.code).toBe(0)
+    const escaped = s.globalFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+    expect(text.stdout).toMatch(new RegExp(`mcpServers\\.everything\\.command +npx +file ${escaped}`))
+    expect(text.stdout).toMatch(/mcpServers\.remote\.bearerToken +\(set\) +environment/)
+    expect(text.stdout).not.toContain("theirs")
+    expect(json.stdout + text.stdout).not.toContain(SECRET)
+  })
+
   it.each([
     [
       { provider: { local: { type: "openai-compatible", baseURL: "localhost:11434" } } },

@@ -27,6 +27,7 @@ describe("schema/config.schema.json", () => {
         "$schema",
         "compaction",
         "maxSteps",
+        "mcpServers",
         "model",
         "permission",
         "provider",

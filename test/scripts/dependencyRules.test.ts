@@ -69,6 +69,15 @@ const fixture: Record<string, string> = {
   "src/present/Up.ts": 'import { agent } from "../session/Agent.js"\nexport const up = agent\n',
   "src/store/Shows.ts": 'import { html } from "../present/Html.js"\nexport const shows = html\n',
   "src/cli/show.ts": 'export { html } from "../present/Html.js"\n',
+  "src/mcp/Client.ts": 'import "@modelcontextprotocol/sdk"\nimport "../tools/Tool.js"\n',
+  "src/mcp/Log.ts": 'import { s } from "../store/S.js"\nexport const log = s\n',
+  "src/session/Sdk.ts": 'import "@modelcontextprotocol/sdk"\n',
+  "node_modules/@modelcontextprotocol/sdk/package.json": JSON.stringify({
+    name: "@modelcontextprotocol/sdk",
+    type: "module",
+    main: "index.js"
+  }),
+  "node_modules/@modelcontextprotocol/sdk/index.js": "export const sdk = 1\n",
   "tsconfig.json": JSON.stringify({
     compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", verbatimModuleSyntax: true, noEmit: true },
     include: ["src"]
@@ -90,6 +99,8 @@ describe("the dependency rules", () => {
         "config-on-top: src/tools/Tool.ts -> src/config/Config.ts",
         "config-on-top: src/tools/TypeOnly.ts -> src/config/Config.ts",
         "domain-imports-only-domain: src/domain/Bad.ts -> src/store/S.ts",
+        "mcp-a-part: src/mcp/Log.ts -> src/store/S.ts",
+        "mcp-sdk-only-in-mcp: src/session/Sdk.ts -> node_modules/@modelcontextprotocol/sdk/index.js",
         "no-circular: src/store/A.ts -> src/store/B.ts", // one report per cycle; T1 <-> T2 (types only) is none
         "not-to-unresolvable: src/tools/Missing.ts -> ./nope.js",
         "observability-at-the-root: src/session/Traced.ts -> src/observability/Tracing.ts",

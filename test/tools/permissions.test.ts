@@ -363,3 +363,26 @@ describe("PermissionRules schema", () => {
     expect(decodeRules("allow")).toEqual(Either.left('expected an object of tool names to rules, got "allow"'))
   })
 })
+
+describe("tool names by wildcard (an MCP server's tools)", () => {
+  it("mcp__github__* decides every tool of the server; the tool's own entry and a more specific key win; others fall to *", () => {
+    const rules = {
+      "mcp__github__*": "allow",
+      "mcp__github__delete_*": "deny",
+      mcp__github__delete_branch: "ask",
+      "*": "ask"
+    } as const
+    const decide = (tool: string) => evaluate(rules, { tool }).action
+    expect(decide("mcp__github__list_issues")).toBe("allow")
+    expect(decide("mcp__github__delete_repo")).toBe("deny")
+    expect(decide("mcp__github__delete_branch")).toBe("ask")
+    expect(decide("mcp__gitlab__list_issues")).toBe("ask")
+    expect(evaluate(rules, { tool: "mcp__github__list_issues" }).rule).toBe("mcp__github__*")
+  })
+
+  it("an MCP tool with no rule asks (no built-in default allows it)", () => {
+    expect(evaluate({}, { tool: "mcp__everything__echo" }).action).toBe("ask")
+    // a key with regex characters is matched literally around its *
+    expect(evaluate({ "mcp__a.b__*": "deny" }, { tool: "mcp__aXb__x" }).action).toBe("ask")
+  })
+})

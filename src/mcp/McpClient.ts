@@ -1,0 +1,395 @@
+/**
+ * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (the one
+ * module that imports it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
+ * process group, with a minimal environment; or Streamable HTTP) and lists its tools; a
+ * connection calls a tool (interrupting the call sends the protocol's cancel) and is closed with
+ * its scope. Everything is bounded: the start, each call, a message's size, the number of tools.
+ * A server that dies during a call fails that call, and the next call starts it again, once.
+ */
+import * as NodePath from "node:path"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { Context, Duration, Effect, Layer, Schema, Scope } from "effect"
+import { stopGroup } from "../tools/processGroup.js"
+import { version } from "../version.js"
+import { cappedFetch } from "./internal/cappedFetch.js"
+import { type Environment, expand, expandAll, serverEnvironment } from "./internal/environment.js"
+import type { StdioProcessTransport } from "./internal/stdioTransport.js"
+import type { McpServerSpec } from "./McpSettings.js"
+
+/** Why an MCP server or one of its calls failed; `message` is a sentence for the user and the model. */
+export class McpError extends Schema.TaggedError<McpError>()("McpError", {
+  server: Schema.String,
+  reason: Schema.Literal("Start", "StartTimeout", "Exited", "Timeout", "TooLarge", "Protocol"),
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** A tool as the server describes it. */
+export interface McpToolInfo {
+  readonly name: string
+  readonly description: string
+  /** its input's JSON Schema, as the server gives it */
+  readonly inputSchema: Record<string, unknown>
+}
+
+/** One part of a result: text, an image or audio (base64), a resource or a link to one. */
+export type McpContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image" | "audio"; readonly data: string; readonly mimeType: string }
+  | {
+      readonly type: "resource"
+      readonly resource: {
+        readonly uri: string
+        readonly text?: string
+        readonly blob?: string
+        readonly mimeType?: string
+      }
+    }
+  | { readonly type: "resource_link"; readonly uri: string; readonly name?: string }
+  | { readonly type: string; readonly [key: string]: unknown }
+
+/** What a call returned. `isError`: the tool itself reports a failure (the model reads it). */
+export interface McpCallResult {
+  readonly content: ReadonlyArray<McpContent>
+  readonly structuredContent?: unknown
+  readonly isError: boolean
+}
+
+export interface McpCallOptions {
+  /** the call's timeout (ms); default the server's `timeoutMs` */
+  readonly timeoutMs?: number | undefined
+}
+
+/** A started server. */
+export interface McpConnection {
+  readonly name: string
+  /** its tools, at most the server's `maxTools` */
+  readonly tools: ReadonlyArray<McpToolInfo>
+  /** how many more tools the server has than were taken */
+  readonly toolsLeftOut: number
+  /** the process group of a stdio server (its first process's pid) while it runs */
+  readonly processGroup: Effect.Effect<number | undefined>
+  readonly callTool: (
+    tool: string,
+    args: Record<string, unknown>,
+    options?: McpCallOptions
+  ) => Effect.Effect<McpCallResult, McpError>
+}
+
+export interface McpConnectOptions {
+  /** the workspace: a stdio server's working directory (its `cwd` is resolved against it) */
+  readonly cwd: string
+}
+
+export class McpClient extends Context.Tag("logbook/McpClient")<
+  McpClient,
+  {
+    /** Starts `name` and lists its tools; the server is stopped when the scope closes. */
+    readonly connect: (
+      name: string,
+      spec: McpServerSpec,
+      options: McpConnectOptions
+    ) => Effect.Effect<McpConnection, McpError, Scope.Scope>
+  }
+>() {
+  /** Over the SDK; `env` is logbook's environment (the base variables, `${NAME}`, bearer tokens come from it). */
+  static readonly layer = (options: { readonly env: Environment }): Layer.Layer<McpClient> =>
+    Layer.succeed(McpClient, { connect: (name, spec, connect) => connectServer(name, spec, connect, options.env) })
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** The SDK, loaded when the first server starts: a command that starts none never loads it (nor zod). */
+const loadSdk = () =>
+  Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("./internal/stdioTransport.js")
+  ]).then(([client, http, stdio]) => ({
+    Client: client.Client,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    StdioProcessTransport: stdio.StdioProcessTransport
+  }))
+
+type Sdk = Awaited<ReturnType<typeof loadSdk>>
+
+/** One run of a server: its SDK client and how to stop it. */
+interface Incarnation {
+  readonly client: Client
+  readonly transport: Transport
+  /** the process group of a stdio server, once started */
+  readonly pid: () => number | undefined
+  /** set when the transport closed (the process exited, the HTTP session ended) */
+  closed: boolean
+  readonly stop: Effect.Effect<void>
+  /** what is known of why it ended, for an error message */
+  readonly ending: () => string
+  readonly tooLarge: () => boolean
+}
+
+const fail = (server: string, reason: McpError["reason"], message: string, cause?: unknown) =>
+  new McpError({ server, reason, message, ...(cause === undefined ? {} : { cause }) })
+
+const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+const makeTransport = (
+  sdk: Sdk,
+  name: string,
+  spec: McpServerSpec,
+  options: McpConnectOptions,
+  env: Environment,
+  onTooLarge: () => void
+): Effect.Effect<{ readonly transport: Transport; readonly stdio?: StdioProcessTransport }, McpError> => {
+  if (spec.type === "stdio") {
+    const own = expandAll(spec.env, env)
+    const args = spec.args.map((arg) => expand(arg, env))
+    const missing = [...own.missing, ...args.flatMap((arg) => arg.missing)]
+    if (missing.length > 0) {
+      return Effect.fail(
+        fail(name, "Start", `MCP server "${name}" names ${missing.map((m) => `\${${m}}`).join(", ")}, which is not set`)
+      )
+    }
+    const stdio = new sdk.StdioProcessTransport({
+      command: spec.command,
+      args: args.map((arg) => arg.value),
+      env: serverEnvironment(own.values, env),
+      cwd: spec.cwd === undefined ? options.cwd : NodePath.resolve(options.cwd, spec.cwd),
+      // the message's JSON around the result
+      maxMessageBytes: spec.maxResultBytes + 64 * 1024
+    })
+    return Effect.succeed({ transport: stdio, stdio })
+  }
+  const headers = expandAll(spec.headers, env)
+  const missing = [...headers.missing]
+  if (spec.bearerTokenEnv !== undefined) {
+    const token = env[spec.bearerTokenEnv]
+    if (token === undefined || token === "") missing.push(spec.bearerTokenEnv)
+    else headers.values.Authorization = `Bearer ${token}`
+  }
+  if (missing.length > 0) {
+    return Effect.fail(fail(name, "Start", `MCP server "${name}" needs ${missing.join(", ")}, which is not set`))
+  }
+  const url = expand(spec.url, env).value
+  const transport = new sdk.StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: headers.values },
+    fetch: cappedFetch(spec.maxResultBytes + 64 * 1024, onTooLarge)
+  })
+  return Effect.succeed({ transport })
+}
+
+/** Starts one run of the server: the process (or HTTP session) and the protocol's initialization. */
+const startIncarnation = (
+  sdk: Sdk,
+  name: string,
+  spec: McpServerSpec,
+  options: McpConnectOptions,
+  env: Environment
+): Effect.Effect<Incarnation, McpError> =>
+  Effect.gen(function* () {
+    let tooLarge = false
+    const made = yield* makeTransport(sdk, name, spec, options, env, () => {
+      tooLarge = true
+    })
+    const client = new sdk.Client({ name: "logbook", version }, { capabilities: {} })
+    const stdio = made.stdio
+    const stop = Effect.gen(function* () {
+      yield* Effect.promise(() => client.close().catch(() => undefined))
+      if (stdio?.pid !== undefined) {
+        yield* stopGroup(stdio.pid)
+        stdio.release()
+      }
+    })
+    const incarnation: Incarnation = {
+      client,
+      transport: made.transport,
+      pid: () => stdio?.pid,
+      closed: false,
+      stop,
+      ending: () => {
+        if (stdio === undefined) return "its HTTP connection closed"
+        const end = stdio.ended
+        const how =
+          end === undefined
+            ? "it stopped"
+            : end.signal !== null
+              ? `it was killed by ${end.signal}`
+              : `it exited with code ${end.code}`
+        const tail = stdio.stderrTail
+        return tail === "" ? how : `${how}; its last output: ${tail.slice(-500)}`
+      },
+      tooLarge: () => tooLarge || (stdio?.tooLarge ?? false)
+    }
+    client.onclose = () => {
+      incarnation.closed = true
+    }
+    yield* Effect.tryPromise({
+      try: (signal) => client.connect(made.transport, { signal, timeout: spec.startTimeoutMs }),
+      catch: (cause) => {
+        const code = (cause as { code?: string }).code
+        const what =
+          code === "ENOENT" && spec.type === "stdio"
+            ? `its command "${spec.command}" was not found`
+            : incarnation.closed
+              ? incarnation.ending()
+              : causeText(cause)
+        return fail(name, "Start", `MCP server "${name}" did not start: ${what}`, cause)
+      }
+    }).pipe(Effect.onError(() => stop))
+    return incarnation
+  })
+
+const listTools = (
+  name: string,
+  spec: McpServerSpec,
+  client: Client
+): Effect.Effect<{ readonly tools: ReadonlyArray<McpToolInfo>; readonly leftOut: number }, McpError> =>
+  Effect.gen(function* () {
+    const tools: Array<McpToolInfo> = []
+    let leftOut = 0
+    let cursor: string | undefined
+    // pages until the bound (a server that pages forever stops there too)
+    for (let page = 0; page < 100; page++) {
+      const result = yield* Effect.tryPromise({
+        try: (signal) =>
+          client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: spec.startTimeoutMs }),
+        catch: (cause) =>
+          fail(name, "Protocol", `MCP server "${name}" did not list its tools: ${causeText(cause)}`, cause)
+      })
+      for (const tool of result.tools) {
+        if (tools.length < spec.maxTools) {
+          tools.push({
+            name: tool.name,
+            description: tool.description ?? "",
+            inputSchema: tool.inputSchema as Record<string, unknown>
+          })
+        } else leftOut++
+      }
+      cursor = result.nextCursor
+      if (cursor === undefined || tools.length >= spec.maxTools) break
+    }
+    return { tools, leftOut }
+  })
+
+/** The size of a result's content, as the model and the log would hold it. */
+const resultBytes = (content: ReadonlyArray<McpContent>): number =>
+  content.reduce((sum, part) => sum + Buffer.byteLength(JSON.stringify(part)), 0)
+
+const connectServer = (
+  name: string,
+  spec: McpServerSpec,
+  options: McpConnectOptions,
+  env: Environment
+): Effect.Effect<McpConnection, McpError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const sdk = yield* Effect.promise(loadSdk)
+    const start = startIncarnation(sdk, name, spec, options, env).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(spec.startTimeoutMs),
+        onTimeout: () =>
+          fail(name, "StartTimeout", `MCP server "${name}" did not start within ${spec.startTimeoutMs} ms`)
+      })
+    )
+    let current = yield* Effect.acquireRelease(start, (incarnation) => incarnation.stop)
+    const listed = yield* listTools(name, spec, current.client).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(spec.startTimeoutMs),
+        onTimeout: () =>
+          fail(name, "StartTimeout", `MCP server "${name}" did not list its tools within ${spec.startTimeoutMs} ms`)
+      })
+    )
+    let restarts = 0
+    const lock = yield* Effect.makeSemaphore(1)
+    const scope = yield* Effect.scope
+
+    /** The running incarnation; a dead one is started again, once in the connection's life. */
+    const running = lock.withPermits(1)(
+      Effect.gen(function* () {
+        if (!current.closed) return current
+        if (restarts >= 1) {
+          return yield* Effect.fail(
+            fail(
+              name,
+              "Exited",
+              `MCP server "${name}" stopped (${current.ending()}) and was already restarted once; it is not started again`
+            )
+          )
+        }
+        restarts++
+        yield* current.stop
+        current = yield* Effect.acquireRelease(start, (incarnation) => incarnation.stop).pipe(Scope.extend(scope))
+        return current
+      })
+    )
+
+    const callTool = (
+      tool: string,
+      args: Record<string, unknown>,
+      callOptions?: McpCallOptions
+    ): Effect.Effect<McpCallResult, McpError> =>
+      Effect.gen(function* () {
+        const timeoutMs = callOptions?.timeoutMs ?? spec.timeoutMs
+        const incarnation = yield* running
+        const result = yield* Effect.tryPromise({
+          // the SDK's own timeout is a backstop: the Effect's fires first, and its interruption aborts
+          // the signal, which sends the server notifications/cancelled
+          try: (signal) =>
+            incarnation.client.callTool({ name: tool, arguments: args }, undefined, {
+              signal,
+              timeout: timeoutMs + 60_000
+            }),
+          catch: (cause) => {
+            if (incarnation.tooLarge()) {
+              return fail(
+                name,
+                "TooLarge",
+                `MCP server "${name}" sent a result larger than ${spec.maxResultBytes} bytes (its maxResultBytes); the call failed`,
+                cause
+              )
+            }
+            if (incarnation.closed) {
+              return fail(
+                name,
+                "Exited",
+                `MCP server "${name}" stopped during the call (${incarnation.ending()}); it will be started again for the next call`,
+                cause
+              )
+            }
+            return fail(name, "Protocol", `MCP server "${name}" failed the call: ${causeText(cause)}`, cause)
+          }
+        }).pipe(
+          Effect.timeoutFail({
+            duration: Duration.millis(timeoutMs),
+            onTimeout: () =>
+              fail(
+                name,
+                "Timeout",
+                `MCP server "${name}" did not answer within ${timeoutMs} ms; the call was cancelled`
+              )
+          })
+        )
+        const content = (result.content ?? []) as ReadonlyArray<McpContent>
+        if (resultBytes(content) > spec.maxResultBytes) {
+          return yield* Effect.fail(
+            fail(
+              name,
+              "TooLarge",
+              `MCP server "${name}" sent a result larger than ${spec.maxResultBytes} bytes (its maxResultBytes); the call failed`
+            )
+          )
+        }
+        return {
+          content,
+          ...(result.structuredContent === undefined ? {} : { structuredContent: result.structuredContent }),
+          isError: result.isError === true
+        }
+      }).pipe(Effect.withSpan("McpClient.callTool", { attributes: { server: name, tool } }))
+
+    return {
+      name,
+      tools: listed.tools,
+      toolsLeftOut: listed.leftOut,
+      processGroup: Effect.sync(() => (current.closed ? undefined : current.pid())),
+      callTool
+    } satisfies McpConnection
+  })
