@@ -785,7 +785,8 @@ const releaseContent = (ctx: Ctx, state: SessionState, from: number, upTo: numbe
       if (part.type !== "tool") continue
       parts.push(part)
       const tool = toolParts.get(part.callId)
-      if (tool !== undefined) setToolPart(toolParts, fresh(ctx, { ...tool, state: releasedToolStates[tool.state._tag] }))
+      if (tool !== undefined)
+        setToolPart(toolParts, fresh(ctx, { ...tool, state: releasedToolStates[tool.state._tag] }))
     }
     messages[i] = fresh(ctx, { ...message, parts: fresh(ctx, parts), steps: noSteps, usage: emptyUsage })
   }
