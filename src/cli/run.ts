@@ -13,11 +13,13 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
+import { Clock, Console, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
 import type { ConfigInput } from "../config/Config.js"
+import { expandCommand, matchCommand } from "../config/CustomCommands.js"
 import type { EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ToolPart } from "../domain/Message.js"
+import { nearest } from "../domain/nearest.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import type { EventStoreError } from "../store/Errors.js"
@@ -26,6 +28,7 @@ import { openPull } from "../stream/internal/pull.js"
 import { Approver } from "../tools/Approver.js"
 import { findResumed, setupAgent } from "./agentSetup.js"
 import { type ApprovalDesk, canPrompt, makeApprovalDesk, nodeTerminal } from "./approvalPrompt.js"
+import { customCommandsOf } from "./customCommands.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { warnIfDamaged } from "./integrity.js"
@@ -149,12 +152,47 @@ const readRunArgs = (args: RunArgs) =>
           onRight: (setting) => Effect.succeed(setting)
         })
       : undefined
-    const message = yield* readMessage(args.message, { argv: process.argv, stdin: process.stdin })
+    const typed = yield* readMessage(args.message, { argv: process.argv, stdin: process.stdin })
+    const custom = yield* customCommandMessage(cwd, typed)
+    const model = Option.isSome(args.model) ? args.model.value : custom?.model
     const flags: ConfigInput = {
-      ...(Option.isSome(args.model) ? { model: args.model.value } : {}),
+      ...(model !== undefined ? { model } : {}),
       ...(Option.isSome(args.maxSteps) ? { maxSteps: args.maxSteps.value } : {})
     }
-    return { cwd, reasoning, message, flags }
+    return { cwd, reasoning, message: custom?.message ?? typed, title: typed, flags }
+  })
+
+/**
+ * A message that starts with a custom command's `/name`: the prompt it expands to, and the
+ * command's model (a user's file only). A `/word` near a command's name is a usage error (a typo
+ * must not go to the model as a message); any other message is left alone (it may start with a path).
+ */
+const customCommandMessage = (cwd: string, typed: string) =>
+  Effect.gen(function* () {
+    if (!typed.trimStart().startsWith("/")) return undefined
+    // `//…` is a message that starts with a /, as at the interactive prompt
+    if (typed.trimStart().startsWith("//")) return { message: typed.trimStart().slice(1), model: undefined }
+    const loaded = yield* customCommandsOf(cwd)
+    for (const problem of loaded.problems) yield* Console.error(`logbook: command file skipped: ${problem}`)
+    const matched = matchCommand(loaded.commands, typed)
+    if (matched !== undefined) {
+      return { message: expandCommand(matched.command, matched.args), model: matched.command.model }
+    }
+    const word = /^\/([^\s/]+)(?:\s|$)/.exec(typed.trimStart())?.[1]
+    const near =
+      word === undefined
+        ? undefined
+        : nearest(
+            word,
+            loaded.commands.map((c) => c.name),
+            2
+          )
+    if (near !== undefined) {
+      return yield* CliError.usage(
+        `unknown command /${word}: did you mean /${near.name}? (a message that starts with a / can be sent as //…)`
+      )
+    }
+    return undefined
   })
 
 /**
@@ -288,7 +326,7 @@ export const run = Command.make(
   "run",
   runConfig,
   Effect.fn("cli.run")(function* (args) {
-    const { cwd, reasoning, message, flags } = yield* readRunArgs(args)
+    const { cwd, reasoning, message, title: typed, flags } = yield* readRunArgs(args)
     const { desk, approver, approveMcp } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
@@ -323,7 +361,7 @@ export const run = Command.make(
       if (existing !== undefined) yield* warnIfDamaged(existing)
       const from = existing === undefined ? 1 : (yield* store.lastSeq(existing)) + 1
       // the title is cut from the message: masked first, so the cut cannot leave part of a key
-      const title = titleOf(secrets.redactText(message))
+      const title = titleOf(secrets.redactText(typed))
       const sessionId = existing === undefined ? yield* sessions.create({ cwd, title }) : existing
       const known = existing === undefined ? new Map<CallId, ToolPart>() : (yield* sessions.open(existing)).toolParts
 

@@ -23,7 +23,11 @@ import { ItemView, oneLineCut, StatusLine } from "./Parts.js"
 import { type Theme, ThemeContext, useTheme } from "./theme.js"
 
 export type Overlay =
-  | { readonly kind: "help" }
+  | {
+      readonly kind: "help"
+      /** the custom commands (`/name [hint]`, what it does) of the session's directory */
+      readonly custom?: ReadonlyArray<readonly [string, string]> | undefined
+    }
   | { readonly kind: "events"; readonly title: string; readonly lines: ReadonlyArray<string> }
   | { readonly kind: "sessions"; readonly rows: ReadonlyArray<SessionRow> }
 
@@ -494,6 +498,13 @@ const OverlayView = ({
           <Text bold>Commands</Text>
           {COMMANDS.map(([name, what]) => (
             <Text key={name}>
+              {`  ${name.padEnd(22)}`}
+              <Text dimColor>{what}</Text>
+            </Text>
+          ))}
+          {overlay.custom !== undefined && overlay.custom.length > 0 ? <Text bold>Your commands</Text> : null}
+          {(overlay.custom ?? []).map(([name, what]) => (
+            <Text key={`custom ${name}`}>
               {`  ${name.padEnd(22)}`}
               <Text dimColor>{what}</Text>
             </Text>

@@ -14,8 +14,10 @@ import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Layer, Option, Runtime, Sc
 import { render } from "ink"
 import { createElement } from "react"
 import type { ConfigInput } from "../../config/Config.js"
+import { expandCommand, matchCommand } from "../../config/CustomCommands.js"
 import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
+import { nearest } from "../../domain/nearest.js"
 import type { ReasoningSetting } from "../../model/Reasoning.js"
 import { makeScreenFolder, pendingMessages, type ScreenFolder } from "../../present/screen.js"
 import { formatCount } from "../../present/text.js"
@@ -26,6 +28,7 @@ import { EventStore } from "../../store/EventStore.js"
 import { type ApprovalAnswer, type ApprovalRequest, Approver } from "../../tools/Approver.js"
 import { findResumed, setupAgent } from "../agentSetup.js"
 import { auditReport } from "../audit.js"
+import { customCommandsOf } from "../customCommands.js"
 import { CliError, ExitCode } from "../errors.js"
 import { eventLine } from "../eventText.js"
 import { warnIfDamaged } from "../integrity.js"
@@ -456,6 +459,12 @@ const eventsOverlay = (ctl: Controller) =>
     }))
   })
 
+/** The first line of `text`, cut to `max` characters with `…`. */
+const oneLine = (text: string, max: number): string => {
+  const first = Array.from(text.split("\n")[0]!)
+  return first.length <= max ? first.join("") : `${first.slice(0, max - 1).join("")}…`
+}
+
 const needIdle = (ctl: Controller, what: string) =>
   flash(ctl.ui, "error", `${what} waits until the agent is idle (Esc interrupts it)`)
 
@@ -467,8 +476,17 @@ const command = (ctl: Controller, line: string) =>
     const busy = ctl.ui.get().screen.session.status._tag !== "idle"
     switch (name) {
       case "/help":
-      case "/?":
-        return ctl.ui.set((s) => ({ ...s, overlay: { kind: "help" } }))
+      case "/?": {
+        const loaded = yield* customCommandsOf(ctl.options.cwd)
+        const custom = loaded.commands.map(
+          (c) =>
+            [
+              `/${c.name}${c.argumentHint === undefined ? "" : ` ${c.argumentHint}`}`,
+              oneLine(c.description ?? c.body, 56)
+            ] as const
+        )
+        return ctl.ui.set((s) => ({ ...s, overlay: { kind: "help", custom } }))
+      }
       case "/quit":
       case "/exit":
         return yield* Deferred.succeed(ctl.quit, undefined)
@@ -490,8 +508,44 @@ const command = (ctl: Controller, line: string) =>
       case "/events":
         return yield* eventsOverlay(ctl)
       default:
-        return flash(ctl.ui, "error", `unknown command ${name}; ${COMMANDS.map(([c]) => c.split(" ")[0]).join(" ")}`)
+        return yield* customCommand(ctl, line, busy)
     }
+  })
+
+/**
+ * A custom command (`config/CustomCommands.ts`): its prompt sent as a typed message is; a user's
+ * command with a model switches to it first, when idle.
+ * Anything else is an unknown command, with the nearest name when there is one.
+ */
+const customCommand = (ctl: Controller, line: string, busy: boolean) =>
+  Effect.gen(function* () {
+    const loaded = yield* customCommandsOf(ctl.options.cwd)
+    const matched = matchCommand(loaded.commands, line)
+    if (matched === undefined) {
+      const name = line.trim().split(/\s+/)[0]!.slice(1)
+      const names = [...COMMANDS.map(([c]) => c.split(" ")[0]!.slice(1)), ...loaded.commands.map((c) => c.name)]
+      const near = nearest(name, names, 2)
+      const skipped =
+        loaded.problems.length === 0
+          ? ""
+          : ` (${loaded.problems.length} command file(s) skipped: ${loaded.problems[0]})`
+      return flash(
+        ctl.ui,
+        "error",
+        near !== undefined
+          ? `unknown command /${name}: did you mean /${near.name}?${skipped}`
+          : `unknown command /${name}; /help lists the commands${skipped}`
+      )
+    }
+    const { command } = matched
+    if (command.model !== undefined && command.model !== ctl.agent.setup.resolved.ref) {
+      if (busy) return needIdle(ctl, `/${command.name} (it runs on ${command.model})`)
+      yield* switchModel(ctl, command.model, busy)
+    }
+    const message = expandCommand(command, matched.args)
+    const id = yield* sessionFor(ctl, line)
+    const sessions = yield* Sessions
+    yield* sessions.send(id, message, { mode: "prompt" })
   })
 
 /** Shows session `id`: a session goes on with the model it is on, so another agent when that is not this one's. */
