@@ -972,8 +972,266 @@ const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
   }
 }
 
+type SqliteWriter = ReturnType<typeof makeWriter>
+
+/** What the backend's parts share: the client, the writer (none when read-only) and the file, named in failures. */
+interface Db {
+  readonly sql: SqlClient.SqlClient
+  readonly writer: SqliteWriter | undefined
+  readonly filename: string
+}
+
+/** A failure because the file is damaged names it (told as a damaged file's is). */
+const withDamagedFile = (db: Db, error: EventStoreError): EventStoreError => {
+  const code = (error.cause as { readonly code?: unknown } | undefined)?.code
+  if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") return error
+  return new EventStoreError({
+    method: error.method,
+    message: error.message,
+    reason: error.reason,
+    cause: error.cause,
+    damagedFile: path.resolve(db.filename)
+  })
+}
+
+/** SQLite's failure (or a defect) of a write as an `EventStoreError`: a constraint is a refusal. */
+const writeError = (db: Db, method: string, e: unknown): EventStoreError =>
+  withDamagedFile(
+    db,
+    storeError(
+      method,
+      e,
+      `${method}: ${describeSqliteError(e)}`,
+      String((e as { code?: unknown } | undefined)?.code ?? "").startsWith("SQLITE_CONSTRAINT")
+    )
+  )
+
+/** Runs a write (one transaction, see internal/writeTransaction.ts), mapping SQLite's failures to `EventStoreError`. */
+const write = <A, E>(
+  db: Db,
+  method: string,
+  f: (w: SqliteWriter) => Effect.Effect<A, E | SqlError>
+): Effect.Effect<A, Exclude<E, SqlError> | EventStoreError> =>
+  db.writer === undefined
+    ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
+    : (f(db.writer).pipe(
+        Effect.catchIf(
+          (e): e is SqlError => e instanceof SqlError,
+          (e) => Effect.fail(writeError(db, method, e.cause ?? e))
+        ),
+        // a ROLLBACK that failed because the file is damaged is told as a damaged file's failure
+        Effect.catchIf(
+          (e): e is EventStoreError => e instanceof EventStoreError,
+          (e) => Effect.fail(withDamagedFile(db, e))
+        ),
+        Effect.catchAllDefect((defect) => Effect.fail(writeError(db, method, defect)))
+      ) as Effect.Effect<A, Exclude<E, SqlError> | EventStoreError>)
+
+/** A read's SQLite failure as an `EventStoreError` of `method`. */
+const readFailed =
+  (db: Db, method: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
+    Effect.mapError(effect, (e) =>
+      withDamagedFile(db, storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`))
+    )
+
+/** The backend's writes, each through the writer in a transaction of its own. */
+const writes = (
+  db: Db
+): Pick<
+  Backend,
+  "commit" | "saveSnapshot" | "putBlob" | "importSession" | "importStream" | "acquireLease" | "releaseLease"
+> => ({
+  commit: (requests) => write(db, "append", (w) => w.commit(requests)),
+  saveSnapshot: (snapshot, stored, keep) =>
+    Effect.asVoid(write(db, "saveSnapshot", (w) => w.saveSnapshot(snapshot, stored, keep))),
+  putBlob: (hash, content) => Effect.asVoid(write(db, "putBlob", (w) => w.putBlob(hash, content))),
+  importSession: (sessionId, events, blobs, now) =>
+    write(db, "importSession", (w) => w.importSession(sessionId, events, blobs, now)),
+  importStream: (items, now) => write(db, "importSession", (w) => w.importStream(items, now)),
+  acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
+    write(db, "acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
+  releaseLease: (sessionId, owner) => Effect.asVoid(write(db, "releaseLease", (w) => w.releaseLease(sessionId, owner)))
+})
+
+/** Reads of one state of the database (`consistentRead`), SQLite's failures as `EventStoreError`. */
+const consistent =
+  (db: Db): Backend["consistent"] =>
+  (effect) =>
+    consistentRead(db.sql)(effect).pipe(
+      Effect.catchIf(
+        (e): e is SqlError => e instanceof SqlError,
+        (e) =>
+          Effect.fail(
+            withDamagedFile(db, storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
+          )
+      )
+    )
+
+/** The event rows: a session's pages (with or without their chain columns), its last seq, and queries across sessions. */
+const eventReads = (db: Db): Pick<Backend, "readPage" | "readChainPage" | "queryPage" | "lastSeq"> => {
+  const { sql } = db
+  return {
+    readPage: (sessionId, from, to, limit) =>
+      sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
+        readFailed(db, "read")
+      ),
+    readChainPage: (sessionId, from, to, limit) =>
+      sql<EventRow & { payload: string; prev_hash: string | null; hash: string | null }>`SELECT session_id, seq, id,
+        type, at, parent_id, v, payload, prev_hash, hash FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map(
+          (rows): ReadonlyArray<ChainRow> =>
+            rows.map((r) => ({ ...toHeader(r), json: r.payload, prevHash: r.prev_hash, hash: r.hash }))
+        ),
+        readFailed(db, "readChain")
+      ),
+    queryPage: (query, after, limit) => {
+      const conditions = [
+        query.types === undefined ? undefined : sql.in("type", query.types),
+        query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
+        query.since === undefined ? undefined : sql`at >= ${query.since}`,
+        query.until === undefined ? undefined : sql`at < ${query.until}`,
+        after === undefined
+          ? undefined
+          : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
+      ].filter((c) => c !== undefined)
+      return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
+        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toHeader)),
+        readFailed(db, "query")
+      )
+    },
+    lastSeq: (sessionId) =>
+      sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((r) => r[0]?.last ?? 0),
+        readFailed(db, "lastSeq")
+      )
+  }
+}
+
+/** A session's chain: its row count and seq bounds with its chain mark, and the gaps in its seqs. */
+const chainReads = (db: Db): Pick<Backend, "chainInfo" | "seqGaps"> => {
+  const { sql } = db
+  return {
+    chainInfo: (sessionId) =>
+      Effect.all({
+        counts: sql<{ count: number; first: number | null; last: number | null }>`SELECT count(*) AS count,
+            min(seq) AS first, max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((r) => ({ count: r[0]?.count ?? 0, first: r[0]?.first ?? 0, last: r[0]?.last ?? 0 }))
+        ),
+        mark: sql<{ reason: string; through_seq: number; at: number }>`SELECT reason, through_seq, at
+            FROM chain_marks WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((r) =>
+            Option.fromNullable(r[0]).pipe(
+              Option.map(
+                (m): ChainMark => ({
+                  reason: m.reason === "imported" ? "imported" : "migrated",
+                  throughSeq: m.through_seq,
+                  at: m.at
+                })
+              )
+            )
+          )
+        )
+      }).pipe(readFailed(db, "chainInfo")),
+    seqGaps: (sessionId) =>
+      sql<{ from_seq: number; to_seq: number }>`SELECT seq + 1 AS from_seq, next - 1 AS to_seq FROM
+        (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM events WHERE session_id = ${sessionId})
+        WHERE next > seq + 1 ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ from: r.from_seq, to: r.to_seq }))),
+        readFailed(db, "seqGaps")
+      )
+  }
+}
+
+/** The session index: the sessions listed, one session's row, every session's id. */
+const indexReads = (db: Db): Pick<Backend, "sessions" | "session" | "sessionIds"> => {
+  const { sql } = db
+  return {
+    sessions: (options) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
+        ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
+        ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
+      ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit !== undefined && options.limit >= 0 ? options.limit : -1}`.pipe(
+        Effect.map((rows) => rows.map(toSummary)),
+        readFailed(db, "sessions")
+      ),
+    session: (sessionId) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
+        readFailed(db, "session")
+      ),
+    sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id as SessionId)),
+      readFailed(db, "sessionIds")
+    )
+  }
+}
+
+/** Snapshots (the seqs of a session's, the newest at or below a seq) and blobs by hash. */
+const snapshotAndBlobReads = (db: Db): Pick<Backend, "snapshotSeqs" | "loadSnapshot" | "getBlob"> => {
+  const { sql } = db
+  return {
+    snapshotSeqs: (sessionId, version) =>
+      sql<{ seq: number }>`SELECT seq FROM snapshots WHERE session_id = ${sessionId} AND version = ${version}
+        ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map((r) => r.seq)),
+        readFailed(db, "snapshotSeqs")
+      ),
+    loadSnapshot: (sessionId, version, atOrBelow) =>
+      sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
+        WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
+        ORDER BY seq DESC LIMIT 1`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state, hash: r.hash }))
+          )
+        ),
+        readFailed(db, "loadSnapshot")
+      ),
+    getBlob: (hash) =>
+      sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
+        readFailed(db, "getBlob")
+      )
+  }
+}
+
+/** The leases: one session's, and all of them. */
+const leaseReads = (db: Db): Pick<Backend, "lease" | "leases"> => {
+  const { sql } = db
+  return {
+    lease: (sessionId) =>
+      sql<{
+        owner: string
+        expires_at: number
+      }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
+          )
+        ),
+        readFailed(db, "lease")
+      ),
+    leases: sql<{
+      session_id: string
+      owner: string
+      expires_at: number
+    }>`SELECT session_id, owner, expires_at FROM leases`.pipe(
+      Effect.map((rows) =>
+        rows.map((r): Lease => ({ sessionId: r.session_id as SessionId, owner: r.owner, expiresAt: r.expires_at }))
+      ),
+      readFailed(db, "leases")
+    )
+  }
+}
+
 const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
+/** The SQLite backend over the `SqlClient`: the writer's transactions (none read-only) and the reads. */
 export const makeSqliteBackend = (
   options: SqliteOptions
 ): Effect.Effect<Backend, never, SqlClient.SqlClient | Scope.Scope> =>
@@ -986,201 +1244,15 @@ export const makeSqliteBackend = (
           // a client that cannot be reserved now (it will fail its writes the same way) reserves per write
           yield* Effect.orElseSucceed(singleConnection(sql), () => undefined)
         )
-    /** A failure because the file is damaged names it (told as a damaged file's is). */
-    const withDamagedFile = (error: EventStoreError): EventStoreError => {
-      const code = (error.cause as { readonly code?: unknown } | undefined)?.code
-      if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") return error
-      return new EventStoreError({
-        method: error.method,
-        message: error.message,
-        reason: error.reason,
-        cause: error.cause,
-        damagedFile: path.resolve(options.filename)
-      })
-    }
-    /** SQLite's failure (or a defect) of a write as an `EventStoreError`: a constraint is a refusal. */
-    const writeError = (method: string, e: unknown): EventStoreError =>
-      withDamagedFile(
-        storeError(
-          method,
-          e,
-          `${method}: ${describeSqliteError(e)}`,
-          String((e as { code?: unknown } | undefined)?.code ?? "").startsWith("SQLITE_CONSTRAINT")
-        )
-      )
-    /** Runs a write (one transaction, see internal/writeTransaction.ts), mapping SQLite's failures to `EventStoreError`. */
-    const write = <A, E>(
-      method: string,
-      f: (w: ReturnType<typeof makeWriter>) => Effect.Effect<A, E | SqlError>
-    ): Effect.Effect<A, Exclude<E, SqlError> | EventStoreError> =>
-      writer === undefined
-        ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
-        : (f(writer).pipe(
-            Effect.catchIf(
-              (e): e is SqlError => e instanceof SqlError,
-              (e) => Effect.fail(writeError(method, e.cause ?? e))
-            ),
-            // a ROLLBACK that failed because the file is damaged is told as a damaged file's failure
-            Effect.catchIf(
-              (e): e is EventStoreError => e instanceof EventStoreError,
-              (e) => Effect.fail(withDamagedFile(e))
-            ),
-            Effect.catchAllDefect((defect) => Effect.fail(writeError(method, defect)))
-          ) as Effect.Effect<A, Exclude<E, SqlError> | EventStoreError>)
-    const fail =
-      (method: string) =>
-      <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
-        Effect.mapError(effect, (e) =>
-          withDamagedFile(storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`))
-        )
-
+    const db: Db = { sql, writer, filename: options.filename }
     const backend: Backend = {
-      commit: (requests) => write("append", (w) => w.commit(requests)),
-      saveSnapshot: (snapshot, stored, keep) =>
-        Effect.asVoid(write("saveSnapshot", (w) => w.saveSnapshot(snapshot, stored, keep))),
-      putBlob: (hash, content) => Effect.asVoid(write("putBlob", (w) => w.putBlob(hash, content))),
-      importSession: (sessionId, events, blobs, now) =>
-        write("importSession", (w) => w.importSession(sessionId, events, blobs, now)),
-      importStream: (items, now) => write("importSession", (w) => w.importStream(items, now)),
-      acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
-        write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
-      releaseLease: (sessionId, owner) => Effect.asVoid(write("releaseLease", (w) => w.releaseLease(sessionId, owner))),
-      consistent: (effect) =>
-        consistentRead(sql)(effect).pipe(
-          Effect.catchIf(
-            (e): e is SqlError => e instanceof SqlError,
-            (e) =>
-              Effect.fail(
-                withDamagedFile(storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
-              )
-          )
-        ),
-      readPage: (sessionId, from, to, limit) =>
-        sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
-        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
-          fail("read")
-        ),
-      readChainPage: (sessionId, from, to, limit) =>
-        sql<EventRow & { payload: string; prev_hash: string | null; hash: string | null }>`SELECT session_id, seq, id,
-        type, at, parent_id, v, payload, prev_hash, hash FROM events
-        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.map(
-            (rows): ReadonlyArray<ChainRow> =>
-              rows.map((r) => ({ ...toHeader(r), json: r.payload, prevHash: r.prev_hash, hash: r.hash }))
-          ),
-          fail("readChain")
-        ),
-      chainInfo: (sessionId) =>
-        Effect.all({
-          counts: sql<{ count: number; first: number | null; last: number | null }>`SELECT count(*) AS count,
-            min(seq) AS first, max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
-            Effect.map((r) => ({ count: r[0]?.count ?? 0, first: r[0]?.first ?? 0, last: r[0]?.last ?? 0 }))
-          ),
-          mark: sql<{ reason: string; through_seq: number; at: number }>`SELECT reason, through_seq, at
-            FROM chain_marks WHERE session_id = ${sessionId}`.pipe(
-            Effect.map((r) =>
-              Option.fromNullable(r[0]).pipe(
-                Option.map(
-                  (m): ChainMark => ({
-                    reason: m.reason === "imported" ? "imported" : "migrated",
-                    throughSeq: m.through_seq,
-                    at: m.at
-                  })
-                )
-              )
-            )
-          )
-        }).pipe(fail("chainInfo")),
-      seqGaps: (sessionId) =>
-        sql<{ from_seq: number; to_seq: number }>`SELECT seq + 1 AS from_seq, next - 1 AS to_seq FROM
-        (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM events WHERE session_id = ${sessionId})
-        WHERE next > seq + 1 ORDER BY seq`.pipe(
-          Effect.map((rows) => rows.map((r) => ({ from: r.from_seq, to: r.to_seq }))),
-          fail("seqGaps")
-        ),
-      snapshotSeqs: (sessionId, version) =>
-        sql<{ seq: number }>`SELECT seq FROM snapshots WHERE session_id = ${sessionId} AND version = ${version}
-        ORDER BY seq`.pipe(
-          Effect.map((rows) => rows.map((r) => r.seq)),
-          fail("snapshotSeqs")
-        ),
-      queryPage: (query, after, limit) => {
-        const conditions = [
-          query.types === undefined ? undefined : sql.in("type", query.types),
-          query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
-          query.since === undefined ? undefined : sql`at >= ${query.since}`,
-          query.until === undefined ? undefined : sql`at < ${query.until}`,
-          after === undefined
-            ? undefined
-            : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
-        ].filter((c) => c !== undefined)
-        return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
-        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
-          Effect.map((rows) => rows.map(toHeader)),
-          fail("query")
-        )
-      },
-      lastSeq: (sessionId) =>
-        sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
-          Effect.map((r) => r[0]?.last ?? 0),
-          fail("lastSeq")
-        ),
-      sessions: (options) =>
-        sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
-          ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
-          ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
-        ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit !== undefined && options.limit >= 0 ? options.limit : -1}`.pipe(
-          Effect.map((rows) => rows.map(toSummary)),
-          fail("sessions")
-        ),
-      session: (sessionId) =>
-        sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
-          fail("session")
-        ),
-      sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id as SessionId)),
-        fail("sessionIds")
-      ),
-      loadSnapshot: (sessionId, version, atOrBelow) =>
-        sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
-        WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
-        ORDER BY seq DESC LIMIT 1`.pipe(
-          Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(
-              Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state, hash: r.hash }))
-            )
-          ),
-          fail("loadSnapshot")
-        ),
-      getBlob: (hash) =>
-        sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
-          fail("getBlob")
-        ),
-      lease: (sessionId) =>
-        sql<{
-          owner: string
-          expires_at: number
-        }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
-          Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(
-              Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
-            )
-          ),
-          fail("lease")
-        ),
-      leases: sql<{
-        session_id: string
-        owner: string
-        expires_at: number
-      }>`SELECT session_id, owner, expires_at FROM leases`.pipe(
-        Effect.map((rows) =>
-          rows.map((r): Lease => ({ sessionId: r.session_id as SessionId, owner: r.owner, expiresAt: r.expires_at }))
-        ),
-        fail("leases")
-      )
+      ...writes(db),
+      consistent: consistent(db),
+      ...eventReads(db),
+      ...chainReads(db),
+      ...indexReads(db),
+      ...snapshotAndBlobReads(db),
+      ...leaseReads(db)
     }
     return backend
   })
