@@ -12,7 +12,7 @@
 
 import { structuredPatch } from "diff"
 import { Effect, Option, Stream } from "effect"
-import { decodeEnvelope, type Envelope } from "../domain/Events.js"
+import { decodeEnvelope, type Envelope, type EnvelopeOf } from "../domain/Events.js"
 import type { SessionId } from "../domain/Ids.js"
 import { EventStore, type SessionSummary } from "./EventStore.js"
 
@@ -270,174 +270,242 @@ export interface Auditor {
 }
 
 /**
+ * What an auditor keeps: the entries, and per call the tool's name and where its entry is; nothing
+ * of the envelopes (outputs, deltas) themselves.
+ */
+interface AuditState {
+  readonly entries: Array<AuditEntry>
+  /** the session's working directory (`session.created`), given to its commands */
+  cwd: string | null
+  /** the tool of each call, by call id */
+  readonly tools: Map<string, string>
+  /** the index in `entries` of a command's entry, by call id */
+  readonly commands: Map<string, number>
+  /** the index in `entries` of an MCP call's entry, by call id */
+  readonly mcpCalls: Map<string, number>
+  /** the index in `entries` of a permission question's entry, by permission id */
+  readonly questions: Map<string, number>
+}
+
+/** A call invoked: a command's entry (bash) or an MCP call's, each with how it ends still to come. */
+const callInvoked = (a: AuditState, env: EnvelopeOf<"tool.invoked">, base: EntryBase): void => {
+  const p = env.payload
+  a.tools.set(p.callId, p.tool)
+  if (p.tool === "bash") {
+    const command = str(record(p.input).command) ?? JSON.stringify(p.input)
+    a.commands.set(p.callId, a.entries.length)
+    a.entries.push({ kind: "command", ...base, callId: p.callId, command, cwd: a.cwd, status: "not run" })
+  } else if (p.tool.startsWith(MCP_TOOL_PREFIX)) {
+    a.mcpCalls.set(p.callId, a.entries.length)
+    a.entries.push({ kind: "mcp", ...base, callId: p.callId, tool: p.tool, input: p.input, status: "not run" })
+  }
+}
+
+/** An MCP call's entry with how it ended. */
+const mcpCallEnd = (entry: McpCallEntry, env: EnvelopeOf<"tool.finished" | "tool.failed">): McpCallEntry => {
+  const meta = record(env.payload.metadata)
+  return defined({
+    ...entry,
+    status:
+      env.type === "tool.finished"
+        ? "finished"
+        : env.payload.timedOut === true
+          ? "timed out"
+          : env.payload.interrupted === true
+            ? "interrupted"
+            : "failed",
+    bytes: num(meta.resultBytes),
+    resultBlob: str(meta.resultBlob),
+    error: env.type === "tool.failed" ? env.payload.error : undefined
+  } satisfies McpCallEntry)
+}
+
+/**
+ * A call ended: an MCP call's or a command's entry gets how it ended; a call that failed before it
+ * was invoked, with the input the model sent, is a refused call of its own.
+ */
+const callEnded = (a: AuditState, env: EnvelopeOf<"tool.finished" | "tool.failed">, base: EntryBase): void => {
+  const mcpAt = a.mcpCalls.get(env.payload.callId)
+  if (mcpAt !== undefined) {
+    a.entries[mcpAt] = mcpCallEnd(a.entries[mcpAt] as McpCallEntry, env)
+    return
+  }
+  const at = a.commands.get(env.payload.callId)
+  if (env.type === "tool.failed" && at === undefined && !env.payload.interrupted) {
+    const p = env.payload
+    if (p.input !== undefined || p.inputText !== undefined)
+      a.entries.push({
+        kind: "refused",
+        ...base,
+        callId: p.callId,
+        tool: a.tools.get(p.callId) ?? "?",
+        ...(p.input !== undefined ? { input: p.input } : {}),
+        inputText: p.inputText,
+        error: p.error
+      })
+    return
+  }
+  if (at === undefined) return
+  a.entries[at] = { ...(a.entries[at] as CommandEntry), ...commandEnd(env) }
+}
+
+/** A file changed (by a tool, or recovered from an intent), or a recovery's outcome. */
+const fileEvent = (a: AuditState, env: EnvelopeOf<"file.changed" | "file.recovered">, base: EntryBase): void => {
+  if (env.type === "file.changed") {
+    const p = env.payload
+    a.entries.push({
+      kind: "file",
+      ...base,
+      path: p.path,
+      op: p.op,
+      beforeHash: p.beforeHash,
+      afterHash: p.afterHash,
+      callId: p.callId,
+      tool: p.callId === undefined ? undefined : a.tools.get(p.callId),
+      recovered: p.recovered === true ? true : undefined
+    })
+    return
+  }
+  const p = env.payload
+  a.entries.push({
+    kind: "recovery",
+    ...base,
+    callId: p.callId,
+    tool: a.tools.get(p.callId),
+    path: p.path,
+    op: p.op,
+    outcome: p.outcome,
+    hash: p.hash,
+    error: p.error,
+    tempRemoved: p.tempRemoved === true ? true : undefined
+  })
+}
+
+/** A permission question's entry, and its answer once given. */
+const permissionEvent = (
+  a: AuditState,
+  env: EnvelopeOf<"permission.asked" | "permission.replied">,
+  base: EntryBase
+): void => {
+  if (env.type === "permission.asked") {
+    const p = env.payload
+    a.questions.set(p.permissionId, a.entries.length)
+    a.entries.push({
+      kind: "permission",
+      ...base,
+      permissionId: p.permissionId,
+      tool: p.tool,
+      pattern: p.pattern,
+      outside: p.outside === true,
+      callId: p.callId
+    })
+    return
+  }
+  const at = a.questions.get(env.payload.permissionId)
+  if (at === undefined) return
+  const p = env.payload
+  a.entries[at] = {
+    ...(a.entries[at] as PermissionEntry),
+    reply: p.interrupted === true ? undefined : p.reply,
+    message: p.message,
+    interrupted: p.interrupted,
+    by: p.by
+  }
+}
+
+/** A turn's retries, model errors and interrupts. */
+const turnEvent = (
+  a: AuditState,
+  env: EnvelopeOf<"model.retry" | "model.error" | "turn.interrupted">,
+  base: EntryBase
+): void => {
+  switch (env.type) {
+    case "model.retry":
+      a.entries.push({
+        kind: "retry",
+        ...base,
+        attempt: env.payload.attempt,
+        delayMs: env.payload.delayMs,
+        message: env.payload.message,
+        status: env.payload.status
+      })
+      break
+    case "model.error":
+      a.entries.push({
+        kind: "model-error",
+        ...base,
+        message: env.payload.message,
+        status: env.payload.status,
+        retryable: env.payload.retryable
+      })
+      break
+    case "turn.interrupted":
+      a.entries.push({ kind: "interrupt", ...base, reason: env.payload.reason })
+      break
+  }
+}
+
+/** Folds one envelope into the audit by the group its type belongs to (types not `AUDITED` are skipped). */
+const auditEnvelope = (a: AuditState, env: Envelope): void => {
+  if (!AUDITED.has(env.type)) return
+  const base = { sessionId: env.sessionId, seq: env.seq, at: env.at }
+  switch (env.type) {
+    case "session.created":
+      a.cwd = env.payload.cwd ?? null
+      break
+    case "tool.pending":
+      a.tools.set(env.payload.callId, env.payload.tool)
+      break
+    case "tool.invoked":
+      callInvoked(a, env, base)
+      break
+    case "tool.finished":
+    case "tool.failed":
+      callEnded(a, env, base)
+      break
+    case "tool.timeout":
+      a.entries.push({
+        kind: "timeout",
+        ...base,
+        callId: env.payload.callId,
+        tool: a.tools.get(env.payload.callId),
+        timeoutMs: env.payload.timeoutMs
+      })
+      break
+    case "file.changed":
+    case "file.recovered":
+      fileEvent(a, env, base)
+      break
+    case "permission.asked":
+    case "permission.replied":
+      permissionEvent(a, env, base)
+      break
+    case "model.retry":
+    case "model.error":
+    case "turn.interrupted":
+      turnEvent(a, env, base)
+      break
+  }
+}
+
+/**
  * Folds one session's envelopes, in seq order, into audit entries (a command at its `tool.invoked`,
  * with how it ended; a question with its answer). It keeps the entries and, per call, the tool's
  * name and where its entry is; nothing of the envelopes (outputs, deltas) themselves.
  */
 export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
-  const entries: Array<AuditEntry> = []
-  let cwd: string | null = null
-  const tools = new Map<string, string>()
-  /** the index in `entries` of a command's entry, by call id */
-  const commands = new Map<string, number>()
-  /** the index in `entries` of an MCP call's entry, by call id */
-  const mcpCalls = new Map<string, number>()
-  const questions = new Map<string, number>()
-  const push = (env: Envelope): void => {
-    if (!AUDITED.has(env.type)) return
-    const base = { sessionId: env.sessionId, seq: env.seq, at: env.at }
-    switch (env.type) {
-      case "session.created":
-        cwd = env.payload.cwd ?? null
-        break
-      case "tool.invoked": {
-        const p = env.payload
-        tools.set(p.callId, p.tool)
-        if (p.tool === "bash") {
-          const command = str(record(p.input).command) ?? JSON.stringify(p.input)
-          commands.set(p.callId, entries.length)
-          entries.push({ kind: "command", ...base, callId: p.callId, command, cwd, status: "not run" })
-        } else if (p.tool.startsWith(MCP_TOOL_PREFIX)) {
-          mcpCalls.set(p.callId, entries.length)
-          entries.push({ kind: "mcp", ...base, callId: p.callId, tool: p.tool, input: p.input, status: "not run" })
-        }
-        break
-      }
-      case "tool.pending":
-        tools.set(env.payload.callId, env.payload.tool)
-        break
-      case "tool.finished":
-      case "tool.failed": {
-        const mcpAt = mcpCalls.get(env.payload.callId)
-        if (mcpAt !== undefined) {
-          const meta = record(env.payload.metadata)
-          entries[mcpAt] = defined({
-            ...(entries[mcpAt] as McpCallEntry),
-            status:
-              env.type === "tool.finished"
-                ? "finished"
-                : env.payload.timedOut === true
-                  ? "timed out"
-                  : env.payload.interrupted === true
-                    ? "interrupted"
-                    : "failed",
-            bytes: num(meta.resultBytes),
-            resultBlob: str(meta.resultBlob),
-            error: env.type === "tool.failed" ? env.payload.error : undefined
-          } satisfies McpCallEntry)
-          break
-        }
-        const at = commands.get(env.payload.callId)
-        if (env.type === "tool.failed" && at === undefined && !env.payload.interrupted) {
-          const p = env.payload
-          if (p.input !== undefined || p.inputText !== undefined)
-            entries.push({
-              kind: "refused",
-              ...base,
-              callId: p.callId,
-              tool: tools.get(p.callId) ?? "?",
-              ...(p.input !== undefined ? { input: p.input } : {}),
-              inputText: p.inputText,
-              error: p.error
-            })
-          break
-        }
-        if (at === undefined) break
-        entries[at] = { ...(entries[at] as CommandEntry), ...commandEnd(env) }
-        break
-      }
-      case "tool.timeout":
-        entries.push({
-          kind: "timeout",
-          ...base,
-          callId: env.payload.callId,
-          tool: tools.get(env.payload.callId),
-          timeoutMs: env.payload.timeoutMs
-        })
-        break
-      case "file.changed": {
-        const p = env.payload
-        entries.push({
-          kind: "file",
-          ...base,
-          path: p.path,
-          op: p.op,
-          beforeHash: p.beforeHash,
-          afterHash: p.afterHash,
-          callId: p.callId,
-          tool: p.callId === undefined ? undefined : tools.get(p.callId),
-          recovered: p.recovered === true ? true : undefined
-        })
-        break
-      }
-      case "file.recovered": {
-        const p = env.payload
-        entries.push({
-          kind: "recovery",
-          ...base,
-          callId: p.callId,
-          tool: tools.get(p.callId),
-          path: p.path,
-          op: p.op,
-          outcome: p.outcome,
-          hash: p.hash,
-          error: p.error,
-          tempRemoved: p.tempRemoved === true ? true : undefined
-        })
-        break
-      }
-      case "permission.asked": {
-        const p = env.payload
-        questions.set(p.permissionId, entries.length)
-        entries.push({
-          kind: "permission",
-          ...base,
-          permissionId: p.permissionId,
-          tool: p.tool,
-          pattern: p.pattern,
-          outside: p.outside === true,
-          callId: p.callId
-        })
-        break
-      }
-      case "permission.replied": {
-        const at = questions.get(env.payload.permissionId)
-        if (at === undefined) break
-        const p = env.payload
-        entries[at] = {
-          ...(entries[at] as PermissionEntry),
-          reply: p.interrupted === true ? undefined : p.reply,
-          message: p.message,
-          interrupted: p.interrupted,
-          by: p.by
-        }
-        break
-      }
-      case "model.retry":
-        entries.push({
-          kind: "retry",
-          ...base,
-          attempt: env.payload.attempt,
-          delayMs: env.payload.delayMs,
-          message: env.payload.message,
-          status: env.payload.status
-        })
-        break
-      case "model.error":
-        entries.push({
-          kind: "model-error",
-          ...base,
-          message: env.payload.message,
-          status: env.payload.status,
-          retryable: env.payload.retryable
-        })
-        break
-      case "turn.interrupted":
-        entries.push({ kind: "interrupt", ...base, reason: env.payload.reason })
-        break
-    }
+  const a: AuditState = {
+    entries: [],
+    cwd: null,
+    tools: new Map(),
+    commands: new Map(),
+    mcpCalls: new Map(),
+    questions: new Map()
   }
-  return { push, entries: () => entries.filter((entry) => keep(entry, filter)).map(defined) }
+  return {
+    push: (env) => auditEnvelope(a, env),
+    entries: () => a.entries.filter((entry) => keep(entry, filter)).map(defined)
+  }
 }
 
 /** The audit entries of a sequence of one session's envelopes, in seq order. */

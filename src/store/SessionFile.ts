@@ -17,7 +17,7 @@
  * blob is bounded (`SessionFileLimits`), on both sides, so what one logbook exports another imports.
  */
 import { Chunk, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
-import { decodeEnvelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
+import { decodeEnvelope, type Envelope, EnvelopeHeader, type RawEnvelope } from "../domain/Events.js"
 import { SessionId } from "../domain/Ids.js"
 import { EventStoreError } from "./Errors.js"
 import { EventStore, type ImportedEvent, type ImportItem, type SessionSummary } from "./EventStore.js"
@@ -313,195 +313,243 @@ const formatIssue = (error: ParseResult.ParseError): string =>
 
 const ENVELOPE_KEYS = ["id", "sessionId", "seq", "type", "at", "parentId", "v", "payload"]
 
+/** Where the check of a session file stands, and what it hands to import (`emit`). */
+interface Checker {
+  readonly limits: SessionFileLimits
+  readonly emit: (item: ImportItem) => void
+  header: FileHeader | undefined
+  eventCount: number
+  blobCount: number
+  /** blob -> the line of the event (or of the manifest's blob) that first references it */
+  readonly referenced: Map<string, { readonly line: number; readonly manifest: boolean }>
+  /** the blobs events reference as workspace manifests */
+  readonly manifests: Set<string>
+  readonly seen: Set<string>
+  folder: Projection.Folder | undefined
+  /** the messages the fold has released (`Folder.release`): those before this index */
+  released: number
+  /** the lines checked so far */
+  n: number
+}
+
+/** A line's JSON, or the failure naming the line. */
+const parseLine = (line: number, text: string): Either.Either<unknown, SessionFileError> => {
+  try {
+    return Either.right(JSON.parse(text) as unknown)
+  } catch (e) {
+    return Either.left(lineError(line, `not JSON (${(e as Error).message})`))
+  }
+}
+
+/** The header line: a logbook session file of a version this logbook reads; starts the session and its fold. */
+const checkHeader = (c: Checker, line: number, value: unknown): SessionFileError | undefined => {
+  if (!isRecord(value) || value.format !== FORMAT) {
+    return lineError(
+      line,
+      `not the header of a logbook session file (it must say "format":"${FORMAT}"; make one with logbook export)`
+    )
+  }
+  if (typeof value.version === "number" && value.version > FORMAT_VERSION) {
+    return lineError(
+      line,
+      `the file is of session file version ${value.version}, written by a newer logbook; this one reads version ${FORMAT_VERSION}`
+    )
+  }
+  const decoded = Schema.decodeUnknownEither(FileHeader)(value)
+  if (Either.isLeft(decoded)) return lineError(line, `the header is malformed: ${formatIssue(decoded.left)}`)
+  if (decoded.right.version !== FORMAT_VERSION) {
+    return lineError(
+      line,
+      `unknown session file version ${decoded.right.version} (this logbook reads ${FORMAT_VERSION})`
+    )
+  }
+  c.header = decoded.right
+  c.emit({ _tag: "session", sessionId: c.header.sessionId })
+  c.folder = Projection.folder(Projection.empty(c.header.sessionId))
+  return undefined
+}
+
+/**
+ * An event line's envelope, not yet decoded by its type: an object with exactly the envelope's
+ * fields, of the header's session, at the next seq.
+ */
+const envelopeOf = (line: number, seq: number, value: unknown, h: FileHeader): RawEnvelope | SessionFileError => {
+  if (!isRecord(value)) return lineError(line, `event ${seq} is not a JSON object`)
+  const extra = Object.keys(value).filter((k) => !ENVELOPE_KEYS.includes(k))
+  if (extra.length > 0) return lineError(line, `event ${seq} has fields an envelope does not have: ${extra.join(", ")}`)
+  if (!("payload" in value)) return lineError(line, `event ${seq} has no payload`)
+  const decoded = Schema.decodeUnknownEither(EnvelopeHeader)(value)
+  if (Either.isLeft(decoded)) return lineError(line, `event ${seq} is not an envelope: ${formatIssue(decoded.left)}`)
+  const e = decoded.right
+  if (e.sessionId !== h.sessionId) {
+    return lineError(
+      line,
+      `event ${seq} belongs to session ${e.sessionId}, not ${h.sessionId}: a file holds one session`
+    )
+  }
+  if (e.seq !== seq)
+    return lineError(line, `expected event seq ${seq}, found seq ${e.seq} (seqs run 1, 2, 3 … without a gap)`)
+  return { ...e, payload: value.payload }
+}
+
+/**
+ * Folds an event into the session's projection (it must follow from the events before it) and
+ * releases the messages settled so far: the fold holds their skeleton, the file is not held.
+ */
+const foldEvent = (c: Checker, line: number, seq: number, e: Envelope): SessionFileError | undefined => {
+  const folded = c.folder!.push(e)
+  if (Either.isLeft(folded)) {
+    return lineError(line, `event ${seq} (${e.type}) does not follow from the events before it: ${folded.left.message}`)
+  }
+  const state = c.folder!.view()
+  if (Either.isRight(state)) {
+    const upTo = Projection.settledUpTo(state.right, c.released)
+    if (upTo > c.released) {
+      c.folder!.release(upTo)
+      c.released = upTo
+    }
+  }
+  return undefined
+}
+
+/**
+ * An event line: its envelope checked, decoded by its type and folded, handed to import, and the
+ * blobs it references noted.
+ */
+const checkEvent = (c: Checker, line: number, value: unknown, h: FileHeader): SessionFileError | undefined => {
+  const seq = c.eventCount + 1
+  const raw = envelopeOf(line, seq, value, h)
+  if (raw instanceof SessionFileError) return raw
+  const typed = decodeEnvelope(raw)
+  if (Either.isLeft(typed)) return lineError(line, `event ${seq} (${raw.type}): ${typed.left.message}`)
+  const unfolded = foldEvent(c, line, seq, typed.right)
+  if (unfolded !== undefined) return unfolded
+  c.eventCount++
+  c.emit({
+    _tag: "event",
+    event: { id: raw.id, type: raw.type, at: raw.at, parentId: raw.parentId, v: raw.v, payload: raw.payload }
+  })
+  for (const hash of blobReferences(raw)) if (!c.referenced.has(hash)) c.referenced.set(hash, { line, manifest: false })
+  const manifest = manifestOf(raw)
+  if (manifest !== undefined) c.manifests.add(manifest)
+  return undefined
+}
+
+/**
+ * A blob line: within the limit, referenced, not seen before, valid base64 of its size and hash;
+ * a workspace manifest's blobs are noted as referenced too. Handed to import.
+ */
+const checkBlob = (c: Checker, line: number, value: unknown): SessionFileError | undefined => {
+  const decoded = Schema.decodeUnknownEither(BlobLine)(value)
+  if (Either.isLeft(decoded)) return lineError(line, `not a blob line: ${formatIssue(decoded.left)}`)
+  const { base64, blob, size } = decoded.right
+  if (size > c.limits.maxBlobBytes) {
+    return lineError(
+      line,
+      `the blob ${blob} holds ${mib(size)}, more than the limit of ${mib(c.limits.maxBlobBytes)} per blob`
+    )
+  }
+  if (!c.referenced.has(blob)) return lineError(line, `the blob ${blob} is not referenced by any event of the file`)
+  if (c.seen.has(blob)) return lineError(line, `the blob ${blob} appears twice`)
+  const bytes = Buffer.from(base64, "base64")
+  // Node's decoder skips what is not base64: a strict check is that it encodes back the same
+  if (bytes.toString("base64") !== base64) return lineError(line, `the blob ${blob} is not valid base64`)
+  if (bytes.byteLength !== size) {
+    return lineError(line, `the blob ${blob} holds ${bytes.byteLength} bytes, but its line says ${size}`)
+  }
+  if (hashContent(bytes) !== blob) {
+    return lineError(line, `the blob ${blob} does not match its bytes (their SHA-256 is ${hashContent(bytes)})`)
+  }
+  if (c.manifests.has(blob)) {
+    const named = manifestReferences(bytes)
+    if (Either.isLeft(named)) {
+      return lineError(line, `the blob ${blob} is a workspace manifest of an event, but not a manifest: ${named.left}`)
+    }
+    for (const hash of named.right) if (!c.referenced.has(hash)) c.referenced.set(hash, { line, manifest: true })
+  }
+  c.seen.add(blob)
+  c.blobCount++
+  c.emit({ _tag: "blob", content: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
+  return undefined
+}
+
+/**
+ * The next line: not empty, not past what the header announces, within the size and nesting
+ * limits of its kind, JSON; then checked as the header, an event or a blob by its place.
+ */
+const checkLine = (c: Checker, text: string): SessionFileError | undefined => {
+  const line = ++c.n
+  const { header, limits } = c
+  if (text === "") return lineError(line, "an empty line (a session file has none)")
+  if (header !== undefined && line > 1 + header.events + header.blobs) {
+    return lineError(
+      line,
+      `the header announces ${header.events} events and ${header.blobs} blobs (${1 + header.events + header.blobs} lines), but the file goes on`
+    )
+  }
+  const isEvent = header !== undefined && line <= 1 + header.events
+  const limit = header === undefined || isEvent ? limits.maxEventBytes : blobLineBytes(limits.maxBlobBytes)
+  const bytes = Buffer.byteLength(text)
+  if (bytes > limit) return lineError(line, `the line holds ${mib(bytes)}, more than the limit of ${mib(limit)}`)
+  if (nestingOver(text, limits.maxDepth) !== undefined) {
+    return lineError(
+      line,
+      `its JSON nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
+    )
+  }
+  const value = parseLine(line, text)
+  if (Either.isLeft(value)) return value.left
+  if (header === undefined) return checkHeader(c, line, value.right)
+  return isEvent ? checkEvent(c, line, value.right, header) : checkBlob(c, line, value.right)
+}
+
+/** What only the end can tell: a header, every announced event and blob, every referenced blob present. */
+const checkEnd = (c: Checker): Either.Either<FileHeader, SessionFileError> => {
+  const { header, eventCount, blobCount, n } = c
+  if (header === undefined) return Either.left(new SessionFileError({ line: 0, message: "the file is empty" }))
+  if (eventCount < header.events) {
+    return Either.left(
+      lineError(n + 1, `the file ends after ${eventCount} of the ${header.events} events its header announces`)
+    )
+  }
+  for (const [hash, { line, manifest }] of c.referenced) {
+    if (!c.seen.has(hash)) {
+      return Either.left(
+        lineError(
+          line,
+          `${manifest ? "the workspace manifest" : "the event"} references the blob ${hash}, which the file does not hold`
+        )
+      )
+    }
+  }
+  if (blobCount !== header.blobs) {
+    return Either.left(
+      lineError(n + 1, `the file ends after ${blobCount} of the ${header.blobs} blobs its header announces`)
+    )
+  }
+  return Either.right(header)
+}
+
 /**
  * Checks the lines of a session file one by one (a state machine: header, N envelopes, M blobs),
  * keeping what import writes. `push` fails at the first wrong line; `end` checks what only the end
  * can tell (counts, missing blobs).
  */
 const makeChecker = (limits: SessionFileLimits, emit: (item: ImportItem) => void) => {
-  let header: FileHeader | undefined
-  let eventCount = 0
-  let blobCount = 0
-  /** blob -> the line of the event (or of the manifest's blob) that first references it */
-  const referenced = new Map<string, { readonly line: number; readonly manifest: boolean }>()
-  /** the blobs events reference as workspace manifests */
-  const manifests = new Set<string>()
-  const seen = new Set<string>()
-  let folder: Projection.Folder | undefined
-  /** the messages the fold has released (`Folder.release`): those before this index */
-  let released = 0
-  let n = 0
-
-  const parse = (line: number, text: string): Either.Either<unknown, SessionFileError> => {
-    try {
-      return Either.right(JSON.parse(text) as unknown)
-    } catch (e) {
-      return Either.left(lineError(line, `not JSON (${(e as Error).message})`))
-    }
+  const c: Checker = {
+    limits,
+    emit,
+    header: undefined,
+    eventCount: 0,
+    blobCount: 0,
+    referenced: new Map(),
+    manifests: new Set(),
+    seen: new Set(),
+    folder: undefined,
+    released: 0,
+    n: 0
   }
-
-  const pushHeader = (line: number, value: unknown): SessionFileError | undefined => {
-    if (!isRecord(value) || value.format !== FORMAT) {
-      return lineError(
-        line,
-        `not the header of a logbook session file (it must say "format":"${FORMAT}"; make one with logbook export)`
-      )
-    }
-    if (typeof value.version === "number" && value.version > FORMAT_VERSION) {
-      return lineError(
-        line,
-        `the file is of session file version ${value.version}, written by a newer logbook; this one reads version ${FORMAT_VERSION}`
-      )
-    }
-    const decoded = Schema.decodeUnknownEither(FileHeader)(value)
-    if (Either.isLeft(decoded)) return lineError(line, `the header is malformed: ${formatIssue(decoded.left)}`)
-    if (decoded.right.version !== FORMAT_VERSION) {
-      return lineError(
-        line,
-        `unknown session file version ${decoded.right.version} (this logbook reads ${FORMAT_VERSION})`
-      )
-    }
-    header = decoded.right
-    emit({ _tag: "session", sessionId: header.sessionId })
-    folder = Projection.folder(Projection.empty(header.sessionId))
-    return undefined
-  }
-
-  const pushEvent = (line: number, value: unknown, h: FileHeader): SessionFileError | undefined => {
-    const seq = eventCount + 1
-    if (!isRecord(value)) return lineError(line, `event ${seq} is not a JSON object`)
-    const extra = Object.keys(value).filter((k) => !ENVELOPE_KEYS.includes(k))
-    if (extra.length > 0)
-      return lineError(line, `event ${seq} has fields an envelope does not have: ${extra.join(", ")}`)
-    if (!("payload" in value)) return lineError(line, `event ${seq} has no payload`)
-    const decoded = Schema.decodeUnknownEither(EnvelopeHeader)(value)
-    if (Either.isLeft(decoded)) return lineError(line, `event ${seq} is not an envelope: ${formatIssue(decoded.left)}`)
-    const e = decoded.right
-    if (e.sessionId !== h.sessionId) {
-      return lineError(
-        line,
-        `event ${seq} belongs to session ${e.sessionId}, not ${h.sessionId}: a file holds one session`
-      )
-    }
-    if (e.seq !== seq)
-      return lineError(line, `expected event seq ${seq}, found seq ${e.seq} (seqs run 1, 2, 3 … without a gap)`)
-    const raw: RawEnvelope = { ...e, payload: value.payload }
-    const typed = decodeEnvelope(raw)
-    if (Either.isLeft(typed)) return lineError(line, `event ${seq} (${e.type}): ${typed.left.message}`)
-    const folded = folder!.push(typed.right)
-    if (Either.isLeft(folded)) {
-      return lineError(
-        line,
-        `event ${seq} (${e.type}) does not follow from the events before it: ${folded.left.message}`
-      )
-    }
-    // what the fold holds of the messages settled so far is their skeleton (the file is not held)
-    const state = folder!.view()
-    if (Either.isRight(state)) {
-      const upTo = Projection.settledUpTo(state.right, released)
-      if (upTo > released) {
-        folder!.release(upTo)
-        released = upTo
-      }
-    }
-    eventCount++
-    emit({
-      _tag: "event",
-      event: { id: e.id, type: e.type, at: e.at, parentId: e.parentId, v: e.v, payload: value.payload }
-    })
-    for (const hash of blobReferences(raw)) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: false })
-    const manifest = manifestOf(raw)
-    if (manifest !== undefined) manifests.add(manifest)
-    return undefined
-  }
-
-  const pushBlob = (line: number, value: unknown): SessionFileError | undefined => {
-    const decoded = Schema.decodeUnknownEither(BlobLine)(value)
-    if (Either.isLeft(decoded)) return lineError(line, `not a blob line: ${formatIssue(decoded.left)}`)
-    const { base64, blob, size } = decoded.right
-    if (size > limits.maxBlobBytes) {
-      return lineError(
-        line,
-        `the blob ${blob} holds ${mib(size)}, more than the limit of ${mib(limits.maxBlobBytes)} per blob`
-      )
-    }
-    if (!referenced.has(blob)) return lineError(line, `the blob ${blob} is not referenced by any event of the file`)
-    if (seen.has(blob)) return lineError(line, `the blob ${blob} appears twice`)
-    const bytes = Buffer.from(base64, "base64")
-    // Node's decoder skips what is not base64: a strict check is that it encodes back the same
-    if (bytes.toString("base64") !== base64) return lineError(line, `the blob ${blob} is not valid base64`)
-    if (bytes.byteLength !== size) {
-      return lineError(line, `the blob ${blob} holds ${bytes.byteLength} bytes, but its line says ${size}`)
-    }
-    if (hashContent(bytes) !== blob) {
-      return lineError(line, `the blob ${blob} does not match its bytes (their SHA-256 is ${hashContent(bytes)})`)
-    }
-    if (manifests.has(blob)) {
-      const named = manifestReferences(bytes)
-      if (Either.isLeft(named)) {
-        return lineError(
-          line,
-          `the blob ${blob} is a workspace manifest of an event, but not a manifest: ${named.left}`
-        )
-      }
-      for (const hash of named.right) if (!referenced.has(hash)) referenced.set(hash, { line, manifest: true })
-    }
-    seen.add(blob)
-    blobCount++
-    emit({ _tag: "blob", content: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
-    return undefined
-  }
-
-  return {
-    push: (text: string): SessionFileError | undefined => {
-      const line = ++n
-      if (text === "") return lineError(line, "an empty line (a session file has none)")
-      if (header !== undefined && line > 1 + header.events + header.blobs) {
-        return lineError(
-          line,
-          `the header announces ${header.events} events and ${header.blobs} blobs (${1 + header.events + header.blobs} lines), but the file goes on`
-        )
-      }
-      const isEvent = header !== undefined && line <= 1 + header.events
-      const limit = header === undefined || isEvent ? limits.maxEventBytes : blobLineBytes(limits.maxBlobBytes)
-      const bytes = Buffer.byteLength(text)
-      if (bytes > limit) return lineError(line, `the line holds ${mib(bytes)}, more than the limit of ${mib(limit)}`)
-      if (nestingOver(text, limits.maxDepth) !== undefined) {
-        return lineError(
-          line,
-          `its JSON nests arrays and objects more than ${limits.maxDepth} levels deep, more than a session file allows`
-        )
-      }
-      const value = parse(line, text)
-      if (Either.isLeft(value)) return value.left
-      if (header === undefined) return pushHeader(line, value.right)
-      return isEvent ? pushEvent(line, value.right, header) : pushBlob(line, value.right)
-    },
-    end: (): Either.Either<FileHeader, SessionFileError> => {
-      if (header === undefined) return Either.left(new SessionFileError({ line: 0, message: "the file is empty" }))
-      if (eventCount < header.events) {
-        return Either.left(
-          lineError(n + 1, `the file ends after ${eventCount} of the ${header.events} events its header announces`)
-        )
-      }
-      for (const [hash, { line, manifest }] of referenced) {
-        if (!seen.has(hash)) {
-          return Either.left(
-            lineError(
-              line,
-              `${manifest ? "the workspace manifest" : "the event"} references the blob ${hash}, which the file does not hold`
-            )
-          )
-        }
-      }
-      if (blobCount !== header.blobs) {
-        return Either.left(
-          lineError(n + 1, `the file ends after ${blobCount} of the ${header.blobs} blobs its header announces`)
-        )
-      }
-      return Either.right(header)
-    }
-  }
+  return { push: (text: string) => checkLine(c, text), end: () => checkEnd(c) }
 }
 
 /**

@@ -62,6 +62,7 @@ import {
   makeImmediate,
   reservedWriteTransaction,
   singleConnection,
+  type WriteTransaction,
   writeTransaction
 } from "./internal/writeTransaction.js"
 
@@ -606,271 +607,631 @@ const DELETE_LEASE = "DELETE FROM leases WHERE session_id = ? AND owner = ?"
 const blobBytes = (content: Uint8Array) => Buffer.from(content.buffer, content.byteOffset, content.byteLength)
 
 /**
- * The writes, on the `SqlClient`'s one connection: each write is one `BEGIN IMMEDIATE` transaction whose
- * statements run on the transaction's connection with the client's prepared-statement cache
- * (`Connection.execute`), as few per commit as the data allows. Not `sql.unsafe`: its span,
- * compile and scope per statement cost several times what `execute` does, and a commit runs several. Reads go through the same client; none runs
- * while a write is open (`writeTransaction`: no other fiber runs; a reserved one: the client's
- * semaphore).
+ * What the writer's steps share: its transactions, and what the last commits of this process left
+ * of each session they wrote — its index row, stats cursor, lease holder, last seq and the hash the
+ * next row chains to — so a commit need not read them again. `known` is valid only while nothing
+ * else changed the database: `valid` is the database's `data_version` (changed by every commit of
+ * another connection, i.e. another process) and this connection's `total_changes()` (changed by
+ * every row any other write of this process touches: a lease, a snapshot, a statement through the
+ * `SqlClient`) as the last commit left them. A commit checks both first, inside its transaction,
+ * and forgets everything when either moved.
  */
-const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
-  const transact = writeTransaction(sql, conn)
-  // a write whose body waits for something else (an import reading its file) reserves the connection
-  const reserved = reservedWriteTransaction(sql)
+interface Writer {
+  readonly transact: WriteTransaction
+  /** for a write whose body waits for something else (an import reading its file): reserves the connection */
+  readonly reserved: WriteTransaction
+  readonly known: Map<SessionId, KnownSession>
+  valid: Validity | undefined
+}
 
-  /**
-   * What the last commits of this process left of each session they wrote — its index row, stats
-   * cursor, lease holder, last seq and the hash the next row chains to — so a commit need not read
-   * them again. Valid only while nothing else changed the database: `valid` is the database's
-   * `data_version` (changed by every commit of another connection, i.e. another process) and this
-   * connection's `total_changes()` (changed by every row any other write of this process touches:
-   * a lease, a snapshot, a statement through the `SqlClient`) as the last commit left them. A commit
-   * checks both first, inside its transaction, and forgets everything when either moved.
-   */
-  const known = new Map<SessionId, KnownSession>()
-  let valid: Validity | undefined
+/** A commit's requests by session, in order of first appearance: the indexes of each session's requests. */
+const bySession = (requests: ReadonlyArray<CommitRequest>): Map<SessionId, Array<number>> => {
+  const sessions = new Map<SessionId, Array<number>>()
+  requests.forEach((r, i) => {
+    const list = sessions.get(r.sessionId)
+    if (list === undefined) sessions.set(r.sessionId, [i])
+    else list.push(i)
+  })
+  return sessions
+}
 
-  /** The statements of a commit (its own transaction, or part of an import's, which does not use `known`). */
-  const commitBody = (conn: Connection, requests: ReadonlyArray<CommitRequest>, useKnown: boolean) =>
-    Effect.gen(function* () {
-      const run = (statement: string, params: ReadonlyArray<unknown>) => conn.execute(statement, params, undefined)
-      // rows this body changes (a write's `changes`), for the validity it leaves
-      let changes = 0
-      const write = (statement: string, params: ReadonlyArray<unknown>) =>
-        Effect.map(conn.executeRaw(statement, params), (result) => {
-          changes += (result as { readonly changes: number }).changes
-        })
-      let checked: Validity | undefined
-      if (useKnown) {
-        checked = (yield* run(SELECT_VALIDITY, []))[0] as Validity
-        if (valid === undefined || checked.dv !== valid.dv || checked.tc !== valid.tc) known.clear()
-      }
-      // one read of the last seq and one index update per session, however many requests it has
-      const bySession = new Map<SessionId, Array<number>>()
-      requests.forEach((r, i) => {
-        const list = bySession.get(r.sessionId)
-        if (list === undefined) bySession.set(r.sessionId, [i])
-        else list.push(i)
-      })
-      const out: Array<number> = new Array(requests.length)
-      const after: Array<readonly [SessionId, KnownSession]> = []
-      for (const [sessionId, indexes] of bySession) {
-        let before = useKnown ? known.get(sessionId) : undefined
-        if (before === undefined) {
-          const state: CommitStateRow = (yield* run(SELECT_COMMIT_STATE, [sessionId, sessionId, sessionId]))[0]
-          const current: SessionRow | undefined = state.id === null ? undefined : (state as SessionRow)
-          before = {
-            summary: current ? toSummary(current) : undefined,
-            cursor: toCursor(current),
-            holder: state.lease_owner ?? undefined,
-            seq: state.last_row_seq ?? 0,
-            prev: state.last_row_seq === null ? genesisHash(sessionId) : (state.last_row_hash ?? UNCHAINED_PREV)
-          }
-        }
-        // the fence: a request written for a lease owner goes in only while that owner holds the
-        // lease (one lease read per session, not per request)
-        const holder = before.holder
-        for (const i of indexes) {
-          const owner = requests[i]!.owner
-          if (owner !== undefined && holder !== owner) return yield* Effect.fail(fencedError(sessionId, owner, holder))
-        }
-        let seq = before.seq
-        let prev = before.prev
-        let summary = before.summary
-        // a copy: the fold below moves it, and `known` keeps what was committed
-        const cursor: StatsCursor = { ...before.cursor }
-        const stats: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
-        const statsSink = sqlSink((statement, params) => {
-          stats.push([statement, params])
-        })
-        const params: Array<unknown> = []
-        for (const i of indexes) {
-          const events = requests[i]!.events
-          out[i] = seq + 1
-          summary = summarize(summary, sessionId, seq + 1, events)
-          for (const e of events) {
-            seq++
-            const hash = eventHash(prev, {
-              sessionId,
-              seq,
-              id: e.id,
-              type: e.type,
-              at: e.at,
-              parentId: e.parentId,
-              v: e.v,
-              json: e.json
-            })
-            params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json, prev, hash)
-            prev = hash
-            deriveStats(cursor, statsSink, sessionId, seq, e.type, e.at, e.json)
-          }
-        }
-        // the stats statements in the order the fold made them, then the rows: one statement per
-        // `INSERT_CHUNK` rows (and one for the rest)
-        for (const [statement, values] of stats) yield* write(STATS_SQL[statement], values)
-        for (let from = 0; from < params.length; from += INSERT_CHUNK * EVENT_COLUMNS) {
-          const chunk = params.slice(from, from + INSERT_CHUNK * EVENT_COLUMNS)
-          yield* write(insertRows(chunk.length / EVENT_COLUMNS), chunk)
-        }
-        const s = summary!
-        yield* write(UPSERT_SESSION, [
-          s.id,
-          s.title,
-          s.cwd,
-          s.createdAt,
-          s.updatedAt,
-          s.lastSeq,
-          s.status,
-          s.deleted ? 1 : 0,
-          s.model,
-          s.turnOpen ? 1 : 0,
-          s.lastTurn?.reason ?? null,
-          s.lastTurn?.interrupted ? 1 : 0,
-          s.cost,
-          s.costKnown ? 1 : 0,
-          cursor.stepAt,
-          cursor.stepFirstMs,
-          cursor.turnSeq
-        ])
-        // what a read of the row just written would give (`toCursor` takes the model from the row)
-        after.push([
-          sessionId,
-          { summary: s, cursor: { ...cursor, model: s.model }, holder, seq, prev } satisfies KnownSession
-        ])
-      }
-      const committed = (): void => {
-        if (checked === undefined) return
-        if (known.size + after.length > KNOWN_SESSIONS) known.clear()
-        for (const [sessionId, state] of after) known.set(sessionId, state)
-        valid = { dv: checked.dv, tc: checked.tc + changes }
-      }
-      return { firstSeqs: out as ReadonlyArray<number>, committed }
-    })
-
+/** A session as `SELECT_COMMIT_STATE` found it. */
+const knownFrom = (sessionId: SessionId, state: CommitStateRow): KnownSession => {
+  const current: SessionRow | undefined = state.id === null ? undefined : (state as SessionRow)
   return {
-    // `known` is brought up to date right after COMMIT, before the connection is given back
-    commit: (requests: ReadonlyArray<CommitRequest>) =>
-      transact(
-        (conn) => commitBody(conn, requests, true),
-        (result) => result.committed()
-      ).pipe(Effect.map((result) => result.firstSeqs)),
-    saveSnapshot: (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
-      transact((conn) =>
-        Effect.zipRight(
-          conn.execute(INSERT_SNAPSHOT, [s.sessionId, s.version, s.seq, s.at, stored.json, stored.hash], undefined),
-          conn.execute(PRUNE_SNAPSHOTS, [s.sessionId, s.version, s.sessionId, s.version, keep], undefined)
-        )
-      ),
-    putBlob: (hash: string, content: Uint8Array) =>
-      transact((conn) => conn.execute(PUT_BLOB, [hash, content.byteLength, blobBytes(content)], undefined)),
-    // one transaction: the check, the blobs, the events, the index row and the chain mark (the
-    // file carried no hashes: the chain starts here)
-    importSession: (
-      sessionId: SessionId,
-      events: ReadonlyArray<PreparedEvent>,
-      blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>,
-      now: number
-    ) =>
-      transact((conn) =>
-        Effect.gen(function* () {
-          if ((yield* conn.execute(SESSION_EXISTS, [sessionId, sessionId], undefined)).length > 0) {
-            return yield* Effect.fail(sessionExistsError(sessionId))
-          }
-          for (let i = 0; i < events.length; i++) {
-            const other: { session_id: string } | undefined = (yield* conn.execute(
-              SELECT_EVENT_SESSION,
-              [events[i]!.id],
-              undefined
-            ))[0]
-            if (other !== undefined) return yield* Effect.fail(eventExistsError(events[i]!.id, i + 1, other.session_id))
-          }
-          for (const { hash, content } of blobs) {
-            yield* conn.execute(PUT_BLOB, [hash, content.byteLength, blobBytes(content)], undefined)
-          }
-          yield* commitBody(conn, [{ sessionId, events }], false)
-          yield* conn.execute(MARK_CHAIN, [sessionId, "imported", events.length, now], undefined)
-        })
-      ),
-    /** `importSession` as the items come: a transaction of its own (its body waits for them), so it reserves the connection. */
-    importStream: <E>(items: Stream.Stream<BackendImportItem, E>, now: number) =>
-      reserved((conn) =>
-        Effect.gen(function* () {
-          let sessionId: SessionId | undefined
-          let count = 0
-          yield* Stream.runForEach(items, (item) =>
-            Effect.gen(function* () {
-              if (item._tag === "session") {
-                if ((yield* conn.execute(SESSION_EXISTS, [item.sessionId, item.sessionId], undefined)).length > 0) {
-                  return yield* Effect.fail(sessionExistsError(item.sessionId))
-                }
-                sessionId = item.sessionId
-              } else if (item._tag === "blob") {
-                yield* conn.execute(PUT_BLOB, [item.hash, item.content.byteLength, blobBytes(item.content)], undefined)
-              } else {
-                // ids are checked against the rows written so far and the batch's own earlier ones
-                const batch = new Set<string>()
-                for (let i = 0; i < item.events.length; i++) {
-                  const id = item.events[i]!.id
-                  if (batch.has(id)) return yield* Effect.fail(repeatedEventError(id, count + i + 1))
-                  batch.add(id)
-                  const other: { session_id: string } | undefined = (yield* conn.execute(
-                    SELECT_EVENT_SESSION,
-                    [id],
-                    undefined
-                  ))[0]
-                  if (other !== undefined)
-                    return yield* Effect.fail(
-                      other.session_id === sessionId
-                        ? repeatedEventError(id, count + i + 1)
-                        : eventExistsError(id, count + i + 1, other.session_id)
-                    )
-                }
-                yield* commitBody(conn, [{ sessionId: sessionId!, events: item.events }], false)
-                count += item.events.length
-              }
-            })
-          )
-          if (sessionId === undefined) {
-            return yield* Effect.fail(
-              storeError("importSession", undefined, "importSession: no session was given", true)
-            )
-          }
-          yield* conn.execute(MARK_CHAIN, [sessionId, "imported", count, now], undefined)
-          return sessionId
-        })
-      ),
-    acquireLease: (sessionId: SessionId, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
-      transact((conn) =>
-        Effect.gen(function* () {
-          const current: { owner: string; expires_at: number } | undefined = (yield* conn.execute(
-            SELECT_LEASE,
-            [sessionId],
+    summary: current ? toSummary(current) : undefined,
+    cursor: toCursor(current),
+    holder: state.lease_owner ?? undefined,
+    seq: state.last_row_seq ?? 0,
+    prev: state.last_row_seq === null ? genesisHash(sessionId) : (state.last_row_hash ?? UNCHAINED_PREV)
+  }
+}
+
+/**
+ * The fence: a request written for a lease owner goes in only while that owner holds the lease
+ * (one lease read per session, not per request). The refusal of the first that does not.
+ */
+const fenced = (
+  sessionId: SessionId,
+  holder: string | undefined,
+  requests: ReadonlyArray<CommitRequest>,
+  indexes: ReadonlyArray<number>
+): EventStoreError | undefined => {
+  for (const i of indexes) {
+    const owner = requests[i]!.owner
+    if (owner !== undefined && holder !== owner) return fencedError(sessionId, owner, holder)
+  }
+  return undefined
+}
+
+/** What a session's requests in a commit come to: its rows, its stats statements and its state after them. */
+interface SessionWrite {
+  /** the rows' columns, `EVENT_COLUMNS` per row */
+  readonly params: Array<unknown>
+  /** the stats statements in the order the fold made them */
+  readonly stats: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]>
+  readonly summary: SessionSummary
+  readonly cursor: StatsCursor
+  readonly seq: number
+  readonly prev: string
+}
+
+/**
+ * Numbers, chains and folds a session's requests after `before`: each event's row with its hash,
+ * the stats the fold derives, and the index row after them; `firstSeqs[i]` gets request i's first seq.
+ */
+const foldSession = (
+  sessionId: SessionId,
+  before: KnownSession,
+  requests: ReadonlyArray<CommitRequest>,
+  indexes: ReadonlyArray<number>,
+  firstSeqs: Array<number>
+): SessionWrite => {
+  let seq = before.seq
+  let prev = before.prev
+  let summary = before.summary
+  // a copy: the fold below moves it, and `known` keeps what was committed
+  const cursor: StatsCursor = { ...before.cursor }
+  const stats: Array<readonly [keyof typeof STATS_SQL, ReadonlyArray<unknown>]> = []
+  const statsSink = sqlSink((statement, params) => {
+    stats.push([statement, params])
+  })
+  const params: Array<unknown> = []
+  for (const i of indexes) {
+    const events = requests[i]!.events
+    firstSeqs[i] = seq + 1
+    summary = summarize(summary, sessionId, seq + 1, events)
+    for (const e of events) {
+      seq++
+      const hash = eventHash(prev, {
+        sessionId,
+        seq,
+        id: e.id,
+        type: e.type,
+        at: e.at,
+        parentId: e.parentId,
+        v: e.v,
+        json: e.json
+      })
+      params.push(sessionId, seq, e.id, e.type, e.at, e.parentId, e.v, e.json, prev, hash)
+      prev = hash
+      deriveStats(cursor, statsSink, sessionId, seq, e.type, e.at, e.json)
+    }
+  }
+  return { params, stats, summary: summary!, cursor, seq, prev }
+}
+
+/** The parameters of `UPSERT_SESSION` for an index row and its stats cursor. */
+const sessionParams = (s: SessionSummary, cursor: StatsCursor): ReadonlyArray<unknown> => [
+  s.id,
+  s.title,
+  s.cwd,
+  s.createdAt,
+  s.updatedAt,
+  s.lastSeq,
+  s.status,
+  s.deleted ? 1 : 0,
+  s.model,
+  s.turnOpen ? 1 : 0,
+  s.lastTurn?.reason ?? null,
+  s.lastTurn?.interrupted ? 1 : 0,
+  s.cost,
+  s.costKnown ? 1 : 0,
+  cursor.stepAt,
+  cursor.stepFirstMs,
+  cursor.turnSeq
+]
+
+/**
+ * The statements of a commit (its own transaction, or part of an import's, which does not use
+ * `known`): per session, its state read (unless known), the fence, then the stats rows, the event
+ * rows (one statement per `INSERT_CHUNK` rows, and one for the rest) and the index row.
+ * `committed` brings `known` up to date once the transaction has committed.
+ */
+const commitBody = (w: Writer, conn: Connection, requests: ReadonlyArray<CommitRequest>, useKnown: boolean) =>
+  Effect.gen(function* () {
+    const run = (statement: string, params: ReadonlyArray<unknown>) => conn.execute(statement, params, undefined)
+    // rows this body changes (a write's `changes`), for the validity it leaves
+    let changes = 0
+    const write = (statement: string, params: ReadonlyArray<unknown>) =>
+      Effect.map(conn.executeRaw(statement, params), (result) => {
+        changes += (result as { readonly changes: number }).changes
+      })
+    let checked: Validity | undefined
+    if (useKnown) {
+      checked = (yield* run(SELECT_VALIDITY, []))[0] as Validity
+      if (w.valid === undefined || checked.dv !== w.valid.dv || checked.tc !== w.valid.tc) w.known.clear()
+    }
+    // one read of the last seq and one index update per session, however many requests it has
+    const out: Array<number> = new Array(requests.length)
+    const after: Array<readonly [SessionId, KnownSession]> = []
+    for (const [sessionId, indexes] of bySession(requests)) {
+      const before =
+        (useKnown ? w.known.get(sessionId) : undefined) ??
+        knownFrom(sessionId, (yield* run(SELECT_COMMIT_STATE, [sessionId, sessionId, sessionId]))[0] as CommitStateRow)
+      const refused = fenced(sessionId, before.holder, requests, indexes)
+      if (refused !== undefined) return yield* Effect.fail(refused)
+      const { params, stats, summary, cursor, seq, prev } = foldSession(sessionId, before, requests, indexes, out)
+      for (const [statement, values] of stats) yield* write(STATS_SQL[statement], values)
+      for (let from = 0; from < params.length; from += INSERT_CHUNK * EVENT_COLUMNS) {
+        const chunk = params.slice(from, from + INSERT_CHUNK * EVENT_COLUMNS)
+        yield* write(insertRows(chunk.length / EVENT_COLUMNS), chunk)
+      }
+      yield* write(UPSERT_SESSION, sessionParams(summary, cursor))
+      // what a read of the row just written would give (`toCursor` takes the model from the row)
+      after.push([
+        sessionId,
+        {
+          summary,
+          cursor: { ...cursor, model: summary.model },
+          holder: before.holder,
+          seq,
+          prev
+        } satisfies KnownSession
+      ])
+    }
+    const committed = (): void => {
+      if (checked === undefined) return
+      if (w.known.size + after.length > KNOWN_SESSIONS) w.known.clear()
+      for (const [sessionId, state] of after) w.known.set(sessionId, state)
+      w.valid = { dv: checked.dv, tc: checked.tc + changes }
+    }
+    return { firstSeqs: out as ReadonlyArray<number>, committed }
+  })
+
+/** Commits requests in one transaction; `known` is brought up to date right after COMMIT, before the connection is given back. */
+const commit = (w: Writer) => (requests: ReadonlyArray<CommitRequest>) =>
+  w
+    .transact(
+      (conn) => commitBody(w, conn, requests, true),
+      (result) => result.committed()
+    )
+    .pipe(Effect.map((result) => result.firstSeqs))
+
+/** Saves a snapshot and prunes the session's older ones of its version to the newest `keep`. */
+const saveSnapshot = (w: Writer) => (s: Omit<Snapshot, "state">, stored: StoredSnapshot, keep: number) =>
+  w.transact((conn) =>
+    Effect.zipRight(
+      conn.execute(INSERT_SNAPSHOT, [s.sessionId, s.version, s.seq, s.at, stored.json, stored.hash], undefined),
+      conn.execute(PRUNE_SNAPSHOTS, [s.sessionId, s.version, s.sessionId, s.version, keep], undefined)
+    )
+  )
+
+/** Stores a blob unless its hash is there already. */
+const putBlob = (w: Writer) => (hash: string, content: Uint8Array) =>
+  w.transact((conn) => conn.execute(PUT_BLOB, [hash, content.byteLength, blobBytes(content)], undefined))
+
+/** Whether the database holds the session already (an index row or events). */
+const sessionExists = (conn: Connection, sessionId: SessionId) =>
+  Effect.map(conn.execute(SESSION_EXISTS, [sessionId, sessionId], undefined), (rows) => rows.length > 0)
+
+/**
+ * A whole session in one transaction: the check, the blobs, the events, the index row and the
+ * chain mark (the file carried no hashes: the chain starts here).
+ */
+const importSession =
+  (w: Writer) =>
+  (
+    sessionId: SessionId,
+    events: ReadonlyArray<PreparedEvent>,
+    blobs: ReadonlyArray<{ readonly hash: string; readonly content: Uint8Array }>,
+    now: number
+  ) =>
+    w.transact((conn) =>
+      Effect.gen(function* () {
+        if (yield* sessionExists(conn, sessionId)) return yield* Effect.fail(sessionExistsError(sessionId))
+        for (let i = 0; i < events.length; i++) {
+          const other: { session_id: string } | undefined = (yield* conn.execute(
+            SELECT_EVENT_SESSION,
+            [events[i]!.id],
             undefined
           ))[0]
-          if (renewOnly && current?.owner !== owner) {
-            return yield* Effect.fail(
-              new LeaseHeld({
-                sessionId,
-                owner: current?.owner ?? RELEASED_LEASE,
-                expiresAt: current?.expires_at ?? 0
-              })
-            )
-          }
-          if (current !== undefined && current.owner !== owner && current.expires_at > now) {
-            return yield* Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at }))
-          }
-          yield* conn.execute(UPSERT_LEASE, [sessionId, owner, now + ttlMs], undefined)
-          const lease: Lease = { sessionId, owner, expiresAt: now + ttlMs }
-          return lease
-        })
+          if (other !== undefined) return yield* Effect.fail(eventExistsError(events[i]!.id, i + 1, other.session_id))
+        }
+        for (const { hash, content } of blobs) {
+          yield* conn.execute(PUT_BLOB, [hash, content.byteLength, blobBytes(content)], undefined)
+        }
+        yield* commitBody(w, conn, [{ sessionId, events }], false)
+        yield* conn.execute(MARK_CHAIN, [sessionId, "imported", events.length, now], undefined)
+      })
+    )
+
+/** Where an import stands: its session (once given) and how many of its events are written. */
+interface ImportProgress {
+  sessionId: SessionId | undefined
+  count: number
+}
+
+/**
+ * Writes one item of an import: the session (refused when it exists), a blob, or a chunk of
+ * events, whose ids are checked against the rows written so far and the chunk's own earlier ones.
+ */
+const importItem = (w: Writer, conn: Connection, progress: ImportProgress, item: BackendImportItem) =>
+  Effect.gen(function* () {
+    if (item._tag === "session") {
+      if (yield* sessionExists(conn, item.sessionId)) return yield* Effect.fail(sessionExistsError(item.sessionId))
+      progress.sessionId = item.sessionId
+    } else if (item._tag === "blob") {
+      yield* conn.execute(PUT_BLOB, [item.hash, item.content.byteLength, blobBytes(item.content)], undefined)
+    } else {
+      const batch = new Set<string>()
+      for (let i = 0; i < item.events.length; i++) {
+        const id = item.events[i]!.id
+        const seq = progress.count + i + 1
+        if (batch.has(id)) return yield* Effect.fail(repeatedEventError(id, seq))
+        batch.add(id)
+        const other: { session_id: string } | undefined = (yield* conn.execute(
+          SELECT_EVENT_SESSION,
+          [id],
+          undefined
+        ))[0]
+        if (other !== undefined)
+          return yield* Effect.fail(
+            other.session_id === progress.sessionId
+              ? repeatedEventError(id, seq)
+              : eventExistsError(id, seq, other.session_id)
+          )
+      }
+      yield* commitBody(w, conn, [{ sessionId: progress.sessionId!, events: item.events }], false)
+      progress.count += item.events.length
+    }
+  })
+
+/** `importSession` as the items come: a transaction of its own (its body waits for them), so it reserves the connection. */
+const importStream =
+  (w: Writer) =>
+  <E>(items: Stream.Stream<BackendImportItem, E>, now: number) =>
+    w.reserved((conn) =>
+      Effect.gen(function* () {
+        const progress: ImportProgress = { sessionId: undefined, count: 0 }
+        yield* Stream.runForEach(items, (item) => importItem(w, conn, progress, item))
+        const sessionId = progress.sessionId
+        if (sessionId === undefined) {
+          return yield* Effect.fail(storeError("importSession", undefined, "importSession: no session was given", true))
+        }
+        yield* conn.execute(MARK_CHAIN, [sessionId, "imported", progress.count, now], undefined)
+        return sessionId
+      })
+    )
+
+/** Takes or renews a session's lease: refused while another owner holds it unexpired (or, renewing, when this one lost it). */
+const acquireLease =
+  (w: Writer) => (sessionId: SessionId, owner: string, now: number, ttlMs: number, renewOnly: boolean) =>
+    w.transact((conn) =>
+      Effect.gen(function* () {
+        const current: { owner: string; expires_at: number } | undefined = (yield* conn.execute(
+          SELECT_LEASE,
+          [sessionId],
+          undefined
+        ))[0]
+        if (renewOnly && current?.owner !== owner) {
+          return yield* Effect.fail(
+            new LeaseHeld({
+              sessionId,
+              owner: current?.owner ?? RELEASED_LEASE,
+              expiresAt: current?.expires_at ?? 0
+            })
+          )
+        }
+        if (current !== undefined && current.owner !== owner && current.expires_at > now) {
+          return yield* Effect.fail(new LeaseHeld({ sessionId, owner: current.owner, expiresAt: current.expires_at }))
+        }
+        yield* conn.execute(UPSERT_LEASE, [sessionId, owner, now + ttlMs], undefined)
+        const lease: Lease = { sessionId, owner, expiresAt: now + ttlMs }
+        return lease
+      })
+    )
+
+/** Releases the session's lease if this owner holds it. */
+const releaseLease = (w: Writer) => (sessionId: SessionId, owner: string) =>
+  w.transact((conn) => conn.execute(DELETE_LEASE, [sessionId, owner], undefined))
+
+/**
+ * The writes, on the `SqlClient`'s one connection: each write is one `BEGIN IMMEDIATE` transaction
+ * whose statements run on the transaction's connection with the client's prepared-statement cache
+ * (`Connection.execute`), as few per commit as the data allows. Not `sql.unsafe`: its span,
+ * compile and scope per statement cost several times what `execute` does, and a commit runs
+ * several. Reads go through the same client; none runs while a write is open (`writeTransaction`:
+ * no other fiber runs; a reserved one: the client's semaphore).
+ */
+const makeWriter = (sql: SqlClient.SqlClient, conn: Connection | undefined) => {
+  const w: Writer = {
+    transact: writeTransaction(sql, conn),
+    reserved: reservedWriteTransaction(sql),
+    known: new Map(),
+    valid: undefined
+  }
+  return {
+    commit: commit(w),
+    saveSnapshot: saveSnapshot(w),
+    putBlob: putBlob(w),
+    importSession: importSession(w),
+    importStream: importStream(w),
+    acquireLease: acquireLease(w),
+    releaseLease: releaseLease(w)
+  }
+}
+
+type SqliteWriter = ReturnType<typeof makeWriter>
+
+/** What the backend's parts share: the client, the writer (none when read-only) and the file, named in failures. */
+interface Db {
+  readonly sql: SqlClient.SqlClient
+  readonly writer: SqliteWriter | undefined
+  readonly filename: string
+}
+
+/** A failure because the file is damaged names it (told as a damaged file's is). */
+const withDamagedFile = (db: Db, error: EventStoreError): EventStoreError => {
+  const code = (error.cause as { readonly code?: unknown } | undefined)?.code
+  if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") return error
+  return new EventStoreError({
+    method: error.method,
+    message: error.message,
+    reason: error.reason,
+    cause: error.cause,
+    damagedFile: path.resolve(db.filename)
+  })
+}
+
+/** SQLite's failure (or a defect) of a write as an `EventStoreError`: a constraint is a refusal. */
+const writeError = (db: Db, method: string, e: unknown): EventStoreError =>
+  withDamagedFile(
+    db,
+    storeError(
+      method,
+      e,
+      `${method}: ${describeSqliteError(e)}`,
+      String((e as { code?: unknown } | undefined)?.code ?? "").startsWith("SQLITE_CONSTRAINT")
+    )
+  )
+
+/** Runs a write (one transaction, see internal/writeTransaction.ts), mapping SQLite's failures to `EventStoreError`. */
+const write = <A, E>(
+  db: Db,
+  method: string,
+  f: (w: SqliteWriter) => Effect.Effect<A, E | SqlError>
+): Effect.Effect<A, Exclude<E, SqlError> | EventStoreError> =>
+  db.writer === undefined
+    ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
+    : (f(db.writer).pipe(
+        Effect.catchIf(
+          (e): e is SqlError => e instanceof SqlError,
+          (e) => Effect.fail(writeError(db, method, e.cause ?? e))
+        ),
+        // a ROLLBACK that failed because the file is damaged is told as a damaged file's failure
+        Effect.catchIf(
+          (e): e is EventStoreError => e instanceof EventStoreError,
+          (e) => Effect.fail(withDamagedFile(db, e))
+        ),
+        Effect.catchAllDefect((defect) => Effect.fail(writeError(db, method, defect)))
+      ) as Effect.Effect<A, Exclude<E, SqlError> | EventStoreError>)
+
+/** A read's SQLite failure as an `EventStoreError` of `method`. */
+const readFailed =
+  (db: Db, method: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
+    Effect.mapError(effect, (e) =>
+      withDamagedFile(db, storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`))
+    )
+
+/** The backend's writes, each through the writer in a transaction of its own. */
+const writes = (
+  db: Db
+): Pick<
+  Backend,
+  "commit" | "saveSnapshot" | "putBlob" | "importSession" | "importStream" | "acquireLease" | "releaseLease"
+> => ({
+  commit: (requests) => write(db, "append", (w) => w.commit(requests)),
+  saveSnapshot: (snapshot, stored, keep) =>
+    Effect.asVoid(write(db, "saveSnapshot", (w) => w.saveSnapshot(snapshot, stored, keep))),
+  putBlob: (hash, content) => Effect.asVoid(write(db, "putBlob", (w) => w.putBlob(hash, content))),
+  importSession: (sessionId, events, blobs, now) =>
+    write(db, "importSession", (w) => w.importSession(sessionId, events, blobs, now)),
+  importStream: (items, now) => write(db, "importSession", (w) => w.importStream(items, now)),
+  acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
+    write(db, "acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
+  releaseLease: (sessionId, owner) => Effect.asVoid(write(db, "releaseLease", (w) => w.releaseLease(sessionId, owner)))
+})
+
+/** Reads of one state of the database (`consistentRead`), SQLite's failures as `EventStoreError`. */
+const consistent =
+  (db: Db): Backend["consistent"] =>
+  (effect) =>
+    consistentRead(db.sql)(effect).pipe(
+      Effect.catchIf(
+        (e): e is SqlError => e instanceof SqlError,
+        (e) =>
+          Effect.fail(
+            withDamagedFile(db, storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
+          )
+      )
+    )
+
+/** The event rows: a session's pages (with or without their chain columns), its last seq, and queries across sessions. */
+const eventReads = (db: Db): Pick<Backend, "readPage" | "readChainPage" | "queryPage" | "lastSeq"> => {
+  const { sql } = db
+  return {
+    readPage: (sessionId, from, to, limit) =>
+      sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
+        readFailed(db, "read")
       ),
-    releaseLease: (sessionId: SessionId, owner: string) =>
-      transact((conn) => conn.execute(DELETE_LEASE, [sessionId, owner], undefined))
+    readChainPage: (sessionId, from, to, limit) =>
+      sql<EventRow & { payload: string; prev_hash: string | null; hash: string | null }>`SELECT session_id, seq, id,
+        type, at, parent_id, v, payload, prev_hash, hash FROM events
+        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map(
+          (rows): ReadonlyArray<ChainRow> =>
+            rows.map((r) => ({ ...toHeader(r), json: r.payload, prevHash: r.prev_hash, hash: r.hash }))
+        ),
+        readFailed(db, "readChain")
+      ),
+    queryPage: (query, after, limit) => {
+      const conditions = [
+        query.types === undefined ? undefined : sql.in("type", query.types),
+        query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
+        query.since === undefined ? undefined : sql`at >= ${query.since}`,
+        query.until === undefined ? undefined : sql`at < ${query.until}`,
+        after === undefined
+          ? undefined
+          : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
+      ].filter((c) => c !== undefined)
+      return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
+        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toHeader)),
+        readFailed(db, "query")
+      )
+    },
+    lastSeq: (sessionId) =>
+      sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((r) => r[0]?.last ?? 0),
+        readFailed(db, "lastSeq")
+      )
+  }
+}
+
+/** A session's chain: its row count and seq bounds with its chain mark, and the gaps in its seqs. */
+const chainReads = (db: Db): Pick<Backend, "chainInfo" | "seqGaps"> => {
+  const { sql } = db
+  return {
+    chainInfo: (sessionId) =>
+      Effect.all({
+        counts: sql<{ count: number; first: number | null; last: number | null }>`SELECT count(*) AS count,
+            min(seq) AS first, max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((r) => ({ count: r[0]?.count ?? 0, first: r[0]?.first ?? 0, last: r[0]?.last ?? 0 }))
+        ),
+        mark: sql<{ reason: string; through_seq: number; at: number }>`SELECT reason, through_seq, at
+            FROM chain_marks WHERE session_id = ${sessionId}`.pipe(
+          Effect.map((r) =>
+            Option.fromNullable(r[0]).pipe(
+              Option.map(
+                (m): ChainMark => ({
+                  reason: m.reason === "imported" ? "imported" : "migrated",
+                  throughSeq: m.through_seq,
+                  at: m.at
+                })
+              )
+            )
+          )
+        )
+      }).pipe(readFailed(db, "chainInfo")),
+    seqGaps: (sessionId) =>
+      sql<{ from_seq: number; to_seq: number }>`SELECT seq + 1 AS from_seq, next - 1 AS to_seq FROM
+        (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM events WHERE session_id = ${sessionId})
+        WHERE next > seq + 1 ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ from: r.from_seq, to: r.to_seq }))),
+        readFailed(db, "seqGaps")
+      )
+  }
+}
+
+/** The session index: the sessions listed, one session's row, every session's id. */
+const indexReads = (db: Db): Pick<Backend, "sessions" | "session" | "sessionIds"> => {
+  const { sql } = db
+  return {
+    sessions: (options) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
+        ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
+        ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
+      ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit !== undefined && options.limit >= 0 ? options.limit : -1}`.pipe(
+        Effect.map((rows) => rows.map(toSummary)),
+        readFailed(db, "sessions")
+      ),
+    session: (sessionId) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
+        readFailed(db, "session")
+      ),
+    sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id as SessionId)),
+      readFailed(db, "sessionIds")
+    )
+  }
+}
+
+/** Snapshots (the seqs of a session's, the newest at or below a seq) and blobs by hash. */
+const snapshotAndBlobReads = (db: Db): Pick<Backend, "snapshotSeqs" | "loadSnapshot" | "getBlob"> => {
+  const { sql } = db
+  return {
+    snapshotSeqs: (sessionId, version) =>
+      sql<{ seq: number }>`SELECT seq FROM snapshots WHERE session_id = ${sessionId} AND version = ${version}
+        ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map((r) => r.seq)),
+        readFailed(db, "snapshotSeqs")
+      ),
+    loadSnapshot: (sessionId, version, atOrBelow) =>
+      sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
+        WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
+        ORDER BY seq DESC LIMIT 1`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state, hash: r.hash }))
+          )
+        ),
+        readFailed(db, "loadSnapshot")
+      ),
+    getBlob: (hash) =>
+      sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
+        readFailed(db, "getBlob")
+      )
+  }
+}
+
+/** The leases: one session's, and all of them. */
+const leaseReads = (db: Db): Pick<Backend, "lease" | "leases"> => {
+  const { sql } = db
+  return {
+    lease: (sessionId) =>
+      sql<{
+        owner: string
+        expires_at: number
+      }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
+          )
+        ),
+        readFailed(db, "lease")
+      ),
+    leases: sql<{
+      session_id: string
+      owner: string
+      expires_at: number
+    }>`SELECT session_id, owner, expires_at FROM leases`.pipe(
+      Effect.map((rows) =>
+        rows.map((r): Lease => ({ sessionId: r.session_id as SessionId, owner: r.owner, expiresAt: r.expires_at }))
+      ),
+      readFailed(db, "leases")
+    )
   }
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
+/** The SQLite backend over the `SqlClient`: the writer's transactions (none read-only) and the reads. */
 export const makeSqliteBackend = (
   options: SqliteOptions
 ): Effect.Effect<Backend, never, SqlClient.SqlClient | Scope.Scope> =>
@@ -883,201 +1244,15 @@ export const makeSqliteBackend = (
           // a client that cannot be reserved now (it will fail its writes the same way) reserves per write
           yield* Effect.orElseSucceed(singleConnection(sql), () => undefined)
         )
-    /** A failure because the file is damaged names it (told as a damaged file's is). */
-    const withDamagedFile = (error: EventStoreError): EventStoreError => {
-      const code = (error.cause as { readonly code?: unknown } | undefined)?.code
-      if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") return error
-      return new EventStoreError({
-        method: error.method,
-        message: error.message,
-        reason: error.reason,
-        cause: error.cause,
-        damagedFile: path.resolve(options.filename)
-      })
-    }
-    /** SQLite's failure (or a defect) of a write as an `EventStoreError`: a constraint is a refusal. */
-    const writeError = (method: string, e: unknown): EventStoreError =>
-      withDamagedFile(
-        storeError(
-          method,
-          e,
-          `${method}: ${describeSqliteError(e)}`,
-          String((e as { code?: unknown } | undefined)?.code ?? "").startsWith("SQLITE_CONSTRAINT")
-        )
-      )
-    /** Runs a write (one transaction, see internal/writeTransaction.ts), mapping SQLite's failures to `EventStoreError`. */
-    const write = <A, E>(
-      method: string,
-      f: (w: ReturnType<typeof makeWriter>) => Effect.Effect<A, E | SqlError>
-    ): Effect.Effect<A, Exclude<E, SqlError> | EventStoreError> =>
-      writer === undefined
-        ? Effect.fail(storeError(method, undefined, `${method}: the database was opened read-only`))
-        : (f(writer).pipe(
-            Effect.catchIf(
-              (e): e is SqlError => e instanceof SqlError,
-              (e) => Effect.fail(writeError(method, e.cause ?? e))
-            ),
-            // a ROLLBACK that failed because the file is damaged is told as a damaged file's failure
-            Effect.catchIf(
-              (e): e is EventStoreError => e instanceof EventStoreError,
-              (e) => Effect.fail(withDamagedFile(e))
-            ),
-            Effect.catchAllDefect((defect) => Effect.fail(writeError(method, defect)))
-          ) as Effect.Effect<A, Exclude<E, SqlError> | EventStoreError>)
-    const fail =
-      (method: string) =>
-      <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, EventStoreError, R> =>
-        Effect.mapError(effect, (e) =>
-          withDamagedFile(storeError(method, e.cause ?? e, `${method}: ${describeSqliteError(e.cause ?? e)}`))
-        )
-
+    const db: Db = { sql, writer, filename: options.filename }
     const backend: Backend = {
-      commit: (requests) => write("append", (w) => w.commit(requests)),
-      saveSnapshot: (snapshot, stored, keep) =>
-        Effect.asVoid(write("saveSnapshot", (w) => w.saveSnapshot(snapshot, stored, keep))),
-      putBlob: (hash, content) => Effect.asVoid(write("putBlob", (w) => w.putBlob(hash, content))),
-      importSession: (sessionId, events, blobs, now) =>
-        write("importSession", (w) => w.importSession(sessionId, events, blobs, now)),
-      importStream: (items, now) => write("importSession", (w) => w.importStream(items, now)),
-      acquireLease: (sessionId, owner, now, ttlMs, renewOnly) =>
-        write("acquireLease", (w) => w.acquireLease(sessionId, owner, now, ttlMs, renewOnly)),
-      releaseLease: (sessionId, owner) => Effect.asVoid(write("releaseLease", (w) => w.releaseLease(sessionId, owner))),
-      consistent: (effect) =>
-        consistentRead(sql)(effect).pipe(
-          Effect.catchIf(
-            (e): e is SqlError => e instanceof SqlError,
-            (e) =>
-              Effect.fail(
-                withDamagedFile(storeError("consistent", e.cause ?? e, `read: ${describeSqliteError(e.cause ?? e)}`))
-              )
-          )
-        ),
-      readPage: (sessionId, from, to, limit) =>
-        sql<EventRow & { payload: string }>`SELECT session_id, seq, id, type, at, parent_id, v, payload FROM events
-        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.map((rows): ReadonlyArray<StoredRow> => rows.map((r) => ({ ...toHeader(r), json: r.payload }))),
-          fail("read")
-        ),
-      readChainPage: (sessionId, from, to, limit) =>
-        sql<EventRow & { payload: string; prev_hash: string | null; hash: string | null }>`SELECT session_id, seq, id,
-        type, at, parent_id, v, payload, prev_hash, hash FROM events
-        WHERE session_id = ${sessionId} AND seq >= ${from} AND seq <= ${to} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.map(
-            (rows): ReadonlyArray<ChainRow> =>
-              rows.map((r) => ({ ...toHeader(r), json: r.payload, prevHash: r.prev_hash, hash: r.hash }))
-          ),
-          fail("readChain")
-        ),
-      chainInfo: (sessionId) =>
-        Effect.all({
-          counts: sql<{ count: number; first: number | null; last: number | null }>`SELECT count(*) AS count,
-            min(seq) AS first, max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
-            Effect.map((r) => ({ count: r[0]?.count ?? 0, first: r[0]?.first ?? 0, last: r[0]?.last ?? 0 }))
-          ),
-          mark: sql<{ reason: string; through_seq: number; at: number }>`SELECT reason, through_seq, at
-            FROM chain_marks WHERE session_id = ${sessionId}`.pipe(
-            Effect.map((r) =>
-              Option.fromNullable(r[0]).pipe(
-                Option.map(
-                  (m): ChainMark => ({
-                    reason: m.reason === "imported" ? "imported" : "migrated",
-                    throughSeq: m.through_seq,
-                    at: m.at
-                  })
-                )
-              )
-            )
-          )
-        }).pipe(fail("chainInfo")),
-      seqGaps: (sessionId) =>
-        sql<{ from_seq: number; to_seq: number }>`SELECT seq + 1 AS from_seq, next - 1 AS to_seq FROM
-        (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM events WHERE session_id = ${sessionId})
-        WHERE next > seq + 1 ORDER BY seq`.pipe(
-          Effect.map((rows) => rows.map((r) => ({ from: r.from_seq, to: r.to_seq }))),
-          fail("seqGaps")
-        ),
-      snapshotSeqs: (sessionId, version) =>
-        sql<{ seq: number }>`SELECT seq FROM snapshots WHERE session_id = ${sessionId} AND version = ${version}
-        ORDER BY seq`.pipe(
-          Effect.map((rows) => rows.map((r) => r.seq)),
-          fail("snapshotSeqs")
-        ),
-      queryPage: (query, after, limit) => {
-        const conditions = [
-          query.types === undefined ? undefined : sql.in("type", query.types),
-          query.sessionId === undefined ? undefined : sql`session_id = ${query.sessionId}`,
-          query.since === undefined ? undefined : sql`at >= ${query.since}`,
-          query.until === undefined ? undefined : sql`at < ${query.until}`,
-          after === undefined
-            ? undefined
-            : sql`(at > ${after.at} OR (at = ${after.at} AND (session_id > ${after.sessionId} OR (session_id = ${after.sessionId} AND seq > ${after.seq}))))`
-        ].filter((c) => c !== undefined)
-        return sql<EventRow>`SELECT session_id, seq, id, type, at, parent_id, v FROM events
-        WHERE ${sql.and(conditions)} ORDER BY at, session_id, seq LIMIT ${limit}`.pipe(
-          Effect.map((rows) => rows.map(toHeader)),
-          fail("query")
-        )
-      },
-      lastSeq: (sessionId) =>
-        sql<{ last: number | null }>`SELECT max(seq) AS last FROM events WHERE session_id = ${sessionId}`.pipe(
-          Effect.map((r) => r[0]?.last ?? 0),
-          fail("lastSeq")
-        ),
-      sessions: (options) =>
-        sql<SessionRow>`SELECT * FROM sessions WHERE ${sql.and([
-          ...(options.includeDeleted ? [] : [sql`deleted = 0`]),
-          ...(options.cwd === undefined ? [] : [sql`cwd = ${options.cwd}`])
-        ])} ORDER BY updated_at DESC, id DESC LIMIT ${options.limit !== undefined && options.limit >= 0 ? options.limit : -1}`.pipe(
-          Effect.map((rows) => rows.map(toSummary)),
-          fail("sessions")
-        ),
-      session: (sessionId) =>
-        sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toSummary))),
-          fail("session")
-        ),
-      sessionIds: sql<{ id: string }>`SELECT id FROM sessions`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id as SessionId)),
-        fail("sessionIds")
-      ),
-      loadSnapshot: (sessionId, version, atOrBelow) =>
-        sql<{ seq: number; at: number; state: string; hash: string | null }>`SELECT seq, at, state, hash FROM snapshots
-        WHERE session_id = ${sessionId} AND version = ${version} AND seq <= ${atOrBelow}
-        ORDER BY seq DESC LIMIT 1`.pipe(
-          Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(
-              Option.map((r) => ({ sessionId, version, seq: r.seq, at: r.at, json: r.state, hash: r.hash }))
-            )
-          ),
-          fail("loadSnapshot")
-        ),
-      getBlob: (hash) =>
-        sql<{ data: Uint8Array }>`SELECT data FROM blobs WHERE hash = ${hash}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => new Uint8Array(r.data)))),
-          fail("getBlob")
-        ),
-      lease: (sessionId) =>
-        sql<{
-          owner: string
-          expires_at: number
-        }>`SELECT owner, expires_at FROM leases WHERE session_id = ${sessionId}`.pipe(
-          Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(
-              Option.map((r): Lease => ({ sessionId, owner: r.owner, expiresAt: r.expires_at }))
-            )
-          ),
-          fail("lease")
-        ),
-      leases: sql<{
-        session_id: string
-        owner: string
-        expires_at: number
-      }>`SELECT session_id, owner, expires_at FROM leases`.pipe(
-        Effect.map((rows) =>
-          rows.map((r): Lease => ({ sessionId: r.session_id as SessionId, owner: r.owner, expiresAt: r.expires_at }))
-        ),
-        fail("leases")
-      )
+      ...writes(db),
+      consistent: consistent(db),
+      ...eventReads(db),
+      ...chainReads(db),
+      ...indexReads(db),
+      ...snapshotAndBlobReads(db),
+      ...leaseReads(db)
     }
     return backend
   })

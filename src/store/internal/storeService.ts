@@ -38,9 +38,9 @@ import {
   type AppendOptions,
   type EventQuery,
   type ImportedEvent,
+  type ImportItem,
   type Lease,
   type ListSessionsOptions,
-  type SeqRange,
   type SessionSummary,
   SNAPSHOTS_KEPT,
   type Snapshot
@@ -543,6 +543,513 @@ const decodeChunks = <E, R>(raw: Stream.Stream<RawEnvelope, E, R>): Stream.Strea
   )
 
 /**
+ * What the service's parts share: the backend, the bus, and the group commit's state (the
+ * requests waiting in call order, the lock a drain holds, the background writer's wake-up).
+ */
+interface Shared {
+  readonly backend: Backend
+  readonly bus: EventBus["Type"]
+  readonly pending: Array<Pending>
+  readonly lock: Effect.Semaphore
+  readonly wake: Queue.Queue<void>
+  /**
+   * Per session, a failed commit of events handed over with `appendLater`: they are lost, and
+   * the next `append` to that session (or any `flush`) reports it. Never silent.
+   */
+  readonly lostLater: Map<SessionId, EventStoreError>
+  /** sessions whose fenced-off `appendLater` requests were logged already */
+  readonly fencedLogged: Set<SessionId>
+  readonly maxBatch: number
+  readonly pollMs: number
+  /**
+   * Whether the background writer has been woken and has not started its drain yet: a request
+   * queued meanwhile is in that drain, so only the first `appendLater` after a drain started
+   * wakes it again (one queue offer per drain, not per call).
+   */
+  woken: boolean
+}
+
+/** Tells a request's caller that its commit failed; a request handed over with `appendLater` is remembered as lost. */
+const settleFailure = (s: Shared, p: Pending, error: EventStoreError): Effect.Effect<void> => {
+  if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
+  // fenced off: not written on purpose (another process drives the session now); reporting it to
+  // the session's next append would fail that one — which may be this process's next driving
+  if (error.reason === "fenced") {
+    // once per session: a driver that lost its lease may hand over many events before it stops
+    if (s.fencedLogged.has(p.request.sessionId)) return Effect.void
+    s.fencedLogged.add(p.request.sessionId)
+    return Effect.logWarning(`${error.message} (events handed over later are not written either)`)
+  }
+  if (!s.lostLater.has(p.request.sessionId)) s.lostLater.set(p.request.sessionId, error)
+  return Effect.void
+}
+
+/** One backend commit of the batch's requests, its failure (or defect) as a value. */
+const commitOnce = (s: Shared, batch: ReadonlyArray<Pending>) =>
+  s.backend.commit(batch.map((p) => p.request)).pipe(
+    Effect.catchAllDefect((defect) => Effect.fail(storeError("append", defect))),
+    Effect.either
+  )
+
+/**
+ * Commits one batch and settles its callers; never fails (failures go to the callers). When the
+ * database refused the batch's data (a constraint), its requests are committed one by one, so
+ * only the request at fault fails — together with the requests of the same session after it,
+ * which must not be written past a hole in that session's log. When the database itself failed
+ * (busy, disk full), the whole batch fails at once: retrying each request would only wait again.
+ */
+const commitBatch = (s: Shared, batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
+  Effect.flatMap(commitOnce(s, batch), (result): Effect.Effect<void> => {
+    if (Either.isRight(result)) return settled(s, batch, result.right)
+    if (batch.length === 1 || !result.left.isRefusal) {
+      const error = result.left
+      return Effect.forEach(batch, (p) => settleFailure(s, p, error), { discard: true })
+    }
+    return commitEach(s, batch)
+  })
+
+/** A refused batch's requests committed one by one: a session's requests after a failed one fail with it. */
+const commitEach = (s: Shared, batch: ReadonlyArray<Pending>): Effect.Effect<void> => {
+  const failed = new Map<SessionId, EventStoreError>()
+  return Effect.forEach(
+    batch,
+    (p) => {
+      const earlier = failed.get(p.request.sessionId)
+      if (earlier !== undefined) return settleFailure(s, p, earlier)
+      return Effect.flatMap(commitOnce(s, [p]), (one) => {
+        if (Either.isRight(one)) return settled(s, [p], one.right)
+        failed.set(p.request.sessionId, one.left)
+        return settleFailure(s, p, one.left)
+      })
+    },
+    { discard: true }
+  )
+}
+
+/**
+ * Publishes a committed batch and wakes its callers. Envelopes are built only when someone
+ * takes them: a waiting caller, or a bus subscriber (events handed over with `appendLater` in a
+ * process nobody watches cost no more than their row).
+ */
+const settled = (s: Shared, batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> =>
+  Effect.flatMap(s.bus.subscribers, (subscribers) => {
+    const published: Array<Envelope> = []
+    const waiting: Array<readonly [NonNullable<Pending["done"]>, Array<Envelope>]> = []
+    for (let i = 0; i < batch.length; i++) {
+      const { request, done } = batch[i]!
+      if (done === undefined && subscribers === 0) continue
+      const envelopes = toEnvelopes(request, firstSeqs[i]!)
+      if (subscribers > 0) for (const e of envelopes) published.push(e)
+      if (done !== undefined) waiting.push([done, envelopes])
+    }
+    // the callers woken in one step, not an `Effect.all` of `Deferred.succeed`s
+    return Effect.zipRight(
+      s.bus.publish(published),
+      Effect.sync(() => {
+        for (const [done, envelopes] of waiting) Deferred.unsafeDone(done, Exit.succeed(envelopes))
+      })
+    )
+  })
+
+/**
+ * Commits what is pending when the lock is taken (all of it when `all`), in batches. Taking a
+ * batch, committing, publishing and waking its callers is one uninterruptible step: an
+ * interrupt can never leave events taken but not written, or written but not announced.
+ */
+const drain = (s: Shared, all: boolean): Effect.Effect<void> =>
+  s.lock.withPermits(1)(
+    Effect.uninterruptible(
+      Effect.suspend(() => {
+        let remaining = s.pending.length
+        const loop = (): Effect.Effect<void> => {
+          if (s.pending.length === 0 || (!all && remaining <= 0)) return Effect.void
+          const batch = s.pending.splice(0, s.maxBatch)
+          remaining -= batch.length
+          return Effect.flatMap(commitBatch(s, batch), loop)
+        }
+        return loop()
+      })
+    )
+  )
+
+/** Wakes the background writer, unless it is woken already and has not started its drain (built once, run per call). */
+const wakeWriter = (s: Shared): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (s.woken) return Effect.void
+    s.woken = true
+    return Effect.asVoid(Queue.offer(s.wake, undefined))
+  })
+
+/**
+ * The background writer: commits what `appendLater` handed over (nothing to do when an `append`
+ * committed it meanwhile), after letting the other fibers run `WRITER_YIELDS` times; forever.
+ */
+const backgroundWriter = (s: Shared): Effect.Effect<never> =>
+  Queue.take(s.wake).pipe(
+    Effect.zipRight(Effect.repeatN(Effect.yieldNow(), WRITER_YIELDS - 1)),
+    Effect.zipRight(
+      Effect.suspend(() => {
+        s.woken = false
+        return s.pending.length === 0 ? Effect.void : drain(s, true)
+      })
+    ),
+    Effect.forever
+  )
+
+/** The failure of events of the session handed over earlier with `appendLater`, once. */
+const takeLost = (s: Shared, sessionId: SessionId): EventStoreError | undefined => {
+  const error = s.lostLater.get(sessionId)
+  if (error !== undefined) s.lostLater.delete(sessionId)
+  return error
+}
+
+/** Fails with the lost `appendLater` events of these sessions (one error, or one naming them all), once. */
+const reportLost = (s: Shared, sessionIds: ReadonlyArray<SessionId>): Effect.Effect<void, EventStoreError> => {
+  const errors: Array<EventStoreError> = []
+  for (const id of sessionIds) {
+    const error = takeLost(s, id)
+    if (error !== undefined) errors.push(error)
+  }
+  if (errors.length === 0) return Effect.void
+  if (errors.length === 1) return Effect.fail(errors[0]!)
+  return Effect.fail(
+    new EventStoreError({
+      method: "flush",
+      message: `events of ${errors.length} sessions could not be written: ${errors.map((e) => e.message).join("; ")}`,
+      cause: errors
+    })
+  )
+}
+
+/** Commits everything pending, then reports the `appendLater` events lost so far. */
+const flushAll = (s: Shared): Effect.Effect<void, EventStoreError> =>
+  Effect.zipRight(
+    drain(s, true),
+    Effect.suspend(() => reportLost(s, Array.from(s.lostLater.keys())))
+  )
+
+/**
+ * `append`: queues the request and drains what is pending up to it, then waits for its commit.
+ * `signal` wakes the background writer.
+ */
+const append =
+  (s: Shared, signal: Effect.Effect<void>): EventStoreService["append"] =>
+  (sessionId, events, options: AppendOptions = {}) =>
+    Effect.clockWith((clock): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
+      const lost = takeLost(s, sessionId)
+      if (lost !== undefined) return Effect.fail(lost)
+      if (events.length === 0) return Effect.succeed([])
+      const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
+      if (prepared instanceof EventStoreError) return Effect.fail(prepared)
+      const done = Deferred.unsafeMake<ReadonlyArray<Envelope>, EventStoreError>(FiberId.none)
+      s.pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done })
+      // If this caller is interrupted before its request is committed, the background
+      // writer commits it: an interrupted append may still be written (never half).
+      return Effect.zipRight(
+        Effect.onInterrupt(drain(s, false), () => signal),
+        Deferred.await(done)
+      )
+    })
+
+/** `appendLater`: queues the request and wakes the background writer (`signal`); nothing waits for the commit. */
+const appendLater =
+  (s: Shared, signal: Effect.Effect<void>): EventStoreService["appendLater"] =>
+  (sessionId, events, options: AppendOptions = {}) =>
+    events.length === 0
+      ? Effect.void
+      : Effect.clockWith((clock) => {
+          const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
+          if (prepared instanceof EventStoreError) return Effect.fail(prepared)
+          s.pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done: undefined })
+          return signal
+        })
+
+/** A session's stored rows in `range`, read a page at a time. */
+const readRaw =
+  (backend: Backend): EventStoreService["readRaw"] =>
+  (sessionId, range = {}) => {
+    const to = range.to ?? Number.MAX_SAFE_INTEGER
+    return Stream.paginateChunkEffect(Math.max(1, range.from ?? 1), (from) =>
+      backend.readPage(sessionId, from, to, PAGE).pipe(
+        Effect.map((rows) => {
+          const chunk = Chunk.fromIterable(rows.map((r) => rowToRaw(sessionId, r)))
+          const last = rows[rows.length - 1]
+          return [chunk, rows.length < PAGE || last === undefined ? Option.none() : Option.some(last.seq + 1)] as const
+        })
+      )
+    )
+  }
+
+/** A session's rows in `range` with their chain columns, read a page at a time. */
+const readChain =
+  (backend: Backend): EventStoreService["readChain"] =>
+  (sessionId, range = {}) => {
+    const to = range.to ?? Number.MAX_SAFE_INTEGER
+    return Stream.paginateChunkEffect(Math.max(1, range.from ?? 1), (from) =>
+      backend.readChainPage(sessionId, from, to, PAGE).pipe(
+        Effect.map((rows) => {
+          const last = rows[rows.length - 1]
+          return [
+            Chunk.unsafeFromArray(rows.slice()),
+            rows.length < PAGE || last === undefined ? Option.none() : Option.some(last.seq + 1)
+          ] as const
+        })
+      )
+    )
+  }
+
+/**
+ * Stored rows from `from`, then live ones. The bus is only a hint: a forked fiber keeps the
+ * session's live envelopes in a small sliding buffer (so a slow reader holds no more than that
+ * in memory); whenever the buffer does not continue exactly at `next`, the rows are read from
+ * the store instead. Other processes' commits are found by polling: a second fiber puts a
+ * `POLL` mark into the buffer when `pollMs` passed without anything for this session, and the
+ * mark sends the next pull to the store. A pull only takes from the buffer: no race of the
+ * bus against a timer per wait (two fibers forked per commit, each commit a wait).
+ */
+const openFollow = (s: Shared, sessionId: SessionId, from: number): OpenPull<RawEnvelope, EventStoreError> =>
+  Effect.gen(function* () {
+    const { backend, bus, pollMs } = s
+    // subscribe first, then read: nothing committed in between can be missed
+    const subscription = yield* bus.subscribe
+    const live = yield* Queue.sliding<RawEnvelope | Poll>(FOLLOW_BUFFER)
+    const clock = yield* Effect.clock
+    /** when the buffer last got something (an envelope of this session, or a mark) */
+    let lastLive = clock.unsafeCurrentTimeMillis()
+    /** a mark is in the buffer, not taken yet: one is enough */
+    let marked = false
+    // what a commit published, taken together (one wait, then what else is there)
+    yield* Effect.zipWith(Queue.take(subscription), Queue.takeAll(subscription), (first, rest) => {
+      const mine: Array<RawEnvelope> = first.sessionId === sessionId ? [first] : []
+      for (const e of rest) if (e.sessionId === sessionId) mine.push(e)
+      return mine
+    }).pipe(
+      Effect.flatMap((mine) => {
+        if (mine.length === 0) return Effect.void
+        lastLive = clock.unsafeCurrentTimeMillis()
+        return Queue.offerAll(live, mine)
+      }),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* Effect.suspend(() => {
+      const left = lastLive + pollMs - clock.unsafeCurrentTimeMillis()
+      if (left > 0) return Effect.sleep(Duration.millis(left))
+      lastLive = clock.unsafeCurrentTimeMillis()
+      if (marked) return Effect.void
+      marked = true
+      return Queue.offer(live, POLL)
+    }).pipe(Effect.forever, Effect.forkScoped)
+    let next = Math.max(1, from)
+    /**
+     * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
+     * newer from this process that the bus will not bring, so the next pull waits for it (or
+     * for the poll) without reading the store first — a read per commit saved while a session runs
+     */
+    let caughtUp = false
+    const pull: Pull<RawEnvelope, EventStoreError> = Effect.gen(function* () {
+      while (true) {
+        if (!caughtUp) {
+          const rows = yield* Effect.mapError(
+            backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE),
+            Option.some
+          )
+          if (rows.length > 0) {
+            next = rows[rows.length - 1]!.seq + 1
+            return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
+          }
+        }
+        caughtUp = false
+        // nothing stored past `next`: wait for a commit in this process, or for the poll's mark
+        const seen: Array<RawEnvelope | Poll> = [yield* Queue.take(live), ...(yield* Queue.takeAll(live))]
+        const fresh: Array<RawEnvelope> = []
+        let polled = false
+        for (const e of seen) {
+          if (e === POLL) polled = true
+          else if (e.seq >= next) fresh.push(e)
+        }
+        if (polled) marked = false
+        if (fresh.length > 0 && fresh[0]!.seq === next) {
+          const out: Array<RawEnvelope> = []
+          for (const e of fresh) {
+            if (e.seq !== next) break
+            out.push(e)
+            next++
+          }
+          // a gap inside what came (another process's commit between two of ours), or the
+          // poll's mark with it: read the store next
+          caughtUp = out.length === fresh.length && !polled
+          return Chunk.unsafeFromArray(out)
+        }
+      }
+    })
+    return pull
+  })
+
+/** Headers matching the query, a keyset page at a time, up to its limit. */
+const query =
+  (backend: Backend): EventStoreService["query"] =>
+  (q) => {
+    const limit = q.limit
+    let seen = 0
+    return Stream.paginateChunkEffect(undefined as QueryCursor | undefined, (after) => {
+      const page = limit === undefined ? PAGE : Math.min(PAGE, limit - seen)
+      if (page <= 0) return Effect.succeed([Chunk.empty(), Option.none()] as const)
+      return backend.queryPage(q, after, page).pipe(
+        Effect.map((rows) => {
+          seen += rows.length
+          const last = rows[rows.length - 1]
+          const more = rows.length === page && last !== undefined && (limit === undefined || seen < limit)
+          return [
+            Chunk.fromIterable(rows),
+            more ? Option.some({ at: last.at, sessionId: last.sessionId, seq: last.seq }) : Option.none()
+          ] as const
+        })
+      )
+    })
+  }
+
+/** Saves a snapshot's state as JSON with its hash, keeping the newest `SNAPSHOTS_KEPT`. */
+const saveSnapshot =
+  (backend: Backend): EventStoreService["saveSnapshot"] =>
+  ({ state, ...snapshot }) =>
+    Effect.suspend(() => {
+      const json = JSON.stringify(state)
+      return backend.saveSnapshot(snapshot, { json, hash: hashContent(json) }, SNAPSHOTS_KEPT)
+    }).pipe(Effect.catchAllDefect((d) => Effect.fail(storeError("saveSnapshot", d))))
+
+/** The newest snapshot at or below a seq, its state parsed and checked against its hash (`intact`). */
+const loadSnapshot =
+  (backend: Backend): EventStoreService["loadSnapshot"] =>
+  (sessionId, o) =>
+    backend.loadSnapshot(sessionId, o.version, o.atOrBelow ?? Number.MAX_SAFE_INTEGER).pipe(
+      Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.succeedNone,
+          onSome: ({ json, hash, ...rest }) =>
+            Effect.try({
+              try: () =>
+                Option.some({ ...rest, state: JSON.parse(json) as unknown, intact: hash === hashContent(json) }),
+              catch: (e) => storeError("loadSnapshot", e, `snapshot ${sessionId}@${rest.seq} is not valid JSON`)
+            })
+        })
+      )
+    )
+
+/** Stores a blob under its content hash and returns the hash. */
+const putBlob =
+  (backend: Backend): EventStoreService["putBlob"] =>
+  (content) =>
+    Effect.suspend(() => {
+      const bytes = toBytes(content)
+      const hash = hashContent(bytes)
+      return Effect.as(backend.putBlob(hash, bytes), hash)
+    })
+
+/** The index row of a session just imported; failing with `missing` when there is none. */
+const importedSummary = (
+  backend: Backend,
+  sessionId: SessionId,
+  missing: string
+): Effect.Effect<SessionSummary, EventStoreError> =>
+  Effect.flatMap(
+    backend.session(sessionId),
+    Option.match({
+      onNone: () => Effect.fail(storeError("importSession", undefined, missing)),
+      onSome: Effect.succeed
+    })
+  )
+
+/**
+ * Import items as the backend writes them: each chunk's events checked, numbered from 1 and
+ * grouped between the session and the blobs, each blob with its hash.
+ */
+const prepareImportItems = <E>(
+  items: Stream.Stream<ImportItem, E>
+): Stream.Stream<BackendImportItem, E | EventStoreError> => {
+  let sessionId: SessionId | undefined
+  let seq = 0
+  return items.pipe(
+    Stream.mapChunksEffect((chunk) =>
+      Effect.suspend(() => {
+        const out: Array<BackendImportItem> = []
+        let events: Array<PreparedEvent> = []
+        const flush = () => {
+          if (events.length > 0) out.push({ _tag: "events", events })
+          events = []
+        }
+        for (const item of chunk) {
+          if (item._tag === "session") {
+            flush()
+            sessionId = item.sessionId
+            out.push(item)
+          } else if (item._tag === "blob") {
+            flush()
+            out.push({ _tag: "blob", hash: hashContent(item.content), content: item.content })
+          } else {
+            const e = prepareImported(sessionId!, item.event, ++seq)
+            if (Either.isLeft(e)) return Effect.fail(e.left)
+            events.push(e.right)
+          }
+        }
+        flush()
+        return Effect.succeed(Chunk.unsafeFromArray(out))
+      })
+    )
+  )
+}
+
+/** `importStream`: the items prepared as they come and written in one backend transaction; the session's index row. */
+const importStream =
+  (backend: Backend): EventStoreService["importStream"] =>
+  (items) =>
+    Effect.suspend(() =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importStream(prepareImportItems(items), now))
+    ).pipe(
+      Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
+      Effect.flatMap((sessionId) => importedSummary(backend, sessionId, "importSession: the session has no index row"))
+    )
+
+/** `importSession`: the events checked (an id given twice is refused) and written with the blobs; the session's index row. */
+const importSession =
+  (backend: Backend): EventStoreService["importSession"] =>
+  (sessionId, imported) =>
+    Effect.suspend(() => {
+      const events: Array<PreparedEvent> = new Array(imported.events.length)
+      const ids = new Set<string>()
+      for (let i = 0; i < imported.events.length; i++) {
+        const e = imported.events[i]!
+        if (ids.has(e.id)) {
+          return Effect.fail(
+            storeError(
+              "importSession",
+              undefined,
+              `importSession: event ${i + 1} (${e.type}): event id ${e.id} is used twice`,
+              true
+            )
+          )
+        }
+        ids.add(e.id)
+        const prepared = prepareImported(sessionId, e, i + 1)
+        if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+        events[i] = prepared.right
+      }
+      const blobs = imported.blobs.map((content) => ({ hash: hashContent(content), content }))
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importSession(sessionId, events, blobs, now))
+    }).pipe(
+      Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
+      Effect.zipRight(importedSummary(backend, sessionId, `importSession: ${sessionId} has no index row`))
+    )
+
+/** Takes or renews a session's lease at the `Clock`'s time. */
+const acquireLease =
+  (backend: Backend): EventStoreService["acquireLease"] =>
+  (sessionId, owner, ttlMs, options) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)
+    )
+
+/**
  * Builds the EventStore service over a backend: group commit, bus publishing, paging, follow.
  *
  * Group commit without a hand-off: requests wait in `pending` in call order. A caller of `append`
@@ -556,366 +1063,43 @@ export const makeService = (
   options: StoreOptions = {}
 ): Effect.Effect<EventStoreService, never, Scope.Scope | EventBus> =>
   Effect.gen(function* () {
-    const bus = yield* EventBus
-    const pending: Array<Pending> = []
-    const lock = yield* Effect.makeSemaphore(1)
-    const wake = yield* Queue.sliding<void>(1)
-    /**
-     * Per session, a failed commit of events handed over with `appendLater`: they are lost, and
-     * the next `append` to that session (or any `flush`) reports it. Never silent.
-     */
-    const lostLater = new Map<SessionId, EventStoreError>()
-    /** sessions whose fenced-off `appendLater` requests were logged already */
-    const fencedLogged = new Set<SessionId>()
-    const maxBatch = options.maxBatch ?? 1024
-    const pollMs = options.followPollMs ?? 200
-
-    const settleFailure = (p: Pending, error: EventStoreError): Effect.Effect<void> => {
-      if (p.done !== undefined) return Effect.asVoid(Deferred.fail(p.done, error))
-      // fenced off: not written on purpose (another process drives the session now); reporting it to
-      // the session's next append would fail that one — which may be this process's next driving
-      if (error.reason === "fenced") {
-        // once per session: a driver that lost its lease may hand over many events before it stops
-        if (fencedLogged.has(p.request.sessionId)) return Effect.void
-        fencedLogged.add(p.request.sessionId)
-        return Effect.logWarning(`${error.message} (events handed over later are not written either)`)
-      }
-      if (!lostLater.has(p.request.sessionId)) lostLater.set(p.request.sessionId, error)
-      return Effect.void
+    const s: Shared = {
+      backend,
+      bus: yield* EventBus,
+      pending: [],
+      lock: yield* Effect.makeSemaphore(1),
+      wake: yield* Queue.sliding<void>(1),
+      lostLater: new Map(),
+      fencedLogged: new Set(),
+      maxBatch: options.maxBatch ?? 1024,
+      pollMs: options.followPollMs ?? 200,
+      woken: false
     }
-
-    const commitOnce = (batch: ReadonlyArray<Pending>) =>
-      backend.commit(batch.map((p) => p.request)).pipe(
-        Effect.catchAllDefect((defect) => Effect.fail(storeError("append", defect))),
-        Effect.either
-      )
-
-    /**
-     * Commits one batch and settles its callers; never fails (failures go to the callers). When the
-     * database refused the batch's data (a constraint), its requests are committed one by one, so
-     * only the request at fault fails — together with the requests of the same session after it,
-     * which must not be written past a hole in that session's log. When the database itself failed
-     * (busy, disk full), the whole batch fails at once: retrying each request would only wait again.
-     */
-    const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
-      Effect.flatMap(commitOnce(batch), (result): Effect.Effect<void> => {
-        if (Either.isLeft(result)) {
-          if (batch.length === 1 || !result.left.isRefusal) {
-            const error = result.left
-            return Effect.forEach(batch, (p) => settleFailure(p, error), { discard: true })
-          }
-          const failed = new Map<SessionId, EventStoreError>()
-          return Effect.forEach(
-            batch,
-            (p) => {
-              const earlier = failed.get(p.request.sessionId)
-              if (earlier !== undefined) return settleFailure(p, earlier)
-              return Effect.flatMap(commitOnce([p]), (one) => {
-                if (Either.isRight(one)) return settled([p], one.right)
-                failed.set(p.request.sessionId, one.left)
-                return settleFailure(p, one.left)
-              })
-            },
-            { discard: true }
-          )
-        }
-        return settled(batch, result.right)
-      })
-
-    /**
-     * Publishes a committed batch and wakes its callers. Envelopes are built only when someone
-     * takes them: a waiting caller, or a bus subscriber (events handed over with `appendLater` in a
-     * process nobody watches cost no more than their row).
-     */
-    const settled = (batch: ReadonlyArray<Pending>, firstSeqs: ReadonlyArray<number>): Effect.Effect<void> =>
-      Effect.flatMap(bus.subscribers, (subscribers) => {
-        const published: Array<Envelope> = []
-        const waiting: Array<readonly [NonNullable<Pending["done"]>, Array<Envelope>]> = []
-        for (let i = 0; i < batch.length; i++) {
-          const { request, done } = batch[i]!
-          if (done === undefined && subscribers === 0) continue
-          const envelopes = toEnvelopes(request, firstSeqs[i]!)
-          if (subscribers > 0) for (const e of envelopes) published.push(e)
-          if (done !== undefined) waiting.push([done, envelopes])
-        }
-        // the callers woken in one step, not an `Effect.all` of `Deferred.succeed`s
-        return Effect.zipRight(
-          bus.publish(published),
-          Effect.sync(() => {
-            for (const [done, envelopes] of waiting) Deferred.unsafeDone(done, Exit.succeed(envelopes))
-          })
-        )
-      })
-
-    /**
-     * Commits what is pending when the lock is taken (all of it when `all`), in batches. Taking a
-     * batch, committing, publishing and waking its callers is one uninterruptible step: an
-     * interrupt can never leave events taken but not written, or written but not announced.
-     */
-    const drain = (all: boolean): Effect.Effect<void> =>
-      lock.withPermits(1)(
-        Effect.uninterruptible(
-          Effect.suspend(() => {
-            let remaining = pending.length
-            const loop = (): Effect.Effect<void> => {
-              if (pending.length === 0 || (!all && remaining <= 0)) return Effect.void
-              const batch = pending.splice(0, maxBatch)
-              remaining -= batch.length
-              return Effect.flatMap(commitBatch(batch), loop)
-            }
-            return loop()
-          })
-        )
-      )
-
-    /**
-     * Whether the background writer has been woken and has not started its drain yet: a request
-     * queued meanwhile is in that drain, so only the first `appendLater` after a drain started
-     * wakes it again (one queue offer per drain, not per call).
-     */
-    let woken = false
-    const signal = Effect.suspend(() => {
-      if (woken) return Effect.void
-      woken = true
-      return Effect.asVoid(Queue.offer(wake, undefined))
-    })
-
-    // the background writer commits what `appendLater` handed over (nothing to do when an
-    // `append` committed it meanwhile)
-    yield* Queue.take(wake).pipe(
-      Effect.zipRight(Effect.repeatN(Effect.yieldNow(), WRITER_YIELDS - 1)),
-      Effect.zipRight(
-        Effect.suspend(() => {
-          woken = false
-          return pending.length === 0 ? Effect.void : drain(true)
-        })
-      ),
-      Effect.forever,
-      Effect.forkScoped
-    )
-
-    /** The failure of events of the session handed over earlier with `appendLater`, once. */
-    const takeLost = (sessionId: SessionId): EventStoreError | undefined => {
-      const error = lostLater.get(sessionId)
-      if (error !== undefined) lostLater.delete(sessionId)
-      return error
-    }
-
-    const reportLost = (sessionIds: ReadonlyArray<SessionId>): Effect.Effect<void, EventStoreError> => {
-      const errors: Array<EventStoreError> = []
-      for (const id of sessionIds) {
-        const error = takeLost(id)
-        if (error !== undefined) errors.push(error)
-      }
-      if (errors.length === 0) return Effect.void
-      if (errors.length === 1) return Effect.fail(errors[0]!)
-      return Effect.fail(
-        new EventStoreError({
-          method: "flush",
-          message: `events of ${errors.length} sessions could not be written: ${errors.map((e) => e.message).join("; ")}`,
-          cause: errors
-        })
-      )
-    }
-
-    const flush: Effect.Effect<void, EventStoreError> = Effect.zipRight(
-      drain(true),
-      Effect.suspend(() => reportLost(Array.from(lostLater.keys())))
-    )
+    const signal = wakeWriter(s)
+    yield* Effect.forkScoped(backgroundWriter(s))
+    const flush = flushAll(s)
     // added after the writer started, so it runs before the writer is interrupted: nothing handed
     // over is lost on a normal close, and a failure to write it is logged, not swallowed
     yield* Effect.addFinalizer(() =>
       Effect.catchAll(flush, (error) => Effect.logError("logbook: events could not be written before closing", error))
     )
-
-    const append = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
-      Effect.clockWith((clock): Effect.Effect<ReadonlyArray<Envelope>, EventStoreError> => {
-        const lost = takeLost(sessionId)
-        if (lost !== undefined) return Effect.fail(lost)
-        if (events.length === 0) return Effect.succeed([])
-        const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
-        if (prepared instanceof EventStoreError) return Effect.fail(prepared)
-        const done = Deferred.unsafeMake<ReadonlyArray<Envelope>, EventStoreError>(FiberId.none)
-        pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done })
-        // If this caller is interrupted before its request is committed, the background
-        // writer commits it: an interrupted append may still be written (never half).
-        return Effect.zipRight(
-          Effect.onInterrupt(drain(false), () => signal),
-          Deferred.await(done)
-        )
-      })
-
-    const appendLater = (sessionId: SessionId, events: ReadonlyArray<NewEvent>, options: AppendOptions = {}) =>
-      events.length === 0
-        ? Effect.void
-        : Effect.clockWith((clock) => {
-            const prepared = prepareEventsAt(events, clock.unsafeCurrentTimeMillis())
-            if (prepared instanceof EventStoreError) return Effect.fail(prepared)
-            pending.push({ request: { sessionId, events: prepared, owner: options.owner }, done: undefined })
-            return signal
-          })
-
-    const readRaw = (sessionId: SessionId, range: SeqRange = {}): Stream.Stream<RawEnvelope, EventStoreError> => {
-      const to = range.to ?? Number.MAX_SAFE_INTEGER
-      return Stream.paginateChunkEffect(Math.max(1, range.from ?? 1), (from) =>
-        backend.readPage(sessionId, from, to, PAGE).pipe(
-          Effect.map((rows) => {
-            const chunk = Chunk.fromIterable(rows.map((r) => rowToRaw(sessionId, r)))
-            const last = rows[rows.length - 1]
-            return [
-              chunk,
-              rows.length < PAGE || last === undefined ? Option.none() : Option.some(last.seq + 1)
-            ] as const
-          })
-        )
-      )
-    }
-
-    const readChain = (sessionId: SessionId, range: SeqRange = {}): Stream.Stream<ChainRow, EventStoreError> => {
-      const to = range.to ?? Number.MAX_SAFE_INTEGER
-      return Stream.paginateChunkEffect(Math.max(1, range.from ?? 1), (from) =>
-        backend.readChainPage(sessionId, from, to, PAGE).pipe(
-          Effect.map((rows) => {
-            const last = rows[rows.length - 1]
-            return [
-              Chunk.unsafeFromArray(rows.slice()),
-              rows.length < PAGE || last === undefined ? Option.none() : Option.some(last.seq + 1)
-            ] as const
-          })
-        )
-      )
-    }
-
-    const read = (sessionId: SessionId, range?: SeqRange) => decodeChunks(readRaw(sessionId, range))
-
-    /**
-     * Stored rows from `from`, then live ones. The bus is only a hint: a forked fiber keeps the
-     * session's live envelopes in a small sliding buffer (so a slow reader holds no more than that
-     * in memory); whenever the buffer does not continue exactly at `next`, the rows are read from
-     * the store instead. Other processes' commits are found by polling: a second fiber puts a
-     * `POLL` mark into the buffer when `pollMs` passed without anything for this session, and the
-     * mark sends the next pull to the store. A pull only takes from the buffer: no race of the
-     * bus against a timer per wait (two fibers forked per commit, each commit a wait).
-     */
-    const openFollow = (sessionId: SessionId, from: number): OpenPull<RawEnvelope, EventStoreError> =>
-      Effect.gen(function* () {
-        // subscribe first, then read: nothing committed in between can be missed
-        const subscription = yield* bus.subscribe
-        const live = yield* Queue.sliding<RawEnvelope | Poll>(FOLLOW_BUFFER)
-        const clock = yield* Effect.clock
-        /** when the buffer last got something (an envelope of this session, or a mark) */
-        let lastLive = clock.unsafeCurrentTimeMillis()
-        /** a mark is in the buffer, not taken yet: one is enough */
-        let marked = false
-        // what a commit published, taken together (one wait, then what else is there)
-        yield* Effect.zipWith(Queue.take(subscription), Queue.takeAll(subscription), (first, rest) => {
-          const mine: Array<RawEnvelope> = first.sessionId === sessionId ? [first] : []
-          for (const e of rest) if (e.sessionId === sessionId) mine.push(e)
-          return mine
-        }).pipe(
-          Effect.flatMap((mine) => {
-            if (mine.length === 0) return Effect.void
-            lastLive = clock.unsafeCurrentTimeMillis()
-            return Queue.offerAll(live, mine)
-          }),
-          Effect.forever,
-          Effect.forkScoped
-        )
-        yield* Effect.suspend(() => {
-          const left = lastLive + pollMs - clock.unsafeCurrentTimeMillis()
-          if (left > 0) return Effect.sleep(Duration.millis(left))
-          lastLive = clock.unsafeCurrentTimeMillis()
-          if (marked) return Effect.void
-          marked = true
-          return Queue.offer(live, POLL)
-        }).pipe(Effect.forever, Effect.forkScoped)
-        let next = Math.max(1, from)
-        /**
-         * the last chunk came from the bus and continued exactly at `next`: the store holds nothing
-         * newer from this process that the bus will not bring, so the next pull waits for it (or
-         * for the poll) without reading the store first — a read per commit saved while a session runs
-         */
-        let caughtUp = false
-        const pull: Pull<RawEnvelope, EventStoreError> = Effect.gen(function* () {
-          while (true) {
-            if (!caughtUp) {
-              const rows = yield* Effect.mapError(
-                backend.readPage(sessionId, next, Number.MAX_SAFE_INTEGER, PAGE),
-                Option.some
-              )
-              if (rows.length > 0) {
-                next = rows[rows.length - 1]!.seq + 1
-                return Chunk.unsafeFromArray(rows.map((row) => rowToRaw(sessionId, row)))
-              }
-            }
-            caughtUp = false
-            // nothing stored past `next`: wait for a commit in this process, or for the poll's mark
-            const seen: Array<RawEnvelope | Poll> = [yield* Queue.take(live), ...(yield* Queue.takeAll(live))]
-            const fresh: Array<RawEnvelope> = []
-            let polled = false
-            for (const e of seen) {
-              if (e === POLL) polled = true
-              else if (e.seq >= next) fresh.push(e)
-            }
-            if (polled) marked = false
-            if (fresh.length > 0 && fresh[0]!.seq === next) {
-              const out: Array<RawEnvelope> = []
-              for (const e of fresh) {
-                if (e.seq !== next) break
-                out.push(e)
-                next++
-              }
-              // a gap inside what came (another process's commit between two of ours), or the
-              // poll's mark with it: read the store next
-              caughtUp = out.length === fresh.length && !polled
-              return Chunk.unsafeFromArray(out)
-            }
-          }
-        })
-        return pull
-      })
-
-    const followRaw = (sessionId: SessionId, from = 1): Stream.Stream<RawEnvelope, EventStoreError> =>
-      fromPull(openFollow(sessionId, from))
-
-    // built from the pull (not `decodeChunks(followRaw(…))`), so that a reader can take the pull itself
-    const follow = (sessionId: SessionId, from = 1): Stream.Stream<Envelope, EventStoreError | EventDecodeError> =>
-      fromPull(
-        Effect.map(openFollow(sessionId, from), (pull) =>
-          mapPullEither<RawEnvelope, Envelope, EventStoreError, EventDecodeError>(pull, decodeEnvelope)
-        )
-      )
-
-    const query = (q: EventQuery): Stream.Stream<EnvelopeHeader, EventStoreError> => {
-      const limit = q.limit
-      let seen = 0
-      return Stream.paginateChunkEffect(undefined as QueryCursor | undefined, (after) => {
-        const page = limit === undefined ? PAGE : Math.min(PAGE, limit - seen)
-        if (page <= 0) return Effect.succeed([Chunk.empty(), Option.none()] as const)
-        return backend.queryPage(q, after, page).pipe(
-          Effect.map((rows) => {
-            seen += rows.length
-            const last = rows[rows.length - 1]
-            const more = rows.length === page && last !== undefined && (limit === undefined || seen < limit)
-            return [
-              Chunk.fromIterable(rows),
-              more ? Option.some({ at: last.at, sessionId: last.sessionId, seq: last.seq }) : Option.none()
-            ] as const
-          })
-        )
-      })
-    }
-
+    const readRawOf = readRaw(backend)
     const service: EventStoreService = {
-      append,
-      appendLater,
+      append: append(s, signal),
+      appendLater: appendLater(s, signal),
       flush,
-      read,
-      readRaw,
-      follow,
-      followRaw,
-      query,
-      readChain,
+      read: (sessionId, range) => decodeChunks(readRawOf(sessionId, range)),
+      readRaw: readRawOf,
+      follow: (sessionId, from = 1) =>
+        // built from the pull (not `decodeChunks(followRaw(…))`), so that a reader can take the pull itself
+        fromPull(
+          Effect.map(openFollow(s, sessionId, from), (pull) =>
+            mapPullEither<RawEnvelope, Envelope, EventStoreError, EventDecodeError>(pull, decodeEnvelope)
+          )
+        ),
+      followRaw: (sessionId, from = 1) => fromPull(openFollow(s, sessionId, from)),
+      query: query(backend),
+      readChain: readChain(backend),
       consistent: backend.consistent,
       chainInfo: backend.chainInfo,
       seqGaps: backend.seqGaps,
@@ -924,114 +1108,13 @@ export const makeService = (
       sessions: (o) => backend.sessions(o ?? {}),
       session: backend.session,
       sessionIds: backend.sessionIds,
-      saveSnapshot: ({ state, ...snapshot }) =>
-        Effect.suspend(() => {
-          const json = JSON.stringify(state)
-          return backend.saveSnapshot(snapshot, { json, hash: hashContent(json) }, SNAPSHOTS_KEPT)
-        }).pipe(Effect.catchAllDefect((d) => Effect.fail(storeError("saveSnapshot", d)))),
-      loadSnapshot: (sessionId, o) =>
-        backend.loadSnapshot(sessionId, o.version, o.atOrBelow ?? Number.MAX_SAFE_INTEGER).pipe(
-          Effect.flatMap(
-            Option.match({
-              onNone: () => Effect.succeedNone,
-              onSome: ({ json, hash, ...rest }) =>
-                Effect.try({
-                  try: () =>
-                    Option.some({ ...rest, state: JSON.parse(json) as unknown, intact: hash === hashContent(json) }),
-                  catch: (e) => storeError("loadSnapshot", e, `snapshot ${sessionId}@${rest.seq} is not valid JSON`)
-                })
-            })
-          )
-        ),
-      putBlob: (content) =>
-        Effect.suspend(() => {
-          const bytes = toBytes(content)
-          const hash = hashContent(bytes)
-          return Effect.as(backend.putBlob(hash, bytes), hash)
-        }),
+      saveSnapshot: saveSnapshot(backend),
+      loadSnapshot: loadSnapshot(backend),
+      putBlob: putBlob(backend),
       getBlob: backend.getBlob,
-      importStream: (items) =>
-        Effect.suspend(() => {
-          let sessionId: SessionId | undefined
-          let seq = 0
-          const prepared = items.pipe(
-            Stream.mapChunksEffect((chunk) =>
-              Effect.suspend(() => {
-                const out: Array<BackendImportItem> = []
-                let events: Array<PreparedEvent> = []
-                const flush = () => {
-                  if (events.length > 0) out.push({ _tag: "events", events })
-                  events = []
-                }
-                for (const item of chunk) {
-                  if (item._tag === "session") {
-                    flush()
-                    sessionId = item.sessionId
-                    out.push(item)
-                  } else if (item._tag === "blob") {
-                    flush()
-                    out.push({ _tag: "blob", hash: hashContent(item.content), content: item.content })
-                  } else {
-                    const e = prepareImported(sessionId!, item.event, ++seq)
-                    if (Either.isLeft(e)) return Effect.fail(e.left)
-                    events.push(e.right)
-                  }
-                }
-                flush()
-                return Effect.succeed(Chunk.unsafeFromArray(out))
-              })
-            )
-          )
-          return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importStream(prepared, now))
-        }).pipe(
-          Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
-          Effect.flatMap((sessionId) => backend.session(sessionId)),
-          Effect.flatMap(
-            Option.match({
-              onNone: () =>
-                Effect.fail(storeError("importSession", undefined, "importSession: the session has no index row")),
-              onSome: Effect.succeed
-            })
-          )
-        ),
-      importSession: (sessionId, imported) =>
-        Effect.suspend(() => {
-          const events: Array<PreparedEvent> = new Array(imported.events.length)
-          const ids = new Set<string>()
-          for (let i = 0; i < imported.events.length; i++) {
-            const e = imported.events[i]!
-            if (ids.has(e.id)) {
-              return Effect.fail(
-                storeError(
-                  "importSession",
-                  undefined,
-                  `importSession: event ${i + 1} (${e.type}): event id ${e.id} is used twice`,
-                  true
-                )
-              )
-            }
-            ids.add(e.id)
-            const prepared = prepareImported(sessionId, e, i + 1)
-            if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
-            events[i] = prepared.right
-          }
-          const blobs = imported.blobs.map((content) => ({ hash: hashContent(content), content }))
-          return Effect.flatMap(Clock.currentTimeMillis, (now) => backend.importSession(sessionId, events, blobs, now))
-        }).pipe(
-          Effect.catchAllDefect((d) => Effect.fail(storeError("importSession", d))),
-          Effect.zipRight(backend.session(sessionId)),
-          Effect.flatMap(
-            Option.match({
-              onNone: () =>
-                Effect.fail(storeError("importSession", undefined, `importSession: ${sessionId} has no index row`)),
-              onSome: Effect.succeed
-            })
-          )
-        ),
-      acquireLease: (sessionId, owner, ttlMs, options) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          backend.acquireLease(sessionId, owner, now, ttlMs, options?.renewOnly === true)
-        ),
+      importStream: importStream(backend),
+      importSession: importSession(backend),
+      acquireLease: acquireLease(backend),
       releaseLease: backend.releaseLease,
       lease: backend.lease,
       leases: backend.leases
