@@ -1,6 +1,7 @@
 /**
- * `logbook sessions show <session>`: one session as a conversation, built from the projection
- * (`Snapshots.restore`: the newest snapshot plus the events after it).
+ * `logbook sessions show <session>`: one session as a conversation, built from the projection — the
+ * restored state (`Snapshots.restore`) up to `RESTORE_UP_TO` events, else folded and printed as its
+ * messages settle (`printSession`).
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
