@@ -15,11 +15,10 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Clock, Console, Effect, Either, Fiber, FiberRef, HashSet, Layer, Logger, Option } from "effect"
 import type { ConfigInput } from "../config/Config.js"
-import { expandCommand, matchCommand } from "../config/CustomCommands.js"
+import { expandCommand, matchCommand, nearMissCommand } from "../config/CustomCommands.js"
 import type { EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ToolPart } from "../domain/Message.js"
-import { nearest } from "../domain/nearest.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import type { EventStoreError } from "../store/Errors.js"
@@ -178,18 +177,10 @@ const customCommandMessage = (cwd: string, typed: string) =>
     if (matched !== undefined) {
       return { message: expandCommand(matched.command, matched.args), model: matched.command.model }
     }
-    const word = /^\/([^\s/]+)(?:\s|$)/.exec(typed.trimStart())?.[1]
-    const near =
-      word === undefined
-        ? undefined
-        : nearest(
-            word,
-            loaded.commands.map((c) => c.name),
-            2
-          )
+    const near = nearMissCommand(loaded.commands, typed)
     if (near !== undefined) {
       return yield* CliError.usage(
-        `unknown command /${word}: did you mean /${near.name}? (a message that starts with a / can be sent as //…)`
+        `unknown command /${near.word}: did you mean /${near.name}? (a message that starts with a / can be sent as //…)`
       )
     }
     return undefined

@@ -1,25 +1,14 @@
 /**
- * Custom commands (DESIGN §13): Markdown files that become `/name` in the interactive session and
- * `logbook run /name args` — a prompt the user keeps and reuses. The shape other agents share, so
- * existing files work: the file's name (without `.md`) is the command's, a folder adds a prefix
- * (`frontend/review.md` is `/frontend:review`); optional YAML frontmatter gives `description`,
- * `argument-hint` and `model`; in the body, `$ARGUMENTS` is what follows the command and `$1` … `$9`
- * its words (without a placeholder, the arguments are added at the end as `ARGUMENTS: …`).
- *
- * Where they are read, the first of a name winning: the project's `.logbook/commands/` and
- * `.claude/commands/`, then the user's `<config dir>/logbook/commands/` and `~/.claude/commands/`.
- * A command is a prompt: it runs nothing by itself, and what it asks the model to do goes through
- * the permission rules like any message. So a project's command needs no approval, but it cannot
- * choose the model (a repository would pick where the code is sent): `model` is honoured in the
- * user's own files only. `allowed-tools` is not applied (a command's tools are the session's).
- *
- * Bounded: a file of at most `MAX_COMMAND_BYTES`, at most `MAX_COMMANDS` files, folders `MAX_DEPTH`
- * deep. A file that cannot be used is skipped and said (`problems`), never an error of the session.
+ * Custom commands (DESIGN §13, docs/commands.md): Markdown files, in the shape other agents share,
+ * that become `/name args` at the interactive prompt and in `logbook run`. A command is a prompt:
+ * it runs nothing itself, so a project's needs no approval, but only the user's own files may choose
+ * the model. Files are bounded in size, number and depth; one that cannot be used is skipped and said.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Effect, Option } from "effect"
 import { parse as parseYaml } from "yaml"
+import { nearest } from "../domain/nearest.js"
 
 export const MAX_COMMAND_BYTES = 64 * 1024
 export const MAX_COMMANDS = 500
@@ -114,6 +103,21 @@ export const expandCommand = (command: CustomCommand, args: string): string => {
     n === undefined ? trimmed : (words[Number(n) - 1] ?? "")
   )
   return placeholder || trimmed === "" ? body : `${body}\n\nARGUMENTS: ${trimmed}`
+}
+
+/**
+ * The word of `/word …` when no command has that name but one of `commands` or `others` (the
+ * built-in names) is at most two edits away: the word and that name. A path (`/etc/hosts`) is none.
+ */
+export const nearMissCommand = (
+  commands: ReadonlyArray<CustomCommand>,
+  line: string,
+  others: ReadonlyArray<string> = []
+): { readonly word: string; readonly name: string } | undefined => {
+  const word = /^\/([^\s/]+)(?:\s|$)/.exec(line.trim())?.[1]
+  if (word === undefined) return undefined
+  const near = nearest(word, [...others, ...commands.map((c) => c.name)], 2)
+  return near === undefined ? undefined : { word, name: near.name }
 }
 
 /** `/name rest…` when `line` starts with a command's name: the command and the rest. */

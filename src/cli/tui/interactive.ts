@@ -14,10 +14,9 @@ import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Layer, Option, Runtime, Sc
 import { render } from "ink"
 import { createElement } from "react"
 import type { ConfigInput } from "../../config/Config.js"
-import { expandCommand, matchCommand } from "../../config/CustomCommands.js"
+import { expandCommand, matchCommand, nearMissCommand } from "../../config/CustomCommands.js"
 import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
-import { nearest } from "../../domain/nearest.js"
 import type { ReasoningSetting } from "../../model/Reasoning.js"
 import { makeScreenFolder, pendingMessages, type ScreenFolder } from "../../present/screen.js"
 import { formatCount } from "../../present/text.js"
@@ -523,8 +522,11 @@ const customCommand = (ctl: Controller, line: string, busy: boolean) =>
     const matched = matchCommand(loaded.commands, line)
     if (matched === undefined) {
       const name = line.trim().split(/\s+/)[0]!.slice(1)
-      const names = [...COMMANDS.map(([c]) => c.split(" ")[0]!.slice(1)), ...loaded.commands.map((c) => c.name)]
-      const near = nearest(name, names, 2)
+      const near = nearMissCommand(
+        loaded.commands,
+        line,
+        COMMANDS.map(([c]) => c.split(" ")[0]!.slice(1))
+      )
       const skipped =
         loaded.problems.length === 0
           ? ""
