@@ -68,7 +68,7 @@ export {
   type TurnOutcome,
   WithdrawRefused
 } from "./session/Sessions.js"
-export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
+export { fullSystemPrompt, systemPrompt, withSkills } from "./session/SystemPrompt.js"
 export type { WorkspaceSnapshotOptions } from "./session/WorkspaceObserver.js"
 export * as Audit from "./store/Audit.js"
 export * from "./store/Errors.js"
@@ -122,6 +122,7 @@ export {
   type SecretsOptions,
   type SecretsService
 } from "./tools/Secrets.js"
+export { makeSkillTool, type Skill, skillsSection } from "./tools/skill.js"
 export {
   type AnyTool,
   combineHooks,

@@ -15,11 +15,13 @@ import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
 import { makeInstructions } from "../session/Instructions.js"
+import { withSkills } from "../session/SystemPrompt.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
+import { makeSkillTool } from "../tools/skill.js"
 import {
   Config,
   ConfigError,
@@ -31,6 +33,7 @@ import {
 } from "./Config.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
+import { workspaceSkills } from "./Skills.js"
 
 export interface LayerFromConfigOptions {
   /** the workspace (absolute) */
@@ -160,6 +163,10 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
   if (notice !== undefined && options.sandboxNotice !== false) yield* notify(notice)
 
+  // the skills: listed in the system prompt and loaded with the `skill` tool; none, neither (docs/skills.md)
+  const skills = yield* workspaceSkills(config, NodePath.resolve(options.cwd), home)
+  for (const problem of skills.problems) yield* notify(`skill skipped: ${problem}`)
+
   const agentOptions = {
     sessions: {
       maxSteps: settings.maxSteps,
@@ -169,6 +176,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       maxOutputTokens: info.maxOutput?.value,
       compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
       step: settings.step,
+      system: skills.skills.length === 0 ? undefined : withSkills(skills.skills),
       onLeftoverCommands: (sessionId, found) =>
         notify(
           found === "open"
@@ -183,7 +191,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
           maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
           sandbox: sandboxOptions
         }
-      })
+      }).concat(skills.skills.length === 0 ? [] : [makeSkillTool(skills.skills)])
     },
     // a log kept inside the workspace is not part of what its commands change
     actions: { snapshot: { exclude: [filename] } },
@@ -238,6 +246,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     agentOptions,
     modelOptions,
     filename,
-    sandbox: sandboxOptions
+    sandbox: sandboxOptions,
+    skills
   }
 })

@@ -84,6 +84,7 @@ export const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["/compact", "summarise the conversation now (keeps the context small)"],
   ["/events", "this session's raw event log"],
   ["/audit", "every file change, command and question of this session"],
+  ["/skills", "the skills the model may load"],
   ["/help", "keys and commands"],
   ["/quit", "leave (also Ctrl-D on an empty prompt, or Ctrl-C twice)"]
 ]

@@ -458,6 +458,22 @@ const eventsOverlay = (ctl: Controller) =>
     }))
   })
 
+/** `/skills`: the skills the model may load (docs/skills.md), and the ones skipped, as an overlay. */
+const skillsOverlay = (ctl: Controller) => {
+  const { skills, problems } = ctl.agent.setup.skills
+  const width = Math.max(0, ...skills.map((skill) => skill.name.length))
+  const lines = [
+    ...(skills.length === 0
+      ? ["no skills: a folder with a SKILL.md in .logbook/skills/ or ~/.config/logbook/skills/ is one"]
+      : skills.map(
+          (skill) =>
+            `${skill.name.padEnd(width)}  ${skill.scope.padEnd(7)}  ${oneLine(skill.description.replace(/\s+/g, " "), 72)}`
+        )),
+    ...problems.map((problem) => `skipped: ${problem}`)
+  ]
+  ctl.ui.set((s) => ({ ...s, overlay: { kind: "events", title: "skills the model may load", lines } }))
+}
+
 /** The first line of `text`, cut to `max` characters with `…`. */
 const oneLine = (text: string, max: number): string => {
   const first = Array.from(text.split("\n")[0]!)
@@ -506,6 +522,8 @@ const command = (ctl: Controller, line: string) =>
         return yield* auditOverlay(ctl)
       case "/events":
         return yield* eventsOverlay(ctl)
+      case "/skills":
+        return skillsOverlay(ctl)
       default:
         return yield* customCommand(ctl, line, busy)
     }
