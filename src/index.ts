@@ -23,8 +23,12 @@ export {
   type McpConnection,
   type McpContent,
   McpError,
+  type McpPromptInfo,
+  type McpPromptResult,
+  type McpResourceResult,
   type McpToolInfo
 } from "./mcp/McpClient.js"
+export { type McpServerState, type McpServerStatus, McpServers } from "./mcp/McpServers.js"
 export type { McpHttpServer, McpServerSpec, McpStdioServer } from "./mcp/McpSettings.js"
 export { layerMcpTools, type McpToolsOptions, mcpToolName } from "./mcp/McpTools.js"
 export { layerAiSdk, makeAiSdkModel } from "./model/AiSdk.js"

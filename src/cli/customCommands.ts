@@ -20,7 +20,9 @@ export const BUILT_IN_COMMANDS = [
   "compact",
   "audit",
   "events",
-  "skills"
+  "skills",
+  "mcp",
+  "mcp-resource"
 ]
 
 export const customCommandsOf = Effect.fn("cli.customCommands")(function* (cwd: string) {

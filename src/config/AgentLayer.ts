@@ -10,6 +10,7 @@ import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
 import { McpClient } from "../mcp/McpClient.js"
+import { McpServers } from "../mcp/McpServers.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
@@ -224,12 +225,21 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     )
   }
   const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
-  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
+  // the servers not started, as `/mcp` lists them
+  const notStarted = mcp.entries
+    .filter((entry) => !mcpServers.includes(entry))
+    .map((entry) => ({
+      name: entry.name,
+      state: entry.enabled ? ("not approved" as const) : ("disabled" as const),
+      tools: [],
+      prompts: []
+    }))
+  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify, notStarted }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))
   )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
-    Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
+    Layer.provideMerge(mcpServers.length === 0 ? McpServers.layerNone(notStarted) : mcpTools),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),

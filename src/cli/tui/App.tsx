@@ -85,6 +85,8 @@ export const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["/events", "this session's raw event log"],
   ["/audit", "every file change, command and question of this session"],
   ["/skills", "the skills the model may load"],
+  ["/mcp", "the MCP servers: state, tools, prompts, last error"],
+  ["/mcp-resource <server> <uri>", "attach an MCP server's resource to the next message"],
   ["/help", "keys and commands"],
   ["/quit", "leave (also Ctrl-D on an empty prompt, or Ctrl-C twice)"]
 ]
