@@ -108,8 +108,12 @@ describe("MCP prompts and resources in logbook run", () => {
 })
 
 describe.skipIf(!hasTmux)("MCP at the interactive prompt", () => {
-  it("/mcp shows each server's state, tools and prompts; /help lists the prompts; a prompt is sent", async () => {
-    const { env, server, ws } = await setUp({ everything, off: { command: "true", enabled: false } })
+  it("/mcp shows each server's state, tools and prompts, a failed one's error; /help lists the prompts; a prompt is sent", async () => {
+    const { env, server, ws } = await setUp({
+      everything,
+      off: { command: "true", enabled: false },
+      broken: { command: "/nonexistent/logbook-test-mcp-server" }
+    })
     server.enqueue(Reply.text("It is sunny in Lyon."))
     const run = runInTmux(["--db", ws.db, "--cwd", ws.dir], { env })
     janitor.defer(run.close)
@@ -128,6 +132,8 @@ describe.skipIf(!hasTmux)("MCP at the interactive prompt", () => {
     expect(screen).toMatch(/tools: .*echo/)
     expect(screen).toMatch(/prompts: .*\/mcp__everything__args-prompt/)
     expect(screen).toMatch(/off {2}disabled/)
+    expect(screen).toMatch(/broken {2}failed/)
+    expect(screen).toMatch(/last error: MCP server "broken" did not start: its command .* was not found/)
     run.keys("Escape")
     await poll("the overlay to close", () => !run.visible().includes("MCP servers"))
     run.keys("-l", "/help")
