@@ -37,6 +37,8 @@ export class McpServers extends Context.Tag("logbook/McpServers")<
 
 /** The most of a prompt's or a resource's text a message takes. */
 export const MAX_ATTACHED_BYTES = 64 * 1024
+/** The most resources attached to one message at the interactive prompt. */
+export const MAX_ATTACHMENTS = 4
 
 /** One part of a prompt's message as text: a resource's text under a line naming it, media as a line. */
 const partText = (part: McpContent): string => {

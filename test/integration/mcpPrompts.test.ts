@@ -108,13 +108,13 @@ describe("MCP prompts and resources in logbook run", () => {
 })
 
 describe.skipIf(!hasTmux)("MCP at the interactive prompt", () => {
-  it("/mcp shows each server's state, tools and prompts, a failed one's error; /help lists the prompts; a prompt is sent", async () => {
+  it("a prompt is sent; a resource attached goes with the next message; /mcp shows each server's state, tools and prompts, a failed one's error; /help lists the prompts", async () => {
     const { env, server, ws } = await setUp({
       everything,
       off: { command: "true", enabled: false },
       broken: { command: "/nonexistent/logbook-test-mcp-server" }
     })
-    server.enqueue(Reply.text("It is sunny in Lyon."))
+    server.enqueue(Reply.text("It is sunny in Lyon."), Reply.text("It is resource 5."))
     const run = runInTmux(["--db", ws.db, "--cwd", ws.dir], { env })
     janitor.defer(run.close)
     await run.waitFor(/idle │/)
@@ -123,6 +123,18 @@ describe.skipIf(!hasTmux)("MCP at the interactive prompt", () => {
     run.keys("Enter")
     await run.waitFor("It is sunny in Lyon.")
     expect(lastUserText(server.requests[0]!)).toBe("What's weather in Lyon?")
+    // a resource attached goes with the next message
+    run.keys("-l", "/mcp-resource everything demo://resource/dynamic/text/5")
+    await run.waitFor("│› /mcp-resource everything demo://resource/dynamic/text/5")
+    run.keys("Enter")
+    await run.waitFor("is attached to your next message")
+    run.keys("-l", "what is it")
+    await run.waitFor("│› what is it")
+    run.keys("Enter")
+    await run.waitFor("It is resource 5.")
+    expect(lastUserText(server.requests[1]!)).toMatch(
+      /^what is it\n\n\[resource everything:demo:\/\/resource\/dynamic\/text\/5 \(text\/plain\)\]\nResource 5: /
+    )
     run.keys("-l", "/mcp")
     await run.waitFor("│› /mcp")
     run.keys("Enter")

@@ -19,6 +19,7 @@ import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
 import {
   attachResource,
+  MAX_ATTACHMENTS,
   McpServers,
   parsePromptCommand,
   parseResourceCommand,
@@ -509,6 +510,8 @@ const mcpResource = (ctl: Controller, line: string) =>
   Effect.gen(function* () {
     const parsed = parseResourceCommand(line)
     if (parsed === undefined) return flash(ctl.ui, "error", "/mcp-resource <server> <uri> [message]")
+    if (ctl.attached.length >= MAX_ATTACHMENTS)
+      return flash(ctl.ui, "error", `at most ${MAX_ATTACHMENTS} resources go with one message: send it first`)
     const text = yield* attachResource(yield* McpServers, parsed.server, parsed.uri).pipe(Effect.either)
     if (text._tag === "Left") return flash(ctl.ui, "error", text.left)
     if (parsed.message === "") {
