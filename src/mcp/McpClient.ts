@@ -106,6 +106,8 @@ export interface McpConnection {
   ) => Effect.Effect<McpCallResult, McpError>
   /** its prompts (none when it has no `prompts` capability), at most `MAX_PROMPTS` */
   readonly prompts: ReadonlyArray<McpPromptInfo>
+  /** why its prompts could not be listed (it then offers none, and its tools still) */
+  readonly promptsError?: string | undefined
   /** fills in a prompt (`prompts/get`), within the server's `timeoutMs` and `maxResultBytes` */
   readonly getPrompt: (prompt: string, args: Record<string, string>) => Effect.Effect<McpPromptResult, McpError>
   /** reads a resource (`resources/read`), within the server's `timeoutMs` and `maxResultBytes` */
@@ -368,8 +370,12 @@ const connectServer = (
     )
     // a server whose prompts cannot be listed still offers its tools
     const prompts = yield* listPrompts(name, spec, current.client).pipe(
-      Effect.timeout(Duration.millis(spec.startTimeoutMs)),
-      Effect.orElseSucceed((): ReadonlyArray<McpPromptInfo> => [])
+      Effect.timeoutFail({
+        duration: Duration.millis(spec.startTimeoutMs),
+        onTimeout: () =>
+          fail(name, "StartTimeout", `MCP server "${name}" did not list its prompts within ${spec.startTimeoutMs} ms`)
+      }),
+      Effect.either
     )
     let restarts = 0
     const lock = yield* Effect.makeSemaphore(1)
@@ -528,7 +534,8 @@ const connectServer = (
 
     return {
       name,
-      prompts,
+      prompts: prompts._tag === "Right" ? prompts.right : [],
+      promptsError: prompts._tag === "Left" ? prompts.left.message : undefined,
       getPrompt,
       readResource,
       tools: listed.tools,

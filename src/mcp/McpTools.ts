@@ -176,7 +176,12 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
             })
           ),
           Effect.tap((connection) =>
-            update(name, { state: "ready", tools: connection.tools.map((t) => t.name), prompts: connection.prompts })
+            update(name, {
+              state: "ready",
+              tools: connection.tools.map((t) => t.name),
+              prompts: connection.prompts,
+              lastError: connection.promptsError
+            })
           ),
           Effect.catchAll((error) =>
             Effect.zipRight(
