@@ -23,8 +23,12 @@ export {
   type McpConnection,
   type McpContent,
   McpError,
+  type McpPromptInfo,
+  type McpPromptResult,
+  type McpResourceResult,
   type McpToolInfo
 } from "./mcp/McpClient.js"
+export { type McpServerState, type McpServerStatus, McpServers } from "./mcp/McpServers.js"
 export type { McpHttpServer, McpServerSpec, McpStdioServer } from "./mcp/McpSettings.js"
 export { layerMcpTools, type McpToolsOptions, mcpToolName } from "./mcp/McpTools.js"
 export { layerAiSdk, makeAiSdkModel } from "./model/AiSdk.js"
@@ -68,7 +72,7 @@ export {
   type TurnOutcome,
   WithdrawRefused
 } from "./session/Sessions.js"
-export { fullSystemPrompt, systemPrompt } from "./session/SystemPrompt.js"
+export { fullSystemPrompt, systemPrompt, withSkills } from "./session/SystemPrompt.js"
 export type { WorkspaceSnapshotOptions } from "./session/WorkspaceObserver.js"
 export * as Audit from "./store/Audit.js"
 export * from "./store/Errors.js"
@@ -122,6 +126,7 @@ export {
   type SecretsOptions,
   type SecretsService
 } from "./tools/Secrets.js"
+export { makeSkillTool, type Skill, skillsSection } from "./tools/skill.js"
 export {
   type AnyTool,
   combineHooks,

@@ -163,6 +163,16 @@ export const headline = (entry: AuditEntry): string => {
       ].filter((part) => part !== undefined)
       return `${entry.tool} ${shown}  [${end.join(" · ")}]`
     }
+    case "skill": {
+      const what = entry.file === undefined ? `skill ${entry.name} loaded` : `skill ${entry.name}: read ${entry.file}`
+      const from =
+        entry.source === undefined ? "" : ` (${entry.scope === undefined ? "" : `${entry.scope}, `}${entry.source})`
+      const end =
+        entry.status === "finished"
+          ? ""
+          : `  [${[entry.status, entry.error?.split("\n")[0]].filter((p) => p !== undefined).join(" · ")}]`
+      return `${what}${from}${end}`
+    }
     case "refused": {
       const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
       const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
@@ -176,6 +186,7 @@ const mark: Readonly<Record<AuditKind, string>> = {
   recovery: "↺",
   command: "$",
   mcp: "⚙",
+  skill: "✦",
   permission: "?",
   retry: "↻",
   "model-error": "✗",

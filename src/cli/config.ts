@@ -13,9 +13,11 @@
  * An invalid config is exit 2 with one sentence that names the file (or variable, or flag), the
  * key and what was expected.
  */
+
+import { homedir } from "node:os"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Clock, Console, Effect } from "effect"
+import { Clock, Console, Effect, Config as EffectConfig } from "effect"
 import {
   Config,
   type ConfigSource,
@@ -27,6 +29,7 @@ import {
 } from "../config/Config.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
 import { type ModelInfo, modelInfo, priceKeys, type Sourced } from "../config/ModelInfo.js"
+import { workspaceSkills } from "../config/Skills.js"
 import { catalogSource } from "../model/Catalog.js"
 import {
   INSTRUCTION_FILE_NAMES,
@@ -34,7 +37,7 @@ import {
   makeInstructions,
   warnSkipped
 } from "../session/Instructions.js"
-import { fullSystemPrompt } from "../session/SystemPrompt.js"
+import { fullSystemPrompt, withSkills } from "../session/SystemPrompt.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { type Style, stdoutStyle, table } from "./render.js"
@@ -202,9 +205,12 @@ export const config = Command.make(
     const loaded = yield* instructions.load(dir)
     if (systemPrompt) {
       yield* warnSkipped(loaded)
+      const home = yield* EffectConfig.string("HOME").pipe(EffectConfig.withDefault(homedir()))
+      const skills = yield* workspaceSkills(service, dir, home)
+      for (const problem of skills.problems) yield* Console.error(`logbook: skill skipped: ${problem}`)
       // masked with the keys `logbook run` would mask (toolSecrets of the same config)
       const redact = makeSecrets(toolSecrets(service)).redactText
-      yield* Console.log(fullSystemPrompt(dir, loaded, { redact }))
+      yield* Console.log(fullSystemPrompt(dir, loaded, { redact, base: withSkills(skills.skills) }))
       return
     }
     const masked = yield* service.masked

@@ -9,7 +9,21 @@ import { globalConfigPath } from "../config/ConfigSources.js"
 import { commandDirs, loadCommands } from "../config/CustomCommands.js"
 
 /** The interactive session's own commands: a file cannot take their names. */
-export const BUILT_IN_COMMANDS = ["help", "?", "quit", "exit", "new", "sessions", "model", "compact", "audit", "events"]
+export const BUILT_IN_COMMANDS = [
+  "help",
+  "?",
+  "quit",
+  "exit",
+  "new",
+  "sessions",
+  "model",
+  "compact",
+  "audit",
+  "events",
+  "skills",
+  "mcp",
+  "mcp-resource"
+]
 
 export const customCommandsOf = Effect.fn("cli.customCommands")(function* (cwd: string) {
   const path = yield* Path.Path

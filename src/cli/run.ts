@@ -19,6 +19,13 @@ import { expandCommand, matchCommand, nearMissCommand } from "../config/CustomCo
 import type { EventDecodeError } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ToolPart } from "../domain/Message.js"
+import {
+  attachResource,
+  McpServers,
+  parsePromptCommand,
+  parseResourceCommand,
+  promptMessage
+} from "../mcp/McpServers.js"
 import { parseReasoning } from "../model/Reasoning.js"
 import { Sessions, type TurnOutcome } from "../session/Sessions.js"
 import type { EventStoreError } from "../store/Errors.js"
@@ -169,6 +176,8 @@ const readRunArgs = (args: RunArgs) =>
 const customCommandMessage = (cwd: string, typed: string) =>
   Effect.gen(function* () {
     if (!typed.trimStart().startsWith("/")) return undefined
+    // an MCP server's prompt or resource: made into the message once the servers run (`mcpMessage`)
+    if (parsePromptCommand(typed) !== undefined || parseResourceCommand(typed) !== undefined) return undefined
     // `//…` is a message that starts with a /, as at the interactive prompt
     if (typed.trimStart().startsWith("//")) return { message: typed.trimStart().slice(1), model: undefined }
     const loaded = yield* customCommandsOf(cwd)
@@ -184,6 +193,27 @@ const customCommandMessage = (cwd: string, typed: string) =>
       )
     }
     return undefined
+  })
+
+/**
+ * `/mcp__<server>__<prompt> args` (the server's prompt filled in) and `/mcp-resource <server> <uri>
+ * [message]` (the message with the resource's text): the message they make, once the server has
+ * started (docs/mcp.md). One that cannot be made is a usage error: nothing is sent. Any other
+ * message is left as it is.
+ */
+const mcpMessage = (typed: string) =>
+  Effect.gen(function* () {
+    const prompt = parsePromptCommand(typed)
+    const resource = parseResourceCommand(typed)
+    if (prompt === undefined && resource === undefined) return typed
+    const servers = yield* McpServers
+    const made =
+      prompt !== undefined
+        ? promptMessage(servers, prompt)
+        : attachResource(servers, resource!.server, resource!.uri).pipe(
+            Effect.map((text) => (resource!.message === "" ? text : `${resource!.message}\n\n${text}`))
+          )
+    return yield* made.pipe(Effect.mapError((why) => CliError.usage(why)))
   })
 
 /**
@@ -347,6 +377,8 @@ export const run = Command.make(
       const sessions = yield* Sessions
       const startedAt = yield* Clock.currentTimeMillis
 
+      // an MCP prompt or resource: made before any session is created or written to
+      const sent = yield* mcpMessage(message)
       const existing: SessionId | undefined = resumed?.id
       // resuming a session whose log is damaged: said on stderr before the turn (it goes on)
       if (existing !== undefined) yield* warnIfDamaged(existing)
@@ -395,7 +427,7 @@ export const run = Command.make(
         })
 
       // Ctrl-C from here on (the message being sent included) interrupts the turn as the user's
-      const outcome = yield* sessions.send(sessionId, message).pipe(
+      const outcome = yield* sessions.send(sessionId, sent).pipe(
         Effect.zipRight(sessions.wait(sessionId)),
         Effect.map(Option.getOrUndefined),
         Effect.onInterrupt(() =>

@@ -35,10 +35,13 @@ export { fitWidth } from "./liveRegion.js"
 /** A command or a path as a call's line shows it: on one line, cut at 80 characters. */
 const describeSubject = (subject: string): string => truncate(oneLine(subject), 80)
 
-/** A short description of a tool call's input: the command, the path, or compact JSON. */
+/** A short description of a tool call's input: the command, the path, the skill, or compact JSON. */
 export const describeInput = (tool: string, input: unknown): string => {
   if (typeof input === "object" && input !== null) {
     const record = input as Record<string, unknown>
+    // a skill by its name (and the file of it read)
+    if (tool === "skill" && typeof record.name === "string")
+      return describeSubject(typeof record.file === "string" ? `${record.name} ${record.file}` : record.name)
     const key = tool === "bash" ? "command" : "path" in record ? "path" : undefined
     if (key !== undefined && typeof record[key] === "string") return describeSubject(record[key] as string)
   }

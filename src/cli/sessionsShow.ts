@@ -9,6 +9,7 @@ import { Console, Effect, Either, Option, Stream } from "effect"
 import type { SessionId } from "../domain/Ids.js"
 import type { AssistantMessage, ToolPart, UserMessage } from "../domain/Message.js"
 import { exitText } from "../present/commandOutput.js"
+import { sanitize } from "../present/sanitize.js"
 import {
   compactJson,
   formatCount,
@@ -28,6 +29,7 @@ import { warnIfDamaged } from "./integrity.js"
 import { formatOption, seqOption, sessionArg } from "./options.js"
 import { type Style, stdoutStyle } from "./render.js"
 import { resolveSession } from "./resolveSession.js"
+import { describeInput } from "./runOutput.js"
 
 const atOption = seqOption("at", "Show the session as it was after event <seq> (replay to that point).")
 
@@ -105,8 +107,10 @@ export const toolStateText = (part: ToolPart, style: Style): string => {
 
 const toolLines = (part: ToolPart, style: Style, options: ShowOptions): Array<string> => {
   const state = part.state
+  // a skill's call names the skill (and the file of it read) beside the tool
+  const skill = part.tool === "skill" && "input" in state ? ` ${sanitize(describeInput(part.tool, state.input))}` : ""
   const lines = [
-    `  ${style.bold("▸")} ${style.bold(part.tool)} ${toolStateText(part, style)}  ${style.dim(part.callId)}`
+    `  ${style.bold("▸")} ${style.bold(part.tool)}${skill} ${toolStateText(part, style)}  ${style.dim(part.callId)}`
   ]
   const field = (label: string, text: string, color: (s: string) => string = (s) => s) => {
     const body = options.full ? indent(text, "") : truncateLines(text, 8, 160)

@@ -10,16 +10,19 @@ import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
 import { McpClient } from "../mcp/McpClient.js"
+import { McpServers } from "../mcp/McpServers.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
 import { makeInstructions } from "../session/Instructions.js"
+import { withSkills } from "../session/SystemPrompt.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
+import { makeSkillTool } from "../tools/skill.js"
 import {
   Config,
   ConfigError,
@@ -31,6 +34,7 @@ import {
 } from "./Config.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
+import { workspaceSkills } from "./Skills.js"
 
 export interface LayerFromConfigOptions {
   /** the workspace (absolute) */
@@ -160,6 +164,10 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
   if (notice !== undefined && options.sandboxNotice !== false) yield* notify(notice)
 
+  // the skills: listed in the system prompt and loaded with the `skill` tool; none, neither (docs/skills.md)
+  const skills = yield* workspaceSkills(config, NodePath.resolve(options.cwd), home)
+  for (const problem of skills.problems) yield* notify(`skill skipped: ${problem}`)
+
   const agentOptions = {
     sessions: {
       maxSteps: settings.maxSteps,
@@ -169,6 +177,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       maxOutputTokens: info.maxOutput?.value,
       compaction: { ...settings.compaction, contextWindow: info.contextWindow?.value },
       step: settings.step,
+      system: skills.skills.length === 0 ? undefined : withSkills(skills.skills),
       onLeftoverCommands: (sessionId, found) =>
         notify(
           found === "open"
@@ -183,7 +192,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
           maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
           sandbox: sandboxOptions
         }
-      })
+      }).concat(skills.skills.length === 0 ? [] : [makeSkillTool(skills.skills)])
     },
     // a log kept inside the workspace is not part of what its commands change
     actions: { snapshot: { exclude: [filename] } },
@@ -216,12 +225,21 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     )
   }
   const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
-  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
+  // the servers not started, as `/mcp` lists them
+  const notStarted = mcp.entries
+    .filter((entry) => !mcpServers.includes(entry))
+    .map((entry) => ({
+      name: entry.name,
+      state: entry.enabled ? ("not approved" as const) : ("disabled" as const),
+      tools: [],
+      prompts: []
+    }))
+  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify, notStarted }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))
   )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
-    Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
+    Layer.provideMerge(mcpServers.length === 0 ? McpServers.layerNone(notStarted) : mcpTools),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),
@@ -238,6 +256,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     agentOptions,
     modelOptions,
     filename,
-    sandbox: sandboxOptions
+    sandbox: sandboxOptions,
+    skills
   }
 })

@@ -56,6 +56,35 @@ export interface McpCallResult {
   readonly isError: boolean
 }
 
+/** A prompt as the server describes it (`prompts/list`): a template the user fills in. */
+export interface McpPromptInfo {
+  readonly name: string
+  readonly description: string
+  readonly arguments: ReadonlyArray<{
+    readonly name: string
+    readonly description: string
+    readonly required: boolean
+  }>
+}
+
+/** A prompt filled in (`prompts/get`): its messages, each one part. */
+export interface McpPromptResult {
+  readonly messages: ReadonlyArray<{ readonly role: string; readonly content: McpContent }>
+}
+
+/** A resource read (`resources/read`): its contents, text or base64 blobs. */
+export interface McpResourceResult {
+  readonly contents: ReadonlyArray<{
+    readonly uri: string
+    readonly mimeType?: string | undefined
+    readonly text?: string | undefined
+    readonly blob?: string | undefined
+  }>
+}
+
+/** The most prompts of a server taken (`prompts/list`). */
+export const MAX_PROMPTS = 100
+
 export interface McpCallOptions {
   /** the call's timeout (ms); default the server's `timeoutMs` */
   readonly timeoutMs?: number | undefined
@@ -75,6 +104,14 @@ export interface McpConnection {
     args: Record<string, unknown>,
     options?: McpCallOptions
   ) => Effect.Effect<McpCallResult, McpError>
+  /** its prompts (none when it has no `prompts` capability), at most `MAX_PROMPTS` */
+  readonly prompts: ReadonlyArray<McpPromptInfo>
+  /** why its prompts could not be listed (it then offers none, and its tools still) */
+  readonly promptsError?: string | undefined
+  /** fills in a prompt (`prompts/get`), within the server's `timeoutMs` and `maxResultBytes` */
+  readonly getPrompt: (prompt: string, args: Record<string, string>) => Effect.Effect<McpPromptResult, McpError>
+  /** reads a resource (`resources/read`), within the server's `timeoutMs` and `maxResultBytes` */
+  readonly readResource: (uri: string) => Effect.Effect<McpResourceResult, McpError>
 }
 
 export interface McpConnectOptions {
@@ -271,6 +308,39 @@ const listTools = (
     return { tools, leftOut }
   })
 
+const listPrompts = (
+  name: string,
+  spec: McpServerSpec,
+  client: Client
+): Effect.Effect<ReadonlyArray<McpPromptInfo>, McpError> =>
+  Effect.gen(function* () {
+    if (client.getServerCapabilities()?.prompts === undefined) return []
+    const prompts: Array<McpPromptInfo> = []
+    let cursor: string | undefined
+    for (let page = 0; page < 100 && prompts.length < MAX_PROMPTS; page++) {
+      const result = yield* Effect.tryPromise({
+        try: (signal) =>
+          client.listPrompts(cursor === undefined ? {} : { cursor }, { signal, timeout: spec.startTimeoutMs }),
+        catch: (cause) =>
+          fail(name, "Protocol", `MCP server "${name}" did not list its prompts: ${causeText(cause)}`, cause)
+      })
+      for (const prompt of result.prompts.slice(0, MAX_PROMPTS - prompts.length)) {
+        prompts.push({
+          name: prompt.name,
+          description: prompt.description ?? "",
+          arguments: (prompt.arguments ?? []).map((arg) => ({
+            name: arg.name,
+            description: arg.description ?? "",
+            required: arg.required === true
+          }))
+        })
+      }
+      cursor = result.nextCursor
+      if (cursor === undefined) break
+    }
+    return prompts
+  })
+
 /** The size of a result's content, as the model and the log would hold it. */
 const resultBytes = (content: ReadonlyArray<McpContent>): number =>
   content.reduce((sum, part) => sum + Buffer.byteLength(JSON.stringify(part)), 0)
@@ -297,6 +367,15 @@ const connectServer = (
         onTimeout: () =>
           fail(name, "StartTimeout", `MCP server "${name}" did not list its tools within ${spec.startTimeoutMs} ms`)
       })
+    )
+    // a server whose prompts cannot be listed still offers its tools
+    const prompts = yield* listPrompts(name, spec, current.client).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(spec.startTimeoutMs),
+        onTimeout: () =>
+          fail(name, "StartTimeout", `MCP server "${name}" did not list its prompts within ${spec.startTimeoutMs} ms`)
+      }),
+      Effect.either
     )
     let restarts = 0
     const lock = yield* Effect.makeSemaphore(1)
@@ -385,8 +464,80 @@ const connectServer = (
         }
       }).pipe(Effect.withSpan("McpClient.callTool", { attributes: { server: name, tool } }))
 
+    /** A request other than a tool call, bounded like one: its time and the size of what comes back. */
+    const request = <A>(
+      what: string,
+      run: (client: Client, signal: AbortSignal) => Promise<A>,
+      size: (result: A) => number
+    ): Effect.Effect<A, McpError> =>
+      Effect.gen(function* () {
+        const incarnation = yield* running
+        const result = yield* Effect.tryPromise({
+          try: (signal) => run(incarnation.client, signal),
+          catch: (cause) =>
+            incarnation.tooLarge()
+              ? fail(
+                  name,
+                  "TooLarge",
+                  `MCP server "${name}" sent ${what} larger than ${spec.maxResultBytes} bytes`,
+                  cause
+                )
+              : fail(name, "Protocol", `MCP server "${name}" failed ${what}: ${causeText(cause)}`, cause)
+        }).pipe(
+          Effect.timeoutFail({
+            duration: Duration.millis(spec.timeoutMs),
+            onTimeout: () =>
+              fail(name, "Timeout", `MCP server "${name}" did not send ${what} within ${spec.timeoutMs} ms`)
+          })
+        )
+        if (size(result) > spec.maxResultBytes) {
+          return yield* fail(
+            name,
+            "TooLarge",
+            `MCP server "${name}" sent ${what} larger than ${spec.maxResultBytes} bytes`
+          )
+        }
+        return result
+      })
+
+    const getPrompt = (prompt: string, args: Record<string, string>) =>
+      request(
+        `the prompt "${prompt}"`,
+        (client, signal) =>
+          client.getPrompt({ name: prompt, arguments: args }, { signal, timeout: spec.timeoutMs + 60_000 }),
+        (result) => Buffer.byteLength(JSON.stringify(result.messages))
+      ).pipe(
+        Effect.map(
+          (result): McpPromptResult => ({
+            messages: result.messages.map((m) => ({ role: m.role, content: m.content as McpContent }))
+          })
+        )
+      )
+
+    const readResource = (uri: string) =>
+      request(
+        `the resource ${uri}`,
+        (client, signal) => client.readResource({ uri }, { signal, timeout: spec.timeoutMs + 60_000 }),
+        (result) => Buffer.byteLength(JSON.stringify(result.contents))
+      ).pipe(
+        Effect.map(
+          (result): McpResourceResult => ({
+            contents: result.contents.map((c) => ({
+              uri: c.uri,
+              mimeType: c.mimeType,
+              text: "text" in c && typeof c.text === "string" ? c.text : undefined,
+              blob: "blob" in c && typeof c.blob === "string" ? c.blob : undefined
+            }))
+          })
+        )
+      )
+
     return {
       name,
+      prompts: prompts._tag === "Right" ? prompts.right : [],
+      promptsError: prompts._tag === "Left" ? prompts.left.message : undefined,
+      getPrompt,
+      readResource,
       tools: listed.tools,
       toolsLeftOut: listed.leftOut,
       processGroup: Effect.sync(() => (current.closed ? undefined : current.pid())),

@@ -7,10 +7,11 @@
  * server's `maxOutputBytes`, and the whole result (images included) is kept as blobs.
  * docs/mcp.md describes it.
  */
-import { Deferred, Effect, Layer, Schema, Scope } from "effect"
+import { Context, Deferred, Effect, Layer, Schema, Scope } from "effect"
 import { capText } from "../tools/boundedOutput.js"
 import { type AnyTool, defineTool, LateTools, type ToolContext, ToolFailure } from "../tools/Tools.js"
 import { McpClient, type McpConnection, type McpContent, type McpToolInfo } from "./McpClient.js"
+import { type McpServerStatus, McpServers } from "./McpServers.js"
 import type { McpServerSpec } from "./McpSettings.js"
 
 /** The prefix of every MCP tool's name. */
@@ -126,41 +127,73 @@ export interface McpToolsOptions {
   readonly cwd: string
   /** what the user should hear (a server that failed to start) */
   readonly notify: (message: string) => Effect.Effect<void>
+  /** the configured servers that are not started (disabled, not approved), for `McpServers.status` */
+  readonly notStarted?: ReadonlyArray<McpServerStatus> | undefined
 }
 
 /**
  * `LateTools` from MCP servers: each is started in the background when the layer is built and
  * stopped when it closes; its tools are offered once it is ready. A server that cannot start is
- * told to the user (`notify`) and offers nothing; the others go on.
+ * told to the user (`notify`) and offers nothing; the others go on. Beside them, `McpServers`:
+ * each server's state, and its connection for its prompts and resources.
  */
-export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, never, McpClient> =>
-  Layer.scoped(
-    LateTools,
+export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools | McpServers, never, McpClient> =>
+  Layer.scopedContext(
     Effect.gen(function* () {
       const client = yield* McpClient
       const scope = yield* Effect.scope
       let tools: ReadonlyArray<AnyTool> = []
       const started = new Map<string, Deferred.Deferred<void>>()
+      const statuses = new Map<string, McpServerStatus>()
+      const connections = new Map<string, McpConnection>()
+      const update = (name: string, change: Partial<McpServerStatus>) =>
+        Effect.sync(() => {
+          const now = statuses.get(name)
+          if (now !== undefined) statuses.set(name, { ...now, ...change })
+        })
       for (const { name, spec } of options.servers) {
         const done = yield* Deferred.make<void>()
         started.set(name, done)
+        statuses.set(name, { name, state: "starting", tools: [], prompts: [] })
         yield* client.connect(name, spec, { cwd: options.cwd }).pipe(
           Scope.extend(scope),
           Effect.tap((connection) =>
             Effect.sync(() => {
+              // a failed request is the server's last error (`/mcp` shows it)
+              const watched: McpConnection = {
+                ...connection,
+                callTool: (tool, args, callOptions) =>
+                  connection
+                    .callTool(tool, args, callOptions)
+                    .pipe(Effect.tapError((error) => update(name, { lastError: error.message })))
+              }
+              connections.set(name, watched)
               const taken = new Set(tools.map((tool) => tool.name))
               const added = connection.tools
-                .map((info) => mcpTool(name, spec, connection, info))
+                .map((info) => mcpTool(name, spec, watched, info))
                 .filter((tool) => !taken.has(tool.name) && taken.add(tool.name))
               tools = [...tools, ...added]
             })
           ),
-          Effect.catchAll((error) => options.notify(`${error.message}; its tools are not offered`)),
+          Effect.tap((connection) =>
+            update(name, {
+              state: "ready",
+              tools: connection.tools.map((t) => t.name),
+              prompts: connection.prompts,
+              lastError: connection.promptsError
+            })
+          ),
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              update(name, { state: "failed", lastError: error.message }),
+              options.notify(`${error.message}; its tools are not offered`)
+            )
+          ),
           Effect.ensuring(Deferred.succeed(done, undefined)),
           Effect.forkIn(scope)
         )
       }
-      return {
+      const late: LateTools["Type"] = {
         current: () => tools,
         awaitTool: (tool) => {
           if (!isMcpTool(tool)) return Effect.void
@@ -169,6 +202,16 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
           return done === undefined ? Effect.void : Deferred.await(done)
         }
       }
+      const servers: McpServers["Type"] = {
+        status: () => [...statuses.values(), ...(options.notStarted ?? [])],
+        connection: (server) => {
+          const done = started.get(server)
+          return done === undefined
+            ? Effect.succeed(undefined)
+            : Deferred.await(done).pipe(Effect.map(() => connections.get(server)))
+        }
+      }
+      return Context.make(LateTools, late).pipe(Context.add(McpServers, servers))
     })
   )
 

@@ -1,3 +1,4 @@
+import { type Skill, skillsSection } from "../tools/skill.js"
 import { instructionsSection, type LoadedInstructions } from "./Instructions.js"
 
 /**
@@ -34,4 +35,16 @@ export const fullSystemPrompt = (
   const base = (options.base ?? systemPrompt)(cwd)
   const section = instructionsSection(instructions)
   return options.redact(section === "" ? base : `${base}\n\n${section}`)
+}
+
+/**
+ * The base prompt with the skills' section after it (`tools/skill.ts`): the `system` a session with
+ * skills is given. Without skills, `base` itself: the prompt does not change.
+ */
+export const withSkills = (
+  skills: ReadonlyArray<Skill>,
+  base: (cwd: string) => string = systemPrompt
+): ((cwd: string) => string) => {
+  const section = skillsSection(skills)
+  return section === "" ? base : (cwd) => `${base(cwd)}\n\n${section}`
 }

@@ -154,12 +154,33 @@ export interface McpCallEntry extends EntryBase {
   readonly error?: string | undefined
 }
 
+/**
+ * A skill the model loaded (`skill`, docs/skills.md): its name, the file of it read when one was,
+ * and where the skill came from (its `SKILL.md`, from the call's metadata).
+ */
+export interface SkillEntry extends EntryBase {
+  readonly kind: "skill"
+  readonly callId: string
+  readonly name: string
+  /** the file of the skill read (absent: its instructions were loaded) */
+  readonly file?: string | undefined
+  readonly scope?: string | undefined
+  readonly source?: string | undefined
+  readonly status: CommandStatus
+  /** what the model was told when the call failed */
+  readonly error?: string | undefined
+}
+
+/** The tool that loads skills (src/tools/skill.ts). */
+const SKILL_TOOL = "skill"
+
 /** The prefix of an MCP server's tools (src/mcp/McpTools.ts). */
 const MCP_TOOL_PREFIX = "mcp__"
 
 export type AuditEntry =
   | RefusedEntry
   | McpCallEntry
+  | SkillEntry
   | FileEntry
   | RecoveryEntry
   | CommandEntry
@@ -176,6 +197,7 @@ export const auditKinds: ReadonlyArray<AuditKind> = [
   "recovery",
   "command",
   "mcp",
+  "skill",
   "permission",
   "retry",
   "model-error",
@@ -283,6 +305,8 @@ interface AuditState {
   readonly commands: Map<string, number>
   /** the index in `entries` of an MCP call's entry, by call id */
   readonly mcpCalls: Map<string, number>
+  /** the index in `entries` of a skill call's entry, by call id */
+  readonly skillCalls: Map<string, number>
   /** the index in `entries` of a permission question's entry, by permission id */
   readonly questions: Map<string, number>
 }
@@ -295,25 +319,39 @@ const callInvoked = (a: AuditState, env: EnvelopeOf<"tool.invoked">, base: Entry
     const command = str(record(p.input).command) ?? JSON.stringify(p.input)
     a.commands.set(p.callId, a.entries.length)
     a.entries.push({ kind: "command", ...base, callId: p.callId, command, cwd: a.cwd, status: "not run" })
+  } else if (p.tool === SKILL_TOOL) {
+    const input = record(p.input)
+    a.skillCalls.set(p.callId, a.entries.length)
+    a.entries.push({
+      kind: "skill",
+      ...base,
+      callId: p.callId,
+      name: str(input.name) ?? "?",
+      file: str(input.file),
+      status: "not run"
+    })
   } else if (p.tool.startsWith(MCP_TOOL_PREFIX)) {
     a.mcpCalls.set(p.callId, a.entries.length)
     a.entries.push({ kind: "mcp", ...base, callId: p.callId, tool: p.tool, input: p.input, status: "not run" })
   }
 }
 
+/** How a call ended, from its `tool.finished` / `tool.failed`. */
+const callStatus = (env: EnvelopeOf<"tool.finished" | "tool.failed">): CommandStatus =>
+  env.type === "tool.finished"
+    ? "finished"
+    : env.payload.timedOut === true
+      ? "timed out"
+      : env.payload.interrupted === true
+        ? "interrupted"
+        : "failed"
+
 /** An MCP call's entry with how it ended. */
 const mcpCallEnd = (entry: McpCallEntry, env: EnvelopeOf<"tool.finished" | "tool.failed">): McpCallEntry => {
   const meta = record(env.payload.metadata)
   return defined({
     ...entry,
-    status:
-      env.type === "tool.finished"
-        ? "finished"
-        : env.payload.timedOut === true
-          ? "timed out"
-          : env.payload.interrupted === true
-            ? "interrupted"
-            : "failed",
+    status: callStatus(env),
     bytes: num(meta.resultBytes),
     resultBlob: str(meta.resultBlob),
     error: env.type === "tool.failed" ? env.payload.error : undefined
@@ -325,6 +363,19 @@ const mcpCallEnd = (entry: McpCallEntry, env: EnvelopeOf<"tool.finished" | "tool
  * was invoked, with the input the model sent, is a refused call of its own.
  */
 const callEnded = (a: AuditState, env: EnvelopeOf<"tool.finished" | "tool.failed">, base: EntryBase): void => {
+  const skillAt = a.skillCalls.get(env.payload.callId)
+  if (skillAt !== undefined) {
+    const entry = a.entries[skillAt] as SkillEntry
+    const meta = record(env.payload.metadata)
+    a.entries[skillAt] = defined({
+      ...entry,
+      status: callStatus(env),
+      scope: str(meta.scope),
+      source: str(meta.source),
+      error: env.type === "tool.failed" ? env.payload.error : undefined
+    } satisfies SkillEntry)
+    return
+  }
   const mcpAt = a.mcpCalls.get(env.payload.callId)
   if (mcpAt !== undefined) {
     a.entries[mcpAt] = mcpCallEnd(a.entries[mcpAt] as McpCallEntry, env)
@@ -500,6 +551,7 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
     tools: new Map(),
     commands: new Map(),
     mcpCalls: new Map(),
+    skillCalls: new Map(),
     questions: new Map()
   }
   return {

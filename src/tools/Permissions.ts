@@ -110,7 +110,7 @@ export const ANY_TOOL = "*"
 
 /**
  * The built-in rules, as logbook behaves before permissions are configured: the built-in tools
- * run without asking, paths outside the workspace ask, any other tool asks (no `"*"` entry).
+ * (and `skill`, which only reads a skill's own files) run without asking, paths outside the workspace ask, any other tool asks (no `"*"` entry).
  */
 export const defaultRules: PermissionRules = {
   read: "allow",
@@ -121,6 +121,7 @@ export const defaultRules: PermissionRules = {
   edit: "allow",
   bash: "allow",
   todo: "allow",
+  skill: "allow",
   external_directory: "ask"
 }
 

@@ -84,6 +84,9 @@ export const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["/compact", "summarise the conversation now (keeps the context small)"],
   ["/events", "this session's raw event log"],
   ["/audit", "every file change, command and question of this session"],
+  ["/skills", "the skills the model may load"],
+  ["/mcp", "the MCP servers: state, tools, prompts, last error"],
+  ["/mcp-resource <server> <uri>", "attach an MCP server's resource to the next message"],
   ["/help", "keys and commands"],
   ["/quit", "leave (also Ctrl-D on an empty prompt, or Ctrl-C twice)"]
 ]

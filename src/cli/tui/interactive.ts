@@ -17,6 +17,15 @@ import type { ConfigInput } from "../../config/Config.js"
 import { expandCommand, matchCommand, nearMissCommand } from "../../config/CustomCommands.js"
 import type { Envelope } from "../../domain/Events.js"
 import type { SessionId } from "../../domain/Ids.js"
+import {
+  attachResource,
+  MAX_ATTACHMENTS,
+  McpServers,
+  parsePromptCommand,
+  parseResourceCommand,
+  promptMessage,
+  promptUsage
+} from "../../mcp/McpServers.js"
 import type { ReasoningSetting } from "../../model/Reasoning.js"
 import { makeScreenFolder, pendingMessages, type ScreenFolder } from "../../present/screen.js"
 import { formatCount } from "../../present/text.js"
@@ -177,6 +186,8 @@ interface Controller {
   current: { readonly id: SessionId; readonly feeder: Fiber.RuntimeFiber<void, unknown> } | undefined
   /** the screen is on the terminal (a new session's screen then starts from a clear one) */
   mounted: boolean
+  /** resources `/mcp-resource` attached to the next message, as text */
+  attached: Array<string>
 }
 
 /** Runs `effect` on the agent in use now. */
@@ -343,7 +354,7 @@ const sessionFor = (ctl: Controller, message: string) =>
 /** Runs `effect` on the agent in use, in the background; a failure is shown as the flash line. */
 const fork = <A, E>(
   ctl: Controller,
-  effect: Effect.Effect<A, E, Sessions | EventStore | EventBus | FileSystem.FileSystem | Path.Path>
+  effect: Effect.Effect<A, E, Sessions | EventStore | EventBus | McpServers | FileSystem.FileSystem | Path.Path>
 ) =>
   Runtime.runFork(ctl.runtime)(
     withAgent(ctl, effect).pipe(
@@ -458,6 +469,72 @@ const eventsOverlay = (ctl: Controller) =>
     }))
   })
 
+/** `/skills`: the skills the model may load (docs/skills.md), and the ones skipped, as an overlay. */
+const skillsOverlay = (ctl: Controller) => {
+  const { skills, problems } = ctl.agent.setup.skills
+  const width = Math.max(0, ...skills.map((skill) => skill.name.length))
+  const lines = [
+    ...(skills.length === 0
+      ? ["no skills: a folder with a SKILL.md in .logbook/skills/ or ~/.config/logbook/skills/ is one"]
+      : skills.map(
+          (skill) =>
+            `${skill.name.padEnd(width)}  ${skill.scope.padEnd(7)}  ${oneLine(skill.description.replace(/\s+/g, " "), 72)}`
+        )),
+    ...problems.map((problem) => `skipped: ${problem}`)
+  ]
+  ctl.ui.set((s) => ({ ...s, overlay: { kind: "events", title: "skills the model may load", lines } }))
+}
+
+/** `/mcp`: each MCP server's state, its tools and prompts, its last error (docs/mcp.md). */
+const mcpOverlay = (ctl: Controller) =>
+  Effect.gen(function* () {
+    const servers = (yield* McpServers).status()
+    const lines =
+      servers.length === 0
+        ? ["no MCP servers: `logbook mcp add` adds one (docs/mcp.md)"]
+        : servers.flatMap((server) => [
+            `${server.name}  ${server.state}${server.state === "ready" ? ` · ${server.tools.length} tools · ${server.prompts.length} prompts` : ""}`,
+            ...(server.tools.length === 0 ? [] : [`  tools: ${oneLine(server.tools.join(", "), 100)}`]),
+            ...(server.prompts.length === 0
+              ? []
+              : [
+                  `  prompts: ${oneLine(server.prompts.map((p) => `/mcp__${server.name}__${p.name}`).join(", "), 100)}`
+                ]),
+            ...(server.lastError === undefined ? [] : [`  last error: ${oneLine(server.lastError, 100)}`])
+          ])
+    ctl.ui.set((s) => ({ ...s, overlay: { kind: "events", title: "MCP servers", lines } }))
+  })
+
+/** `/mcp-resource <server> <uri> [message]`: the resource sent with the message, or attached to the next one. */
+const mcpResource = (ctl: Controller, line: string) =>
+  Effect.gen(function* () {
+    const parsed = parseResourceCommand(line)
+    if (parsed === undefined) return flash(ctl.ui, "error", "/mcp-resource <server> <uri> [message]")
+    if (ctl.attached.length >= MAX_ATTACHMENTS)
+      return flash(ctl.ui, "error", `at most ${MAX_ATTACHMENTS} resources go with one message: send it first`)
+    const text = yield* attachResource(yield* McpServers, parsed.server, parsed.uri).pipe(Effect.either)
+    if (text._tag === "Left") return flash(ctl.ui, "error", text.left)
+    if (parsed.message === "") {
+      ctl.attached.push(text.right)
+      return flash(ctl.ui, "info", `${parsed.server}:${parsed.uri} is attached to your next message`)
+    }
+    const message = [parsed.message, ...ctl.attached, text.right].join("\n\n")
+    ctl.attached = []
+    const id = yield* sessionFor(ctl, parsed.message)
+    yield* (yield* Sessions).send(id, message, { mode: "prompt" })
+  })
+
+/** `/mcp__<server>__<prompt> args`: the server's prompt, filled in, sent as the message. */
+const mcpPrompt = (ctl: Controller, line: string) =>
+  Effect.gen(function* () {
+    const text = yield* promptMessage(yield* McpServers, parsePromptCommand(line)!).pipe(Effect.either)
+    if (text._tag === "Left") return flash(ctl.ui, "error", text.left)
+    const message = [text.right, ...ctl.attached].join("\n\n")
+    ctl.attached = []
+    const id = yield* sessionFor(ctl, line)
+    yield* (yield* Sessions).send(id, message, { mode: "prompt" })
+  })
+
 /** The first line of `text`, cut to `max` characters with `…`. */
 const oneLine = (text: string, max: number): string => {
   const first = Array.from(text.split("\n")[0]!)
@@ -477,13 +554,27 @@ const command = (ctl: Controller, line: string) =>
       case "/help":
       case "/?": {
         const loaded = yield* customCommandsOf(ctl.options.cwd)
-        const custom = loaded.commands.map(
-          (c) =>
-            [
-              `/${c.name}${c.argumentHint === undefined ? "" : ` ${c.argumentHint}`}`,
-              oneLine(c.description ?? c.body, 56)
-            ] as const
-        )
+        const prompts = (yield* McpServers)
+          .status()
+          .flatMap((server) =>
+            server.prompts.map(
+              (p) =>
+                [
+                  promptUsage(server.name, p),
+                  oneLine(p.description === "" ? "an MCP prompt" : p.description, 56)
+                ] as const
+            )
+          )
+        const custom = [
+          ...loaded.commands.map(
+            (c) =>
+              [
+                `/${c.name}${c.argumentHint === undefined ? "" : ` ${c.argumentHint}`}`,
+                oneLine(c.description ?? c.body, 56)
+              ] as const
+          ),
+          ...prompts
+        ]
         return ctl.ui.set((s) => ({ ...s, overlay: { kind: "help", custom } }))
       }
       case "/quit":
@@ -506,7 +597,14 @@ const command = (ctl: Controller, line: string) =>
         return yield* auditOverlay(ctl)
       case "/events":
         return yield* eventsOverlay(ctl)
+      case "/skills":
+        return skillsOverlay(ctl)
+      case "/mcp":
+        return yield* mcpOverlay(ctl)
+      case "/mcp-resource":
+        return yield* mcpResource(ctl, line)
       default:
+        if (parsePromptCommand(line) !== undefined) return yield* mcpPrompt(ctl, line)
         return yield* customCommand(ctl, line, busy)
     }
   })
@@ -572,7 +670,10 @@ const makeActions = (ctl: Controller, answerApproval: (answer: ApprovalAnswer) =
     submit: (text, mode) => {
       ui.set((s) => ({ ...s, flash: undefined }))
       if (text.trim().startsWith("/") && !text.trim().startsWith("//")) return void fork(ctl, command(ctl, text))
-      const message = text.trim().startsWith("//") ? text.trim().slice(1) : text
+      const typed = text.trim().startsWith("//") ? text.trim().slice(1) : text
+      // the resources attached with /mcp-resource go with this message (and are recorded with it)
+      const message = ctl.attached.length === 0 ? typed : [typed, ...ctl.attached].join("\n\n")
+      ctl.attached = []
       void fork(
         ctl,
         Effect.gen(function* () {
@@ -695,7 +796,8 @@ export const interactive = Effect.fn("cli.interactive")(function* (options: Inte
     creating: yield* Effect.makeSemaphore(1),
     agent: yield* buildAgent(options, approver, options.flags, resumed?.model ?? undefined),
     current: undefined,
-    mounted: false
+    mounted: false,
+    attached: []
   }
 
   // resuming a session whose log is damaged: said on stderr before the screen starts (it goes on)
