@@ -172,15 +172,45 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
     })
   )
 
+/** How a recorded MCP call ended, as a re-run serves it (docs/rerun.md). */
+export type RecordedMcpCall =
+  | { readonly _tag: "finished"; readonly output: string; readonly metadata: unknown }
+  | { readonly _tag: "failed"; readonly error: string; readonly metadata: unknown }
+  /** timed out, interrupted, or never ended: the call runs until the re-run's timeout or interrupt stops it */
+  | { readonly _tag: "stopped" }
+
 /**
- * A tool of a recorded MCP call, for a re-run: it has the recorded name so the call is decoded as
- * it was, and it never calls a server (a re-run refuses MCP calls before they run; docs/rerun.md).
+ * An MCP tool for a re-run: offered with its recorded definition, and a call answered from the
+ * log (`serve`, by call id: the text the model read and the metadata, or the recorded failure).
+ * It never starts or calls a server.
  */
-export const mcpStandIn = (name: string): AnyTool =>
+export const mcpStandIn = (options: {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+  /** the timeout of a call with this input: the recorded one, so a timed-out call times out again */
+  readonly timeoutMs: (input: unknown) => number
+  readonly serve: (callId: string) => RecordedMcpCall | undefined
+}): AnyTool =>
   defineTool({
-    name,
-    description: "A tool of an MCP server, which a re-run does not call.",
+    name: options.name,
+    description: options.description,
     input: McpArguments,
-    inputSchema: { type: "object" },
-    execute: () => Effect.fail(new ToolFailure({ message: "A re-run does not call MCP servers." }))
+    inputSchema: options.inputSchema,
+    timeoutMs: options.timeoutMs,
+    execute: (_input, context) => {
+      const recorded = options.serve(context.callId)
+      if (recorded === undefined)
+        return Effect.fail(
+          new ToolFailure({ message: "A re-run does not call MCP servers: the original did not run this call." })
+        )
+      switch (recorded._tag) {
+        case "finished":
+          return Effect.succeed({ output: recorded.output, metadata: recorded.metadata })
+        case "failed":
+          return Effect.fail(new ToolFailure({ message: recorded.error, metadata: recorded.metadata }))
+        case "stopped":
+          return Effect.never
+      }
+    }
   })

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli, scratchDir } from "../support/cli.js"
-import { everythingScript, startEverythingHttp } from "../support/mcpServers.js"
+import { everythingScript, fixtureServer, markerServer, startEverythingHttp } from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   blobText,
@@ -132,6 +132,17 @@ describe("logbook run: an MCP call past its timeout", () => {
     const cancel = sent.split("\n").find((line) => line.includes('"notifications/cancelled"'))
     expect(cancel).toBeDefined()
     expect(JSON.parse(cancel!).params.requestId).toBe(JSON.parse(request).id)
+
+    // the re-run times the call out again after the recorded time, with no server started
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({
+      mcpServers: { everything: markerServer(marker) },
+      permission: { "mcp__everything__*": "allow" }
+    })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, mcpServed: 1 })
+    expect(fs.existsSync(marker)).toBe(false)
   })
 })
 
@@ -232,40 +243,87 @@ describe("logbook rerun of a session with MCP calls", () => {
     expect(fs.existsSync(stdinLog)).toBe(false)
   })
 
-  it("refuses the MCP call and never calls (or starts) the server", async () => {
+  it("serves each recorded MCP result from the log (a result, a failure, a server that died) with every server stopped", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
-    const stdinLog = path.join(scratchDir(), "stdin.jsonl")
-    const teed = {
-      command: "sh",
-      args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
-    }
+    const started = path.join(scratchDir(), "started.txt")
     server.enqueue(
-      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__everything__echo", { message: "once" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__fx__echo", { message: "once" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_crash", "mcp__fx__crash", {})] }),
+      Reply.stream({ toolCalls: [toolCall("call_notes", "mcp__fx__notes", {})] }),
+      Reply.stream({ toolCalls: [toolCall("call_again", "mcp__fx__echo", { message: "again" })] }),
       Reply.text("Done.")
     )
-    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
-    const run = await runCli([...ws.runArgs, "echo once"], { env })
+    const permission = { "mcp__fx__*": "allow", mcp__fx__notes: "deny" }
+    const env = userConfigEnv({ mcpServers: { fx: fixtureServer({ started }) }, permission })
+    const run = await runCli([...ws.runArgs, "use the tools"], { env })
     expect(run.code, run.stderr).toBe(0)
-    const calls = () => fs.readFileSync(stdinLog, "utf8").split('"method":"tools/call"').length - 1
-    expect(calls()).toBe(1)
+    expect(contentText(toolResult(server.requests[1]!, "call_echo"))).toBe("Echo: once")
+    expect(contentText(toolResult(server.requests[2]!, "call_crash"))).toMatch(/exit/)
+    expect(contentText(toolResult(server.requests[3]!, "call_notes"))).toMatch(/denied/)
+    expect(contentText(toolResult(server.requests[4]!, "call_again"))).toBe("Echo: again")
+    // started, then started again after the crash
+    expect(fs.readFileSync(started, "utf8")).toBe("started\nstarted\n")
     const id = await latestSession(ws.db, ws.dir)
-    fs.rmSync(stdinLog)
+    const requests = server.requests.length
 
-    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env })
-    expect(rerun.code).toBe(1)
-    const report = JSON.parse(rerun.stdout) as {
+    // every server of the re-run's config would leave a mark if it were started
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({ mcpServers: { fx: markerServer(marker) }, permission })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    const report = JSON.parse(rerun.stdout) as { outcome: unknown; mcpServed: number; refused: ReadonlyArray<unknown> }
+    expect(report.outcome).toEqual({ _tag: "match" })
+    expect(report.mcpServed).toBe(3)
+    expect(report.refused).toEqual([])
+    const text = await runCli(["rerun", id, "--db", ws.db], { env: stopped })
+    expect(text.code, text.stdout + text.stderr).toBe(0)
+    expect(text.stdout).toContain("3 MCP results served from the log (no MCP server started)")
+    expect(fs.existsSync(marker)).toBe(false)
+    expect(fs.readFileSync(started, "utf8")).toBe("started\nstarted\n")
+    expect(server.requests.length).toBe(requests)
+  })
+
+  it("a fork refuses an MCP call the original did not make, and starts no server", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__fx__echo", { message: "once" })] }),
+      Reply.text("Done.")
+    )
+    const permission = { "mcp__fx__*": "allow" }
+    const run = await runCli([...ws.runArgs, "echo once"], {
+      env: userConfigEnv({ mcpServers: { fx: fixtureServer() }, permission })
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const id = await latestSession(ws.db, ws.dir)
+
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({ mcpServers: { fx: markerServer(marker) }, permission })
+    // from request 2 the live model calls the tool again, with a call the original did not make
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_live", "mcp__fx__echo", { message: "live" })] }),
+      Reply.text("Refused, then.")
+    )
+    const fork = await runCli(
+      ["rerun", id, "--db", ws.db, "--from-step", "2", "--model", "local/scripted", "--format", "json"],
+      { env: stopped }
+    )
+    expect(fork.code, fork.stdout + fork.stderr).toBe(1)
+    const report = JSON.parse(fork.stdout) as {
       outcome: { _tag: string }
-      refused: ReadonlyArray<{ tool: string; why: string }>
+      mcpServed: number
+      refused: ReadonlyArray<{ callId: string; tool: string; why: string }>
     }
-    expect(report.outcome._tag).toBe("refused")
+    expect(report.outcome._tag).toBe("forked")
+    expect(report.mcpServed).toBe(1)
     expect(report.refused).toEqual([
       expect.objectContaining({
-        tool: "mcp__everything__echo",
-        why: "mcp__everything__echo is a tool of an MCP server, and a re-run never calls an MCP server"
+        tool: "mcp__fx__echo",
+        why: "mcp__fx__echo is a tool of an MCP server, and a re-run never calls an MCP server: the original did not make this call"
       })
     ])
-    // the server was not even started
-    expect(fs.existsSync(stdinLog)).toBe(false)
+    expect(contentText(toolResult(server.requests.at(-1)!, "call_live"))).toMatch(/^Refused/)
+    expect(fs.existsSync(marker)).toBe(false)
   })
 })
