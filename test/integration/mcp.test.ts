@@ -267,6 +267,29 @@ describe("logbook rerun of a session with MCP calls", () => {
     const id = await latestSession(ws.db, ws.dir)
     const requests = server.requests.length
 
+    // stats --by tool counts each MCP tool's calls and how they ended
+    const stats = await runCli(["stats", "--db", ws.db, "--by", "tool", "--format", "json"])
+    expect(stats.code, stats.stderr).toBe(0)
+    const tools = (JSON.parse(stats.stdout) as { report: { tools: ReadonlyArray<Record<string, unknown>> } }).report
+      .tools
+    expect(tools).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tool: "mcp__fx__echo", calls: 2, ok: 2 }),
+        expect.objectContaining({ tool: "mcp__fx__crash", calls: 1, errors: 1 }),
+        expect.objectContaining({ tool: "mcp__fx__notes", calls: 1, refused: 1 })
+      ])
+    )
+    const statsText = await runCli(["stats", "--db", ws.db, "--by", "tool"])
+    expect(statsText.stdout).toMatch(/\n\s*2\s+2\s+0\s+0\s+0\s+0\s+0\s+\S+\s+\S+\s+mcp__fx__echo/)
+    // replay shows the request with the MCP tools offered and an MCP result
+    const replay = await runCli(["replay", id, "--db", ws.db, "--step", "2", "--format", "json"])
+    expect(replay.code, replay.stderr).toBe(0)
+    const request = (JSON.parse(replay.stdout) as { request: { tools: ReadonlyArray<{ name: string }> } }).request
+    expect(request.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["mcp__fx__echo", "mcp__fx__notes"]))
+    expect(JSON.stringify(request)).toContain("Echo: once")
+    const replayText = await runCli(["replay", id, "--db", ws.db, "--step", "2"])
+    expect(replayText.stdout).toMatch(/\[tool mcp__fx__echo call_echo\]\n\s*Echo: once/)
+
     // every server of the re-run's config would leave a mark if it were started
     const marker = path.join(scratchDir(), "marker.txt")
     const stopped = userConfigEnv({ mcpServers: { fx: markerServer(marker) }, permission })
