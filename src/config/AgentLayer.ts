@@ -11,6 +11,7 @@ import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
 import { McpClient } from "../mcp/McpClient.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
+import { toolSearchBudget } from "../mcp/ToolSearch.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
@@ -216,7 +217,12 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     )
   }
   const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
-  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify }).pipe(
+  const mcpTools = layerMcpTools({
+    servers: mcpServers,
+    cwd: workspace,
+    notify,
+    toolSearchTokens: toolSearchBudget(settings.mcp.toolSearch, info.contextWindow?.value)
+  }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))
   )

@@ -12,6 +12,7 @@ import { capText } from "../tools/boundedOutput.js"
 import { type AnyTool, defineTool, LateTools, type ToolContext, ToolFailure } from "../tools/Tools.js"
 import { McpClient, type McpConnection, type McpContent, type McpToolInfo } from "./McpClient.js"
 import type { McpServerSpec } from "./McpSettings.js"
+import { estimateTokens, MAX_LOADED, TOOL_SEARCH_NAME, toolSearchTool } from "./ToolSearch.js"
 
 /** The prefix of every MCP tool's name. */
 export const MCP_TOOL_PREFIX = "mcp__"
@@ -126,12 +127,18 @@ export interface McpToolsOptions {
   readonly cwd: string
   /** what the user should hear (a server that failed to start) */
   readonly notify: (message: string) => Effect.Effect<void>
+  /**
+   * The most tokens the MCP tools' definitions may take (a share of the context window): past it
+   * they are offered through `mcp__tool_search` (ToolSearch.ts). None: always offered.
+   */
+  readonly toolSearchTokens?: number | undefined
 }
 
 /**
  * `LateTools` from MCP servers: each is started in the background when the layer is built and
  * stopped when it closes; its tools are offered once it is ready. A server that cannot start is
- * told to the user (`notify`) and offers nothing; the others go on.
+ * told to the user (`notify`) and offers nothing; the others go on. When their definitions would
+ * take more than `toolSearchTokens`, the search tool is offered instead, with the tools it found.
  */
 export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, never, McpClient> =>
   Layer.scoped(
@@ -140,6 +147,15 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
       const client = yield* McpClient
       const scope = yield* Effect.scope
       let tools: ReadonlyArray<AnyTool> = []
+      let searching = false
+      // the tools searches found, newest last, at most MAX_LOADED
+      let loaded: ReadonlyArray<string> = []
+      const search = toolSearchTool({
+        all: () => tools,
+        found: (names) => {
+          loaded = [...loaded.filter((name) => !names.includes(name)), ...names].slice(-MAX_LOADED)
+        }
+      })
       const started = new Map<string, Deferred.Deferred<void>>()
       for (const { name, spec } of options.servers) {
         const done = yield* Deferred.make<void>()
@@ -153,6 +169,7 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
                 .map((info) => mcpTool(name, spec, connection, info))
                 .filter((tool) => !taken.has(tool.name) && taken.add(tool.name))
               tools = [...tools, ...added]
+              searching = options.toolSearchTokens !== undefined && estimateTokens(tools) > options.toolSearchTokens
             })
           ),
           Effect.catchAll((error) => options.notify(`${error.message}; its tools are not offered`)),
@@ -161,8 +178,13 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
         )
       }
       return {
-        current: () => tools,
+        current: () =>
+          searching ? [search, ...loaded.flatMap((name) => tools.filter((tool) => tool.name === name))] : tools,
+        // a tool not offered now (not found yet) is still the server's when the model names it
+        find: (name) => (name === TOOL_SEARCH_NAME && searching ? search : tools.find((tool) => tool.name === name)),
         awaitTool: (tool) => {
+          // a search waits for the servers still starting: their tools are what it searches
+          if (tool === TOOL_SEARCH_NAME) return Effect.forEach(started.values(), Deferred.await, { discard: true })
           if (!isMcpTool(tool)) return Effect.void
           const server = tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
           const done = started.get(server)

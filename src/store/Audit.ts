@@ -181,8 +181,11 @@ export interface McpToolsEntry extends EntryBase {
   readonly removed: ReadonlyArray<string>
 }
 
-/** The server of an MCP tool's name (`mcp__<server>__<tool>`). */
-const serverOf = (name: string): string => name.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
+/** The server of an MCP tool's name (`mcp__<server>__<tool>`); `logbook` for its own tool search (`mcp__tool_search`). */
+const serverOf = (name: string): string => {
+  const parts = name.slice(MCP_TOOL_PREFIX.length).split("__")
+  return parts.length < 2 ? "logbook" : (parts[0] ?? "")
+}
 
 /**
  * The MCP tools of a prompt document (docs/prompt.md), or `undefined` when it is not one: its

@@ -121,6 +121,8 @@ export const defaultRules: PermissionRules = {
   edit: "allow",
   bash: "allow",
   todo: "allow",
+  // the search over the MCP tools' definitions (mcp/ToolSearch.ts): it reads only what the servers listed
+  mcp__tool_search: "allow",
   external_directory: "ask"
 }
 

@@ -407,3 +407,58 @@ describe("logbook mcp test", () => {
     expect(result.stdout).not.toContain("\u001b")
   })
 })
+
+describe("logbook run with many MCP tools: tool search", () => {
+  it("offers mcp__tool_search instead of 300 tools; what it finds is offered from the next request and called; rerun matches", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server, {
+      config: {
+        provider: {
+          local: {
+            type: "openai-compatible",
+            baseURL: `${server.url}/v1`,
+            models: { scripted: { contextWindow: 100_000 } }
+          }
+        },
+        mcp: { toolSearch: { maxContextShare: 0.05 } }
+      }
+    })
+    server.enqueue(
+      // a call of a tool not offered still reaches its server (it waits for it to start)
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__fx__echo", { message: "ready?" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_search", "mcp__tool_search", { query: "widget number 123" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_widget", "mcp__fx__widget_123", { field: "price" })] }),
+      Reply.text("The price is 42.")
+    )
+    const permission = { "mcp__fx__*": "allow" }
+    const env = userConfigEnv({ mcpServers: { fx: { ...fixtureServer({ many: 300 }), maxTools: 400 } }, permission })
+    const run = await runCli([...ws.runArgs, "what does widget 123 cost?"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(server.requests).toHaveLength(4)
+    const mcpNames = (n: number) => toolNames(server.requests[n]!.body).filter((name) => name.startsWith("mcp__"))
+    // the server is ready: its 304 tools would take ~25k tokens of a 5k budget, so only the search is offered
+    expect(contentText(toolResult(server.requests[1]!, "call_echo"))).toBe("Echo: ready?")
+    expect(mcpNames(1)).toEqual(["mcp__tool_search"])
+    const found = contentText(toolResult(server.requests[2]!, "call_search"))
+    expect(found).toMatch(
+      /^\d+ of 304 MCP tools match; each is offered from your next step on:\n- mcp__fx__widget_123: /
+    )
+    expect(mcpNames(2)[0]).toBe("mcp__tool_search")
+    expect(mcpNames(2)).toContain("mcp__fx__widget_123")
+    expect(mcpNames(2).length).toBeLessThanOrEqual(6)
+    expect(contentText(toolResult(server.requests[3]!, "call_widget"))).toBe("widget_123: price = 42")
+
+    // each request's tool list is recorded: the prompt version changed with the tools found
+    const id = await latestSession(ws.db, ws.dir)
+    const log = await readLog(ws.db, id)
+    const versions = new Set(ofType(log, "prompt.recorded").map((e) => e.payload.promptVersion))
+    expect(versions.size).toBeGreaterThanOrEqual(2)
+
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({ mcpServers: { fx: markerServer(marker) }, permission })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, mcpServed: 3 })
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+})
