@@ -4,8 +4,9 @@
  * (`LateTools`) once it is ready, so a slow server holds up neither the first frame nor the first
  * request. A call goes through the same permission rules, hooks, write-ahead `tool.invoked`,
  * timeout and log as a built-in's; the model reads the result's text, head and tail within the
- * server's `maxOutputBytes`, and the whole result (images included) is kept as blobs.
- * docs/mcp.md describes it.
+ * server's `maxOutputBytes`, and the whole result (images included) is kept as blobs. Past a
+ * share of the context window they are offered through a search (ToolSearch.ts); a re-run offers
+ * stand-ins that answer from the log (`mcpStandIn`). docs/mcp.md describes it.
  */
 import { Deferred, Effect, Layer, Schema, Scope } from "effect"
 import { capText } from "../tools/boundedOutput.js"

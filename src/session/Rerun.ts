@@ -799,7 +799,11 @@ const recordedMcpCalls = (r: Pick<Replay, "envelopes" | "cut" | "toScratch">): R
       const ms = timedOut.get(callId)
       const call = invoked.get(callId)!
       if (timed === true && ms !== undefined) {
-        const input: unknown = JSON.parse(r.toScratch(JSON.stringify(call.input ?? null)))
+        // as the re-run sends it: the original directory's paths written as the scratch one's
+        const input = Either.getOrElse(
+          Either.try(() => JSON.parse(r.toScratch(JSON.stringify(call.input ?? null))) as unknown),
+          () => call.input
+        )
         timeouts.set(mcpCallKey(call.tool, input), ms)
         timeouts.set(call.tool, ms)
       }
