@@ -7,8 +7,14 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { runCli, scratchDir } from "../support/cli.js"
-import { everythingScript, fixtureServer, markerServer, startEverythingHttp } from "../support/mcpServers.js"
+import { runCli, scratchDir, spawnCli } from "../support/cli.js"
+import {
+  everythingScript,
+  fixtureServer,
+  markerServer,
+  startEverythingHttp,
+  waitForFileText
+} from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
 import {
   blobText,
@@ -20,6 +26,7 @@ import {
   readLog,
   toolCall,
   toolResult,
+  until,
   userConfigEnv
 } from "./support.js"
 
@@ -305,6 +312,33 @@ describe("logbook rerun of a session with MCP calls", () => {
     expect(fs.existsSync(marker)).toBe(false)
     expect(fs.readFileSync(started, "utf8")).toBe("started\nstarted\n")
     expect(server.requests.length).toBe(requests)
+  })
+
+  it("an MCP call interrupted (Ctrl-C) runs, without a server, until the re-run interrupts it where the log did", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(Reply.stream({ toolCalls: [toolCall("call_slow", "mcp__fx__slow", {})] }))
+    const permission = { "mcp__fx__*": "allow" }
+    const started = path.join(scratchDir(), "started.txt")
+    const env = userConfigEnv({ mcpServers: { fx: fixtureServer({ started }) }, permission })
+    const running = spawnCli([...ws.runArgs, "wait for it"], { env })
+    janitor.defer(() => running.child.kill("SIGKILL"))
+    await waitForFileText(started, "started")
+    const id = await until("the session", () => latestSession(ws.db, ws.dir).catch(() => undefined))
+    await until("the call invoked", async () =>
+      (await readLog(ws.db, id)).some((e) => e.type === "tool.invoked") ? true : undefined
+    )
+    running.child.kill("SIGINT")
+    expect((await running.exited).code).toBe(130)
+    const failed = ofType(await readLog(ws.db, id), "tool.failed")
+    expect(failed[0]!.payload).toMatchObject({ callId: "call_slow", interrupted: true })
+
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({ mcpServers: { fx: markerServer(marker) }, permission })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, mcpServed: 1 })
+    expect(fs.existsSync(marker)).toBe(false)
   })
 
   it("a fork refuses an MCP call the original did not make, and starts no server", async () => {
