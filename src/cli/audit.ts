@@ -2,7 +2,7 @@
  * `logbook audit [<session>]`: what the agent did to the workspace, from the log alone — every file
  * change as a unified diff, every command with its directory, exit code, duration and whole output,
  * every permission question and its answer, every retry, model error, interruption, crash recovery
- * and timeout, in time order. One session, or several (`--cwd`, `--since`). `--format text`
+ * and timeout, and the MCP tools the model was offered with their descriptions, in time order. One session, or several (`--cwd`, `--since`). `--format text`
  * (people), `markdown` (a review or a ticket), `json` (programs: one object, the diffs and outputs
  * included). `logbook blob <hash>` prints a blob an entry names.
  */
@@ -21,6 +21,7 @@ import {
   auditSession,
   type CommandEntry,
   type FileEntry,
+  type McpToolsEntry,
   type SessionAudit
 } from "../store/Audit.js"
 import { EventStore } from "../store/EventStore.js"
@@ -173,6 +174,17 @@ export const headline = (entry: AuditEntry): string => {
           : `  [${[entry.status, entry.error?.split("\n")[0]].filter((p) => p !== undefined).join(" · ")}]`
       return `${what}${from}${end}`
     }
+    case "mcp-tools": {
+      const count = (n: number, what: string) => (n === 0 ? undefined : `${n} ${what}`)
+      const changes = [
+        count(entry.tools.filter((tool) => tool.change === "new").length, "new"),
+        count(entry.tools.filter((tool) => tool.change === "changed").length, "changed"),
+        count(entry.removed.length, "no longer offered"),
+        count(entry.tools.filter((tool) => tool.change === "same").length, "as before")
+      ].filter((part) => part !== undefined)
+      const servers = [...new Set(entry.tools.map((tool) => tool.server))].join(", ")
+      return `MCP tools offered with prompt ${entry.promptVersion}${servers === "" ? "" : ` (from ${servers})`}: ${changes.join(", ")}`
+    }
     case "refused": {
       const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
       const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
@@ -187,6 +199,7 @@ const mark: Readonly<Record<AuditKind, string>> = {
   command: "$",
   mcp: "⚙",
   skill: "✦",
+  "mcp-tools": "⚑",
   permission: "?",
   retry: "↻",
   "model-error": "✗",
@@ -194,6 +207,23 @@ const mark: Readonly<Record<AuditKind, string>> = {
   timeout: "⏱",
   refused: "⊗"
 }
+
+/** The most of an MCP tool's description shown in text and markdown (the whole of it is in json). */
+const MAX_DESCRIPTION_SHOWN = 600
+
+/** The new and changed tools of an `mcp-tools` entry, one line each: name, and description on one line, cut. */
+const offeredLines = (entry: McpToolsEntry): ReadonlyArray<string> =>
+  entry.tools
+    .filter((tool) => tool.change !== "same")
+    .map((tool) => {
+      const text = tool.description.replace(/\s+/g, " ").trim()
+      const shown =
+        text.length > MAX_DESCRIPTION_SHOWN
+          ? `${text.slice(0, MAX_DESCRIPTION_SHOWN)}… (${formatCount(text.length - MAX_DESCRIPTION_SHOWN)} more characters: --format json has the whole text)`
+          : text
+      return `${tool.name}${tool.change === "changed" ? " (description changed)" : ""}: ${JSON.stringify(shown)}`
+    })
+    .concat(entry.removed.map((name) => `${name}: no longer offered`))
 
 const sessionTitle = (audit: SessionAudit): string => {
   const s = audit.session
@@ -232,6 +262,7 @@ const textOf = (audits: ReadonlyArray<ReadonlyArray<Shown>>, sessions: ReadonlyA
       const head = sanitize(headline(entry))
       const tone = entry.kind === "model-error" || entry.kind === "timeout" ? style.red : (t: string) => t
       out.push(`${style.dim(formatLocalTime(entry.at))}  ${mark[entry.kind]} ${tone(head)}`)
+      if (entry.kind === "mcp-tools") for (const line of offeredLines(entry)) out.push(`    ${sanitize(line)}`)
       if ("diff" in item) {
         for (const note of item.notes) out.push(`    ${style.yellow(note)}`)
         if (item.diff !== undefined)
@@ -278,6 +309,7 @@ const markdownOf = (audits: ReadonlyArray<ReadonlyArray<Shown>>, sessions: Reado
     for (const item of shown) {
       const { entry } = item
       out.push(`- **${formatLocalTime(entry.at)}** ${mark[entry.kind]} ${inline(headline(entry))}`)
+      if (entry.kind === "mcp-tools") for (const line of offeredLines(entry)) out.push(`  - ${inline(sanitize(line))}`)
       const block = (text: string, info: string) => {
         out.push(
           "",

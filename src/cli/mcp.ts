@@ -15,10 +15,14 @@ import { parseJsonc } from "../config/Jsonc.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "../config/McpTrust.js"
 import { McpClient } from "../mcp/McpClient.js"
 import { mcpToolName } from "../mcp/McpTools.js"
+import { sanitize } from "../present/sanitize.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { CliError } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
 import { stdoutStyle, table } from "./render.js"
+
+/** The most of a tool's description `mcp test` prints (the model gets it whole, up to its cap). */
+const MAX_DESCRIPTION_SHOWN = 1000
 
 const cwd = cwdOption("The workspace whose project servers (.mcp.json, logbook.json) to include.")
 const nameArg = Args.text({ name: "name" }).pipe(Args.withDescription("The server's name (a key of mcpServers)."))
@@ -259,9 +263,11 @@ const mcpTest = Command.make(
     )
     const more = outcome.leftOut > 0 ? ` (and ${outcome.leftOut} more past its maxTools)` : ""
     yield* Console.log(`✓ ${name}: started in ${outcome.ms} ms, ${outcome.tools.length} tools${more}; stopped`)
+    // the whole description the model would read, on one line, sanitised: a server's text may hide what it says
     for (const tool of outcome.tools) {
-      const line = tool.description.split("\n")[0] ?? ""
-      yield* Console.log(`  ${mcpToolName(name, tool.name)}  ${line.length > 100 ? `${line.slice(0, 99)}…` : line}`)
+      const text = sanitize(tool.description.replace(/\s+/g, " ").trim())
+      const shown = text.length > MAX_DESCRIPTION_SHOWN ? `${text.slice(0, MAX_DESCRIPTION_SHOWN - 1)}…` : text
+      yield* Console.log(`  ${mcpToolName(name, tool.name)}  ${shown}`)
     }
   })
 ).pipe(

@@ -125,6 +125,10 @@ const textOf = (report: RerunReport, style: Style, saved: boolean): string => {
       )
     )
   if (report.commands.calls > 0) out.push(commandsLine(report.commands, style))
+  if (report.mcpServed > 0)
+    out.push(
+      `  ${report.mcpServed === 1 ? "1 MCP result" : `${report.mcpServed} MCP results`} served from the log (no MCP server started)`
+    )
   for (const file of report.missing) out.push(style.yellow(`  not restored: ${file.path}: ${file.reason}`))
   const outcome = report.outcome
   switch (outcome._tag) {

@@ -12,6 +12,7 @@ import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted
 import { McpClient } from "../mcp/McpClient.js"
 import { McpServers } from "../mcp/McpServers.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
+import { toolSearchBudget } from "../mcp/ToolSearch.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
@@ -234,7 +235,13 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
       tools: [],
       prompts: []
     }))
-  const mcpTools = layerMcpTools({ servers: mcpServers, cwd: workspace, notify, notStarted }).pipe(
+  const mcpTools = layerMcpTools({
+    servers: mcpServers,
+    cwd: workspace,
+    notify,
+    notStarted,
+    toolSearchTokens: toolSearchBudget(settings.mcp.toolSearch, info.contextWindow?.value)
+  }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))
   )

@@ -12,6 +12,7 @@
  */
 import { type ParseResult, Schema } from "effect"
 import { defaultMcpBounds, serverNamePattern } from "../mcp/McpSettings.js"
+import { defaultToolSearch, type ToolSearchSettings } from "../mcp/ToolSearch.js"
 import { AiSdkProviderType } from "../model/AiSdk.js"
 import * as ModelPrice from "../model/Price.js"
 import { ReasoningSetting } from "../model/Reasoning.js"
@@ -482,6 +483,16 @@ export const McpServers = Schema.Record({ key: McpServerName, value: McpServerIn
   message: expectedObject("an object of MCP servers by name")
 })
 
+// the fields of mcp/ToolSearch.ts's `ToolSearchSettings`
+const toolSearchFields = {
+  maxContextShare: Schema.Number.pipe(Schema.between(0, 1)).annotations({
+    description:
+      "The share of the model's context window (0 to 1) the MCP tools' definitions may take; past it the model " +
+      `is offered a tool search instead of them (default ${defaultToolSearch.maxContextShare}; 1: never). See docs/mcp.md.`,
+    message: expected("a number from 0 to 1")
+  })
+} satisfies { readonly [K in keyof ToolSearchSettings]: Schema.Schema<number> } & Fields
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -553,6 +564,21 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  mcp: Schema.optionalWith(
+    Schema.Struct({
+      toolSearch: Schema.optionalWith(
+        Schema.Struct(optionalFields(toolSearchFields)).annotations({
+          description: 'Offering many MCP tools through a search (docs/mcp.md, "Many tools").',
+          message: expectedObject("an object of tool search settings")
+        }),
+        { exact: true }
+      )
+    }).annotations({
+      description: "How the MCP servers' tools are offered (the servers themselves are mcpServers).",
+      message: expectedObject("an object of MCP settings")
+    }),
+    { exact: true }
+  ),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -596,6 +622,7 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
+  mcp: Schema.Struct({ toolSearch: Schema.Struct(toolSearchFields) }),
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -629,6 +656,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
+  mcp: { toolSearch: { maxContextShare: defaultToolSearch.maxContextShare } },
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

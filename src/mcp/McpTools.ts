@@ -4,8 +4,9 @@
  * (`LateTools`) once it is ready, so a slow server holds up neither the first frame nor the first
  * request. A call goes through the same permission rules, hooks, write-ahead `tool.invoked`,
  * timeout and log as a built-in's; the model reads the result's text, head and tail within the
- * server's `maxOutputBytes`, and the whole result (images included) is kept as blobs.
- * docs/mcp.md describes it.
+ * server's `maxOutputBytes`, and the whole result (images included) is kept as blobs. Past a
+ * share of the context window they are offered through a search (ToolSearch.ts); a re-run offers
+ * stand-ins that answer from the log (`mcpStandIn`). docs/mcp.md describes it.
  */
 import { Context, Deferred, Effect, Layer, Schema, Scope } from "effect"
 import { capText } from "../tools/boundedOutput.js"
@@ -13,6 +14,7 @@ import { type AnyTool, defineTool, LateTools, type ToolContext, ToolFailure } fr
 import { McpClient, type McpConnection, type McpContent, type McpToolInfo } from "./McpClient.js"
 import { type McpServerStatus, McpServers } from "./McpServers.js"
 import type { McpServerSpec } from "./McpSettings.js"
+import { estimateTokens, MAX_LOADED, TOOL_SEARCH_NAME, toolSearchTool } from "./ToolSearch.js"
 
 /** The prefix of every MCP tool's name. */
 export const MCP_TOOL_PREFIX = "mcp__"
@@ -129,13 +131,19 @@ export interface McpToolsOptions {
   readonly notify: (message: string) => Effect.Effect<void>
   /** the configured servers that are not started (disabled, not approved), for `McpServers.status` */
   readonly notStarted?: ReadonlyArray<McpServerStatus> | undefined
+  /**
+   * The most tokens the MCP tools' definitions may take (a share of the context window): past it
+   * they are offered through `mcp__tool_search` (ToolSearch.ts). None: always offered.
+   */
+  readonly toolSearchTokens?: number | undefined
 }
 
 /**
  * `LateTools` from MCP servers: each is started in the background when the layer is built and
  * stopped when it closes; its tools are offered once it is ready. A server that cannot start is
- * told to the user (`notify`) and offers nothing; the others go on. Beside them, `McpServers`:
- * each server's state, and its connection for its prompts and resources.
+ * told to the user (`notify`) and offers nothing; the others go on. When their definitions would
+ * take more than `toolSearchTokens`, the search tool is offered instead, with the tools it found.
+ * Beside them, `McpServers`: each server's state, and its connection for its prompts and resources.
  */
 export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools | McpServers, never, McpClient> =>
   Layer.scopedContext(
@@ -143,6 +151,15 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
       const client = yield* McpClient
       const scope = yield* Effect.scope
       let tools: ReadonlyArray<AnyTool> = []
+      let searching = false
+      // the tools searches found, newest last, at most MAX_LOADED
+      let loaded: ReadonlyArray<string> = []
+      const search = toolSearchTool({
+        all: () => tools,
+        found: (names) => {
+          loaded = [...loaded.filter((name) => !names.includes(name)), ...names].slice(-MAX_LOADED)
+        }
+      })
       const started = new Map<string, Deferred.Deferred<void>>()
       const statuses = new Map<string, McpServerStatus>()
       const connections = new Map<string, McpConnection>()
@@ -173,6 +190,7 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
                 .map((info) => mcpTool(name, spec, watched, info))
                 .filter((tool) => !taken.has(tool.name) && taken.add(tool.name))
               tools = [...tools, ...added]
+              searching = options.toolSearchTokens !== undefined && estimateTokens(tools) > options.toolSearchTokens
             })
           ),
           Effect.tap((connection) =>
@@ -194,8 +212,13 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
         )
       }
       const late: LateTools["Type"] = {
-        current: () => tools,
+        current: () =>
+          searching ? [search, ...loaded.flatMap((name) => tools.filter((tool) => tool.name === name))] : tools,
+        // a tool not offered now (not found yet) is still the server's when the model names it
+        find: (name) => (name === TOOL_SEARCH_NAME && searching ? search : tools.find((tool) => tool.name === name)),
         awaitTool: (tool) => {
+          // a search waits for the servers still starting: their tools are what it searches
+          if (tool === TOOL_SEARCH_NAME) return Effect.forEach(started.values(), Deferred.await, { discard: true })
           if (!isMcpTool(tool)) return Effect.void
           const server = tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
           const done = started.get(server)
@@ -215,15 +238,45 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
     })
   )
 
+/** How a recorded MCP call ended, as a re-run serves it (docs/rerun.md). */
+export type RecordedMcpCall =
+  | { readonly _tag: "finished"; readonly output: string; readonly metadata: unknown }
+  | { readonly _tag: "failed"; readonly error: string; readonly metadata: unknown }
+  /** timed out, interrupted, or never ended: the call runs until the re-run's timeout or interrupt stops it */
+  | { readonly _tag: "stopped" }
+
 /**
- * A tool of a recorded MCP call, for a re-run: it has the recorded name so the call is decoded as
- * it was, and it never calls a server (a re-run refuses MCP calls before they run; docs/rerun.md).
+ * An MCP tool for a re-run: offered with its recorded definition, and a call answered from the
+ * log (`serve`, by call id: the text the model read and the metadata, or the recorded failure).
+ * It never starts or calls a server.
  */
-export const mcpStandIn = (name: string): AnyTool =>
+export const mcpStandIn = (options: {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+  /** the timeout of a call with this input: the recorded one, so a timed-out call times out again */
+  readonly timeoutMs: (input: unknown) => number
+  readonly serve: (callId: string) => RecordedMcpCall | undefined
+}): AnyTool =>
   defineTool({
-    name,
-    description: "A tool of an MCP server, which a re-run does not call.",
+    name: options.name,
+    description: options.description,
     input: McpArguments,
-    inputSchema: { type: "object" },
-    execute: () => Effect.fail(new ToolFailure({ message: "A re-run does not call MCP servers." }))
+    inputSchema: options.inputSchema,
+    timeoutMs: options.timeoutMs,
+    execute: (_input, context) => {
+      const recorded = options.serve(context.callId)
+      if (recorded === undefined)
+        return Effect.fail(
+          new ToolFailure({ message: "A re-run does not call MCP servers: the original did not run this call." })
+        )
+      switch (recorded._tag) {
+        case "finished":
+          return Effect.succeed({ output: recorded.output, metadata: recorded.metadata })
+        case "failed":
+          return Effect.fail(new ToolFailure({ message: recorded.error, metadata: recorded.metadata }))
+        case "stopped":
+          return Effect.never
+      }
+    }
   })

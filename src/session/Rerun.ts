@@ -11,7 +11,8 @@
  *   before it undone, every write confined (`restoreEntry`). No call may use a path outside the
  *   scratch directory, and an imported session's tools that change something run only with
  *   `allowLiveTools` (`ActionsOptions.refuse`; docs/rerun.md, "What a re-run may touch").
- *   Commands always run in the sandbox, or not at all (RerunSandbox.ts).
+ *   Commands always run in the sandbox, or not at all (RerunSandbox.ts). No MCP server is
+ *   started: a call the original made is answered from the log (`mcpStandIn`), another is refused.
  * - What acted from outside is done again at its place: user messages (prompt, steer, queue),
  *   withdrawals, interrupts, manual compactions; permission questions get the recorded answers.
  * - Each event the re-run writes is compared with the original's, in order: ids are matched one to
@@ -50,7 +51,8 @@ import {
 import type { Envelope } from "../domain/Events.js"
 import { type SessionId, uuidV7 } from "../domain/Ids.js"
 import { mergeProviderMetadata, type ProviderMetadata } from "../domain/Message.js"
-import { isMcpTool, mcpStandIn } from "../mcp/McpTools.js"
+import { defaultMcpBounds } from "../mcp/McpSettings.js"
+import { isMcpTool, mcpStandIn, type RecordedMcpCall } from "../mcp/McpTools.js"
 import { Model, type ModelError, type ModelRequest } from "../model/Model.js"
 import { defaultRetryOptions, Retry, type RetryOptions } from "../model/Retry.js"
 import { hashContent } from "../store/blobHash.js"
@@ -165,6 +167,8 @@ export interface RerunReport {
   readonly imported: boolean
   /** the calls the re-run refused to make (outside its scratch directory; an imported session's tools; commands with no sandbox) */
   readonly refused: ReadonlyArray<RefusedCall>
+  /** the MCP calls answered from the log (a re-run never calls an MCP server) */
+  readonly mcpServed: number
   /** how its commands ran (sandboxed, refused or unconfined), and how many `bash` calls it made or refused */
   readonly commands: RerunCommands & { readonly calls: number }
 }
@@ -657,6 +661,9 @@ interface Replay {
   /** how the commands run, and the `bash` calls made or refused so far */
   readonly confinement: RerunSandbox
   readonly commandCalls: { count: number }
+  /** the original's MCP calls, and how many of them the re-run answered from the log */
+  readonly mcpCalls: RecordedMcpCalls
+  readonly mcpServed: { count: number }
 }
 
 /** The original's events and plan, where a fork cuts it, checked against the options. */
@@ -701,7 +708,7 @@ const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
     ids: new Map(),
     back: new Map()
   }
-  return {
+  const replay: Omit<Replay, "mcpCalls"> = {
     ...original,
     options,
     units: unitsOf(envelopes.slice(0, cut)),
@@ -715,8 +722,10 @@ const makeReplay = Effect.fn("Rerun.makeReplay")(function* (
     requests: { served: 0, live: 0 },
     refused: [],
     confinement,
-    commandCalls: { count: 0 }
-  } satisfies Replay
+    commandCalls: { count: 0 },
+    mcpServed: { count: 0 }
+  }
+  return { ...replay, mcpCalls: recordedMcpCalls(replay) } satisfies Replay
 })
 
 /** An MCP tool a recorded request offered: its definition as it was sent. */
@@ -753,24 +762,85 @@ const recordedSystems = Effect.fn("Rerun.recordedSystems")(function* (envelopes:
   return Object.assign(systems, { mcpTools })
 })
 
+/** The original's MCP calls by call id: the tool, and how each ended (`undefined`: refused before it ran). */
+interface RecordedMcpCalls {
+  /** every MCP call the model made (`tool.pending`): its tool */
+  readonly pending: ReadonlyMap<string, string>
+  /** the calls that ran (`tool.invoked`), as they ended */
+  readonly ended: ReadonlyMap<string, RecordedMcpCall>
+  /** the recorded timeout of a call that timed out, by its tool and input as the re-run sends it */
+  readonly timeouts: ReadonlyMap<string, number>
+}
+
+const mcpCallKey = (tool: string, input: unknown) => `${tool} ${canonicalJson(input ?? null)}`
+
+const recordedMcpCalls = (r: Pick<Replay, "envelopes" | "cut" | "toScratch">): RecordedMcpCalls => {
+  const pending = new Map<string, string>()
+  const invoked = new Map<string, { readonly tool: string; readonly input: unknown }>()
+  const ended = new Map<string, RecordedMcpCall>()
+  const timeouts = new Map<string, number>()
+  const timedOut = new Map<string, number>()
+  for (const env of r.envelopes.slice(0, r.cut)) {
+    if (env.type === "tool.pending" && isMcpTool(env.payload.tool)) pending.set(env.payload.callId, env.payload.tool)
+    if (env.type === "tool.invoked" && isMcpTool(env.payload.tool)) {
+      invoked.set(env.payload.callId, { tool: env.payload.tool, input: env.payload.input })
+      // until it ends: a call the log leaves running runs until the re-run stops it
+      ended.set(env.payload.callId, { _tag: "stopped" })
+    }
+    if (env.type === "tool.timeout") timedOut.set(env.payload.callId, env.payload.timeoutMs)
+    if (env.type === "tool.finished" && invoked.has(env.payload.callId))
+      ended.set(env.payload.callId, { _tag: "finished", output: env.payload.output, metadata: env.payload.metadata })
+    if (env.type === "tool.failed" && invoked.has(env.payload.callId)) {
+      const { callId, error, metadata, timedOut: timed, interrupted } = env.payload
+      ended.set(
+        callId,
+        timed === true || interrupted === true ? { _tag: "stopped" } : { _tag: "failed", error, metadata }
+      )
+      const ms = timedOut.get(callId)
+      const call = invoked.get(callId)!
+      if (timed === true && ms !== undefined) {
+        // as the re-run sends it: the original directory's paths written as the scratch one's
+        const input = Either.getOrElse(
+          Either.try(() => JSON.parse(r.toScratch(JSON.stringify(call.input ?? null))) as unknown),
+          () => call.input
+        )
+        timeouts.set(mcpCallKey(call.tool, input), ms)
+        timeouts.set(call.tool, ms)
+      }
+    }
+  }
+  return { pending, ended, timeouts }
+}
+
 /**
  * The MCP tools of a re-run (`LateTools`): each request offers the MCP tools its original offered
- * (as recorded), and a recorded call finds its tool, which never runs: `makeRefuse` refuses it.
+ * (as recorded), and a call the original made is answered from the log, never by a server
+ * (`mcpStandIn`); a call it did not make is refused (`makeRefuse`).
  */
 const makeMcpStandIns = (r: Replay, recorded: ReadonlyMap<string, ReadonlyArray<RecordedTool>>) => {
+  const calls = r.mcpCalls
+  const serve = (callId: string): RecordedMcpCall | undefined => {
+    const found = calls.ended.get(callId) ?? calls.ended.get(r.coord.ids.get("call")?.get(callId) ?? "")
+    if (found !== undefined) r.mcpServed.count += 1
+    return found
+  }
   const all = new Map<string, AnyTool>()
   const standIn = (tool: RecordedTool): AnyTool => {
     const known = all.get(tool.name)
     if (known !== undefined) return known
-    const made = { ...mcpStandIn(tool.name), description: tool.description, inputSchema: tool.inputSchema }
+    const made = mcpStandIn({
+      ...tool,
+      serve,
+      // a call that timed out times out again, after the recorded time; the others answer at once
+      timeoutMs: (input) =>
+        calls.timeouts.get(mcpCallKey(tool.name, input)) ?? calls.timeouts.get(tool.name) ?? defaultMcpBounds.timeoutMs
+    })
     all.set(tool.name, made)
     return made
   }
   const byVersion = new Map<string, ReadonlyArray<AnyTool>>()
   for (const [version, tools] of recorded) byVersion.set(version, tools.map(standIn))
-  for (const env of r.envelopes)
-    if ((env.type === "tool.pending" || env.type === "tool.invoked") && isMcpTool(env.payload.tool))
-      standIn({ name: env.payload.tool, description: "", inputSchema: { type: "object" } })
+  for (const tool of calls.pending.values()) standIn({ name: tool, description: "", inputSchema: { type: "object" } })
   return {
     current: () => {
       const version = r.plan.requests[Math.min(r.requests.served, r.plan.requests.length - 1)]?.promptVersion
@@ -779,6 +849,11 @@ const makeMcpStandIns = (r: Replay, recorded: ReadonlyMap<string, ReadonlyArray<
     find: (name: string) => all.get(name)
   }
 }
+
+/** Whether an MCP call is one the original made (before a fork's point): the re-run answers it from the log. */
+const isRecordedMcpCall = (r: Replay, callId: string, tool: string): boolean =>
+  (r.fork === undefined || r.requests.served < r.fork.fromRequest) &&
+  (r.mcpCalls.pending.get(callId) ?? r.mcpCalls.pending.get(r.coord.ids.get("call")?.get(callId) ?? "")) === tool
 
 type RecordedSystems = Effect.Effect.Success<ReturnType<typeof recordedSystems>>
 
@@ -794,7 +869,9 @@ const makeRefuse =
       const why = request.outside
         ? `${request.tool} of ${request.subject} is outside the re-run's scratch directory, and a re-run touches nothing outside it`
         : isMcpTool(request.tool)
-          ? `${request.tool} is a tool of an MCP server, and a re-run never calls an MCP server`
+          ? isRecordedMcpCall(r, request.callId, request.tool)
+            ? undefined
+            : `${request.tool} is a tool of an MCP server, and a re-run never calls an MCP server: the original did not make this call`
           : r.imported && r.options.allowLiveTools !== true && !READ_ONLY_TOOLS.has(request.tool)
             ? `session ${r.options.sessionId} was imported from a session file: its ${request.tool} calls run only with --allow-live-tools`
             : noSandboxRefusal(r.confinement, request.tool)
@@ -1000,7 +1077,7 @@ const makeAgentOf = (r: Replay, systems: RecordedSystems) => {
   const maxSteps = makeMaxSteps(r)
   const refuse = makeRefuse(r)
   const agent = r.options.agent
-  // the recorded MCP tools: offered as they were, refused when called (`makeRefuse`)
+  // the recorded MCP tools: offered as they were, their calls answered from the log
   const late = makeMcpStandIns(r, systems.mcpTools)
   return (owner: string, store: Context.Context<EventStore | EventBus>) =>
     makeAgentLayer({
@@ -1513,6 +1590,7 @@ export const rerun = Effect.fn("Rerun.run")(function* (options: RerunOptions) {
     source: restored.source,
     imported: r.imported,
     refused: r.refused,
+    mcpServed: r.mcpServed.count,
     commands: { ...confinement.commands, calls: r.commandCalls.count }
   } satisfies RerunReport
 })

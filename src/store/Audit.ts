@@ -3,7 +3,8 @@
  * it, read from the log alone, in time order — every file change (with the blobs of its content
  * before and after), every command (its directory, exit code, duration and the blob of its whole
  * output), every permission question with its answer, every retry, model error, interruption
- * (crash recovery included: reason `crash`) and timeout.
+ * (crash recovery included: reason `crash`) and timeout, and the MCP tools the model was offered
+ * (their descriptions: what a server told the model) once per prompt version.
  *
  * `auditSession` reads one session's events (a stream, so a long session is not held twice);
  * `auditLog` those of several sessions (a directory's, those updated since a time); `auditDiff`
@@ -177,10 +178,63 @@ const SKILL_TOOL = "skill"
 /** The prefix of an MCP server's tools (src/mcp/McpTools.ts). */
 const MCP_TOOL_PREFIX = "mcp__"
 
+/** An MCP tool a request offered: its server, its name, and the description the model read. */
+export interface OfferedMcpTool {
+  readonly server: string
+  /** its name as the model saw it (`mcp__<server>__<tool>`) */
+  readonly name: string
+  readonly description: string
+  /** against the session's previous `mcp-tools` entry: offered then too (`same`), or not (`new`), or told otherwise (`changed`) */
+  readonly change: "new" | "changed" | "same"
+}
+
+/**
+ * The MCP tools a prompt version offered (its `prompt.recorded` document), at the first request
+ * sent with it: what each server told the model its tools do. One per prompt version that offers
+ * MCP tools, or stops offering them.
+ */
+export interface McpToolsEntry extends EntryBase {
+  readonly kind: "mcp-tools"
+  readonly promptVersion: string
+  readonly tools: ReadonlyArray<OfferedMcpTool>
+  /** the MCP tools of the previous entry this prompt version does not offer */
+  readonly removed: ReadonlyArray<string>
+}
+
+/** The server of an MCP tool's name (`mcp__<server>__<tool>`); `logbook` for its own tool search (`mcp__tool_search`). */
+const serverOf = (name: string): string => {
+  const parts = name.slice(MCP_TOOL_PREFIX.length).split("__")
+  return parts.length < 2 ? "logbook" : (parts[0] ?? "")
+}
+
+/**
+ * The MCP tools of a prompt document (docs/prompt.md), or `undefined` when it is not one: its
+ * `tools` whose name is an MCP tool's, with their descriptions.
+ */
+export const offeredMcpTools = (
+  document: string
+): ReadonlyArray<{ readonly name: string; readonly description: string }> | undefined => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(document)
+  } catch {
+    return undefined
+  }
+  const tools = record(parsed).tools
+  if (!Array.isArray(tools)) return undefined
+  return tools.flatMap((tool) => {
+    const { name, description } = record(tool)
+    return typeof name === "string" && name.startsWith(MCP_TOOL_PREFIX)
+      ? [{ name, description: typeof description === "string" ? description : "" }]
+      : []
+  })
+}
+
 export type AuditEntry =
   | RefusedEntry
   | McpCallEntry
   | SkillEntry
+  | McpToolsEntry
   | FileEntry
   | RecoveryEntry
   | CommandEntry
@@ -198,6 +252,7 @@ export const auditKinds: ReadonlyArray<AuditKind> = [
   "command",
   "mcp",
   "skill",
+  "mcp-tools",
   "permission",
   "retry",
   "model-error",
@@ -287,6 +342,13 @@ const defined = <A extends object>(value: A): A =>
 /** An audit folded one envelope at a time: what `auditEntries` and `auditSession` run. */
 export interface Auditor {
   readonly push: (env: Envelope) => void
+  /** whether a prompt version was seen already (its MCP tools need not be read again) */
+  readonly knowsPrompt: (promptVersion: string) => boolean
+  /** a `prompt.recorded` with the MCP tools its document offers (`offeredMcpTools`) */
+  readonly offered: (
+    env: EnvelopeOf<"prompt.recorded">,
+    tools: ReadonlyArray<{ readonly name: string; readonly description: string }>
+  ) => void
   /** the entries so far that the filter keeps, in seq order */
   readonly entries: () => Array<AuditEntry>
 }
@@ -309,6 +371,40 @@ interface AuditState {
   readonly skillCalls: Map<string, number>
   /** the index in `entries` of a permission question's entry, by permission id */
   readonly questions: Map<string, number>
+  /** the prompt versions seen, and the MCP tools of the last `mcp-tools` entry (name -> description) */
+  readonly prompts: Set<string>
+  offered: ReadonlyMap<string, string>
+}
+
+/** A new prompt version's MCP tools, as an entry when it offers any or stops offering some. */
+const promptOffered = (
+  a: AuditState,
+  env: EnvelopeOf<"prompt.recorded">,
+  tools: ReadonlyArray<{ readonly name: string; readonly description: string }>
+): void => {
+  if (a.prompts.has(env.payload.promptVersion)) return
+  a.prompts.add(env.payload.promptVersion)
+  const now = new Map(tools.map((tool) => [tool.name, tool.description]))
+  const removed = [...a.offered.keys()].filter((name) => !now.has(name))
+  if (tools.length === 0 && removed.length === 0) return
+  a.entries.push({
+    kind: "mcp-tools",
+    sessionId: env.sessionId,
+    seq: env.seq,
+    at: env.at,
+    promptVersion: env.payload.promptVersion,
+    tools: tools.map((tool) => {
+      const before = a.offered.get(tool.name)
+      return {
+        server: serverOf(tool.name),
+        name: tool.name,
+        description: tool.description,
+        change: before === undefined ? "new" : before === tool.description ? "same" : "changed"
+      }
+    }),
+    removed
+  })
+  a.offered = now
 }
 
 /** A call invoked: a command's entry (bash) or an MCP call's, each with how it ends still to come. */
@@ -552,10 +648,14 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
     commands: new Map(),
     mcpCalls: new Map(),
     skillCalls: new Map(),
-    questions: new Map()
+    questions: new Map(),
+    prompts: new Set(),
+    offered: new Map()
   }
   return {
     push: (env) => auditEnvelope(a, env),
+    knowsPrompt: (promptVersion) => a.prompts.has(promptVersion),
+    offered: (env, tools) => promptOffered(a, env, tools),
     entries: () => a.entries.filter((entry) => keep(entry, filter)).map(defined)
   }
 }
@@ -567,15 +667,36 @@ export const auditEntries = (envelopes: Iterable<Envelope>, filter: AuditFilter 
   return auditor.entries()
 }
 
+/** The most of a prompt document the audit reads for its MCP tools (larger: not shown). */
+const MAX_PROMPT_BYTES = 16 * 1024 * 1024
+
+/** The MCP tools of a new prompt version, read from its document's blob. */
+const promptEvent = (auditor: Auditor, env: EnvelopeOf<"prompt.recorded">) =>
+  Effect.gen(function* () {
+    if (auditor.knowsPrompt(env.payload.promptVersion)) return
+    const store = yield* EventStore
+    const blob = yield* store.getBlob(env.payload.blob)
+    const tools =
+      Option.isNone(blob) || blob.value.byteLength > MAX_PROMPT_BYTES
+        ? undefined
+        : offeredMcpTools(Buffer.from(blob.value).toString("utf8"))
+    if (tools !== undefined) auditor.offered(env, tools)
+  })
+
 /**
  * The audit of one session: its rows read page by page, only the audited types decoded, each
- * folded as it comes (a long session is never held).
+ * folded as it comes (a long session is never held); a new prompt version's document is read for
+ * the MCP tools it offered.
  */
 export const auditSession = Effect.fn("Audit.session")(function* (session: SessionSummary, filter: AuditFilter = {}) {
   const store = yield* EventStore
   const auditor = makeAuditor(filter)
   yield* store.readRaw(session.id).pipe(
     Stream.runForEach((raw) => {
+      if (raw.type === "prompt.recorded")
+        return Effect.flatMap(decodeEnvelope(raw), (env) =>
+          env.type === "prompt.recorded" ? promptEvent(auditor, env) : Effect.void
+        )
       if (!AUDITED.has(raw.type)) return Effect.void
       return Effect.map(decodeEnvelope(raw), auditor.push)
     })

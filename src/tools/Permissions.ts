@@ -122,6 +122,8 @@ export const defaultRules: PermissionRules = {
   bash: "allow",
   todo: "allow",
   skill: "allow",
+  // the search over the MCP tools' definitions (mcp/ToolSearch.ts): it reads only what the servers listed
+  mcp__tool_search: "allow",
   external_directory: "ask"
 }
 

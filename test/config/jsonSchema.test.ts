@@ -27,6 +27,7 @@ describe("schema/config.schema.json", () => {
         "$schema",
         "compaction",
         "maxSteps",
+        "mcp",
         "mcpServers",
         "model",
         "permission",

@@ -80,3 +80,22 @@ export const waitForFileText = async (file: string, text: string): Promise<void>
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+/** Our own fixture server (test/support/fixtureMcpServer.mjs): its tools are listed there. */
+export const fixtureScript = path.join(root, "test", "support", "fixtureMcpServer.mjs")
+
+/** The fixture server's config entry; `started` gets a line each time it starts, `many` adds that many tools. */
+export const fixtureServer = (options: { readonly started?: string; readonly many?: number } = {}) => ({
+  command: process.execPath,
+  args: [
+    fixtureScript,
+    ...(options.started === undefined ? [] : ["--started", options.started]),
+    ...(options.many === undefined ? [] : ["--many", String(options.many)])
+  ]
+})
+
+/** A server entry whose command only writes a line to `marker` and exits: a test sees it was started. */
+export const markerServer = (marker: string) => ({
+  command: "sh",
+  args: ["-c", `echo started >> '${marker}'; exit 1`]
+})
