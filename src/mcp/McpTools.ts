@@ -141,6 +141,8 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
       const scope = yield* Effect.scope
       let tools: ReadonlyArray<AnyTool> = []
       const started = new Map<string, Deferred.Deferred<void>>()
+      /** why a server did not start, by name: what a call of one of its tools is told */
+      const failed = new Map<string, string>()
       for (const { name, spec } of options.servers) {
         const done = yield* Deferred.make<void>()
         started.set(name, done)
@@ -155,19 +157,25 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools, 
               tools = [...tools, ...added]
             })
           ),
-          Effect.catchAll((error) => options.notify(`${error.message}; its tools are not offered`)),
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.sync(() => failed.set(name, error.message)),
+              options.notify(`${error.message}; its tools are not offered`)
+            )
+          ),
           Effect.ensuring(Deferred.succeed(done, undefined)),
           Effect.forkIn(scope)
         )
       }
+      const serverOf = (tool: string): string => tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
       return {
         current: () => tools,
         awaitTool: (tool) => {
           if (!isMcpTool(tool)) return Effect.void
-          const server = tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
-          const done = started.get(server)
+          const done = started.get(serverOf(tool))
           return done === undefined ? Effect.void : Deferred.await(done)
-        }
+        },
+        unavailable: (tool) => (isMcpTool(tool) ? failed.get(serverOf(tool)) : undefined)
       }
     })
   )

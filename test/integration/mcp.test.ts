@@ -120,7 +120,12 @@ describe("logbook run: an MCP call past its timeout", () => {
       }),
       Reply.text("It took too long.")
     )
-    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
+    const env = userConfigEnv({
+      mcpServers: { everything: teed },
+      permission: { "mcp__everything__*": "allow" },
+      // the sandboxed server writes its stdin log there
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
     const result = await runCli([...ws.runArgs, "wait"], { env })
     expect(result.code, result.stderr).toBe(0)
     const id = await latestSession(ws.db, ws.dir)
@@ -244,7 +249,12 @@ describe("logbook rerun of a session with MCP calls", () => {
       Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__everything__echo", { message: "once" })] }),
       Reply.text("Done.")
     )
-    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
+    const env = userConfigEnv({
+      mcpServers: { everything: teed },
+      permission: { "mcp__everything__*": "allow" },
+      // the sandboxed server writes its stdin log there
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
     const run = await runCli([...ws.runArgs, "echo once"], { env })
     expect(run.code, run.stderr).toBe(0)
     const calls = () => fs.readFileSync(stdinLog, "utf8").split('"method":"tools/call"').length - 1
