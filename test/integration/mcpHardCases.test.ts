@@ -150,6 +150,26 @@ describe.skipIf(!hasBwrap)("a stdio MCP server in the sandbox of bash", () => {
   })
 })
 
+describe.skipIf(!hasBwrap)("logbook mcp test", () => {
+  it("starts the server in the sandbox, as a session does", async () => {
+    const outside = outsideDir()
+    const env = userConfigEnv({
+      mcpServers: {
+        probe: {
+          command: "sh",
+          args: ["-c", `touch '${path.join(outside, "touched")}'; exec '${process.execPath}' '${fixtureScript}'`]
+        }
+      }
+    })
+    const cwd = fs.mkdtempSync(path.join(fs.realpathSync("/var/tmp"), "logbook-mcptest-"))
+    janitor.defer(() => fs.rmSync(cwd, { recursive: true, force: true }))
+    const tested = await runCli(["mcp", "test", "probe", "--cwd", cwd], { env })
+    expect(tested.code, tested.stderr).toBe(0)
+    expect(tested.stdout).toContain("mcp__probe__write")
+    expect(fs.existsSync(path.join(outside, "touched"))).toBe(false)
+  })
+})
+
 describe("a logbook killed with SIGKILL during an MCP call", () => {
   it.skipIf(!hasBwrap)("leaves no sandboxed server running: it dies with logbook", async () => {
     const server = await janitor.server()
