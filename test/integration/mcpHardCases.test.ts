@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { hasBwrap, outsideDir, removeOutsideDirs } from "../support/bwrap.js"
+import { hasBwrap, outsideDir, pathWithoutBwrap, removeOutsideDirs } from "../support/bwrap.js"
 import { runCli, spawnCli } from "../support/cli.js"
 import { freePort } from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
@@ -147,6 +147,30 @@ describe.skipIf(!hasBwrap)("a stdio MCP server in the sandbox of bash", () => {
       `ignoring "sandbox": false of MCP server "theirs" of ${path.join(ws.dir, ".mcp.json")}: only your own ` +
         "config may run a server outside the sandbox"
     )
+  })
+})
+
+describe("a stdio MCP server where no sandbox can run", () => {
+  it("runs unconfined, and the user is told so in one line", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const { mark, entry, vars } = fixture(path.join(ws.dir, "fixture.log"))
+    janitor.defer(killMarked(mark))
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__fixture__echo", { message: "unconfined" })] }),
+      Reply.text("Done.")
+    )
+    const env = {
+      ...userConfigEnv({ mcpServers: { fixture: entry }, permission: { "mcp__fixture__*": "allow" } }),
+      ...vars,
+      PATH: pathWithoutBwrap()
+    }
+    const result = await runCli([...ws.runArgs, "echo"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toContain(
+      "logbook: MCP servers fixture run without a sandbox: bubblewrap (bwrap) is not installed (not found on PATH)"
+    )
+    expect(contentText(toolResult(server.requests[1]!, "call_echo"))).toBe("Echo: unconfined")
   })
 })
 
