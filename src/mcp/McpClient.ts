@@ -171,7 +171,14 @@ interface Incarnation {
 const fail = (server: string, reason: McpError["reason"], message: string, cause?: unknown) =>
   new McpError({ server, reason, message, ...(cause === undefined ? {} : { cause }) })
 
-const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/** An error's message, with the message of its cause when it has one (`fetch failed: other side closed`). */
+const causeText = (cause: unknown): string => {
+  if (!(cause instanceof Error)) return String(cause)
+  const inner = cause.cause instanceof Error ? cause.cause.message : undefined
+  return inner === undefined || inner === "" || cause.message.includes(inner)
+    ? cause.message
+    : `${cause.message}: ${inner}`
+}
 
 /** The bwrap spawn of a stdio server, undefined to run it unconfined, or why it may not run. */
 const serverSandbox = (
@@ -428,6 +435,14 @@ const connectServer = (
                 name,
                 "Exited",
                 `MCP server "${name}" stopped during the call (${incarnation.ending()}); it will be started again for the next call`,
+                cause
+              )
+            }
+            if (spec.type === "http" && cause instanceof TypeError) {
+              return fail(
+                name,
+                "Exited",
+                `MCP server "${name}" could not be reached during the call (${causeText(cause)}); the call failed`,
                 cause
               )
             }

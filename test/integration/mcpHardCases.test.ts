@@ -283,6 +283,31 @@ describe("an MCP server that crashes mid-call", () => {
   })
 })
 
+describe("a Streamable HTTP MCP server that dies mid-call", () => {
+  it("fails that call with a clear error; the session goes on", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const dir = fs.mkdtempSync(path.join(fs.realpathSync("/var/tmp"), "logbook-crash-"))
+    janitor.defer(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const remote = await fixtureHttp(path.join(dir, "fixture.log"))
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_crash", "mcp__remote__crash", {})] }),
+      Reply.text("It died.")
+    )
+    const env = userConfigEnv({
+      mcpServers: { remote: { type: "http", url: remote.url } },
+      permission: { "mcp__remote__*": "allow" }
+    })
+    const result = await runCli([...ws.runArgs, "crash it"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    expect(contentText(toolResult(server.requests[1]!, "call_crash"))).toMatch(
+      /^MCP server "remote" could not be reached during the call \(fetch failed: .+\); the call failed$/
+    )
+    const id = await latestSession(ws.db, ws.dir)
+    expect(ofType(await readLog(ws.db, id), "tool.failed").map((e) => e.payload.callId)).toEqual(["call_crash"])
+  })
+})
+
 describe("an MCP server that hangs at start", () => {
   const expectNotHeldUp = async (name: string, entry: Record<string, unknown>) => {
     const server = await janitor.server()
