@@ -15,7 +15,7 @@ import * as path from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { hasBwrap, outsideDir, pathWithoutBwrap, removeOutsideDirs } from "../support/bwrap.js"
 import { runCli, spawnCli } from "../support/cli.js"
-import { freePort } from "../support/mcpServers.js"
+import { everythingScript, freePort } from "../support/mcpServers.js"
 import { Reply } from "../support/scriptedServer.js"
 import { hasTmux, runInTmux } from "../support/tmux.js"
 import {
@@ -147,6 +147,32 @@ describe.skipIf(!hasBwrap)("a stdio MCP server in the sandbox of bash", () => {
       `ignoring "sandbox": false of MCP server "theirs" of ${path.join(ws.dir, ".mcp.json")}: only your own ` +
         "config may run a server outside the sandbox"
     )
+  })
+})
+
+describe("what a stdio MCP server sees of logbook's environment", () => {
+  it("get-env of server-everything shows no provider key", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_env", "mcp__everything__get-env", {})] }),
+      Reply.text("Done.")
+    )
+    const key = "sk-test-openai-should-not-leak-0123456789"
+    const env = {
+      ...userConfigEnv({
+        mcpServers: { everything: { command: process.execPath, args: [everythingScript, "stdio"] } },
+        permission: { "mcp__everything__*": "allow" }
+      }),
+      OPENAI_API_KEY: key,
+      ANTHROPIC_API_KEY: "sk-ant-test-should-not-leak-0123456789"
+    }
+    const result = await runCli([...ws.runArgs, "show the env"], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const seen = JSON.parse(contentText(toolResult(server.requests[1]!, "call_env"))) as Record<string, string>
+    expect(seen.PATH).toBeDefined()
+    expect(Object.keys(seen).filter((name) => name.endsWith("_API_KEY"))).toEqual([])
+    expect(JSON.stringify(seen)).not.toContain("should-not-leak")
   })
 })
 
