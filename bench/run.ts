@@ -336,6 +336,14 @@ const startupRows = (r: StartupResult): Array<Row> => {
       goal: "(none: reported)",
       result: "(reported)"
     })
+    if (row.over !== undefined) {
+      rows.push({
+        figure: `first frame: ${row.name} / ${row.over.name}, side by side`,
+        value: ratio(row.over.ratio),
+        goal: `<= ${row.over.goal}`,
+        result: row.over.ratio <= row.over.goal ? "pass" : "FAIL"
+      })
+    }
   }
   return rows
 }
@@ -406,6 +414,14 @@ const startupMarkdown = (r: StartupResult): string => {
         ])
       )
     )
+    for (const row of r.firstFrame) {
+      if (row.over === undefined) continue
+      lines.push(
+        "",
+        `Side by side in the same run: ${row.name} / ${row.over.name} = **${ratio(row.over.ratio)}** ` +
+          `(goal: at most ${row.over.goal}; ${row.over.ratio <= row.over.goal ? "pass" : "FAIL"}).`
+      )
+    }
   }
   return lines.join("\n")
 }

@@ -48,6 +48,8 @@ export interface FirstFrameRow {
   readonly timing: Timing
   /** over the first case (node printing a line, in the same kind of terminal) */
   readonly ratio: number
+  /** side by side with another case of the same run (`FirstFrameCase.over`): its name, this median over its */
+  readonly over?: { readonly name: string; readonly ratio: number; readonly goal: number } | undefined
   /** with a baseline: the same case of the baseline build (not for the first case) */
   readonly before?: (Timing & { readonly ratio: number }) | undefined
 }
@@ -206,7 +208,14 @@ export interface FirstFrameCase {
   readonly name: string
   readonly command: ReadonlyArray<string>
   readonly marker: string
+  /** variables over the run's environment */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** the case this one is compared with, side by side, and the most their ratio may be */
+  readonly over?: { readonly name: string; readonly goal: number } | undefined
 }
+
+/** How many MCP servers the case with servers configures. */
+export const MCP_SERVERS = 5
 
 /** What the interactive screen's status line shows once its first frame is complete. */
 export const INTERACTIVE_READY = "idle │"
@@ -224,11 +233,16 @@ export const INTERACTIVE_READY = "idle │"
  * session, `-c`; a larger terminal), add a case here with a marker that only its first complete
  * frame shows (a word of the status line, not the prompt's first character); the runner prints
  * each case's median, p90 and ratio, nothing else needs to change.
+ *
+ * With `mcp` (a user config dir naming `MCP_SERVERS` stdio servers, `makeMcpConfig`), the same
+ * screen with those servers configured, side by side with none: the servers start in the
+ * background and must not hold up the first frame (goal: at most 10% slower).
  */
 export const firstFrameCases = (
   bin: string,
   version: string,
-  workspace: { readonly dir: string; readonly db: string }
+  workspace: { readonly dir: string; readonly db: string },
+  mcp?: { readonly configHome: string; readonly workspace: { readonly dir: string; readonly db: string } }
 ): ReadonlyArray<FirstFrameCase> => [
   {
     name: "node printing a line",
@@ -240,8 +254,33 @@ export const firstFrameCases = (
     name: "logbook (interactive screen, new session)",
     command: [process.execPath, bin, "--db", workspace.db, "--cwd", workspace.dir],
     marker: INTERACTIVE_READY
-  }
+  },
+  ...(mcp === undefined
+    ? []
+    : [
+        {
+          name: `logbook (interactive screen, new session, ${MCP_SERVERS} MCP servers)`,
+          command: [process.execPath, bin, "--db", mcp.workspace.db, "--cwd", mcp.workspace.dir],
+          marker: INTERACTIVE_READY,
+          env: { XDG_CONFIG_HOME: mcp.configHome },
+          over: { name: "logbook (interactive screen, new session)", goal: 1.1 }
+        }
+      ])
 ]
+
+/**
+ * A user config dir (`XDG_CONFIG_HOME`) naming `MCP_SERVERS` stdio servers: the reference server
+ * (`@modelcontextprotocol/server-everything`) run by this node.
+ */
+const makeMcpConfig = (dir: string): string => {
+  const script = path.join(root, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+  const servers = Object.fromEntries(
+    Array.from({ length: MCP_SERVERS }, (_, i) => [`s${i + 1}`, { command: process.execPath, args: [script, "stdio"] }])
+  )
+  fs.mkdirSync(path.join(dir, "logbook"), { recursive: true })
+  fs.writeFileSync(path.join(dir, "logbook", "config.json"), JSON.stringify({ mcpServers: servers }, null, 2))
+  return dir
+}
 
 /** A workspace for the interactive screen: a config naming a model on a port where nothing listens. */
 const makeWorkspace = (dir: string): { readonly dir: string; readonly db: string } => {
@@ -324,7 +363,10 @@ export const benchStartup = async (options: {
     firstFrame = "tmux is not installed"
   } else {
     log(`  first frame: ${firstFrameRuns} runs of each in tmux …`)
-    const cases = firstFrameCases(BIN, version, makeWorkspace(path.join(options.dir, "workspace")))
+    const cases = firstFrameCases(BIN, version, makeWorkspace(path.join(options.dir, "workspace")), {
+      configHome: makeMcpConfig(path.join(options.dir, "mcp-config")),
+      workspace: makeWorkspace(path.join(options.dir, "workspace-mcp"))
+    })
     // the baseline's cases, each with a workspace (and database) of its own: its schema may be older
     const baselineCases =
       baseline === undefined
@@ -338,7 +380,7 @@ export const benchStartup = async (options: {
         i
       )) {
         const c = every[index]!
-        const ms = await timeToFirstFrame(c.command, c.marker, { cwd, env })
+        const ms = await timeToFirstFrame(c.command, c.marker, { cwd, env: { ...env, ...c.env } })
         if (i >= 1) frames[index]!.push(ms)
       }
     }
@@ -349,8 +391,16 @@ export const benchStartup = async (options: {
     }
     firstFrame = cases.map((c, i) => {
       const { ratio, ...t } = withRatio(frames[i]!)
-      const before = i === 0 || baseline === undefined ? undefined : withRatio(frames[cases.length + i - 1]!)
-      return { name: c.name, timing: t, ratio, before }
+      const before =
+        i === 0 || baseline === undefined || i > baselineCases.length
+          ? undefined
+          : withRatio(frames[cases.length + i - 1]!)
+      const against = c.over === undefined ? -1 : cases.findIndex((other) => other.name === c.over!.name)
+      const over =
+        against < 0
+          ? undefined
+          : { name: c.over!.name, ratio: t.medianMs / median(frames[against]!), goal: c.over!.goal }
+      return { name: c.name, timing: t, ratio, before, over }
     })
   }
 

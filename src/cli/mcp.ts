@@ -4,18 +4,20 @@
  * config file; `test` starts one, lists its tools and stops it; `approve` lets a server a project
  * declares start, pinned to its definition as it is now.
  */
+import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Console, Effect, Either, HashMap, Option } from "effect"
-import { Config, type ConfigService, resolveSources, toolSecrets } from "../config/Config.js"
+import { Clock, Console, Effect, Config as EffectConfig, Either, HashMap, Option } from "effect"
+import { Config, type ConfigService, resolveSources, sandboxSettings, toolSecrets } from "../config/Config.js"
 import { parseJsonc } from "../config/Jsonc.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "../config/McpTrust.js"
 import { McpClient } from "../mcp/McpClient.js"
 import { mcpToolName } from "../mcp/McpTools.js"
 import { sanitize } from "../present/sanitize.js"
+import { probeSandbox } from "../tools/Sandbox.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { CliError } from "./errors.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
@@ -245,6 +247,12 @@ const mcpTest = Command.make(
         `MCP server "${name}" of ${entry.source} is not approved; approve it first with \`logbook mcp approve ${name}\``
       )
     }
+    // in the sandbox of the agent's commands where it can run, as a session starts it
+    const home = yield* EffectConfig.string("HOME").pipe(EffectConfig.withDefault(homedir()))
+    const sandbox = sandboxSettings(config, home).settings
+    const globalFile = config.files.find((file) => file.kind === "global")?.path
+    const hidden = [...sandbox.hidden, ...(globalFile === undefined ? [] : [NodePath.dirname(globalFile)])]
+    const status = sandbox.mode === "off" ? undefined : yield* probeSandbox({ network: sandbox.network })
     const started = yield* Clock.currentTimeMillis
     const outcome = yield* Effect.scoped(
       Effect.gen(function* () {
@@ -258,7 +266,9 @@ const mcpTest = Command.make(
       })
     ).pipe(
       // as a session starts it: without the API key variables
-      Effect.provide(McpClient.layer({ env: makeSecrets(toolSecrets(config)).env })),
+      Effect.provide(
+        McpClient.layer({ env: makeSecrets(toolSecrets(config)).env, sandbox: { ...sandbox, hidden, status } })
+      ),
       Effect.catchTag("McpError", (error) => CliError.failed(error.message))
     )
     const more = outcome.leftOut > 0 ? ` (and ${outcome.leftOut} more past its maxTools)` : ""

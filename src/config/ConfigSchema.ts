@@ -423,6 +423,12 @@ const mcpServerFields = {
       message: expected("a directory (a non-empty string)")
     })
   ),
+  sandbox: Schema.Boolean.annotations({
+    description:
+      "stdio: false runs the server outside the sandbox of bash, with your rights (default true: in it where it " +
+      "can run). Only your own config may say false; a project's entry is sandboxed regardless.",
+    message: expected("true or false")
+  }),
   url: BaseUrl.annotations({
     description: 'http: the server\'s Streamable HTTP endpoint, e.g. "https://example.com/mcp".',
     jsonSchema: { type: "string", format: "uri", pattern: "^https?://" }

@@ -12,7 +12,7 @@ export interface McpEntryProblem {
   readonly reason: string
 }
 
-const stdioKeys = ["command", "args", "env", "cwd"] as const
+const stdioKeys = ["command", "args", "env", "cwd", "sandbox"] as const
 const httpKeys = ["url", "headers", "bearerTokenEnv"] as const
 
 /** The server an entry describes, or the first problem with it. */
@@ -44,6 +44,7 @@ export const mcpServerSpec = (entry: McpServerInput): McpServerSpec | McpEntryPr
       args: entry.args ?? [],
       env: entry.env ?? {},
       ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
+      ...(entry.sandbox === undefined ? {} : { sandbox: entry.sandbox }),
       ...bounds
     }
   }

@@ -159,12 +159,21 @@ export const mcpServerEntries = Effect.fn("McpTrust.mcpServerEntries")(function*
         notices.push(`ignoring MCP server "${name}" of ${file}: a server of that name is configured already`)
         continue
       }
-      const spec = mcpServerSpec(entry)
-      if (isMcpEntryProblem(spec)) {
+      const declaredSpec = mcpServerSpec(entry)
+      if (isMcpEntryProblem(declaredSpec)) {
         notices.push(
-          `ignoring MCP server "${name}" of ${file}: ${formatPath(["mcpServers", name, ...spec.key])} ${spec.reason}`
+          `ignoring MCP server "${name}" of ${file}: ${formatPath(["mcpServers", name, ...declaredSpec.key])} ${declaredSpec.reason}`
         )
         continue
+      }
+      // a repository may not take its server out of the sandbox: only the user's own config may
+      let spec = declaredSpec
+      if (spec.type === "stdio" && spec.sandbox === false) {
+        notices.push(
+          `ignoring "sandbox": false of MCP server "${name}" of ${file}: only your own config may run a server ` +
+            "outside the sandbox"
+        )
+        spec = { ...spec, sandbox: true }
       }
       const hash = definitionHash(entry)
       entries.push({

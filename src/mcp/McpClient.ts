@@ -1,7 +1,8 @@
 /**
  * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (the one
  * module that imports it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
- * process group, with a minimal environment; or Streamable HTTP) and lists its tools; a
+ * process group, with a minimal environment, in the sandbox of `bash` where it can run; or
+ * Streamable HTTP) and lists its tools; a
  * connection calls a tool (interrupting the call sends the protocol's cancel) and is closed with
  * its scope. Everything is bounded: the start, each call, a message's size, the number of tools.
  * A server that dies during a call fails that call, and the next call starts it again, once.
@@ -10,12 +11,27 @@ import * as NodePath from "node:path"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Context, Duration, Effect, Layer, Schema, Scope } from "effect"
+import { onPath } from "../tools/executables.js"
 import { stopGroup } from "../tools/processGroup.js"
+import { bwrapArgs, decide, makePlan, type SandboxOptions, sandboxDirs } from "../tools/Sandbox.js"
 import { version } from "../version.js"
 import { cappedFetch } from "./internal/cappedFetch.js"
 import { type Environment, expand, expandAll, serverEnvironment } from "./internal/environment.js"
+import { type ServerRecords, serverRecords } from "./internal/serverRecords.js"
 import type { StdioProcessTransport } from "./internal/stdioTransport.js"
 import type { McpServerSpec } from "./McpSettings.js"
+
+export { sweepOrphanServers } from "./internal/serverRecords.js"
+
+/** Where the groups of running stdio servers are noted: `<data home>/logbook/mcp-servers` (the sandbox hides it). */
+export const serverRecordsDir = (env: {
+  readonly XDG_DATA_HOME?: string | undefined
+  readonly HOME: string
+}): string => {
+  const xdg = env.XDG_DATA_HOME
+  const dataHome = xdg !== undefined && NodePath.isAbsolute(xdg) ? xdg : NodePath.join(env.HOME, ".local", "share")
+  return NodePath.join(dataHome, "logbook", "mcp-servers")
+}
 
 /** Why an MCP server or one of its calls failed; `message` is a sentence for the user and the model. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -130,9 +146,33 @@ export class McpClient extends Context.Tag("logbook/McpClient")<
     ) => Effect.Effect<McpConnection, McpError, Scope.Scope>
   }
 >() {
-  /** Over the SDK; `env` is logbook's environment (the base variables, `${NAME}`, bearer tokens come from it). */
-  static readonly layer = (options: { readonly env: Environment }): Layer.Layer<McpClient> =>
-    Layer.succeed(McpClient, { connect: (name, spec, connect) => connectServer(name, spec, connect, options.env) })
+  /** Over the SDK (`McpClientOptions`). */
+  static readonly layer = (options: McpClientOptions): Layer.Layer<McpClient> => {
+    const context: ClientContext = {
+      env: options.env,
+      sandbox: options.sandbox,
+      records: options.recordsDir === undefined ? undefined : serverRecords(options.recordsDir)
+    }
+    return Layer.succeed(McpClient, { connect: (name, spec, connect) => connectServer(name, spec, connect, context) })
+  }
+}
+
+export interface McpClientOptions {
+  /** logbook's environment: the base variables, `${NAME}` and bearer tokens come from it */
+  readonly env: Environment
+  /**
+   * the sandbox of `bash` (its settings and probe): stdio servers run in it where it can run,
+   * unless their entry says `"sandbox": false`; without it they run unconfined
+   */
+  readonly sandbox?: SandboxOptions | undefined
+  /** where the groups of running stdio servers are noted, for the sweep after a crash (`sweepOrphanServers`) */
+  readonly recordsDir?: string | undefined
+}
+
+interface ClientContext {
+  readonly env: Environment
+  readonly sandbox: SandboxOptions | undefined
+  readonly records: ServerRecords | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,16 +208,47 @@ interface Incarnation {
 const fail = (server: string, reason: McpError["reason"], message: string, cause?: unknown) =>
   new McpError({ server, reason, message, ...(cause === undefined ? {} : { cause }) })
 
-const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/** An error's message, with the message of its cause when it has one (`fetch failed: other side closed`). */
+const causeText = (cause: unknown): string => {
+  if (!(cause instanceof Error)) return String(cause)
+  const inner = cause.cause instanceof Error ? cause.cause.message : undefined
+  return inner === undefined || inner === "" || cause.message.includes(inner)
+    ? cause.message
+    : `${cause.message}: ${inner}`
+}
+
+/** The bwrap spawn of a stdio server, undefined to run it unconfined, or why it may not run. */
+const serverSandbox = (
+  name: string,
+  spec: McpServerSpec & { readonly type: "stdio" },
+  workspace: string,
+  cwd: string,
+  context: ClientContext
+): { readonly bwrap: string; readonly args: ReadonlyArray<string> } | undefined | McpError => {
+  const settings = context.sandbox
+  if (settings === undefined || spec.sandbox === false) return undefined
+  const decision = decide(settings, settings.status)
+  if (decision._tag === "Unconfined") return undefined
+  if (decision._tag === "Refused") {
+    return fail(
+      name,
+      "Start",
+      `MCP server "${name}" was not started: tools.bash.sandbox is "on" and there is no sandbox here`
+    )
+  }
+  const plan = makePlan({ workspace, cwd, settings, env: context.env, dirs: sandboxDirs() })
+  return { bwrap: decision.bwrap, args: bwrapArgs(plan) }
+}
 
 const makeTransport = (
   sdk: Sdk,
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
-  env: Environment,
+  context: ClientContext,
   onTooLarge: () => void
 ): Effect.Effect<{ readonly transport: Transport; readonly stdio?: StdioProcessTransport }, McpError> => {
+  const env = context.env
   if (spec.type === "stdio") {
     const own = expandAll(spec.env, env)
     const args = spec.args.map((arg) => expand(arg, env))
@@ -187,13 +258,25 @@ const makeTransport = (
         fail(name, "Start", `MCP server "${name}" names ${missing.map((m) => `\${${m}}`).join(", ")}, which is not set`)
       )
     }
+    const cwd = spec.cwd === undefined ? options.cwd : NodePath.resolve(options.cwd, spec.cwd)
+    const sandbox = serverSandbox(name, spec, options.cwd, cwd, context)
+    if (sandbox instanceof McpError) return Effect.fail(sandbox)
+    const serverEnv = serverEnvironment(own.values, env)
+    // bwrap reports a command it cannot find only as its own failure: looked up first, as it will
+    if (sandbox !== undefined && !spec.command.includes("/") && onPath(spec.command, serverEnv.PATH) === undefined) {
+      return Effect.fail(
+        fail(name, "Start", `MCP server "${name}" did not start: its command "${spec.command}" was not found`)
+      )
+    }
     const stdio = new sdk.StdioProcessTransport({
       command: spec.command,
       args: args.map((arg) => arg.value),
-      env: serverEnvironment(own.values, env),
-      cwd: spec.cwd === undefined ? options.cwd : NodePath.resolve(options.cwd, spec.cwd),
+      env: serverEnv,
+      cwd,
       // the message's JSON around the result
-      maxMessageBytes: spec.maxResultBytes + 64 * 1024
+      maxMessageBytes: spec.maxResultBytes + 64 * 1024,
+      sandbox,
+      records: context.records
     })
     return Effect.succeed({ transport: stdio, stdio })
   }
@@ -221,11 +304,11 @@ const startIncarnation = (
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
-  env: Environment
+  context: ClientContext
 ): Effect.Effect<Incarnation, McpError> =>
   Effect.gen(function* () {
     let tooLarge = false
-    const made = yield* makeTransport(sdk, name, spec, options, env, () => {
+    const made = yield* makeTransport(sdk, name, spec, options, context, () => {
       tooLarge = true
     })
     const client = new sdk.Client({ name: "logbook", version }, { capabilities: {} })
@@ -349,11 +432,11 @@ const connectServer = (
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
-  env: Environment
+  context: ClientContext
 ): Effect.Effect<McpConnection, McpError, Scope.Scope> =>
   Effect.gen(function* () {
     const sdk = yield* Effect.promise(loadSdk)
-    const start = startIncarnation(sdk, name, spec, options, env).pipe(
+    const start = startIncarnation(sdk, name, spec, options, context).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(spec.startTimeoutMs),
         onTimeout: () =>
@@ -431,6 +514,14 @@ const connectServer = (
                 name,
                 "Exited",
                 `MCP server "${name}" stopped during the call (${incarnation.ending()}); it will be started again for the next call`,
+                cause
+              )
+            }
+            if (spec.type === "http" && cause instanceof TypeError) {
+              return fail(
+                name,
+                "Exited",
+                `MCP server "${name}" could not be reached during the call (${causeText(cause)}); the call failed`,
                 cause
               )
             }

@@ -35,6 +35,8 @@ export interface McpStdioServer extends McpBounds {
   readonly env: Readonly<Record<string, string>>
   /** its working directory: absolute, or relative to the workspace (default: the workspace) */
   readonly cwd?: string | undefined
+  /** `false`: never in the sandbox of `bash` (only the user's own config may say so); default in it where it can run */
+  readonly sandbox?: boolean | undefined
 }
 
 /** A server reached over Streamable HTTP. */

@@ -211,6 +211,7 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
           Effect.forkIn(scope)
         )
       }
+      const serverOf = (tool: string): string => tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
       const late: LateTools["Type"] = {
         current: () =>
           searching ? [search, ...loaded.flatMap((name) => tools.filter((tool) => tool.name === name))] : tools,
@@ -220,9 +221,13 @@ export const layerMcpTools = (options: McpToolsOptions): Layer.Layer<LateTools |
           // a search waits for the servers still starting: their tools are what it searches
           if (tool === TOOL_SEARCH_NAME) return Effect.forEach(started.values(), Deferred.await, { discard: true })
           if (!isMcpTool(tool)) return Effect.void
-          const server = tool.slice(MCP_TOOL_PREFIX.length).split("__")[0] ?? ""
-          const done = started.get(server)
+          const done = started.get(serverOf(tool))
           return done === undefined ? Effect.void : Deferred.await(done)
+        },
+        // why a server did not start: what a call of one of its tools is told
+        unavailable: (tool) => {
+          const status = isMcpTool(tool) ? statuses.get(serverOf(tool)) : undefined
+          return status?.state === "failed" ? status.lastError : undefined
         }
       }
       const servers: McpServers["Type"] = {

@@ -279,6 +279,8 @@ export class Tools extends Context.Tag("logbook/Tools")<
     const decode = (call: HookCall): DecodedCall => {
       const tool = lookup(call.tool)
       if (tool === undefined) {
+        const why = late?.unavailable?.(call.tool)
+        if (why !== undefined) return { _tag: "Refused", error: `The tool "${call.tool}" is not available: ${why}` }
         return { _tag: "Refused", error: `Unknown tool "${call.tool}". The available tools are: ${names()}.` }
       }
       const decoded = ParseResult.decodeUnknownEither(tool.input, { onExcessProperty: "error" })(call.input)
@@ -381,5 +383,7 @@ export class LateTools extends Context.Tag("logbook/LateTools")<
     readonly find?: ((name: string) => AnyTool | undefined) | undefined
     /** waits until a tool of this name would be in `current` (its source is ready or failed) */
     readonly awaitTool?: ((name: string) => Effect.Effect<void>) | undefined
+    /** why a tool of this name is not there (its source failed), for the model; undefined: not known */
+    readonly unavailable?: ((name: string) => string | undefined) | undefined
   }
 >() {}

@@ -127,7 +127,12 @@ describe("logbook run: an MCP call past its timeout", () => {
       }),
       Reply.text("It took too long.")
     )
-    const env = userConfigEnv({ mcpServers: { everything: teed }, permission: { "mcp__everything__*": "allow" } })
+    const env = userConfigEnv({
+      mcpServers: { everything: teed },
+      permission: { "mcp__everything__*": "allow" },
+      // the sandboxed server writes its stdin log there
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
     const result = await runCli([...ws.runArgs, "wait"], { env })
     expect(result.code, result.stderr).toBe(0)
     const id = await latestSession(ws.db, ws.dir)
@@ -239,11 +244,17 @@ describe("logbook rerun of a session with MCP calls", () => {
       command: "sh",
       args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
     }
-    const env = userConfigEnv({ mcpServers: { everything: teed } })
+    // the sandboxed server writes its stdin log there
+    const env = userConfigEnv({
+      mcpServers: { everything: teed },
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
     const run = await runCli([...ws.runArgs, "look around"], { env })
     expect(run.code, run.stderr).toBe(0)
     const id = await latestSession(ws.db, ws.dir)
-    fs.rmSync(stdinLog, { force: true })
+    // the original run started the server (it is seen starting), the re-run does not
+    expect(fs.readFileSync(stdinLog, "utf8")).toContain('"initialize"')
+    fs.rmSync(stdinLog)
     const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env })
     expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
     expect(JSON.parse(rerun.stdout).outcome).toEqual({ _tag: "match" })

@@ -30,7 +30,11 @@ describe("a project's MCP servers", () => {
     })
     const mcpJson = path.join(ws.dir, ".mcp.json")
     fs.writeFileSync(mcpJson, JSON.stringify({ mcpServers: { proj: definition("") } }))
-    const env = userConfigEnv({ permission: { "mcp__proj__*": "allow" } })
+    const env = userConfigEnv({
+      permission: { "mcp__proj__*": "allow" },
+      // the sandboxed server writes its stdin log there
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
 
     // not approved: listed so, not started, its tools not offered
     const listed = await runCli(["mcp", "list", "--cwd", ws.dir, "--format", "json"], { env })
@@ -103,7 +107,11 @@ describe.skipIf(!hasTmux)("logbook run on a terminal: a project's server not app
       args: ["-c", `tee -a '${stdinLog}' | exec '${process.execPath}' '${everythingScript}' stdio`]
     }
     fs.writeFileSync(path.join(ws.dir, ".mcp.json"), JSON.stringify({ mcpServers: { proj } }))
-    const env = userConfigEnv({ permission: { "mcp__proj__*": "allow" } })
+    // the sandboxed server writes its stdin log there
+    const env = userConfigEnv({
+      permission: { "mcp__proj__*": "allow" },
+      tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
+    })
 
     // n: not started, the session goes on
     server.enqueue(Reply.text("Nothing."))

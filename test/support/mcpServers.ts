@@ -84,18 +84,26 @@ export const waitForFileText = async (file: string, text: string): Promise<void>
 /** Our own fixture server (test/support/fixtureMcpServer.mjs): its tools are listed there. */
 export const fixtureScript = path.join(root, "test", "support", "fixtureMcpServer.mjs")
 
-/** The fixture server's config entry; `started` gets a line each time it starts, `many` adds that many tools. */
+/**
+ * The fixture server's config entry; `started` gets a line each time it starts (the server then
+ * runs outside the sandbox, whose private /tmp would hide the file), `many` adds that many tools.
+ */
 export const fixtureServer = (options: { readonly started?: string; readonly many?: number } = {}) => ({
   command: process.execPath,
   args: [
     fixtureScript,
     ...(options.started === undefined ? [] : ["--started", options.started]),
     ...(options.many === undefined ? [] : ["--many", String(options.many)])
-  ]
+  ],
+  ...(options.started === undefined ? {} : { sandbox: false })
 })
 
-/** A server entry whose command only writes a line to `marker` and exits: a test sees it was started. */
+/**
+ * A server entry whose command only writes a line to `marker` and exits: a test sees it was started
+ * (outside the sandbox, whose private /tmp would hide the marker; a user's config may say so).
+ */
 export const markerServer = (marker: string) => ({
   command: "sh",
-  args: ["-c", `echo started >> '${marker}'; exit 1`]
+  args: ["-c", `echo started >> '${marker}'; exit 1`],
+  sandbox: false
 })

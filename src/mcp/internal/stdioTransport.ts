@@ -3,12 +3,18 @@
  * group is the server's pid), read through a bounded buffer, and closed by stopping the whole
  * group (`stopGroup`), so a server that forks (npx, a shell) leaves nothing behind. The SDK's own
  * stdio transport starts the server in logbook's group and kills only its first process.
+ *
+ * In the sandbox the process started is bwrap, with `--die-with-parent`: when logbook dies, even by
+ * SIGKILL, the kernel kills bwrap and with it the sandbox's PID namespace, the server included.
+ * Every process of the server carries a token (`PROCESS_TOKEN_ENV`), recorded with its group
+ * (`ServerRecords`) so that the next logbook stops an unsandboxed server a killed one left.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { trackGroup, untrackGroup } from "../../tools/processGroup.js"
+import { newProcessToken, PROCESS_TOKEN_ENV, trackGroup, untrackGroup } from "../../tools/processGroup.js"
+import type { ServerRecords } from "./serverRecords.js"
 
 /** The most of a server's stderr kept for an error message (its tail). */
 const STDERR_TAIL_BYTES = 4 * 1024
@@ -20,6 +26,10 @@ export interface StdioOptions {
   readonly cwd: string
   /** the largest message (one line) the server may send */
   readonly maxMessageBytes: number
+  /** the sandbox to start it in: bwrap and its options (before `--`) */
+  readonly sandbox?: { readonly bwrap: string; readonly args: ReadonlyArray<string> } | undefined
+  /** where its group is noted while it runs */
+  readonly records?: ServerRecords | undefined
 }
 
 /** How the server's process ended. */
@@ -56,19 +66,37 @@ export class StdioProcessTransport implements Transport {
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.options.command, [...this.options.args], {
-        cwd: this.options.cwd,
-        env: { ...this.options.env },
-        stdio: ["pipe", "pipe", "pipe"],
-        detached: true
-      })
+      const token = newProcessToken()
+      const env = { ...this.options.env, [PROCESS_TOKEN_ENV]: token }
+      const sandbox = this.options.sandbox
+      const child =
+        sandbox === undefined
+          ? spawn(this.options.command, [...this.options.args], {
+              cwd: this.options.cwd,
+              env,
+              stdio: ["pipe", "pipe", "pipe"],
+              detached: true
+            })
+          : spawn(
+              sandbox.bwrap,
+              [...sandbox.args, "--die-with-parent", "--", this.options.command, ...this.options.args],
+              {
+                cwd: this.options.cwd,
+                env: { ...env, TMPDIR: "/tmp" },
+                stdio: ["pipe", "pipe", "pipe"],
+                detached: true
+              }
+            )
       this.child = child
       child.once("error", (error) => {
         reject(error)
         this.onerror?.(error)
       })
       child.once("spawn", () => {
-        if (child.pid !== undefined) trackGroup(child.pid)
+        if (child.pid !== undefined) {
+          trackGroup(child.pid, token)
+          this.options.records?.add({ pgid: child.pid, token })
+        }
         resolve()
       })
       child.once("exit", (code, signal) => {
@@ -130,7 +158,9 @@ export class StdioProcessTransport implements Transport {
 
   /** Forgets the group once it is stopped. */
   release(): void {
-    if (this.child?.pid !== undefined) untrackGroup(this.child.pid)
+    if (this.child?.pid === undefined) return
+    untrackGroup(this.child.pid)
+    this.options.records?.remove(this.child.pid)
   }
 
   private kill(): void {
