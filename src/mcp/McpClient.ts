@@ -11,7 +11,7 @@ import * as NodePath from "node:path"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Context, Duration, Effect, Layer, Schema, Scope } from "effect"
-import { onPath } from "../tools/executables.js"
+import { isExecutableFile, onPath } from "../tools/executables.js"
 import { stopGroup } from "../tools/processGroup.js"
 import { bwrapArgs, decide, makePlan, type SandboxOptions, sandboxDirs } from "../tools/Sandbox.js"
 import { version } from "../version.js"
@@ -263,7 +263,10 @@ const makeTransport = (
     if (sandbox instanceof McpError) return Effect.fail(sandbox)
     const serverEnv = serverEnvironment(own.values, env)
     // bwrap reports a command it cannot find only as its own failure: looked up first, as it will
-    if (sandbox !== undefined && !spec.command.includes("/") && onPath(spec.command, serverEnv.PATH) === undefined) {
+    const found = spec.command.includes("/")
+      ? isExecutableFile(NodePath.resolve(cwd, spec.command))
+      : onPath(spec.command, serverEnv.PATH) !== undefined
+    if (sandbox !== undefined && !found) {
       return Effect.fail(
         fail(name, "Start", `MCP server "${name}" did not start: its command "${spec.command}" was not found`)
       )
