@@ -127,12 +127,12 @@ describe("logbook run: an MCP call past its timeout", () => {
       }),
       Reply.text("It took too long.")
     )
-    const env = userConfigEnv({
-      mcpServers: { everything: teed },
+    const config = {
       permission: { "mcp__everything__*": "allow" },
       // the sandboxed server writes its stdin log there
       tools: { bash: { writablePaths: [path.dirname(stdinLog)] } }
-    })
+    }
+    const env = userConfigEnv({ ...config, mcpServers: { everything: teed } })
     const result = await runCli([...ws.runArgs, "wait"], { env })
     expect(result.code, result.stderr).toBe(0)
     const id = await latestSession(ws.db, ws.dir)
@@ -145,12 +145,10 @@ describe("logbook run: an MCP call past its timeout", () => {
     expect(cancel).toBeDefined()
     expect(JSON.parse(cancel!).params.requestId).toBe(JSON.parse(request).id)
 
-    // the re-run times the call out again after the recorded time, with no server started
+    // the re-run times the call out again after the recorded time, with no server started; its
+    // config is the original's (the writable path is in bash's description, part of the prompt)
     const marker = path.join(scratchDir(), "marker.txt")
-    const stopped = userConfigEnv({
-      mcpServers: { everything: markerServer(marker) },
-      permission: { "mcp__everything__*": "allow" }
-    })
+    const stopped = userConfigEnv({ ...config, mcpServers: { everything: markerServer(marker) } })
     const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
     expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
     expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, mcpServed: 1 })
@@ -176,13 +174,26 @@ describe("logbook run with an MCP server slow to start", () => {
       Reply.stream({ toolCalls: [toolCall("call_echo", "mcp__slow__echo", { message: "ready" })] }),
       Reply.text("Done.")
     )
-    const env = userConfigEnv({ mcpServers: { slow }, permission: { "mcp__slow__*": "allow" } })
+    const permission = { "mcp__slow__*": "allow" }
+    const env = userConfigEnv({ mcpServers: { slow }, permission })
     const result = await runCli([...ws.runArgs, "open the gate"], { env })
     expect(result.code, result.stderr).toBe(0)
     const [first, , third] = server.requests
     expect(toolNames(first!.body).filter((name) => name.startsWith("mcp__"))).toEqual([])
     expect(contentText(toolResult(third!, "call_echo"))).toBe("Echo: ready")
     expect(toolNames(third!.body)).toContain("mcp__slow__echo")
+
+    // the re-run offers each request the MCP tools its original offered (none, then the server's),
+    // with no server started
+    const id = await latestSession(ws.db, ws.dir)
+    const prompts = ofType(await readLog(ws.db, id), "prompt.recorded")
+    expect(new Set(prompts.map((env) => env.payload.promptVersion)).size).toBe(2)
+    const marker = path.join(scratchDir(), "marker.txt")
+    const stopped = userConfigEnv({ mcpServers: { slow: markerServer(marker) }, permission })
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env: stopped })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ outcome: { _tag: "match" }, mcpServed: 1 })
+    expect(fs.existsSync(marker)).toBe(false)
   })
 })
 
