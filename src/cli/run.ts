@@ -30,6 +30,7 @@ import { type ApprovalDesk, canPrompt, makeApprovalDesk, nodeTerminal } from "./
 import { customCommandsOf } from "./customCommands.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
+import { askHookApproval } from "./hookApproval.js"
 import { warnIfDamaged } from "./integrity.js"
 import { askMcpApproval } from "./mcpApproval.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
@@ -207,12 +208,15 @@ const runApprover = (yes: boolean) =>
     const approveMcp = onTerminal
       ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
       : undefined
+    const approveHook = onTerminal
+      ? askHookApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      : undefined
     const approver = yes
       ? Approver.autoAllow
       : desk !== undefined
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
-    return { desk, approver, approveMcp }
+    return { desk, approver, approveMcp, approveHook }
   })
 
 type RunWriter = Effect.Effect.Success<ReturnType<typeof makeRunWriter>>
@@ -318,7 +322,7 @@ export const run = Command.make(
   runConfig,
   Effect.fn("cli.run")(function* (args) {
     const { cwd, reasoning, message, title: typed, flags } = yield* readRunArgs(args)
-    const { desk, approver, approveMcp } = yield* runApprover(args.yes)
+    const { desk, approver, approveMcp, approveHook } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
     const resumed = yield* findResumed({
@@ -339,7 +343,8 @@ export const run = Command.make(
       reasoning,
       db: args.db,
       approver,
-      approveMcp
+      approveMcp,
+      approveHook
     })
 
     const program = Effect.gen(function* () {

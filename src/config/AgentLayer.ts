@@ -14,12 +14,15 @@ import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
+import { commandSessionHooks, commandToolHooks } from "../session/CommandHooks.js"
 import { makeInstructions } from "../session/Instructions.js"
+import { SessionHooks } from "../session/SessionHooks.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
+import { Hooks } from "../tools/Tools.js"
 import {
   Config,
   ConfigError,
@@ -29,6 +32,7 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
+import { approvedHooks, approveHook, describeHook, type HookEntry, hookEntries } from "./HookConfig.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
 
@@ -68,6 +72,12 @@ export interface LayerFromConfigOptions {
    * with a notice.
    */
   readonly approveMcp?: ((entry: McpServerEntry) => Effect.Effect<boolean>) | undefined
+  /**
+   * Asks the user whether a command hook the project declares and they have not approved may run
+   * (on a terminal); `true` approves its definition for the workspace. Without it such a hook does
+   * not run, with a notice.
+   */
+  readonly approveHook?: ((entry: HookEntry) => Effect.Effect<boolean>) | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -220,7 +230,40 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env }))
   )
+  // the command hooks: the user's, and the project's the user approved as they are (docs/hooks.md)
+  const hooks = yield* hookEntries(config, workspace, yield* approvedHooks(config, workspace))
+  for (const notice of hooks.notices) yield* notify(notice)
+  const hooksToRun: Array<HookEntry> = []
+  for (const entry of hooks.entries) {
+    if (entry.approved) {
+      hooksToRun.push(entry)
+      continue
+    }
+    if (options.approveHook !== undefined && (yield* options.approveHook(entry))) {
+      hooksToRun.push(entry)
+      yield* approveHook(config, workspace, entry.hash).pipe(
+        Effect.catchAll((error) =>
+          notify(`the approval of hook ${entry.definition.source} could not be kept: ${error.message}`)
+        )
+      )
+      continue
+    }
+    yield* notify(
+      `hook ${entry.definition.source} of ${entry.origin} is not approved, so it does not run (${describeHook(entry.definition)}): ` +
+        "see it with `logbook config`, and approve it by running `logbook run` on a terminal"
+    )
+  }
+  const hookEnv = { cwd: workspace, secrets, sandbox: sandboxOptions }
+  const hookDefinitions = hooksToRun.map((entry) => entry.definition)
+  const commandHooks =
+    hookDefinitions.length === 0
+      ? Layer.empty
+      : Layer.merge(
+          Hooks.layer(commandToolHooks(hookEnv, hookDefinitions)),
+          SessionHooks.layer(commandSessionHooks(hookEnv, hookDefinitions))
+        )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(commandHooks),
     Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
@@ -238,6 +281,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     agentOptions,
     modelOptions,
     filename,
-    sandbox: sandboxOptions
+    sandbox: sandboxOptions,
+    hooks: hooks.entries
   }
 })

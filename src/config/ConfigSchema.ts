@@ -482,6 +482,85 @@ export const McpServers = Schema.Record({ key: McpServerName, value: McpServerIn
   message: expectedObject("an object of MCP servers by name")
 })
 
+/** The command hooks' events (Claude Code's names). */
+export const HOOK_EVENTS = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop"] as const
+
+/** Whether a matcher is a regular expression JavaScript can compile (it is matched whole: `^(?:…)$`). */
+const isMatcher = (text: string): boolean | string => {
+  try {
+    new RegExp(`^(?:${text})$`)
+    return true
+  } catch (error) {
+    return `expected a tool name or a regular expression (e.g. "Bash", "Edit|Write", "mcp__github__.*"), got ${showValue(text)}: ${error instanceof Error ? error.message : String(error)}`
+  }
+}
+
+export const CommandHookInput = Schema.Struct({
+  type: Schema.Literal("command").annotations({
+    description: 'The kind of hook: "command" (a shell command) is the one there is.',
+    message: expected('"command"')
+  }),
+  command: Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.annotations({
+      description:
+        "The shell command (bash -c), run in the workspace with the event as JSON on stdin; $CLAUDE_PROJECT_DIR " +
+        "and $LOGBOOK_PROJECT_DIR name the workspace. Sandboxed like the bash tool. See docs/hooks.md.",
+      message: expected("a command (a non-empty string)")
+    })
+  ),
+  timeout: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.positive(),
+      Schema.lessThanOrEqualTo(600),
+      Schema.annotations({
+        description: "How long the command may run, in seconds (default 60, at most 600); then it is stopped.",
+        message: expected("a number of seconds from 0 to 600")
+      })
+    ),
+    { exact: true }
+  )
+}).annotations({ message: expectedObject('an object { "type": "command", "command": "…" }') })
+export type CommandHookInput = typeof CommandHookInput.Type
+
+export const HookMatcherGroup = Schema.Struct({
+  matcher: Schema.optionalWith(
+    Schema.String.pipe(
+      Schema.filter(isMatcher),
+      Schema.annotations({
+        description:
+          'PreToolUse and PostToolUse: the tools the hooks run for, a name or a regular expression matched whole against the tool\'s Claude Code name (Bash, Edit …) and its logbook name (bash, edit …); "*" or "" for all. The other events ignore it.'
+      })
+    ),
+    { exact: true }
+  ),
+  hooks: Schema.Array(CommandHookInput).annotations({ message: expectedObject("an array of hooks") })
+}).annotations({ message: expectedObject('an object { "matcher": "…", "hooks": [ … ] }') })
+export type HookMatcherGroup = typeof HookMatcherGroup.Type
+
+const hookGroups = (event: string) =>
+  Schema.optionalWith(
+    Schema.Array(HookMatcherGroup).annotations({
+      description: `The hooks run on ${event}.`,
+      message: expectedObject("an array of { matcher, hooks }")
+    }),
+    { exact: true }
+  )
+
+/** Command hooks by event, in Claude Code's shape (docs/hooks.md). */
+export const CommandHooks = Schema.Struct({
+  PreToolUse: hookGroups("PreToolUse: before a tool call runs (allow, deny with a reason, change its input)"),
+  PostToolUse: hookGroups("PostToolUse: after a tool call succeeded (add to what the model reads)"),
+  UserPromptSubmit: hookGroups("UserPromptSubmit: before a message is sent (block it, or add context)"),
+  SessionStart: hookGroups("SessionStart: at a session's first message (add context)"),
+  Stop: hookGroups("Stop: when a turn ends (block: the agent goes on with the reason)")
+}).annotations({
+  description:
+    'Command hooks, in the shape of Claude Code\'s settings: { "PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "…" } ] } ] }. A project\'s hooks run only once you approved them. See docs/hooks.md.',
+  message: expectedObject(`an object of hooks by event (${HOOK_EVENTS.join(", ")})`)
+})
+export type CommandHooks = typeof CommandHooks.Type
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -553,6 +632,7 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  hooks: Schema.optionalWith(CommandHooks, { exact: true }),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -596,6 +676,8 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
+  /** the user's command hooks (a project's are in `LoadedConfig.projectHooks`) */
+  hooks: CommandHooks,
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -629,6 +711,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
+  hooks: {},
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

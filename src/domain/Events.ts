@@ -49,7 +49,9 @@ export const SessionStatusChanged = event("session.status", { status: SessionSta
 export const UserMessageEvent = event("user.message", {
   messageId: MessageId,
   text: Schema.String,
-  mode: UserMode
+  mode: UserMode,
+  /** what hooks added to the message (UserPromptSubmit, SessionStart): sent to the model after `text` */
+  context: Schema.optional(Schema.String)
 })
 /**
  * A user message taken back before it was delivered (to edit it and send it again, or not): it is

@@ -196,6 +196,8 @@ export const UserMessage = Schema.Struct({
   id: MessageId,
   text: Schema.String,
   mode: UserMode,
+  /** what hooks added to the message, sent to the model after `text` (`user.message` `context`) */
+  context: Schema.optional(Schema.String),
   at: Schema.Finite,
   /** false while a steered or queued message waits for delivery to the model */
   delivered: Schema.Boolean

@@ -1264,7 +1264,11 @@ const makeDriver = (
       switch (input._tag) {
         case "send":
           if (input.mode === "prompt") yield* sessions.wait(newSession)
-          yield* sessions.send(newSession, toScratch(input.text), { mode: input.mode })
+          // what the message's hooks added, as recorded (the re-run runs no hooks)
+          yield* sessions.send(newSession, toScratch(input.text), {
+            mode: input.mode,
+            context: input.context === undefined ? undefined : toScratch(input.context)
+          })
           return
         case "withdraw": {
           const id = coord.back.get("message")?.get(input.messageId)
@@ -1337,7 +1341,9 @@ const makeDriver = (
       for (const input of plan.inputs) {
         if (input.index < cut || input._tag !== "send" || input.mode !== "prompt") continue
         yield* kernel.sessions.wait(newSession)
-        yield* kernel.sessions.send(newSession, toScratch(input.text))
+        yield* kernel.sessions.send(newSession, toScratch(input.text), {
+          context: input.context === undefined ? undefined : toScratch(input.context)
+        })
       }
       yield* kernel.sessions.wait(newSession)
       const failed = yield* liveFailure

@@ -58,6 +58,8 @@ export type InputPoint =
       readonly text: string
       readonly mode: UserMode
       readonly messageId: MessageId
+      /** what hooks added to the message (`user.message` `context`) */
+      readonly context?: string | undefined
     }
   | { readonly _tag: "withdraw"; readonly index: number; readonly messageId: MessageId }
   | { readonly _tag: "interrupt"; readonly index: number; readonly reason: string }
@@ -223,8 +225,8 @@ const inputPointsOf = (envelopes: ReadonlyArray<Envelope>, calls: CallRecords) =
     }
     const env = envelopes[i]!
     if (env.type === "user.message") {
-      const { text, mode, messageId } = env.payload
-      inputs.push({ _tag: "send", index: i, text, mode, messageId })
+      const { text, mode, messageId, context } = env.payload
+      inputs.push({ _tag: "send", index: i, text, mode, messageId, ...(context !== undefined ? { context } : {}) })
     } else if (env.type === "user.withdrawn") {
       inputs.push({ _tag: "withdraw", index: i, messageId: env.payload.messageId })
     } else if (env.type === "compaction.done" && env.payload.trigger === "manual") {

@@ -321,7 +321,15 @@ const handlers: Handlers = {
   "user.message": (ctx, s, env) => {
     const p = env.payload
     if (findMessageIndex(ctx, s, p.messageId) >= 0) illegal(s, env, `message ${p.messageId} already exists`)
-    pushMessage(ctx, s, { role: "user", id: p.messageId, text: p.text, mode: p.mode, at: env.at, delivered: false })
+    pushMessage(ctx, s, {
+      role: "user",
+      id: p.messageId,
+      text: p.text,
+      mode: p.mode,
+      ...(p.context !== undefined ? { context: p.context } : {}),
+      at: env.at,
+      delivered: false
+    })
     if (p.mode === "queue") {
       const queued = ownArray(ctx, s.queued)
       queued.push(p.messageId)
