@@ -482,6 +482,20 @@ export const McpServers = Schema.Record({ key: McpServerName, value: McpServerIn
   message: expectedObject("an object of MCP servers by name")
 })
 
+/** The hooks' settings (docs/extensions.md). */
+const hookFields = {
+  timeoutMs: Schema.Int.pipe(
+    Schema.between(1, 600_000),
+    Schema.annotations({
+      description:
+        "The most time one hook run may take, in ms (1 to 600000; default 10000): a before hook past it fails " +
+        "its call, an after hook past it is skipped. See docs/extensions.md.",
+      message: expected("an integer from 1 to 600000"),
+      jsonSchema: { type: "integer", minimum: 1, maximum: 600_000 }
+    })
+  )
+} satisfies Fields
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -553,6 +567,13 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  hooks: Schema.optionalWith(
+    Schema.Struct(optionalFields(hookFields)).annotations({
+      description: "Hooks on tool calls (plugins' and the library's): their bound. See docs/extensions.md.",
+      message: expectedObject("an object of hook settings")
+    }),
+    { exact: true }
+  ),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -596,6 +617,7 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
+  hooks: Schema.Struct(hookFields),
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -629,6 +651,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
+  hooks: { timeoutMs: 10_000 },
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput
