@@ -123,12 +123,19 @@ export {
   type SecretsService
 } from "./tools/Secrets.js"
 export {
+  type AfterHook,
   type AnyTool,
+  type BeforeHook,
+  type BeforeResult,
   combineHooks,
+  DEFAULT_HOOK_TIMEOUT_MS,
   defineTool,
+  type FinishedOutput,
   type HookCall,
+  type HookRun,
   Hooks,
   LateTools,
+  type NamedHook,
   type PermissionSubject,
   type ToolContext,
   type ToolDefinition,

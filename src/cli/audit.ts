@@ -21,6 +21,7 @@ import {
   auditSession,
   type CommandEntry,
   type FileEntry,
+  hookRunText,
   type SessionAudit
 } from "../store/Audit.js"
 import { EventStore } from "../store/EventStore.js"
@@ -163,6 +164,8 @@ export const headline = (entry: AuditEntry): string => {
       ].filter((part) => part !== undefined)
       return `${entry.tool} ${shown}  [${end.join(" · ")}]`
     }
+    case "hook":
+      return hookRunText(entry)
     case "refused": {
       const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
       const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
@@ -181,7 +184,8 @@ const mark: Readonly<Record<AuditKind, string>> = {
   "model-error": "✗",
   interrupt: "⊘",
   timeout: "⏱",
-  refused: "⊗"
+  refused: "⊗",
+  hook: "↪"
 }
 
 const sessionTitle = (audit: SessionAudit): string => {

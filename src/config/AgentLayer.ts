@@ -193,7 +193,8 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
           maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
           sandbox: sandboxOptions
         }
-      })
+      }),
+      hookTimeoutMs: settings.hooks.timeoutMs
     },
     // a log kept inside the workspace is not part of what its commands change
     actions: { snapshot: { exclude: [filename] } },

@@ -548,18 +548,33 @@ const hookGroups = (event: string) =>
   )
 
 /** Command hooks by event, in Claude Code's shape (docs/hooks.md). */
-export const CommandHooks = Schema.Struct({
+const commandHookEvents = {
   PreToolUse: hookGroups("PreToolUse: before a tool call runs (allow, deny with a reason, change its input)"),
   PostToolUse: hookGroups("PostToolUse: after a tool call succeeded (add to what the model reads)"),
   UserPromptSubmit: hookGroups("UserPromptSubmit: before a message is sent (block it, or add context)"),
   SessionStart: hookGroups("SessionStart: at a session's first message (add context)"),
   Stop: hookGroups("Stop: when a turn ends (block: the agent goes on with the reason)")
-}).annotations({
-  description:
-    'Command hooks, in the shape of Claude Code\'s settings: { "PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "…" } ] } ] }. A project\'s hooks run only once you approved them. See docs/hooks.md.',
+}
+
+/** The command hooks of a `hooks` object (Claude Code's shape), without its settings. */
+export const CommandHooks = Schema.Struct(commandHookEvents).annotations({
   message: expectedObject(`an object of hooks by event (${HOOK_EVENTS.join(", ")})`)
 })
 export type CommandHooks = typeof CommandHooks.Type
+
+/** The hooks' settings (docs/extensions.md). */
+const hookFields = {
+  timeoutMs: Schema.Int.pipe(
+    Schema.between(1, 600_000),
+    Schema.annotations({
+      description:
+        "The most time one hook run may take, in ms (1 to 600000; default 10000): a before hook past it fails " +
+        "its call, an after hook past it is skipped. See docs/extensions.md.",
+      message: expected("an integer from 1 to 600000"),
+      jsonSchema: { type: "integer", minimum: 1, maximum: 600_000 }
+    })
+  )
+} satisfies Fields
 
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
@@ -632,7 +647,16 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
-  hooks: Schema.optionalWith(CommandHooks, { exact: true }),
+  hooks: Schema.optionalWith(
+    Schema.Struct({ ...optionalFields(hookFields), ...commandHookEvents }).annotations({
+      description:
+        "Hooks: the bound of every hook run (timeoutMs; docs/extensions.md), and command hooks in the shape of Claude " +
+        'Code\'s settings: { "PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "…" } ] } ] }. ' +
+        "A project's command hooks run only once you approved them. See docs/hooks.md.",
+      message: expectedObject(`an object of hook settings and hooks by event (${HOOK_EVENTS.join(", ")})`)
+    }),
+    { exact: true }
+  ),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -676,8 +700,8 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
-  /** the user's command hooks (a project's are in `LoadedConfig.projectHooks`) */
-  hooks: CommandHooks,
+  /** the hooks' bound, and the user's command hooks (a project's are in `LoadedConfig.projectHooks`) */
+  hooks: Schema.Struct({ ...hookFields, ...commandHookEvents }),
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -711,7 +735,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
-  hooks: {},
+  hooks: { timeoutMs: 10_000 },
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

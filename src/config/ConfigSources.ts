@@ -457,8 +457,12 @@ export const resolveSources = (
     const fromProject = item.source._tag === "File" && item.source.path === projectFile
     const { mcpServers: projectServers, hooks: hooksOfProject, ...withoutMcp } = all
     if (fromProject && projectServers !== undefined) projectMcpServers = projectServers
-    if (fromProject && hooksOfProject !== undefined) projectHooks = hooksOfProject
-    const rest = fromProject ? withoutMcp : all
+    // a project's command hooks are kept apart; its hook settings merge like any other
+    const { timeoutMs: hookTimeoutMs, ...projectEvents } = hooksOfProject ?? {}
+    if (fromProject && hooksOfProject !== undefined) projectHooks = projectEvents
+    const projectRest =
+      hookTimeoutMs === undefined ? withoutMcp : { ...withoutMcp, hooks: { timeoutMs: hookTimeoutMs } }
+    const rest = fromProject ? projectRest : all
     sources.push(item.source)
     mergeInto(merged, rest as Record<string, unknown>, sources.length - 1, [], origins)
     if (!fromProject && rest.permission !== undefined) {

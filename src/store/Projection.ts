@@ -489,6 +489,21 @@ const handlers: Handlers = {
     const part = runningPart(s, env, env.payload.callId)
     setToolState(ctx, s, part, { ...(part.state as RunningState), timedOut: true })
   },
+  // kept on the call's part (what `sessions show` shows); a run without a known call is in the log only
+  "hook.ran": (ctx, s, env) => {
+    const p = env.payload
+    if (p.callId === undefined) return
+    const part = s.toolParts.get(p.callId)
+    if (part === undefined) return
+    const run = {
+      source: p.source,
+      hook: p.hook,
+      outcome: p.outcome,
+      ...(p.error !== undefined ? { error: p.error } : {}),
+      ...(p.reason !== undefined ? { reason: p.reason } : {})
+    }
+    setToolPart(ownToolParts(ctx, s), fresh(ctx, { ...part, hooks: [...(part.hooks ?? []), run] }))
+  },
   "tool.finished": (ctx, s, env) => {
     const p = env.payload
     const part = runningPart(s, env, p.callId)

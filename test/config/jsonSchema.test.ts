@@ -26,6 +26,7 @@ describe("schema/config.schema.json", () => {
       [
         "$schema",
         "compaction",
+        "hooks",
         "maxSteps",
         "mcpServers",
         "model",
