@@ -242,7 +242,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     }
     if (options.approveHook !== undefined && (yield* options.approveHook(entry))) {
       hooksToRun.push(entry)
-      yield* approveHook(config, workspace, entry.hash).pipe(
+      yield* approveHook(config, workspace, entry).pipe(
         Effect.catchAll((error) =>
           notify(`the approval of hook ${entry.definition.source} could not be kept: ${error.message}`)
         )

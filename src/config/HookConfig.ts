@@ -4,12 +4,12 @@
  * Code's `.claude/settings.json`) only once the user approved that exact definition for the
  * workspace — its event, matcher, command and timeout, hash-pinned: a changed hook asks again.
  */
-import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { type CommandHookDefinition, DEFAULT_COMMAND_HOOK_TIMEOUT_MS, type HookEvent } from "../session/CommandHooks.js"
 import { canonicalJson } from "../session/PromptVersion.js"
+import { approve, contentHash, workspaceApprovals } from "./Approvals.js"
 import { type CommandHooks, CommandHooks as CommandHooksSchema, HOOK_EVENTS } from "./ConfigSchema.js"
 import { describeSource, formatPath, type LoadedConfig } from "./ConfigSources.js"
 import { parseJsonc } from "./Jsonc.js"
@@ -31,16 +31,14 @@ export interface HookEntry {
 
 /** The hash an approval pins: event, matcher, command and timeout as canonical JSON. */
 export const hookHash = (definition: CommandHookDefinition): string =>
-  createHash("sha256")
-    .update(
-      canonicalJson({
-        event: definition.event,
-        matcher: definition.matcher ?? "",
-        command: definition.command,
-        timeoutMs: definition.timeoutMs
-      })
-    )
-    .digest("hex")
+  contentHash(
+    canonicalJson({
+      event: definition.event,
+      matcher: definition.matcher ?? "",
+      command: definition.command,
+      timeoutMs: definition.timeoutMs
+    })
+  )
 
 /** The definitions of a `hooks` object, in order (event by event, group by group). */
 const definitionsOf = (
@@ -174,44 +172,23 @@ export const hookEntries = Effect.fn("HookConfig.hookEntries")(function* (
 export const describeHook = (definition: CommandHookDefinition): string =>
   `${definition.event}${definition.matcher === undefined || definition.matcher === "" ? "" : ` (${definition.matcher})`}: ${definition.command}`
 
-/** The approvals file of hooks: beside the user's config file. */
-const hookApprovalsFile = (loaded: Pick<LoadedConfig, "files">): string | undefined => {
-  const global = loaded.files.find((file) => file.kind === "global")
-  return global === undefined ? undefined : NodePath.join(NodePath.dirname(global.path), "approved-hooks.json")
+/** The approvals of command hooks: `approved-hooks.json` (Approvals.ts). */
+const HOOK_APPROVALS = "hooks"
+
+/** The key an approval is kept under: the hook's event and command, readable in the file. */
+const approvalKey = (definition: CommandHookDefinition): string => {
+  const key = `${definition.event} ${definition.command}`
+  return key.length > 200 ? `${key.slice(0, 199)}…` : key
 }
-
-/** `{ "<workspace>": ["<hash>", …] }` */
-const HookApprovals = Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) })
-
-const readHookApprovals = (file: string | undefined) =>
-  Effect.gen(function* () {
-    if (file === undefined) return {}
-    const fs = yield* FileSystem.FileSystem
-    const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
-    const parsed = parseJsonc(text === "" ? "{}" : text)
-    if (Either.isLeft(parsed)) return {}
-    return Either.getOrElse(Schema.decodeUnknownEither(HookApprovals)(parsed.right), () => ({}))
-  })
 
 /** The hashes of the hooks the user approved for `workspace`. */
 export const approvedHooks = (loaded: Pick<LoadedConfig, "files">, workspace: string) =>
-  Effect.map(readHookApprovals(hookApprovalsFile(loaded)), (all) => new Set(all[workspace] ?? []))
+  Effect.map(workspaceApprovals(loaded, HOOK_APPROVALS, workspace), (byKey) => new Set(Object.values(byKey)))
 
 /** Records the user's approval of a hook (its hash) for `workspace`; the file it went to. */
 export const approveHook = (
   loaded: Pick<LoadedConfig, "files">,
   workspace: string,
-  hash: string
+  entry: HookEntry
 ): Effect.Effect<string, Error, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
-    const file = hookApprovalsFile(loaded)
-    if (file === undefined) return yield* Effect.fail(new Error("no user config directory to keep the approval in"))
-    const fs = yield* FileSystem.FileSystem
-    const all = { ...(yield* readHookApprovals(file)) }
-    all[workspace] = [...new Set([...(all[workspace] ?? []), hash])]
-    yield* fs.makeDirectory(NodePath.dirname(file), { recursive: true })
-    const temp = `${file}.${process.pid}.tmp`
-    yield* fs.writeFileString(temp, `${JSON.stringify(all, null, 2)}\n`, { mode: 0o600 })
-    yield* fs.rename(temp, file)
-    return file
-  }).pipe(Effect.mapError((error) => (error instanceof Error ? error : new Error(String(error)))))
+  approve(loaded, HOOK_APPROVALS, workspace, approvalKey(entry.definition), entry.hash)

@@ -14,7 +14,7 @@ import { capText } from "../tools/boundedOutput.js"
 import { type CommandHookResult, runCommandHook } from "../tools/commandHook.js"
 import type { SandboxOptions } from "../tools/Sandbox.js"
 import type { SecretsService } from "../tools/Secrets.js"
-import type { HookCall, ToolHooks, ToolOutput } from "../tools/Tools.js"
+import type { AfterHook, BeforeHook, HookCall, NamedHook, ToolHooks, ToolOutput } from "../tools/Tools.js"
 import type { PromptHooksResult, SessionHookRun, SessionHooksService, StopHooksResult } from "./SessionHooks.js"
 
 export type HookEvent = "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "SessionStart" | "Stop"
@@ -364,29 +364,66 @@ export const commandSessionHooks = (
   }
 }
 
-/** The tool hooks of the definitions (`PreToolUse`, `PostToolUse`), each run only for the tools it matches. */
-export const commandToolHooks = (env: CommandHookEnv, hooks: ReadonlyArray<CommandHookDefinition>): ToolHooks => ({
-  before: hooks
-    .filter((hook) => hook.event === "PreToolUse")
-    .map((hook) => (call: HookCall) => {
-      if (!matchesTool(hook.matcher, call.tool)) return Effect.succeed({ input: call.input })
-      return Effect.map(preToolUse(env, hook, call), ({ outcome }) => {
-        switch (outcome._tag) {
-          case "Block":
-            return { block: outcome.reason }
-          case "Input":
-            return { input: outcome.input }
-          default:
-            return { input: call.input }
-        }
-      })
-    }),
-  after: hooks
-    .filter((hook) => hook.event === "PostToolUse")
-    .map((hook) => (call: HookCall, output: ToolOutput) => {
-      if (!matchesTool(hook.matcher, call.tool)) return Effect.succeed(output)
-      return Effect.map(postToolUse(env, hook, call, output), ({ outcome }) =>
-        outcome._tag === "Added" ? withHookText(output, hook.source, outcome.text) : output
+/**
+ * How much longer than its own timeout a tool hook's command may take before the registry's bound
+ * stops it: the registry's bound is the one that fires (the run is recorded as timed out, the
+ * command's group stopped as it is interrupted), this is the runner's own backstop.
+ */
+const BACKSTOP_MS = 5_000
+
+/**
+ * The tool hooks of the definitions (`PreToolUse`, `PostToolUse`), named (`hook:PreToolUse[0]`) and
+ * bounded by their timeout in the registry (docs/extensions.md), each run only for the tools it
+ * matches. A PreToolUse command past its timeout refuses its call (the registry's rule for a before
+ * hook); one that fails otherwise (an exit code other than 0 and 2) is recorded and the call goes on.
+ */
+export const commandToolHooks = (env: CommandHookEnv, hooks: ReadonlyArray<CommandHookDefinition>): ToolHooks => {
+  const backstop = (hook: CommandHookDefinition) => ({ ...hook, timeoutMs: hook.timeoutMs + BACKSTOP_MS })
+  return {
+    before: hooks
+      .filter((hook) => hook.event === "PreToolUse")
+      .map(
+        (hook): NamedHook<BeforeHook> => ({
+          source: hook.source,
+          timeoutMs: hook.timeoutMs,
+          run: (call) =>
+            matchesTool(hook.matcher, call.tool)
+              ? Effect.map(preToolUse(env, backstop(hook), call), ({ outcome }) => {
+                  switch (outcome._tag) {
+                    case "Block":
+                      return { block: outcome.reason }
+                    case "Input":
+                      return { input: outcome.input }
+                    case "Failed":
+                      return { failed: outcome.error }
+                    case "Unchanged":
+                      return undefined
+                  }
+                })
+              : Effect.succeed(undefined)
+        })
+      ),
+    after: hooks
+      .filter((hook) => hook.event === "PostToolUse")
+      .map(
+        (hook): NamedHook<AfterHook> => ({
+          source: hook.source,
+          timeoutMs: hook.timeoutMs,
+          run: (call, output) =>
+            matchesTool(hook.matcher, call.tool)
+              ? Effect.flatMap(postToolUse(env, backstop(hook), call, output), ({ outcome }) => {
+                  switch (outcome._tag) {
+                    case "Added":
+                      return Effect.succeed(withHookText(output, hook.source, outcome.text))
+                    case "Failed":
+                      // an after hook that fails is skipped and recorded by the registry
+                      return Effect.fail(new Error(outcome.error))
+                    case "Unchanged":
+                      return Effect.succeed(undefined)
+                  }
+                })
+              : Effect.succeed(undefined)
+        })
       )
-    })
-})
+  }
+}

@@ -185,7 +185,14 @@ export interface HookCall {
 }
 
 /** What a before hook returns: the input to run with, or `{ block: reason }` to refuse the call. */
-export type BeforeResult = { readonly input: unknown } | { readonly block: string }
+export type BeforeResult =
+  | { readonly input: unknown }
+  | { readonly block: string }
+  /**
+   * the hook failed in a way that blocks nothing (a command hook's exit code other than 0 and 2):
+   * recorded as failed, the call goes on as it was
+   */
+  | { readonly failed: string }
 
 /**
  * `tool.execute.before`: runs after the input was decoded and the permission check, before

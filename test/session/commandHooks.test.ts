@@ -4,7 +4,7 @@
  * Claude Code reads it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
 import {
   type CommandHookDefinition,
@@ -16,6 +16,7 @@ import {
 } from "../../src/session/CommandHooks.js"
 import { defaultSandboxSettings } from "../../src/tools/Sandbox.js"
 import { makeSecrets } from "../../src/tools/Secrets.js"
+import { type AnyTool, defineTool, Tools } from "../../src/tools/Tools.js"
 import { tempDir } from "../support/tmp.js"
 
 const env = (): CommandHookEnv => ({
@@ -110,6 +111,38 @@ describe("PostToolUse and the session's events", () => {
       const result = yield* hooks.sessionStart({ sessionId: SessionId.make("s1"), cwd: "/" })
       expect(result.block).toBeUndefined()
       expect(result.runs).toEqual([expect.objectContaining({ outcome: "failed", error: "nope" })])
+    })
+  )
+})
+
+describe("the registry and a hook that fails without blocking", () => {
+  it.effect("{ failed } is recorded as failed and the call goes on with its input", () =>
+    Effect.gen(function* () {
+      const bash = defineTool({
+        name: "bash",
+        description: "runs a command",
+        input: Schema.Struct({ command: Schema.String }),
+        execute: (input) => Effect.succeed({ output: input.command })
+      })
+      const tools = Tools.make({
+        tools: [bash],
+        hooks: {
+          before: [
+            { source: "hook:PreToolUse[0]", run: () => Effect.succeed({ failed: "exit code 1: jq: not found" }) }
+          ]
+        }
+      })
+      const input = { command: "ls" }
+      const prepared = yield* tools.before({ ...call, input }, { tool: bash as AnyTool, input })
+      expect(prepared).toMatchObject({ _tag: "Ready", input: { command: "ls" } })
+      expect(prepared.hookRuns).toEqual([
+        expect.objectContaining({
+          source: "hook:PreToolUse[0]",
+          outcome: "failed",
+          changed: false,
+          error: "exit code 1: jq: not found"
+        })
+      ])
     })
   )
 })

@@ -96,8 +96,14 @@ const readBefore = (
   | { readonly _tag: "Input"; readonly input: unknown }
   | { readonly _tag: "Block"; readonly reason: string }
   | { readonly _tag: "Unchanged" }
+  | { readonly _tag: "FailedOpen"; readonly error: string }
   | { readonly _tag: "Bad"; readonly error: string } => {
   if (value === undefined || value === null) return { _tag: "Unchanged" }
+  if (isRecord(value) && "failed" in value) {
+    return typeof value.failed === "string" && value.failed.trim() !== ""
+      ? { _tag: "FailedOpen", error: value.failed }
+      : { _tag: "Bad", error: "it returned { failed } without an error (a non-empty string)" }
+  }
   if (isRecord(value) && "block" in value) {
     return typeof value.block === "string" && value.block.trim() !== ""
       ? { _tag: "Block", reason: value.block }
@@ -158,6 +164,9 @@ export const runBeforeHooks = (
       const result = readBefore(ran.value)
       switch (result._tag) {
         case "Unchanged":
+          continue
+        case "FailedOpen":
+          runs.push({ ...base, outcome: "failed", changed: false, error: capError(result.error), ms: ran.ms })
           continue
         case "Bad":
           runs.push({ ...base, outcome: "failed", changed: false, error: result.error, ms: ran.ms })
