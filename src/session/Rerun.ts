@@ -496,9 +496,10 @@ const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest"
  * Events not compared: a command's output so far, recorded at most every so often while it runs
  * (how many there are depends on timing); its whole output is in its `tool.finished`. A model
  * switch: the re-run's model is named after the log's (a fork's is its own all along), and older
- * logs changed models without recording it.
+ * logs changed models without recording it. A hook's run: a re-run runs no hooks; what they added
+ * to a message, and a Stop hook's message, are sent as the log recorded them.
  */
-const UNCOMPARED = new Set(["tool.progress", "model.switched"])
+const UNCOMPARED = new Set(["tool.progress", "model.switched", "hook.ran"])
 
 /**
  * A baseline snapshot after the session's first: the next process that opened the session took it

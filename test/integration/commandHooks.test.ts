@@ -11,10 +11,10 @@ import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
 import { Reply } from "../support/scriptedServer.js"
+import { hasTmux, runInTmux } from "../support/tmux.js"
 import {
   bashReply,
   contentText,
-  isLive,
   latestSession,
   makeJanitor,
   makeWorkspace,
@@ -33,6 +33,22 @@ const script = (dir: string, name: string, body: string): string => {
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, `#!/bin/bash\n${body}\n`, { mode: 0o755 })
   return `bash "$CLAUDE_PROJECT_DIR/.hooks/${name}"`
+}
+
+/** The live processes working in `dir` (a hook runs in the workspace), as `pid command`. */
+const processesIn = (dir: string): ReadonlyArray<string> => {
+  const real = fs.realpathSync(dir)
+  return fs.readdirSync("/proc").flatMap((pid) => {
+    if (!/^\d+$/.test(pid)) return []
+    try {
+      if (fs.realpathSync(`/proc/${pid}/cwd`) !== real) return []
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (/^[ZX]$/.test(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3))) return []
+      return [`${pid} ${fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")}`]
+    } catch {
+      return []
+    }
+  })
 }
 
 const hook = (command: string, extra: Record<string, unknown> = {}) => ({ type: "command", command, ...extra })
@@ -154,8 +170,9 @@ case "$input" in *slow*) sleep 1000 & echo $! > "$CLAUDE_PROJECT_DIR/hung.pid"; 
     const second = server.requests[1]!
     expect(contentText(toolResult(second, "c1"))).toContain("fast")
     expect(contentText(toolResult(second, "c2"))).toMatch(/hook:PreToolUse\[1\].*timed out/)
-    const pid = Number(fs.readFileSync(path.join(ws.dir, "hung.pid"), "utf8"))
-    expect(isLive(pid)).toBe(false)
+    // the hung hook and what it started are gone (in the sandbox its pids are its namespace's)
+    expect(fs.existsSync(path.join(ws.dir, "hung.pid"))).toBe(true)
+    expect(processesIn(ws.dir)).toEqual([])
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     const runs = hookRuns(log)
     expect(runs.filter((r) => r.outcome === "failed" && String(r.error).includes("jq: not found"))).toHaveLength(2)
@@ -283,6 +300,45 @@ describe("whose hooks run", () => {
       })
     ])
   })
+
+  it.skipIf(!hasTmux)(
+    "on a terminal, `logbook run` asks; y runs it and remembers it; a changed hook asks again",
+    async () => {
+      const server = await janitor.server()
+      const ws = makeWorkspace(server)
+      const settings = (command: string) =>
+        fs.writeFileSync(
+          path.join(ws.dir, ".claude", "settings.json"),
+          JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: "command", command }] }] } })
+        )
+      const marker = script(ws.dir, "mark.sh", 'cat > /dev/null; echo ran >> "$CLAUDE_PROJECT_DIR/marker"')
+      fs.mkdirSync(path.join(ws.dir, ".claude"))
+      settings(marker)
+      const env = userConfigEnv({})
+      server.enqueue(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+
+      const asked = runInTmux([...ws.runArgs, "hello"], { env })
+      janitor.defer(asked.close)
+      await asked.waitFor(
+        /UserPromptSubmit hook of file .*settings\.json is not approved\. It would run[\s\S]*Enter › $/m
+      )
+      asked.keys("y", "Enter")
+      expect(await asked.exited()).toBe(0)
+      expect(fs.readFileSync(path.join(ws.dir, "marker"), "utf8")).toBe("ran\n")
+
+      // approved: no question, it runs (without a terminal too)
+      const again = await runCli([...ws.runArgs, "again"], { env })
+      expect(again.code, again.stderr).toBe(0)
+      expect(fs.readFileSync(path.join(ws.dir, "marker"), "utf8")).toBe("ran\nran\n")
+
+      // changed: not approved any more
+      settings(`${marker} --changed`)
+      const changed = await runCli([...ws.runArgs, "changed"], { env })
+      expect(changed.code, changed.stderr).toBe(0)
+      expect(changed.stderr).toContain("is not approved")
+      expect(fs.readFileSync(path.join(ws.dir, "marker"), "utf8")).toBe("ran\nran\n")
+    }
+  )
 
   it("a bad hooks config is refused before anything runs, naming the file and the key", async () => {
     const server = await janitor.server()
