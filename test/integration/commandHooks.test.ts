@@ -194,6 +194,10 @@ describe("UserPromptSubmit, SessionStart and Stop", () => {
     const log = await readLog(ws.db, await latestSession(ws.db, ws.dir))
     expect(log.some((e) => e.type === "user.message")).toBe(false)
     expect(hookRuns(log)).toEqual([expect.objectContaining({ hook: "UserPromptSubmit", outcome: "blocked" })])
+    const audit = await runCli(["audit", "--db", ws.db, await latestSession(ws.db, ws.dir)], { env })
+    expect(audit.code).toBe(0)
+    expect(audit.stdout).toContain("hook:UserPromptSubmit[0]")
+    expect(audit.stdout).toContain("no deploys on Friday")
   })
 
   it("SessionStart and UserPromptSubmit add context that goes with the first message, recorded with it", async () => {
