@@ -567,6 +567,17 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  plugins: Schema.optionalWith(
+    Schema.Array(
+      Schema.String.pipe(Schema.minLength(1)).annotations({ message: expected("a path or a package name") })
+    ).annotations({
+      description:
+        "Plugins to load besides the files of the plugins directories: a path (absolute, or relative to the " +
+        "config file) or a package name. A project's entries load once approved. See docs/plugins.md.",
+      message: expected("an array of paths or package names")
+    }),
+    { exact: true }
+  ),
   hooks: Schema.optionalWith(
     Schema.Struct(optionalFields(hookFields)).annotations({
       description: "Hooks on tool calls (plugins' and the library's): their bound. See docs/extensions.md.",
@@ -617,6 +628,8 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
+  /** the plugins the user's own config names (a project file's are `LoadedConfig.projectPlugins`) */
+  plugins: Schema.Array(Schema.String),
   hooks: Schema.Struct(hookFields),
   ...topFields
 })
@@ -651,6 +664,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
+  plugins: [],
   hooks: { timeoutMs: 10_000 },
   maxSteps: 50,
   snapshotEvery: 500

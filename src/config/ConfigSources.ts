@@ -374,6 +374,11 @@ export interface LoadedConfig {
    * a server a repository brings is not started from here (docs/mcp.md).
    */
   readonly projectMcpServers: Readonly<Record<string, McpServerInput>>
+  /**
+   * The plugins the project file names (its `plugins`), kept out of `config.plugins`: a plugin a
+   * repository brings loads only once approved (docs/plugins.md).
+   */
+  readonly projectPlugins: ReadonlyArray<string>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -443,13 +448,15 @@ export const resolveSources = (
     hiddenPaths: ReadonlyArray<string>
   } = { ...defaults.tools.bash }
   let projectMcpServers: Readonly<Record<string, McpServerInput>> = {}
+  let projectPlugins: ReadonlyArray<string> = []
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
     const { $schema: _, ...all } = valid.right
     const fromProject = item.source._tag === "File" && item.source.path === projectFile
-    const { mcpServers: projectServers, ...withoutMcp } = all
+    const { mcpServers: projectServers, plugins: projectPluginList, ...withoutMcp } = all
     if (fromProject && projectServers !== undefined) projectMcpServers = projectServers
+    if (fromProject && projectPluginList !== undefined) projectPlugins = projectPluginList
     const rest = fromProject ? withoutMcp : all
     sources.push(item.source)
     mergeInto(merged, rest as Record<string, unknown>, sources.length - 1, [], origins)
@@ -521,6 +528,7 @@ export const resolveSources = (
       hiddenPaths: trustedSandbox.hiddenPaths
     },
     projectMcpServers,
+    projectPlugins,
     files,
     originOf: (path) => originOf(path)
   })
