@@ -31,6 +31,7 @@ import {
 import { approvedHooks, describeHook, type HookEntry, hookEntries } from "../config/HookConfig.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
 import { type ModelInfo, modelInfo, priceKeys, type Sourced } from "../config/ModelInfo.js"
+import { pluginEntries } from "../config/PluginTrust.js"
 import { catalogSource } from "../model/Catalog.js"
 import {
   INSTRUCTION_FILE_NAMES,
@@ -41,6 +42,7 @@ import {
 import { fullSystemPrompt } from "../session/SystemPrompt.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
+import { pluginRows } from "./plugins.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 
 const cwd = cwdOption("Read the project config (logbook.json) of this directory instead of the current one.")
@@ -242,11 +244,14 @@ export const config = Command.make(
       resolved === undefined
         ? undefined
         : yield* modelInfo(resolved, { at: new Date(yield* Clock.currentTimeMillis), originOf: service.originOf })
+    // the plugin files a session here would load (or would not: a project's not approved)
+    const plugins = yield* pluginEntries(service, dir)
     if (format === "json") {
       const out = {
         ...masked,
         instructions: instructionsJson(loaded),
         hooks: hooksJson(hooks.entries),
+        pluginFiles: pluginRows(plugins.entries),
         ...(info === undefined ? {} : { modelInfo: modelInfoJson(info) })
       }
       yield* Console.log(JSON.stringify(out, null, 2))
@@ -261,6 +266,12 @@ export const config = Command.make(
       const keyPath = ["provider", resolved.providerId, "models", resolved.modelId]
       lines.push("", ...renderModelInfo(info, keyPath, service.originOf, style))
     }
+    lines.push("", style.bold("plugins"))
+    if (plugins.entries.length === 0)
+      lines.push(style.dim("  none (.logbook/plugins/, the plugins directory beside your config)"))
+    for (const row of pluginRows(plugins.entries))
+      lines.push(`  ${row.plugin}  ${row.status}  ${style.dim(row.source)}`)
+    for (const notice of plugins.notices) lines.push(`  ${style.yellow(notice)}`)
     yield* Console.log(lines.join("\n"))
   })
 ).pipe(

@@ -22,6 +22,7 @@ import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
 import { importCommand } from "./import.js"
 import { mcp } from "./mcp.js"
+import { plugins } from "./plugins.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
 import { rerunCommand } from "./rerun.js"
@@ -76,6 +77,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook import <file>           a session file into this database",
       "  logbook config                  the resolved config, secrets masked",
       "  logbook mcp list                the MCP servers (add, remove, test, approve)",
+      "  logbook plugins list            the plugins (approve one a project brings)",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
     ].join("\n")
@@ -102,6 +104,7 @@ export const root = Command.make("logbook", {}, () =>
     importCommand,
     config,
     mcp,
+    plugins,
     help
   ])
 )
@@ -265,7 +268,8 @@ const commandNames = new Set(
     Command.getNames(exportCommand),
     Command.getNames(importCommand),
     Command.getNames(config),
-    Command.getNames(mcp)
+    Command.getNames(mcp),
+    Command.getNames(plugins)
   ]
     .flatMap((names) => Array.from(names))
     .concat("help")

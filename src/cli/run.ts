@@ -32,7 +32,7 @@ import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
 import { askHookApproval } from "./hookApproval.js"
 import { warnIfDamaged } from "./integrity.js"
-import { askMcpApproval } from "./mcpApproval.js"
+import { askMcpApproval, askPluginApproval } from "./mcpApproval.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { type Style, streamStyle } from "./render.js"
 import { readMessage } from "./runInput.js"
@@ -205,18 +205,22 @@ const runApprover = (yes: boolean) =>
             onCtrlC
           })
         : undefined
+    const style = yield* streamStyle(process.stderr)
     const approveMcp = onTerminal
-      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
+      : undefined
+    const approvePlugin = onTerminal
+      ? askPluginApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
       : undefined
     const approveHook = onTerminal
-      ? askHookApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      ? askHookApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
       : undefined
     const approver = yes
       ? Approver.autoAllow
       : desk !== undefined
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
-    return { desk, approver, approveMcp, approveHook }
+    return { desk, approver, approveMcp, approvePlugin, approveHook }
   })
 
 type RunWriter = Effect.Effect.Success<ReturnType<typeof makeRunWriter>>
@@ -322,7 +326,7 @@ export const run = Command.make(
   runConfig,
   Effect.fn("cli.run")(function* (args) {
     const { cwd, reasoning, message, title: typed, flags } = yield* readRunArgs(args)
-    const { desk, approver, approveMcp, approveHook } = yield* runApprover(args.yes)
+    const { desk, approver, approveMcp, approvePlugin, approveHook } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
     const resumed = yield* findResumed({
@@ -344,6 +348,7 @@ export const run = Command.make(
       db: args.db,
       approver,
       approveMcp,
+      approvePlugin,
       approveHook
     })
 

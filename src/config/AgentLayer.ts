@@ -13,6 +13,8 @@ import { McpClient } from "../mcp/McpClient.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
+import { type LoadedPlugin, loadPlugin } from "../plugins/Plugin.js"
+import { layerPluginEvents } from "../plugins/PluginEvents.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
 import { commandSessionHooks, commandToolHooks } from "../session/CommandHooks.js"
 import { makeInstructions } from "../session/Instructions.js"
@@ -22,7 +24,7 @@ import type { Approver } from "../tools/Approver.js"
 import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
-import { Hooks } from "../tools/Tools.js"
+import { type AnyTool, Hooks } from "../tools/Tools.js"
 import {
   Config,
   ConfigError,
@@ -35,6 +37,7 @@ import {
 import { approvedHooks, approveHook, describeHook, type HookEntry, hookEntries } from "./HookConfig.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
+import { approvePlugin, type PluginEntry, pluginEntries } from "./PluginTrust.js"
 
 export interface LayerFromConfigOptions {
   /** the workspace (absolute) */
@@ -78,6 +81,11 @@ export interface LayerFromConfigOptions {
    * not run, with a notice.
    */
   readonly approveHook?: ((entry: HookEntry) => Effect.Effect<boolean>) | undefined
+  /**
+   * Asks the user whether a plugin file the project brings and they have not approved may load (on
+   * a terminal); `true` approves that file as it is. Without it such a plugin is skipped with a notice.
+   */
+  readonly approvePlugin?: ((entry: PluginEntry) => Effect.Effect<boolean>) | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -170,6 +178,17 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
   if (notice !== undefined && options.sandboxNotice !== false) yield* notify(notice)
 
+  const workspace = NodePath.resolve(options.cwd)
+  const plugins = yield* loadPlugins(config, workspace, settings.hooks.timeoutMs, notify, options.approvePlugin)
+  const builtins = builtinTools({
+    bash: {
+      timeoutMs: settings.tools.bash.timeoutMs,
+      maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
+      sandbox: sandboxOptions
+    }
+  })
+  const pluginTools = yield* joinPluginTools(builtins, plugins, notify)
+
   const agentOptions = {
     sessions: {
       maxSteps: settings.maxSteps,
@@ -187,13 +206,9 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
         )
     },
     tools: {
-      tools: builtinTools({
-        bash: {
-          timeoutMs: settings.tools.bash.timeoutMs,
-          maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
-          sandbox: sandboxOptions
-        }
-      }),
+      tools: [...builtins, ...pluginTools],
+      // the plugins' hooks, in the order they loaded (docs/plugins.md)
+      hooks: { before: plugins.flatMap((plugin) => plugin.before), after: plugins.flatMap((plugin) => plugin.after) },
       hookTimeoutMs: settings.hooks.timeoutMs
     },
     // a log kept inside the workspace is not part of what its commands change
@@ -206,7 +221,6 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   } satisfies Omit<AgentOptions, "approver">
   // the MCP servers start in the background when the layer is built; their tools join when ready.
   // A project's server starts only once the user approved its definition (docs/mcp.md).
-  const workspace = NodePath.resolve(options.cwd)
   const mcp = yield* mcpServerEntries(config, workspace)
   for (const notice of mcp.notices) yield* notify(notice)
   const approvedNow = new Set<string>()
@@ -266,6 +280,8 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
     Layer.provide(commandHooks),
     Layer.provide(mcpServers.length === 0 ? Layer.empty : mcpTools),
+    // the plugins' event hooks, off the kernel's path, on the events the store publishes
+    Layer.merge(layerPluginEvents({ plugins, timeoutMs: settings.hooks.timeoutMs })),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),
@@ -283,6 +299,73 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     modelOptions,
     filename,
     sandbox: sandboxOptions,
-    hooks: hooks.entries
+    hooks: hooks.entries,
+    /** the plugins loaded: their names and files */
+    plugins: plugins.map((plugin) => ({ name: plugin.name, file: plugin.file }))
   }
 })
+
+/**
+ * The plugins that load (docs/plugins.md): the user's, and a project's the user approved (asked on a
+ * terminal by `approve`); each imported and checked. One that cannot load, or whose name another
+ * took, is told to the user and left out: the session starts without it.
+ */
+const loadPlugins = (
+  config: ConfigService,
+  workspace: string,
+  timeoutMs: number,
+  notify: (message: string) => Effect.Effect<void>,
+  approve: LayerFromConfigOptions["approvePlugin"]
+) =>
+  Effect.gen(function* () {
+    const found = yield* pluginEntries(config, workspace)
+    for (const notice of found.notices) yield* notify(notice)
+    const loaded: Array<LoadedPlugin> = []
+    for (const entry of found.entries) {
+      if (!entry.approved) {
+        if (approve === undefined || !(yield* approve(entry))) {
+          yield* notify(
+            `plugin ${entry.key} of ${entry.source} is not approved, so it was not loaded: read it, then approve ` +
+              `it with \`logbook plugins approve ${entry.key}\``
+          )
+          continue
+        }
+        yield* approvePlugin(config, workspace, entry).pipe(
+          Effect.catchAll((error) => notify(`the approval of plugin ${entry.key} could not be kept: ${error.message}`))
+        )
+      }
+      const plugin = yield* loadPlugin({ file: entry.file, workspace, timeoutMs }).pipe(
+        Effect.catchAll((error) => Effect.as(notify(`${error.message}; the session starts without it`), undefined))
+      )
+      if (plugin === undefined) continue
+      if (loaded.some((other) => other.name === plugin.name)) {
+        yield* notify(`plugin ${entry.file} is named "${plugin.name}" as another plugin is; it is not loaded`)
+        continue
+      }
+      loaded.push(plugin)
+    }
+    return loaded
+  })
+
+/** The plugins' tools that may join: a name a built-in or an earlier plugin's tool has is an error for that tool. */
+const joinPluginTools = (
+  builtins: ReadonlyArray<AnyTool>,
+  plugins: ReadonlyArray<LoadedPlugin>,
+  notify: (message: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    const taken = new Map<string, string>(builtins.map((tool) => [tool.name, "a built-in tool"]))
+    const joined: Array<AnyTool> = []
+    for (const plugin of plugins) {
+      for (const tool of plugin.tools) {
+        const owner = taken.get(tool.name)
+        if (owner !== undefined) {
+          yield* notify(`the tool "${tool.name}" of plugin ${plugin.name} is not offered: ${owner} has that name`)
+          continue
+        }
+        taken.set(tool.name, `the tool of plugin ${plugin.name}`)
+        joined.push(tool)
+      }
+    }
+    return joined
+  })

@@ -647,6 +647,17 @@ export const ConfigInput = Schema.Struct({
     { exact: true }
   ),
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  plugins: Schema.optionalWith(
+    Schema.Array(
+      Schema.String.pipe(Schema.minLength(1)).annotations({ message: expected("a path or a package name") })
+    ).annotations({
+      description:
+        "Plugins to load besides the files of the plugins directories: a path (absolute, or relative to the " +
+        "config file) or a package name. A project's entries load once approved. See docs/plugins.md.",
+      message: expected("an array of paths or package names")
+    }),
+    { exact: true }
+  ),
   hooks: Schema.optionalWith(
     Schema.Struct({ ...optionalFields(hookFields), ...commandHookEvents }).annotations({
       description:
@@ -700,6 +711,8 @@ export const ResolvedConfig = Schema.Struct({
   permission: PermissionRules,
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
+  /** the plugins the user's own config names (a project file's are `LoadedConfig.projectPlugins`) */
+  plugins: Schema.Array(Schema.String),
   /** the hooks' bound, and the user's command hooks (a project's are in `LoadedConfig.projectHooks`) */
   hooks: Schema.Struct({ ...hookFields, ...commandHookEvents }),
   ...topFields
@@ -735,6 +748,7 @@ export const defaults = {
   },
   permission: {},
   mcpServers: {},
+  plugins: [],
   hooks: { timeoutMs: 10_000 },
   maxSteps: 50,
   snapshotEvery: 500

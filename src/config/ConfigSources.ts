@@ -380,6 +380,11 @@ export interface LoadedConfig {
    * a repository brings runs only once the user approved it (docs/hooks.md).
    */
   readonly projectHooks: CommandHooks
+  /**
+   * The plugins the project file names (its `plugins`), kept out of `config.plugins`: a plugin a
+   * repository brings loads only once approved (docs/plugins.md).
+   */
+  readonly projectPlugins: ReadonlyArray<string>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -450,13 +455,15 @@ export const resolveSources = (
   } = { ...defaults.tools.bash }
   let projectMcpServers: Readonly<Record<string, McpServerInput>> = {}
   let projectHooks: CommandHooks = {}
+  let projectPlugins: ReadonlyArray<string> = []
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
     const { $schema: _, ...all } = valid.right
     const fromProject = item.source._tag === "File" && item.source.path === projectFile
-    const { mcpServers: projectServers, hooks: hooksOfProject, ...withoutMcp } = all
+    const { mcpServers: projectServers, plugins: projectPluginList, hooks: hooksOfProject, ...withoutMcp } = all
     if (fromProject && projectServers !== undefined) projectMcpServers = projectServers
+    if (fromProject && projectPluginList !== undefined) projectPlugins = projectPluginList
     // a project's command hooks are kept apart; its hook settings merge like any other
     const { timeoutMs: hookTimeoutMs, ...projectEvents } = hooksOfProject ?? {}
     if (fromProject && hooksOfProject !== undefined) projectHooks = projectEvents
@@ -534,6 +541,7 @@ export const resolveSources = (
     },
     projectMcpServers,
     projectHooks,
+    projectPlugins,
     files,
     originOf: (path) => originOf(path)
   })

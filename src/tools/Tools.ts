@@ -152,6 +152,11 @@ export interface ToolDefinition<I = unknown> {
   readonly inputSchema?: Readonly<Record<string, unknown>> | undefined
   /** the timeout of a call with this input (ms); the registry's default when absent */
   readonly timeoutMs?: ((input: I) => number) | undefined
+  /**
+   * A tool someone else wrote (a plugin's): unless a rule names it, a call asks, as an MCP server's
+   * do. Without it a registered tool the rules do not name runs (its program means it to).
+   */
+  readonly asksByDefault?: boolean | undefined
   /** what a call with this input asks permission for (see `Permissions`); no subject when absent */
   readonly permission?: ((input: I) => PermissionSubject) | undefined
   /**

@@ -31,6 +31,7 @@ describe("schema/config.schema.json", () => {
         "mcpServers",
         "model",
         "permission",
+        "plugins",
         "provider",
         "retry",
         "snapshotEvery",
