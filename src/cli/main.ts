@@ -20,6 +20,7 @@ import { CliError, type CliFailure, ExitCode, toExitCode, withCliLogger } from "
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
+import { hooks } from "./hooks.js"
 import { importCommand } from "./import.js"
 import { mcp } from "./mcp.js"
 import { plugins } from "./plugins.js"
@@ -78,6 +79,7 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook config                  the resolved config, secrets masked",
       "  logbook mcp list                the MCP servers (add, remove, test, approve)",
       "  logbook plugins list            the plugins (approve one a project brings)",
+      "  logbook hooks list              the command hooks (approve one a project brings)",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
     ].join("\n")
@@ -105,6 +107,7 @@ export const root = Command.make("logbook", {}, () =>
     config,
     mcp,
     plugins,
+    hooks,
     help
   ])
 )
@@ -269,7 +272,8 @@ const commandNames = new Set(
     Command.getNames(importCommand),
     Command.getNames(config),
     Command.getNames(mcp),
-    Command.getNames(plugins)
+    Command.getNames(plugins),
+    Command.getNames(hooks)
   ]
     .flatMap((names) => Array.from(names))
     .concat("help")

@@ -265,7 +265,7 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     }
     yield* notify(
       `hook ${entry.definition.source} of ${entry.origin} is not approved, so it does not run (${describeHook(entry.definition)}): ` +
-        "see it with `logbook config`, and approve it by running `logbook run` on a terminal"
+        `see it with \`logbook hooks list\`, and approve it with \`logbook hooks approve '${entry.definition.source}'\``
     )
   }
   const hookEnv = { cwd: workspace, secrets, sandbox: sandboxOptions }

@@ -278,7 +278,7 @@ case "$input" in *'"stop_hook_active":false'*) echo '{"decision":"block","reason
 })
 
 describe("whose hooks run", () => {
-  it("a project's hook does not run until approved; `logbook config` lists it and where it came from", async () => {
+  it("a project's hook does not run until approved (`logbook hooks approve`); `logbook config` lists it", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
     const marker = script(ws.dir, "mark.sh", 'cat > /dev/null; echo ran >> "$CLAUDE_PROJECT_DIR/marker"')
@@ -303,6 +303,16 @@ describe("whose hooks run", () => {
         from: `file ${path.join(ws.dir, ".claude", "settings.json")}`
       })
     ])
+    // approved without a terminal: it runs from the next run on
+    const approved = await runCli(["hooks", "approve", "hook:UserPromptSubmit[0]", "--cwd", ws.dir], { env })
+    expect(approved.code, approved.stderr).toBe(0)
+    expect(approved.stdout).toContain("Approved hook hook:UserPromptSubmit[0]")
+    const listed2 = await runCli(["hooks", "list", "--cwd", ws.dir, "--format", "json"], { env })
+    expect(JSON.parse(listed2.stdout)).toEqual([expect.objectContaining({ approved: true })])
+    server.enqueue(Reply.text("two"))
+    const second = await runCli([...ws.runArgs, "again"], { env })
+    expect(second.code, second.stderr).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "marker"), "utf8")).toBe("ran\n")
   })
 
   it.skipIf(!hasTmux)(
