@@ -59,6 +59,14 @@ export * as Replay from "./session/Replay.js"
 export * as Rerun from "./session/Rerun.js"
 export * as SessionDiff from "./session/SessionDiff.js"
 export {
+  PromptBlocked,
+  type PromptHooksResult,
+  type SessionHookRun,
+  SessionHooks,
+  type SessionHooksService,
+  type StopHooksResult
+} from "./session/SessionHooks.js"
+export {
   type CreateOptions,
   type SendOptions,
   Sessions,
