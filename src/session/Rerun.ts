@@ -75,6 +75,7 @@ import { type AgentOptions, makeAgentLayer } from "./Agent.js"
 import type { RefusalRequest } from "./PermissionGate.js"
 import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
+import { replayedHooks } from "./RerunHooks.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
 import {
   COMMAND_TOOL,
@@ -457,6 +458,8 @@ const IGNORED = new Set([
   "nextAt",
   "startedAt",
   "durationMs",
+  // how long a hook ran (`hook.ran`)
+  "ms",
   "mtimeMs",
   "pgid",
   "pid",
@@ -1016,8 +1019,13 @@ const makeAgentOf = (r: Replay, systems: RecordedSystems) => {
       },
       actions: { ...agent.actions, refuse },
       // its commands in the re-run's sandbox, whatever the config's (what the model is told stays);
-      // the recorded MCP tools as they were offered
-      tools: { ...agent.tools, tools: confineCommands(agent.tools.tools, r.confinement), late },
+      // the recorded MCP tools as they were offered; the hooks served from the log (RerunHooks.ts)
+      tools: {
+        ...agent.tools,
+        tools: confineCommands(agent.tools.tools, r.confinement),
+        late,
+        hooks: replayedHooks(r.envelopes)
+      },
       retry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(

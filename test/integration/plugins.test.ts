@@ -7,6 +7,7 @@
  * once approved — and asks again when it changes.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
@@ -208,6 +209,45 @@ describe("plugin hooks", () => {
     expect(said).toContain("the session starts without it")
     // the good one still works
     expect(contentText(toolResult(server.requests[1]!, "call_1"))).toContain("two")
+  })
+})
+
+describe("rerun of a session whose hooks changed and refused calls", () => {
+  it("reproduces it without the plugins: what each hook did is served from the log", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const { env } = userPlugins({
+      "hooks.mjs": `export default {
+        name: "hooks",
+        "tool.execute.before": (call) => {
+          if (call.tool !== "bash") return
+          if (call.input.command.includes("forbidden")) return { block: "not that one" }
+          return { input: { command: call.input.command.replace("one", "two") } }
+        },
+        "tool.execute.after": (call, output) => call.callId === "call_3" ? output.output + "(seen)" : undefined
+      }`
+    })
+    server.enqueue(
+      bashReply("call_1", "echo one > out.txt"),
+      bashReply("call_2", "echo forbidden > no.txt"),
+      bashReply("call_3", "echo three"),
+      Reply.text("Done.")
+    )
+    const run = await runCli([...ws.runArgs, "write it"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "out.txt"), "utf8")).toBe("two\n")
+    expect(contentText(toolResult(server.requests[3]!, "call_3"))).toContain("(seen)")
+    expect((await hookRuns(ws.db, env)).map((r) => r.outcome)).toEqual(["changed", "blocked", "changed"])
+
+    // without the plugin (another user's config): the same log, the rewritten command ran again
+    const scratch = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-ws-")), "ws")
+    const rerun = await runCli(["rerun", "latest", "--db", ws.db, "--workspace", scratch, "--format", "json"], {
+      env: userConfigEnv({})
+    })
+    expect(rerun.code, rerun.stderr + rerun.stdout).toBe(0)
+    expect(JSON.parse(rerun.stdout).outcome).toEqual({ _tag: "match" })
+    expect(fs.readFileSync(path.join(scratch, "out.txt"), "utf8")).toBe("two\n")
+    expect(fs.existsSync(path.join(scratch, "no.txt"))).toBe(false)
   })
 })
 
