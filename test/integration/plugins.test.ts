@@ -212,6 +212,42 @@ describe("plugin hooks", () => {
   })
 })
 
+describe("event hooks", () => {
+  it("session.start, every committed event, turn.end and session.end; a throwing one goes to the diagnostic log", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const seen = path.join(ws.dir, "..", "seen.txt")
+    const { env } = userPlugins({
+      "watch.mjs": `import * as fs from "node:fs"
+        const note = (line) => fs.appendFileSync(${JSON.stringify(seen)}, line + "\\n")
+        export default {
+          name: "watch",
+          "session.start": (e) => note("start " + e.sessionId),
+          event: (env) => { note("event " + env.type); if (env.type === "user.message") env.payload.text = "changed" },
+          "turn.end": (e) => note("turn.end " + e.reason),
+          "session.end": (e) => note("end " + e.sessionId)
+        }`,
+      "zbroken.mjs": `export default { name: "broken", "turn.end": () => { throw new Error("listener bug") } }`
+    })
+    server.enqueue(Reply.text("Hello."))
+    const run = await runCli([...ws.runArgs, "hi"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    const lines = fs.readFileSync(seen, "utf8").trim().split("\n")
+    const id = lines[0]!.slice("start ".length)
+    expect(lines[0]).toMatch(/^start [0-9a-f-]{36}$/)
+    expect(lines).toContain("event session.created")
+    expect(lines).toContain("event turn.finished")
+    expect(lines.indexOf("turn.end stop")).toBeGreaterThan(lines.indexOf("event turn.finished"))
+    expect(lines.at(-1)).toBe(`end ${id}`)
+    expect(notices(run.stderr)).toContain("logbook: warn: plugin broken: its turn.end hook failed: listener bug")
+    // read-only: what a handler changes is its own copy, the log is as it was
+    const events = await runCli(["events", "latest", "--db", ws.db, "--type", "user.message", "--format", "json"], {
+      env
+    })
+    expect(JSON.parse(events.stdout.split("\n")[0]!).payload.text).toBe("hi")
+  })
+})
+
 describe("rerun of a session whose hooks changed and refused calls", () => {
   it("reproduces it without the plugins: what each hook did is served from the log", async () => {
     const server = await janitor.server()
