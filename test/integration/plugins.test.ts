@@ -193,6 +193,22 @@ describe("plugin hooks", () => {
     expect(asked).toEqual([expect.objectContaining({ tool: "ping" })])
   })
 
+  it("a .ts plugin loads where Node strips types (this Node does)", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const { env } = userPlugins({
+      "typed.ts": `interface Call { readonly tool: string; readonly input: { command: string } }
+        const rewrite = (call: Call): { input: { command: string } } | undefined =>
+          call.tool === "bash" ? { input: { command: call.input.command.replace("one", "two") } } : undefined
+        export default { name: "typed", "tool.execute.before": rewrite }`
+    })
+    expect((process.features as { typescript?: unknown }).typescript).toBeTruthy()
+    server.enqueue(bashReply("call_1", "echo one"), Reply.text("Done."))
+    const run = await runCli([...ws.runArgs, "go"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(contentText(toolResult(server.requests[1]!, "call_1"))).toContain("two")
+  })
+
   it("a file that is not a plugin: a clear error naming it, and the session starts without it", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
