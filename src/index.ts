@@ -142,6 +142,7 @@ export {
   type HookCall,
   type HookRun,
   Hooks,
+  HookTimeout,
   LateTools,
   type NamedHook,
   type PermissionSubject,

@@ -2,12 +2,13 @@
  * The event hooks of plugins (docs/plugins.md, "Event hooks"): `event` for every committed event,
  * `session.start` the first time this process sees an event of a session, `turn.end` at a turn's
  * `turn.finished` / `turn.interrupted`, and `session.end` for each session seen when the agent
- * closes. They run off the kernel's path: a subscription to the event bus feeds a bounded queue
- * (when it is full the newest events are dropped, and that is logged), and one fiber calls the
- * handlers in order, each bounded by its timeout. What a handler throws goes to the diagnostic log;
- * nothing a handler does reaches the event log.
+ * closes (after the events published so far, within one handler's bound). They run off the
+ * kernel's path: a subscription to the event bus feeds a bounded queue (when it is full the newest
+ * events are dropped, and that is logged), and one fiber calls the handlers in order, each bounded
+ * by its timeout. What a handler throws goes to the diagnostic log; a handler gets a frozen copy,
+ * and nothing it does reaches the event log.
  */
-import { Duration, Effect, Layer, Queue } from "effect"
+import { Duration, Effect, Fiber, Layer, Queue, Stream, SubscriptionRef } from "effect"
 import type { Envelope } from "../domain/Events.js"
 import { EventBus } from "../store/EventBus.js"
 import type { PluginEventHandlers } from "./Plugin.js"
@@ -79,39 +80,47 @@ export const layerPluginEvents = (options: PluginEventsOptions): Layer.Layer<nev
           }
         })
 
-      // from the bus (unbounded, never waits) to the bounded queue: a slow handler never slows a publisher
-      yield* Effect.forkScoped(
-        Effect.forever(
-          Effect.flatMap(Queue.take(subscription), (env) =>
-            Effect.flatMap(Queue.offer(queue, env), (taken) =>
-              taken
-                ? Effect.void
-                : Effect.suspend(() => {
-                    dropped++
-                    // said once per run of drops, at its first
-                    return dropped === 1
-                      ? Effect.logWarning(
-                          `plugins' event hooks are behind by ${EVENT_QUEUE_SIZE} events: newer events are not given to them`
-                        )
-                      : Effect.void
-                  })
-            )
-          )
+      // how many events wait or are being handled: the close waits for it to reach 0 (bounded)
+      const pending = yield* SubscriptionRef.make(0)
+      const enqueue = (env: Envelope) =>
+        Effect.flatMap(Queue.offer(queue, env), (taken) =>
+          taken
+            ? SubscriptionRef.update(pending, (n) => n + 1)
+            : Effect.suspend(() => {
+                dropped++
+                // said once per run of drops, at its first
+                return dropped === 1
+                  ? Effect.logWarning(
+                      `plugins' event hooks are behind by ${EVENT_QUEUE_SIZE} events: newer events are not given to them`
+                    )
+                  : Effect.void
+              })
         )
-      )
+      // from the bus (unbounded, never waits) to the bounded queue: a slow handler never slows a publisher
+      const forwarder = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(subscription), enqueue)))
       yield* Effect.forkScoped(
         Effect.forever(
           Effect.flatMap(Queue.take(queue), (env) =>
             Effect.suspend(() => {
               dropped = 0
-              return handle(env)
+              return handle(env).pipe(Effect.ensuring(SubscriptionRef.update(pending, (n) => n - 1)))
             })
           )
         )
       )
-      // at the close: every session seen has ended, each handler bounded as the others
+      // at the close: the events published so far are handled (within one handler's bound), then
+      // every session seen has ended, each handler bounded as the others
       yield* Effect.addFinalizer(() =>
-        Effect.forEach(seen, (sessionId) => call("session.end", () => ({ sessionId })), { discard: true })
+        Effect.gen(function* () {
+          yield* Fiber.interrupt(forwarder)
+          yield* Effect.forEach(yield* Queue.takeAll(subscription), enqueue, { discard: true })
+          yield* pending.changes.pipe(
+            Stream.takeUntil((n) => n <= 0),
+            Stream.runDrain,
+            Effect.timeoutOption(Duration.millis(options.timeoutMs))
+          )
+          yield* Effect.forEach(seen, (sessionId) => call("session.end", () => ({ sessionId })), { discard: true })
+        })
       )
     })
   )

@@ -254,7 +254,7 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
 }
 
 /** The events whose notice reads the state (the others are folded without it, for speed). */
-const readsState = new Set(["permission.replied", "tool.timeout"])
+const readsState = new Set(["permission.replied", "tool.timeout", "hook.ran"])
 
 const currentState = (projection: Folder, fallback: SessionState): SessionState =>
   Either.getOrElse(projection.state(), () => fallback)

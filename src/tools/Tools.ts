@@ -16,7 +16,7 @@ import { DEFAULT_HOOK_TIMEOUT_MS, namedHooks, runAfterHooks, runBeforeHooks } fr
 import type { ProcessGroup } from "./processGroup.js"
 import type { SecretsService } from "./Secrets.js"
 
-export { DEFAULT_HOOK_TIMEOUT_MS } from "./internal/hookRunner.js"
+export { DEFAULT_HOOK_TIMEOUT_MS, HookTimeout } from "./internal/hookRunner.js"
 
 /** A tool's expected failure; `message` is the error text the model reads. */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {

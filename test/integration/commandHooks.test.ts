@@ -112,6 +112,9 @@ esac`
     expect(audit.code).toBe(0)
     expect(audit.stdout).toContain("hook:PreToolUse[0]")
     expect(audit.stdout).toContain("echo rewritten")
+    // a re-run runs no hook: the change is served from the log
+    const rerun = await runCli(["rerun", id, "--db", ws.db, "--format", "json"], { env })
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
   })
 
   it("a hook that denies with exit 2: the command does not run and the model reads the reason", async () => {

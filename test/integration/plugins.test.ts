@@ -7,6 +7,7 @@
  * once approved — and asks again when it changes.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
@@ -192,6 +193,22 @@ describe("plugin hooks", () => {
     expect(asked).toEqual([expect.objectContaining({ tool: "ping" })])
   })
 
+  it("a .ts plugin loads where Node strips types (this Node does)", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const { env } = userPlugins({
+      "typed.ts": `interface Call { readonly tool: string; readonly input: { command: string } }
+        const rewrite = (call: Call): { input: { command: string } } | undefined =>
+          call.tool === "bash" ? { input: { command: call.input.command.replace("one", "two") } } : undefined
+        export default { name: "typed", "tool.execute.before": rewrite }`
+    })
+    expect((process.features as { typescript?: unknown }).typescript).toBeTruthy()
+    server.enqueue(bashReply("call_1", "echo one"), Reply.text("Done."))
+    const run = await runCli([...ws.runArgs, "go"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(contentText(toolResult(server.requests[1]!, "call_1"))).toContain("two")
+  })
+
   it("a file that is not a plugin: a clear error naming it, and the session starts without it", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
@@ -208,6 +225,81 @@ describe("plugin hooks", () => {
     expect(said).toContain("the session starts without it")
     // the good one still works
     expect(contentText(toolResult(server.requests[1]!, "call_1"))).toContain("two")
+  })
+})
+
+describe("event hooks", () => {
+  it("session.start, every committed event, turn.end and session.end; a throwing one goes to the diagnostic log", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const seen = path.join(ws.dir, "..", "seen.txt")
+    const { env } = userPlugins({
+      "watch.mjs": `import * as fs from "node:fs"
+        const note = (line) => fs.appendFileSync(${JSON.stringify(seen)}, line + "\\n")
+        export default {
+          name: "watch",
+          "session.start": (e) => note("start " + e.sessionId),
+          event: (env) => { note("event " + env.type); if (env.type === "user.message") env.payload.text = "changed" },
+          "turn.end": (e) => note("turn.end " + e.reason),
+          "session.end": (e) => note("end " + e.sessionId)
+        }`,
+      "zbroken.mjs": `export default { name: "broken", "turn.end": () => { throw new Error("listener bug") } }`
+    })
+    server.enqueue(Reply.text("Hello."))
+    const run = await runCli([...ws.runArgs, "hi"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    const lines = fs.readFileSync(seen, "utf8").trim().split("\n")
+    const id = lines[0]!.slice("start ".length)
+    expect(lines[0]).toMatch(/^start [0-9a-f-]{36}$/)
+    expect(lines).toContain("event session.created")
+    expect(lines).toContain("event turn.finished")
+    expect(lines.indexOf("turn.end stop")).toBeGreaterThan(lines.indexOf("event turn.finished"))
+    expect(lines.at(-1)).toBe(`end ${id}`)
+    expect(notices(run.stderr)).toContain("logbook: warn: plugin broken: its turn.end hook failed: listener bug")
+    // read-only: what a handler changes is its own copy, the log is as it was
+    const events = await runCli(["events", "latest", "--db", ws.db, "--type", "user.message", "--format", "json"], {
+      env
+    })
+    expect(JSON.parse(events.stdout.split("\n")[0]!).payload.text).toBe("hi")
+  })
+})
+
+describe("rerun of a session whose hooks changed and refused calls", () => {
+  it("reproduces it without the plugins: what each hook did is served from the log", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const { env } = userPlugins({
+      "hooks.mjs": `export default {
+        name: "hooks",
+        "tool.execute.before": (call) => {
+          if (call.tool !== "bash") return
+          if (call.input.command.includes("forbidden")) return { block: "not that one" }
+          return { input: { command: call.input.command.replace("one", "two") } }
+        },
+        "tool.execute.after": (call, output) => call.callId === "call_3" ? output.output + "(seen)" : undefined
+      }`
+    })
+    server.enqueue(
+      bashReply("call_1", "echo one > out.txt"),
+      bashReply("call_2", "echo forbidden > no.txt"),
+      bashReply("call_3", "echo three"),
+      Reply.text("Done.")
+    )
+    const run = await runCli([...ws.runArgs, "write it"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(fs.readFileSync(path.join(ws.dir, "out.txt"), "utf8")).toBe("two\n")
+    expect(contentText(toolResult(server.requests[3]!, "call_3"))).toContain("(seen)")
+    expect((await hookRuns(ws.db, env)).map((r) => r.outcome)).toEqual(["changed", "blocked", "changed"])
+
+    // without the plugin (another user's config): the same log, the rewritten command ran again
+    const scratch = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "logbook-rerun-ws-")), "ws")
+    const rerun = await runCli(["rerun", "latest", "--db", ws.db, "--workspace", scratch, "--format", "json"], {
+      env: userConfigEnv({})
+    })
+    expect(rerun.code, rerun.stderr + rerun.stdout).toBe(0)
+    expect(JSON.parse(rerun.stdout).outcome).toEqual({ _tag: "match" })
+    expect(fs.readFileSync(path.join(scratch, "out.txt"), "utf8")).toBe("two\n")
+    expect(fs.existsSync(path.join(scratch, "no.txt"))).toBe(false)
   })
 })
 

@@ -7,7 +7,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Schema, TestClock } from "effect"
 import { CallId, SessionId } from "../../src/domain/Ids.js"
-import { type AnyTool, defineTool, type PreparedCall, type ToolHooks, Tools } from "../../src/tools/Tools.js"
+import {
+  type AnyTool,
+  defineTool,
+  HookTimeout,
+  type PreparedCall,
+  type ToolHooks,
+  Tools
+} from "../../src/tools/Tools.js"
 
 const bash = defineTool({
   name: "bash",
@@ -127,6 +134,25 @@ describe("before hooks", () => {
         error:
           "The call was not run: the tool.execute.before hook plugin:slow timed out: it did not return within 5000 ms",
         hookRuns: [{ source: "plugin:slow", outcome: "timeout", changed: false, ms: 5_000 }]
+      })
+    })
+  )
+
+  it.effect("a hook that bounds its own work reports a timeout with HookTimeout", () =>
+    Effect.gen(function* () {
+      const prepared = yield* prepare({
+        before: [
+          {
+            source: "hook:PreToolUse[0]",
+            run: () => Effect.fail(new HookTimeout({ message: "its command ran past 5 s" }))
+          }
+        ]
+      })
+      expect(prepared).toMatchObject({
+        _tag: "Refused",
+        error:
+          "The call was not run: the tool.execute.before hook hook:PreToolUse[0] timed out: its command ran past 5 s",
+        hookRuns: [{ outcome: "timeout", error: "its command ran past 5 s" }]
       })
     })
   )

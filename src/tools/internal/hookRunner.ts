@@ -5,9 +5,15 @@
  * hook that fails fails its call (a guard that crashed lets nothing through); an after hook that
  * fails is skipped, the output as it was.
  */
-import { Cause, Clock, Duration, Effect, Equal, Exit, Option, Utils } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Equal, Exit, Option, Utils } from "effect"
 import { capText } from "../boundedOutput.js"
 import type { AfterHook, BeforeHook, HookCall, HookRun, NamedHook, ToolOutput } from "../Tools.js"
+
+/**
+ * A hook that bounds its own work (a command it runs, a recorded run it replays) fails with this
+ * to be reported as timed out, with `message` as its error.
+ */
+export class HookTimeout extends Data.TaggedError("HookTimeout")<{ readonly message: string }> {}
 
 /** The default bound of one hook run (ms). */
 export const DEFAULT_HOOK_TIMEOUT_MS = 10_000
@@ -73,6 +79,10 @@ const runBounded = <A>(effect: () => Effect.Effect<A, unknown>, timeoutMs: numbe
     const ms = (yield* Clock.currentTimeMillis) - start
     if (Exit.isFailure(exit)) {
       if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+      const failure = Cause.failureOption(exit.cause)
+      if (Option.isSome(failure) && failure.value instanceof HookTimeout) {
+        return { _tag: "Failed", outcome: "timeout", error: capError(failure.value.message), ms }
+      }
       return { _tag: "Failed", outcome: "failed", error: capError(describeCause(exit.cause)), ms }
     }
     return Option.match(exit.value, {
