@@ -63,6 +63,14 @@ export * as Replay from "./session/Replay.js"
 export * as Rerun from "./session/Rerun.js"
 export * as SessionDiff from "./session/SessionDiff.js"
 export {
+  PromptBlocked,
+  type PromptHooksResult,
+  type SessionHookRun,
+  SessionHooks,
+  type SessionHooksService,
+  type StopHooksResult
+} from "./session/SessionHooks.js"
+export {
   type CreateOptions,
   type SendOptions,
   Sessions,
@@ -128,12 +136,20 @@ export {
 } from "./tools/Secrets.js"
 export { makeSkillTool, type Skill, skillsSection } from "./tools/skill.js"
 export {
+  type AfterHook,
   type AnyTool,
+  type BeforeHook,
+  type BeforeResult,
   combineHooks,
+  DEFAULT_HOOK_TIMEOUT_MS,
   defineTool,
+  type FinishedOutput,
   type HookCall,
+  type HookRun,
   Hooks,
+  HookTimeout,
   LateTools,
+  type NamedHook,
   type PermissionSubject,
   type ToolContext,
   type ToolDefinition,

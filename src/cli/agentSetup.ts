@@ -32,6 +32,10 @@ export interface AgentSetupOptions {
   readonly sandboxNotice?: boolean | undefined
   /** asks whether a project's MCP server the user has not approved may start (on a terminal) */
   readonly approveMcp?: LayerFromConfigOptions["approveMcp"]
+  /** asks whether a project's command hook the user has not approved may run (on a terminal) */
+  readonly approveHook?: LayerFromConfigOptions["approveHook"]
+  /** asks whether a project's plugin the user has not approved may load (on a terminal) */
+  readonly approvePlugin?: LayerFromConfigOptions["approvePlugin"]
 }
 
 export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentSetupOptions) {
@@ -45,6 +49,8 @@ export const setupAgent = Effect.fn("cli.setupAgent")(function* (options: AgentS
     approver: options.approver,
     sandboxNotice: options.sandboxNotice,
     approveMcp: options.approveMcp,
+    approveHook: options.approveHook,
+    approvePlugin: options.approvePlugin,
     // the trace export's headers may hold keys too (bin.ts exports the spans)
     secretVariables: Tracing.secretVariables,
     secretValues: Tracing.headerSecrets(process.env)

@@ -21,6 +21,7 @@ import {
   auditSession,
   type CommandEntry,
   type FileEntry,
+  hookRunText,
   type McpToolsEntry,
   type SessionAudit
 } from "../store/Audit.js"
@@ -185,6 +186,8 @@ export const headline = (entry: AuditEntry): string => {
       const servers = [...new Set(entry.tools.map((tool) => tool.server))].join(", ")
       return `MCP tools offered with prompt ${entry.promptVersion}${servers === "" ? "" : ` (from ${servers})`}: ${changes.join(", ")}`
     }
+    case "hook":
+      return hookRunText(entry)
     case "refused": {
       const input = entry.input !== undefined ? JSON.stringify(entry.input) : `(not JSON) ${entry.inputText ?? ""}`
       const shown = input.length > 200 ? `${input.slice(0, 199)}…` : input
@@ -205,7 +208,8 @@ const mark: Readonly<Record<AuditKind, string>> = {
   "model-error": "✗",
   interrupt: "⊘",
   timeout: "⏱",
-  refused: "⊗"
+  refused: "⊗",
+  hook: "↪"
 }
 
 /** The most of an MCP tool's description shown in text and markdown (the whole of it is in json). */

@@ -10,6 +10,9 @@
  * (`instructions`); `--system-prompt` prints the exact system prompt `logbook run` would send from
  * that directory (instructions included, API keys masked), without a model or the database.
  *
+ * Both formats list the command hooks (`hooks`): each one's event, matcher and command, the file it
+ * came from, and whether it runs (a project's runs once approved: docs/hooks.md).
+ *
  * An invalid config is exit 2 with one sentence that names the file (or variable, or flag), the
  * key and what was expected.
  */
@@ -27,8 +30,10 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "../config/Config.js"
+import { approvedHooks, describeHook, type HookEntry, hookEntries } from "../config/HookConfig.js"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
 import { type ModelInfo, modelInfo, priceKeys, type Sourced } from "../config/ModelInfo.js"
+import { pluginEntries } from "../config/PluginTrust.js"
 import { workspaceSkills } from "../config/Skills.js"
 import { catalogSource } from "../model/Catalog.js"
 import {
@@ -40,6 +45,7 @@ import {
 import { fullSystemPrompt, withSkills } from "../session/SystemPrompt.js"
 import { makeSecrets } from "../tools/Secrets.js"
 import { cwdOption, formatOption, resolveCwd } from "./options.js"
+import { pluginRows } from "./plugins.js"
 import { type Style, stdoutStyle, table } from "./render.js"
 
 const cwd = cwdOption("Read the project config (logbook.json) of this directory instead of the current one.")
@@ -112,6 +118,28 @@ export const renderText = (
     ...table(["KEY", "VALUE", "FROM"], rows, style)
   ]
 }
+
+/** The command hooks as `logbook config --format json` shows them. */
+export const hooksJson = (entries: ReadonlyArray<HookEntry>) =>
+  entries.map((entry) => ({
+    source: entry.definition.source,
+    event: entry.definition.event,
+    matcher: entry.definition.matcher ?? null,
+    command: entry.definition.command,
+    timeoutMs: entry.definition.timeoutMs,
+    from: entry.origin,
+    scope: entry.scope,
+    approved: entry.approved
+  }))
+
+/** One line per command hook: what it runs, where it came from, whether it runs. */
+export const hookLines = (entries: ReadonlyArray<HookEntry>, style: Style): Array<string> =>
+  entries.map(
+    (entry) =>
+      `hook ${entry.definition.source}: ${describeHook(entry.definition)}${style.dim(
+        ` (${entry.origin}${entry.scope === "project" ? (entry.approved ? ", approved" : ", not approved: does not run") : ""})`
+      )}`
+  )
 
 const catalogName = `${catalogSource.package} ${catalogSource.version}`
 
@@ -214,27 +242,42 @@ export const config = Command.make(
       return
     }
     const masked = yield* service.masked
+    const hooks = yield* hookEntries(service, dir, yield* approvedHooks(service, dir))
+    for (const notice of hooks.notices) yield* Console.error(`logbook: ${notice}`)
     // the configured model's limits and prices (no key is read: only the settings)
     const resolved = service.config.model === undefined ? undefined : yield* resolveModel(service.config)
     const info =
       resolved === undefined
         ? undefined
         : yield* modelInfo(resolved, { at: new Date(yield* Clock.currentTimeMillis), originOf: service.originOf })
+    // the plugin files a session here would load (or would not: a project's not approved)
+    const plugins = yield* pluginEntries(service, dir)
     if (format === "json") {
       const out = {
         ...masked,
         instructions: instructionsJson(loaded),
+        hooks: hooksJson(hooks.entries),
+        pluginFiles: pluginRows(plugins.entries),
         ...(info === undefined ? {} : { modelInfo: modelInfoJson(info) })
       }
       yield* Console.log(JSON.stringify(out, null, 2))
       return
     }
     const style = yield* stdoutStyle
-    const lines = renderText(masked, service.files, service.originOf, style, instructionLines(loaded, style))
+    const lines = renderText(masked, service.files, service.originOf, style, [
+      ...instructionLines(loaded, style),
+      ...hookLines(hooks.entries, style)
+    ])
     if (info !== undefined && resolved !== undefined) {
       const keyPath = ["provider", resolved.providerId, "models", resolved.modelId]
       lines.push("", ...renderModelInfo(info, keyPath, service.originOf, style))
     }
+    lines.push("", style.bold("plugins"))
+    if (plugins.entries.length === 0)
+      lines.push(style.dim("  none (.logbook/plugins/, the plugins directory beside your config)"))
+    for (const row of pluginRows(plugins.entries))
+      lines.push(`  ${row.plugin}  ${row.status}  ${style.dim(row.source)}`)
+    for (const notice of plugins.notices) lines.push(`  ${style.yellow(notice)}`)
     yield* Console.log(lines.join("\n"))
   })
 ).pipe(

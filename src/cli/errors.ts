@@ -20,7 +20,7 @@ import {
 } from "effect"
 import { ConfigError } from "../config/Config.js"
 import { EventDecodeError } from "../domain/Events.js"
-import { SessionUnavailable } from "../session/Sessions.js"
+import { PromptBlocked, SessionUnavailable } from "../session/Sessions.js"
 import { DatabaseError, EventStoreError } from "../store/Errors.js"
 import { ProjectionError } from "../store/Projection.js"
 import { SessionFileError } from "../store/SessionFile.js"
@@ -58,6 +58,7 @@ export type CliFailure =
   | ConfigError
   | EffectConfigError.ConfigError
   | SessionUnavailable
+  | PromptBlocked
   | DatabaseError
   | EventStoreError
   | EventDecodeError
@@ -121,6 +122,7 @@ export const describeFailure = (
     }
   }
   if (error instanceof SessionFileError) return { message: error.message, exitCode: ExitCode.failed }
+  if (error instanceof PromptBlocked) return { message: error.message, exitCode: ExitCode.failed }
   if (isPlatformError(error)) return { message: error.message, exitCode: ExitCode.failed }
   // an environment variable effect's `Config` could not read (`HOME`, `XDG_DATA_HOME` …)
   if (EffectConfigError.isConfigError(error)) return { message: String(error), exitCode: ExitCode.failed }

@@ -117,6 +117,15 @@ export const summarize = (type: string, payload: unknown, style: Style): string 
     }
     case "tool.process":
       return `call=${str(p.callId) ?? "?"} ${pairs(p, ["pgid"])}`
+    case "hook.ran":
+      return [
+        `${str(p.source) ?? "?"} ${str(p.hook) ?? "?"} ${str(p.outcome) ?? "?"}`,
+        p.callId === undefined ? "" : `call=${str(p.callId) ?? "?"}`,
+        pairs(p, ["tool", "reason"]),
+        p.error === undefined ? "" : style.red(`error=${quoted(oneLine(str(p.error) ?? ""), 80)}`)
+      ]
+        .filter((part) => part !== "")
+        .join(" ")
     case "tool.timeout":
       return `call=${str(p.callId) ?? "?"} after ${formatDuration(num(p.timeoutMs) ?? 0)}`
     case "action.state":

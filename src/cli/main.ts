@@ -20,8 +20,10 @@ import { CliError, type CliFailure, ExitCode, toExitCode, withCliLogger } from "
 import { events } from "./events.js"
 import { examplesFooter } from "./examples.js"
 import { exportCommand } from "./export.js"
+import { hooks } from "./hooks.js"
 import { importCommand } from "./import.js"
 import { mcp } from "./mcp.js"
+import { plugins } from "./plugins.js"
 import { withTerminalAwareConsole } from "./render.js"
 import { replay } from "./replay.js"
 import { rerunCommand } from "./rerun.js"
@@ -76,6 +78,8 @@ export const root = Command.make("logbook", {}, () =>
       "  logbook import <file>           a session file into this database",
       "  logbook config                  the resolved config, secrets masked",
       "  logbook mcp list                the MCP servers (add, remove, test, approve)",
+      "  logbook plugins list            the plugins (approve one a project brings)",
+      "  logbook hooks list              the command hooks (approve one a project brings)",
       "",
       "Run `logbook help <command>` (or `logbook <command> --help`) for the flags of a command."
     ].join("\n")
@@ -102,6 +106,8 @@ export const root = Command.make("logbook", {}, () =>
     importCommand,
     config,
     mcp,
+    plugins,
+    hooks,
     help
   ])
 )
@@ -265,7 +271,9 @@ const commandNames = new Set(
     Command.getNames(exportCommand),
     Command.getNames(importCommand),
     Command.getNames(config),
-    Command.getNames(mcp)
+    Command.getNames(mcp),
+    Command.getNames(plugins),
+    Command.getNames(hooks)
   ]
     .flatMap((names) => Array.from(names))
     .concat("help")

@@ -37,8 +37,9 @@ import { type ApprovalDesk, canPrompt, makeApprovalDesk, nodeTerminal } from "./
 import { customCommandsOf } from "./customCommands.js"
 import { dbOption } from "./db.js"
 import { CliError, cliLogger, cliLogLine, ExitCode } from "./errors.js"
+import { askHookApproval } from "./hookApproval.js"
 import { warnIfDamaged } from "./integrity.js"
-import { askMcpApproval } from "./mcpApproval.js"
+import { askMcpApproval, askPluginApproval } from "./mcpApproval.js"
 import { cwdOption, formatOption, integerOption, resolveCwd } from "./options.js"
 import { type Style, streamStyle } from "./render.js"
 import { readMessage } from "./runInput.js"
@@ -234,15 +235,22 @@ const runApprover = (yes: boolean) =>
             onCtrlC
           })
         : undefined
+    const style = yield* streamStyle(process.stderr)
     const approveMcp = onTerminal
-      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), yield* streamStyle(process.stderr), onCtrlC)
+      ? askMcpApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
+      : undefined
+    const approvePlugin = onTerminal
+      ? askPluginApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
+      : undefined
+    const approveHook = onTerminal
+      ? askHookApproval(nodeTerminal(process.stdin, process.stderr), style, onCtrlC)
       : undefined
     const approver = yes
       ? Approver.autoAllow
       : desk !== undefined
         ? Layer.succeed(Approver, desk.approver)
         : Approver.autoDeny
-    return { desk, approver, approveMcp }
+    return { desk, approver, approveMcp, approvePlugin, approveHook }
   })
 
 type RunWriter = Effect.Effect.Success<ReturnType<typeof makeRunWriter>>
@@ -348,7 +356,7 @@ export const run = Command.make(
   runConfig,
   Effect.fn("cli.run")(function* (args) {
     const { cwd, reasoning, message, title: typed, flags } = yield* readRunArgs(args)
-    const { desk, approver, approveMcp } = yield* runApprover(args.yes)
+    const { desk, approver, approveMcp, approvePlugin, approveHook } = yield* runApprover(args.yes)
 
     // a resumed session goes on with the model it is on, unless --model switches it
     const resumed = yield* findResumed({
@@ -369,7 +377,9 @@ export const run = Command.make(
       reasoning,
       db: args.db,
       approver,
-      approveMcp
+      approveMcp,
+      approvePlugin,
+      approveHook
     })
 
     const program = Effect.gen(function* () {

@@ -27,6 +27,7 @@ import {
   truncate
 } from "../present/text.js"
 import type { TurnOutcome } from "../session/Sessions.js"
+import { hookRunText } from "../store/Audit.js"
 import { type LiveRow, lastLine } from "./liveRegion.js"
 import type { Style } from "./render.js"
 
@@ -168,6 +169,12 @@ export const makeTextRenderer = (
         if (call === undefined) return []
         call.output = event.payload.output
         return [{ _tag: "Touch", key: event.payload.callId }]
+      }
+      case "hook.ran": {
+        const p = event.payload
+        const tool = p.tool ?? (p.callId === undefined ? undefined : calls.get(p.callId)?.label)
+        const text = sanitize(hookRunText({ ...p, tool, from: undefined }))
+        return [line(p.outcome === "changed" ? style.dim(`↪ ${text}`) : style.yellow(`↪ ${text}`))]
       }
       case "tool.timeout": {
         const call = calls.get(event.payload.callId)

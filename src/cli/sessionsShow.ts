@@ -19,6 +19,7 @@ import {
   formatUsageCost,
   truncateLines
 } from "../present/text.js"
+import { hookRunText } from "../store/Audit.js"
 import { EventStore } from "../store/EventStore.js"
 import * as Projection from "../store/Projection.js"
 import * as Snapshots from "../store/Snapshots.js"
@@ -137,6 +138,8 @@ const toolLines = (part: ToolPart, style: Style, options: ShowOptions): Array<st
       field("error", state.error, style.red)
       break
   }
+  for (const run of part.hooks ?? [])
+    field("hook", hookRunText({ ...run, tool: part.tool }), run.outcome === "changed" ? style.dim : style.yellow)
   return lines
 }
 

@@ -15,8 +15,12 @@ import { layerMcpTools } from "../mcp/McpTools.js"
 import { toolSearchBudget } from "../mcp/ToolSearch.js"
 import { type AiSdkOptions, languageModel, layerAiSdk } from "../model/AiSdk.js"
 import type { ReasoningSetting } from "../model/Reasoning.js"
+import { type LoadedPlugin, loadPlugin } from "../plugins/Plugin.js"
+import { layerPluginEvents } from "../plugins/PluginEvents.js"
 import { type AgentOptions, makeAgentLayer } from "../session/Agent.js"
+import { commandSessionHooks, commandToolHooks } from "../session/CommandHooks.js"
 import { makeInstructions } from "../session/Instructions.js"
+import { SessionHooks } from "../session/SessionHooks.js"
 import { withSkills } from "../session/SystemPrompt.js"
 import { EventStore } from "../store/EventStore.js"
 import type { Approver } from "../tools/Approver.js"
@@ -24,6 +28,7 @@ import { builtinTools } from "../tools/builtins.js"
 import { databaseFiles, probeSandbox, sandboxNotice } from "../tools/Sandbox.js"
 import { makeSecrets, Secrets } from "../tools/Secrets.js"
 import { makeSkillTool } from "../tools/skill.js"
+import { type AnyTool, Hooks } from "../tools/Tools.js"
 import {
   Config,
   ConfigError,
@@ -33,8 +38,10 @@ import {
   toolSecrets,
   userInstructionsFile
 } from "./Config.js"
+import { approvedHooks, approveHook, describeHook, type HookEntry, hookEntries } from "./HookConfig.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "./McpTrust.js"
 import { effectivePrice, modelInfo } from "./ModelInfo.js"
+import { approvePlugin, type PluginEntry, pluginEntries } from "./PluginTrust.js"
 import { workspaceSkills } from "./Skills.js"
 
 export interface LayerFromConfigOptions {
@@ -73,6 +80,17 @@ export interface LayerFromConfigOptions {
    * with a notice.
    */
   readonly approveMcp?: ((entry: McpServerEntry) => Effect.Effect<boolean>) | undefined
+  /**
+   * Asks the user whether a command hook the project declares and they have not approved may run
+   * (on a terminal); `true` approves its definition for the workspace. Without it such a hook does
+   * not run, with a notice.
+   */
+  readonly approveHook?: ((entry: HookEntry) => Effect.Effect<boolean>) | undefined
+  /**
+   * Asks the user whether a plugin file the project brings and they have not approved may load (on
+   * a terminal); `true` approves that file as it is. Without it such a plugin is skipped with a notice.
+   */
+  readonly approvePlugin?: ((entry: PluginEntry) => Effect.Effect<boolean>) | undefined
 }
 
 /** The model of the agent: `--model`, else the resumed session's, else the config's. */
@@ -165,9 +183,19 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   const notice = sandboxOptions.status === undefined ? undefined : sandboxNotice(sandboxOptions, sandboxOptions.status)
   if (notice !== undefined && options.sandboxNotice !== false) yield* notify(notice)
 
+  const workspace = NodePath.resolve(options.cwd)
   // the skills: listed in the system prompt and loaded with the `skill` tool; none, neither (docs/skills.md)
-  const skills = yield* workspaceSkills(config, NodePath.resolve(options.cwd), home)
+  const skills = yield* workspaceSkills(config, workspace, home)
   for (const problem of skills.problems) yield* notify(`skill skipped: ${problem}`)
+  const plugins = yield* loadPlugins(config, workspace, settings.hooks.timeoutMs, notify, options.approvePlugin)
+  const builtins = builtinTools({
+    bash: {
+      timeoutMs: settings.tools.bash.timeoutMs,
+      maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
+      sandbox: sandboxOptions
+    }
+  }).concat(skills.skills.length === 0 ? [] : [makeSkillTool(skills.skills)])
+  const pluginTools = yield* joinPluginTools(builtins, plugins, notify)
 
   const agentOptions = {
     sessions: {
@@ -187,13 +215,10 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
         )
     },
     tools: {
-      tools: builtinTools({
-        bash: {
-          timeoutMs: settings.tools.bash.timeoutMs,
-          maxTimeoutMs: settings.tools.bash.maxTimeoutMs,
-          sandbox: sandboxOptions
-        }
-      }).concat(skills.skills.length === 0 ? [] : [makeSkillTool(skills.skills)])
+      tools: [...builtins, ...pluginTools],
+      // the plugins' hooks, in the order they loaded (docs/plugins.md)
+      hooks: { before: plugins.flatMap((plugin) => plugin.before), after: plugins.flatMap((plugin) => plugin.after) },
+      hookTimeoutMs: settings.hooks.timeoutMs
     },
     // a log kept inside the workspace is not part of what its commands change
     actions: { snapshot: { exclude: [filename] } },
@@ -205,7 +230,6 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   } satisfies Omit<AgentOptions, "approver">
   // the MCP servers start in the background when the layer is built; their tools join when ready.
   // A project's server starts only once the user approved its definition (docs/mcp.md).
-  const workspace = NodePath.resolve(options.cwd)
   const mcp = yield* mcpServerEntries(config, workspace)
   for (const notice of mcp.notices) yield* notify(notice)
   const approvedNow = new Set<string>()
@@ -260,8 +284,43 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
     Layer.provide(McpClient.layer({ env: secrets.env, sandbox: sandboxOptions, recordsDir }))
   )
+  // the command hooks: the user's, and the project's the user approved as they are (docs/hooks.md)
+  const hooks = yield* hookEntries(config, workspace, yield* approvedHooks(config, workspace))
+  for (const notice of hooks.notices) yield* notify(notice)
+  const hooksToRun: Array<HookEntry> = []
+  for (const entry of hooks.entries) {
+    if (entry.approved) {
+      hooksToRun.push(entry)
+      continue
+    }
+    if (options.approveHook !== undefined && (yield* options.approveHook(entry))) {
+      hooksToRun.push(entry)
+      yield* approveHook(config, workspace, entry).pipe(
+        Effect.catchAll((error) =>
+          notify(`the approval of hook ${entry.definition.source} could not be kept: ${error.message}`)
+        )
+      )
+      continue
+    }
+    yield* notify(
+      `hook ${entry.definition.source} of ${entry.origin} is not approved, so it does not run (${describeHook(entry.definition)}): ` +
+        `see it with \`logbook hooks list\`, and approve it with \`logbook hooks approve '${entry.definition.source}'\``
+    )
+  }
+  const hookEnv = { cwd: workspace, secrets, sandbox: sandboxOptions }
+  const hookDefinitions = hooksToRun.map((entry) => entry.definition)
+  const commandHooks =
+    hookDefinitions.length === 0
+      ? Layer.empty
+      : Layer.merge(
+          Hooks.layer(commandToolHooks(hookEnv, hookDefinitions)),
+          SessionHooks.layer(commandSessionHooks(hookEnv, hookDefinitions))
+        )
   const layer = makeAgentLayer({ ...agentOptions, approver: options.approver }).pipe(
+    Layer.provide(commandHooks),
     Layer.provideMerge(mcpServers.length === 0 ? McpServers.layerNone(notStarted) : mcpTools),
+    // the plugins' event hooks, off the kernel's path, on the events the store publishes
+    Layer.merge(layerPluginEvents({ plugins, timeoutMs: settings.hooks.timeoutMs })),
     Layer.provide(layerAiSdk(modelOptions)),
     // the keys of the config's providers (`toolSecrets`), not only the built-in ones
     Layer.provide(Layer.succeed(Secrets, secrets)),
@@ -279,6 +338,74 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     modelOptions,
     filename,
     sandbox: sandboxOptions,
-    skills
+    skills,
+    hooks: hooks.entries,
+    /** the plugins loaded: their names and files */
+    plugins: plugins.map((plugin) => ({ name: plugin.name, file: plugin.file }))
   }
 })
+
+/**
+ * The plugins that load (docs/plugins.md): the user's, and a project's the user approved (asked on a
+ * terminal by `approve`); each imported and checked. One that cannot load, or whose name another
+ * took, is told to the user and left out: the session starts without it.
+ */
+const loadPlugins = (
+  config: ConfigService,
+  workspace: string,
+  timeoutMs: number,
+  notify: (message: string) => Effect.Effect<void>,
+  approve: LayerFromConfigOptions["approvePlugin"]
+) =>
+  Effect.gen(function* () {
+    const found = yield* pluginEntries(config, workspace)
+    for (const notice of found.notices) yield* notify(notice)
+    const loaded: Array<LoadedPlugin> = []
+    for (const entry of found.entries) {
+      if (!entry.approved) {
+        if (approve === undefined || !(yield* approve(entry))) {
+          yield* notify(
+            `plugin ${entry.key} of ${entry.source} is not approved, so it was not loaded: read it, then approve ` +
+              `it with \`logbook plugins approve ${entry.key}\``
+          )
+          continue
+        }
+        yield* approvePlugin(config, workspace, entry).pipe(
+          Effect.catchAll((error) => notify(`the approval of plugin ${entry.key} could not be kept: ${error.message}`))
+        )
+      }
+      const plugin = yield* loadPlugin({ file: entry.file, workspace, timeoutMs }).pipe(
+        Effect.catchAll((error) => Effect.as(notify(`${error.message}; the session starts without it`), undefined))
+      )
+      if (plugin === undefined) continue
+      if (loaded.some((other) => other.name === plugin.name)) {
+        yield* notify(`plugin ${entry.file} is named "${plugin.name}" as another plugin is; it is not loaded`)
+        continue
+      }
+      loaded.push(plugin)
+    }
+    return loaded
+  })
+
+/** The plugins' tools that may join: a name a built-in or an earlier plugin's tool has is an error for that tool. */
+const joinPluginTools = (
+  builtins: ReadonlyArray<AnyTool>,
+  plugins: ReadonlyArray<LoadedPlugin>,
+  notify: (message: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    const taken = new Map<string, string>(builtins.map((tool) => [tool.name, "a built-in tool"]))
+    const joined: Array<AnyTool> = []
+    for (const plugin of plugins) {
+      for (const tool of plugin.tools) {
+        const owner = taken.get(tool.name)
+        if (owner !== undefined) {
+          yield* notify(`the tool "${tool.name}" of plugin ${plugin.name} is not offered: ${owner} has that name`)
+          continue
+        }
+        taken.set(tool.name, `the tool of plugin ${plugin.name}`)
+        joined.push(tool)
+      }
+    }
+    return joined
+  })

@@ -499,6 +499,100 @@ const toolSearchFields = {
   })
 } satisfies { readonly [K in keyof ToolSearchSettings]: Schema.Schema<number> } & Fields
 
+/** The command hooks' events (Claude Code's names). */
+export const HOOK_EVENTS = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop"] as const
+
+/** Whether a matcher is a regular expression JavaScript can compile (it is matched whole: `^(?:…)$`). */
+const isMatcher = (text: string): boolean | string => {
+  try {
+    new RegExp(`^(?:${text})$`)
+    return true
+  } catch (error) {
+    return `expected a tool name or a regular expression (e.g. "Bash", "Edit|Write", "mcp__github__.*"), got ${showValue(text)}: ${error instanceof Error ? error.message : String(error)}`
+  }
+}
+
+export const CommandHookInput = Schema.Struct({
+  type: Schema.Literal("command").annotations({
+    description: 'The kind of hook: "command" (a shell command) is the one there is.',
+    message: expected('"command"')
+  }),
+  command: Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.annotations({
+      description:
+        "The shell command (bash -c), run in the workspace with the event as JSON on stdin; $CLAUDE_PROJECT_DIR " +
+        "and $LOGBOOK_PROJECT_DIR name the workspace. Sandboxed like the bash tool. See docs/hooks.md.",
+      message: expected("a command (a non-empty string)")
+    })
+  ),
+  timeout: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.positive(),
+      Schema.lessThanOrEqualTo(600),
+      Schema.annotations({
+        description: "How long the command may run, in seconds (default 60, at most 600); then it is stopped.",
+        message: expected("a number of seconds from 0 to 600")
+      })
+    ),
+    { exact: true }
+  )
+}).annotations({ message: expectedObject('an object { "type": "command", "command": "…" }') })
+export type CommandHookInput = typeof CommandHookInput.Type
+
+export const HookMatcherGroup = Schema.Struct({
+  matcher: Schema.optionalWith(
+    Schema.String.pipe(
+      Schema.filter(isMatcher),
+      Schema.annotations({
+        description:
+          'PreToolUse and PostToolUse: the tools the hooks run for, a name or a regular expression matched whole against the tool\'s Claude Code name (Bash, Edit …) and its logbook name (bash, edit …); "*" or "" for all. The other events ignore it.'
+      })
+    ),
+    { exact: true }
+  ),
+  hooks: Schema.Array(CommandHookInput).annotations({ message: expectedObject("an array of hooks") })
+}).annotations({ message: expectedObject('an object { "matcher": "…", "hooks": [ … ] }') })
+export type HookMatcherGroup = typeof HookMatcherGroup.Type
+
+const hookGroups = (event: string) =>
+  Schema.optionalWith(
+    Schema.Array(HookMatcherGroup).annotations({
+      description: `The hooks run on ${event}.`,
+      message: expectedObject("an array of { matcher, hooks }")
+    }),
+    { exact: true }
+  )
+
+/** Command hooks by event, in Claude Code's shape (docs/hooks.md). */
+const commandHookEvents = {
+  PreToolUse: hookGroups("PreToolUse: before a tool call runs (allow, deny with a reason, change its input)"),
+  PostToolUse: hookGroups("PostToolUse: after a tool call succeeded (add to what the model reads)"),
+  UserPromptSubmit: hookGroups("UserPromptSubmit: before a message is sent (block it, or add context)"),
+  SessionStart: hookGroups("SessionStart: at a session's first message (add context)"),
+  Stop: hookGroups("Stop: when a turn ends (block: the agent goes on with the reason)")
+}
+
+/** The command hooks of a `hooks` object (Claude Code's shape), without its settings. */
+export const CommandHooks = Schema.Struct(commandHookEvents).annotations({
+  message: expectedObject(`an object of hooks by event (${HOOK_EVENTS.join(", ")})`)
+})
+export type CommandHooks = typeof CommandHooks.Type
+
+/** The hooks' settings (docs/extensions.md). */
+const hookFields = {
+  timeoutMs: Schema.Int.pipe(
+    Schema.between(1, 600_000),
+    Schema.annotations({
+      description:
+        "The most time one hook run may take, in ms (1 to 600000; default 10000): a before hook past it fails " +
+        "its call, an after hook past it is skipped. See docs/extensions.md.",
+      message: expected("an integer from 1 to 600000"),
+      jsonSchema: { type: "integer", minimum: 1, maximum: 600_000 }
+    })
+  )
+} satisfies Fields
+
 const topFields = {
   maxSteps: PositiveInt("The most model steps in one turn (default 50)."),
   snapshotEvery: PositiveInt("Store a snapshot of a session every this many events (default 500).")
@@ -585,6 +679,27 @@ export const ConfigInput = Schema.Struct({
     }),
     { exact: true }
   ),
+  plugins: Schema.optionalWith(
+    Schema.Array(
+      Schema.String.pipe(Schema.minLength(1)).annotations({ message: expected("a path or a package name") })
+    ).annotations({
+      description:
+        "Plugins to load besides the files of the plugins directories: a path (absolute, or relative to the " +
+        "config file) or a package name. A project's entries load once approved. See docs/plugins.md.",
+      message: expected("an array of paths or package names")
+    }),
+    { exact: true }
+  ),
+  hooks: Schema.optionalWith(
+    Schema.Struct({ ...optionalFields(hookFields), ...commandHookEvents }).annotations({
+      description:
+        "Hooks: the bound of every hook run (timeoutMs; docs/extensions.md), and command hooks in the shape of Claude " +
+        'Code\'s settings: { "PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "…" } ] } ] }. ' +
+        "A project's command hooks run only once you approved them. See docs/hooks.md.",
+      message: expectedObject(`an object of hook settings and hooks by event (${HOOK_EVENTS.join(", ")})`)
+    }),
+    { exact: true }
+  ),
   ...optionalFields(topFields)
 }).annotations({
   identifier: "LogbookConfig",
@@ -629,6 +744,10 @@ export const ResolvedConfig = Schema.Struct({
   /** MCP servers by name, as their entries give them (`mcpServerSpecs` fills in the defaults) */
   mcpServers: McpServers,
   mcp: Schema.Struct({ toolSearch: Schema.Struct(toolSearchFields) }),
+  /** the plugins the user's own config names (a project file's are `LoadedConfig.projectPlugins`) */
+  plugins: Schema.Array(Schema.String),
+  /** the hooks' bound, and the user's command hooks (a project's are in `LoadedConfig.projectHooks`) */
+  hooks: Schema.Struct({ ...hookFields, ...commandHookEvents }),
   ...topFields
 })
 export type ResolvedConfig = typeof ResolvedConfig.Type
@@ -663,6 +782,8 @@ export const defaults = {
   permission: {},
   mcpServers: {},
   mcp: { toolSearch: { maxContextShare: defaultToolSearch.maxContextShare } },
+  plugins: [],
+  hooks: { timeoutMs: 10_000 },
   maxSteps: 50,
   snapshotEvery: 500
 } as const satisfies ConfigInput

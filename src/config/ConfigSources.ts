@@ -15,6 +15,7 @@ import { editDistance } from "../domain/nearest.js"
 import { PermissionRules } from "../tools/Permissions.js"
 import type { SandboxMode } from "../tools/Sandbox.js"
 import {
+  type CommandHooks,
   ConfigInput,
   defaultApiKeyEnv,
   defaults,
@@ -374,6 +375,16 @@ export interface LoadedConfig {
    * a server a repository brings is not started from here (docs/mcp.md).
    */
   readonly projectMcpServers: Readonly<Record<string, McpServerInput>>
+  /**
+   * The command hooks the project file declares (its `hooks`), kept out of `config.hooks`: a hook
+   * a repository brings runs only once the user approved it (docs/hooks.md).
+   */
+  readonly projectHooks: CommandHooks
+  /**
+   * The plugins the project file names (its `plugins`), kept out of `config.plugins`: a plugin a
+   * repository brings loads only once approved (docs/plugins.md).
+   */
+  readonly projectPlugins: ReadonlyArray<string>
   /** the config files that were looked for, lowest precedence first */
   readonly files: ReadonlyArray<ConfigFile>
   /** the source of the value at `path` (of the nearest enclosing object for a path not set) */
@@ -443,14 +454,22 @@ export const resolveSources = (
     hiddenPaths: ReadonlyArray<string>
   } = { ...defaults.tools.bash }
   let projectMcpServers: Readonly<Record<string, McpServerInput>> = {}
+  let projectHooks: CommandHooks = {}
+  let projectPlugins: ReadonlyArray<string> = []
   for (const item of raw) {
     const valid = validateSource(item)
     if (Either.isLeft(valid)) return Either.left(valid.left)
     const { $schema: _, ...all } = valid.right
     const fromProject = item.source._tag === "File" && item.source.path === projectFile
-    const { mcpServers: projectServers, ...withoutMcp } = all
+    const { mcpServers: projectServers, plugins: projectPluginList, hooks: hooksOfProject, ...withoutMcp } = all
     if (fromProject && projectServers !== undefined) projectMcpServers = projectServers
-    const rest = fromProject ? withoutMcp : all
+    if (fromProject && projectPluginList !== undefined) projectPlugins = projectPluginList
+    // a project's command hooks are kept apart; its hook settings merge like any other
+    const { timeoutMs: hookTimeoutMs, ...projectEvents } = hooksOfProject ?? {}
+    if (fromProject && hooksOfProject !== undefined) projectHooks = projectEvents
+    const projectRest =
+      hookTimeoutMs === undefined ? withoutMcp : { ...withoutMcp, hooks: { timeoutMs: hookTimeoutMs } }
+    const rest = fromProject ? projectRest : all
     sources.push(item.source)
     mergeInto(merged, rest as Record<string, unknown>, sources.length - 1, [], origins)
     if (!fromProject && rest.permission !== undefined) {
@@ -521,6 +540,8 @@ export const resolveSources = (
       hiddenPaths: trustedSandbox.hiddenPaths
     },
     projectMcpServers,
+    projectHooks,
+    projectPlugins,
     files,
     originOf: (path) => originOf(path)
   })

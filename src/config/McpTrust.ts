@@ -2,15 +2,15 @@
  * Whose MCP servers start (docs/mcp.md, "Whose servers"): the user's own (`mcpServers` of the
  * global config, the environment, flags) always; a server a project declares (its `.mcp.json` or
  * its `logbook.json`) only once the user approved that exact definition for that workspace. An
- * approval is the hash of the definition (canonical JSON), kept in `approved-mcp.json` beside the
- * user's config: a changed definition is not approved until it is approved again.
+ * approval is the hash of the definition (canonical JSON), kept in `approved-mcp.json` (Approvals.ts):
+ * a changed definition is not approved until it is approved again.
  */
-import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import type { McpServerSpec } from "../mcp/McpSettings.js"
 import { canonicalJson } from "../session/PromptVersion.js"
+import { approve, contentHash, workspaceApprovals } from "./Approvals.js"
 import { type McpServerInput, McpServers } from "./ConfigSchema.js"
 import { describeSource, findSecretField, formatPath, type LoadedConfig } from "./ConfigSources.js"
 import { parseJsonc } from "./Jsonc.js"
@@ -35,32 +35,10 @@ export interface McpServerEntry {
 }
 
 /** The hash an approval pins: the definition as canonical JSON. */
-export const definitionHash = (entry: McpServerInput): string =>
-  createHash("sha256").update(canonicalJson(entry)).digest("hex")
+export const definitionHash = (entry: McpServerInput): string => contentHash(canonicalJson(entry))
 
-/** The approvals file: beside the user's config file. */
-export const approvalsFile = (loaded: Pick<LoadedConfig, "files">): string | undefined => {
-  const global = loaded.files.find((file) => file.kind === "global")
-  return global === undefined ? undefined : NodePath.join(NodePath.dirname(global.path), "approved-mcp.json")
-}
-
-/** `{ "<workspace>": { "<server>": "<hash>" } }` */
-const Approvals = Schema.Record({
-  key: Schema.String,
-  value: Schema.Record({ key: Schema.String, value: Schema.String })
-})
-type Approvals = typeof Approvals.Type
-
-const readApprovals = (file: string | undefined): Effect.Effect<Approvals, never, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
-    if (file === undefined) return {}
-    const fs = yield* FileSystem.FileSystem
-    const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
-    if (text === "") return {}
-    const parsed = parseJsonc(text)
-    if (Either.isLeft(parsed)) return {}
-    return Either.getOrElse(Schema.decodeUnknownEither(Approvals)(parsed.right), () => ({}))
-  })
+/** The approvals of MCP servers: `approved-mcp.json` (Approvals.ts). */
+const MCP_APPROVALS = "mcp"
 
 /** Records the user's approval of `server`'s definition (`hash`) for `workspace`. */
 export const approveMcpServer = (
@@ -68,19 +46,7 @@ export const approveMcpServer = (
   workspace: string,
   server: string,
   hash: string
-): Effect.Effect<string, Error, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
-    const file = approvalsFile(loaded)
-    if (file === undefined) return yield* Effect.fail(new Error("no user config directory to keep the approval in"))
-    const fs = yield* FileSystem.FileSystem
-    const approvals = { ...(yield* readApprovals(file)) }
-    approvals[workspace] = { ...approvals[workspace], [server]: hash }
-    yield* fs.makeDirectory(NodePath.dirname(file), { recursive: true })
-    const temp = `${file}.${process.pid}.tmp`
-    yield* fs.writeFileString(temp, `${JSON.stringify(approvals, null, 2)}\n`, { mode: 0o600 })
-    yield* fs.rename(temp, file)
-    return file
-  }).pipe(Effect.mapError((error) => (error instanceof Error ? error : new Error(String(error)))))
+): Effect.Effect<string, Error, FileSystem.FileSystem> => approve(loaded, MCP_APPROVALS, workspace, server, hash)
 
 /** The project's `.mcp.json`: its servers, or a sentence saying why they are not read. */
 const readMcpJson = (
@@ -144,7 +110,7 @@ export const mcpServerEntries = Effect.fn("McpTrust.mcpServerEntries")(function*
       spec
     })
   }
-  const approvals = (yield* readApprovals(approvalsFile(loaded)))[workspace] ?? {}
+  const approvals = yield* workspaceApprovals(loaded, MCP_APPROVALS, workspace)
   const projectFile = loaded.files.find((file) => file.kind === "project")?.path
   const mcpJsonFile = NodePath.join(workspace, MCP_JSON)
   const mcpJson = yield* readMcpJson(mcpJsonFile)

@@ -49,7 +49,9 @@ export const SessionStatusChanged = event("session.status", { status: SessionSta
 export const UserMessageEvent = event("user.message", {
   messageId: MessageId,
   text: Schema.String,
-  mode: UserMode
+  mode: UserMode,
+  /** what hooks added to the message (UserPromptSubmit, SessionStart): sent to the model after `text` */
+  context: Schema.optional(Schema.String)
 })
 /**
  * A user message taken back before it was delivered (to edit it and send it again, or not): it is
@@ -178,6 +180,30 @@ export const ToolFailed = event("tool.failed", {
   inputText: Schema.optional(Schema.String)
 })
 export const ToolTimeout = event("tool.timeout", { callId: CallId, timeoutMs: Schema.NonNegativeInt })
+/**
+ * A hook run that changed a call's input or output, blocked the call, failed or timed out (an
+ * unchanged run is not recorded): committed by the kernel from what the hook returned, before the
+ * call's `tool.invoked` (a before hook) or with its `tool.finished` (an after hook). docs/extensions.md.
+ */
+export const HookRan = event("hook.ran", {
+  /** whose hook: `plugin:<name>`, `hook:PreToolUse[0]`, `tool.execute.before[0]` (a library hook) */
+  source: Schema.String,
+  /** the hook point: `tool.execute.before`, `tool.execute.after`, … */
+  hook: Schema.String,
+  callId: Schema.optional(CallId),
+  /** the tool of the call */
+  tool: Schema.optional(Schema.String),
+  outcome: Schema.Literal("changed", "blocked", "failed", "timeout"),
+  changed: Schema.Boolean,
+  /** why it failed or timed out */
+  error: Schema.optional(Schema.String),
+  /** the reason a blocking hook gave (the model reads it) */
+  reason: Schema.optional(Schema.String),
+  /** a before hook that changed the input: the input it was given */
+  input: Schema.optional(Schema.Unknown),
+  /** how long it ran */
+  ms: Schema.NonNegative.pipe(Schema.finite())
+})
 
 export const ActionStateName = Schema.Literal("pending", "running", "archived", "failed")
 export type ActionStateName = typeof ActionStateName.Type
@@ -408,6 +434,7 @@ export const Event = Schema.Union(
   ToolFailed,
   ToolProcess,
   ToolTimeout,
+  HookRan,
   ActionStateChanged,
   ModelRetry,
   ModelErrorEvent,

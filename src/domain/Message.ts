@@ -117,6 +117,16 @@ export const failedExit = (metadata: unknown): { readonly code: number; readonly
 export type ToolState = typeof ToolState.Type
 export type ToolStatus = ToolState["_tag"]
 
+/** A hook run on a call that changed, blocked or failed it (`hook.ran`), as the call shows it. */
+export const ToolPartHook = Schema.Struct({
+  source: Schema.String,
+  hook: Schema.String,
+  outcome: Schema.Literal("changed", "blocked", "failed", "timeout"),
+  error: Schema.optional(Schema.String),
+  reason: Schema.optional(Schema.String)
+})
+export type ToolPartHook = typeof ToolPartHook.Type
+
 export const ToolPart = Schema.Struct({
   type: Schema.Literal("tool"),
   callId: CallId,
@@ -124,7 +134,9 @@ export const ToolPart = Schema.Struct({
   messageId: MessageId,
   state: ToolState,
   /** its output is left out of what is sent to the model (`context.pruned`); it stays in the log */
-  pruned: Schema.optional(Schema.Boolean)
+  pruned: Schema.optional(Schema.Boolean),
+  /** the hook runs that changed, blocked or failed on it, in log order */
+  hooks: Schema.optional(Schema.Array(ToolPartHook))
 })
 export type ToolPart = typeof ToolPart.Type
 
@@ -196,6 +208,8 @@ export const UserMessage = Schema.Struct({
   id: MessageId,
   text: Schema.String,
   mode: UserMode,
+  /** what hooks added to the message, sent to the model after `text` (`user.message` `context`) */
+  context: Schema.optional(Schema.String),
   at: Schema.Finite,
   /** false while a steered or queued message waits for delivery to the model */
   delivered: Schema.Boolean

@@ -12,6 +12,7 @@ import { Either } from "effect"
 import type { Envelope } from "../domain/Events.js"
 import type { CallId, MessageId, SessionId } from "../domain/Ids.js"
 import type { ToolPart, UserMessage } from "../domain/Message.js"
+import { hookRunText } from "../store/Audit.js"
 import { empty, type Folder, folder, isToolFinal, type SessionState } from "../store/Projection.js"
 import { sanitize } from "./sanitize.js"
 import { formatCount, formatDuration } from "./text.js"
@@ -146,6 +147,11 @@ const noticeOf = (
         text: `${verb}:${subject}${p.message === undefined ? "" : ` — "${p.message}"`}`
       }
     }
+    case "hook.ran": {
+      const p = env.payload
+      const tool = p.tool ?? (p.callId === undefined ? undefined : session.toolParts.get(p.callId)?.tool)
+      return { tone: p.outcome === "changed" ? "info" : "warn", text: hookRunText({ ...p, tool, from: undefined }) }
+    }
     case "tool.timeout":
       return {
         tone: "warn",
@@ -248,7 +254,7 @@ export const makeScreenFolder = (sessionId: SessionId): ScreenFolder => {
 }
 
 /** The events whose notice reads the state (the others are folded without it, for speed). */
-const readsState = new Set(["permission.replied", "tool.timeout"])
+const readsState = new Set(["permission.replied", "tool.timeout", "hook.ran"])
 
 const currentState = (projection: Folder, fallback: SessionState): SessionState =>
   Either.getOrElse(projection.state(), () => fallback)

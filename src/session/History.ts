@@ -173,7 +173,13 @@ const userMessages = new WeakMap<UserMessage, ModelMessage>()
 const userMessage = (message: UserMessage): ModelMessage => {
   let out = userMessages.get(message)
   if (out === undefined) {
-    out = { role: "user", content: message.text }
+    out = {
+      role: "user",
+      content:
+        message.context === undefined
+          ? message.text
+          : `${message.text}\n\n<hook-context>\n${message.context}\n</hook-context>`
+    }
     userMessages.set(message, out)
   }
   return out

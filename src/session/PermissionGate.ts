@@ -239,10 +239,15 @@ export const makePermissionGate = (options: PermissionGateOptions): PermissionGa
   const limit = options.limit
   /**
    * The built-in rules, plus `allow` for every registered tool they do not name: a program that
-   * registers a tool means it to run (the user's rules, `"*"` included, still come first).
+   * registers a tool means it to run (the user's rules, `"*"` included, still come first) — but for
+   * a tool that asks by default (a plugin's: `asksByDefault`).
    */
   const defaults: PermissionRules = {
-    ...Object.fromEntries(tools.definitions.map((definition) => [definition.name, "allow" as const])),
+    ...Object.fromEntries(
+      tools.definitions
+        .filter((definition) => Option.getOrUndefined(tools.get(definition.name))?.asksByDefault !== true)
+        .map((definition) => [definition.name, "allow" as const])
+    ),
     ...defaultRules
   }
 

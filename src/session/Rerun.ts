@@ -77,6 +77,7 @@ import { type AgentOptions, makeAgentLayer } from "./Agent.js"
 import type { RefusalRequest } from "./PermissionGate.js"
 import { STREAM_FAILED } from "./Processor.js"
 import { canonicalJson } from "./PromptVersion.js"
+import { replayedHooks } from "./RerunHooks.js"
 import { type InputPoint, planOf, type RecordedDecision, type RerunPlan } from "./RerunPlan.js"
 import {
   COMMAND_TOOL,
@@ -461,6 +462,8 @@ const IGNORED = new Set([
   "nextAt",
   "startedAt",
   "durationMs",
+  // how long a hook ran (`hook.ran`)
+  "ms",
   "mtimeMs",
   "pgid",
   "pid",
@@ -500,9 +503,16 @@ const BLOB_FIELDS = new Set(["outputBlob", "beforeHash", "afterHash", "manifest"
  * Events not compared: a command's output so far, recorded at most every so often while it runs
  * (how many there are depends on timing); its whole output is in its `tool.finished`. A model
  * switch: the re-run's model is named after the log's (a fork's is its own all along), and older
- * logs changed models without recording it.
+ * logs changed models without recording it. A session hook's run (a command hook's on a message
+ * or a turn's end, `sessionHookRun`): a re-run runs none; what it added to a message, and a Stop
+ * hook's message, are sent as the log recorded them. A tool hook's run is served (RerunHooks.ts).
  */
 const UNCOMPARED = new Set(["tool.progress", "model.switched"])
+
+/** A `hook.ran` of a session hook (UserPromptSubmit, SessionStart, Stop): not of a tool call. */
+const sessionHookRun = (env: Envelope): boolean => env.type === "hook.ran" && env.payload.callId === undefined
+
+const uncompared = (env: Envelope): boolean => UNCOMPARED.has(env.type) || sessionHookRun(env)
 
 /**
  * A baseline snapshot after the session's first: the next process that opened the session took it
@@ -540,7 +550,7 @@ const unitsOf = (envelopes: ReadonlyArray<Envelope>): Array<Unit> => {
   const units: Array<Unit> = []
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
-    if (UNCOMPARED.has(env.type) || laterBaseline(env, envelopes, i)) continue
+    if (uncompared(env) || laterBaseline(env, envelopes, i)) continue
     const delta = deltaOf(env)
     const last = units[units.length - 1]
     if (delta === undefined) units.push({ kind: "event", start: i, env })
@@ -1093,8 +1103,13 @@ const makeAgentOf = (r: Replay, systems: RecordedSystems) => {
       },
       actions: { ...agent.actions, refuse },
       // its commands in the re-run's sandbox, whatever the config's (what the model is told stays);
-      // the recorded MCP tools as they were offered
-      tools: { ...agent.tools, tools: confineCommands(agent.tools.tools, r.confinement), late },
+      // the recorded MCP tools as they were offered; the hooks served from the log (RerunHooks.ts)
+      tools: {
+        ...agent.tools,
+        tools: confineCommands(agent.tools.tools, r.confinement),
+        late,
+        hooks: replayedHooks(r.envelopes)
+      },
       retry,
       approver: Layer.succeed(Approver, approver)
     }).pipe(
@@ -1284,7 +1299,7 @@ const makeComparator = (r: Replay, matcher: ReturnType<typeof makeMatcher>) => {
     Effect.gen(function* () {
       seen.push(env)
       if (env.type === "tool.pending") newTools.set(env.payload.callId, env.payload.tool)
-      if (UNCOMPARED.has(env.type)) return
+      if (uncompared(env)) return
       if (env.type === "file.intent" && !originalIntents) return
       if (env.type === "workspace.snapshot" && env.payload.phase === "baseline") {
         if (sawBaseline) return
@@ -1341,7 +1356,11 @@ const makeDriver = (
       switch (input._tag) {
         case "send":
           if (input.mode === "prompt") yield* sessions.wait(newSession)
-          yield* sessions.send(newSession, toScratch(input.text), { mode: input.mode })
+          // what the message's hooks added, as recorded (the re-run runs no hooks)
+          yield* sessions.send(newSession, toScratch(input.text), {
+            mode: input.mode,
+            context: input.context === undefined ? undefined : toScratch(input.context)
+          })
           return
         case "withdraw": {
           const id = coord.back.get("message")?.get(input.messageId)
@@ -1414,7 +1433,9 @@ const makeDriver = (
       for (const input of plan.inputs) {
         if (input.index < cut || input._tag !== "send" || input.mode !== "prompt") continue
         yield* kernel.sessions.wait(newSession)
-        yield* kernel.sessions.send(newSession, toScratch(input.text))
+        yield* kernel.sessions.send(newSession, toScratch(input.text), {
+          context: input.context === undefined ? undefined : toScratch(input.context)
+        })
       }
       yield* kernel.sessions.wait(newSession)
       const failed = yield* liveFailure

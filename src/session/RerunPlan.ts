@@ -58,6 +58,8 @@ export type InputPoint =
       readonly text: string
       readonly mode: UserMode
       readonly messageId: MessageId
+      /** what hooks added to the message (`user.message` `context`) */
+      readonly context?: string | undefined
     }
   | { readonly _tag: "withdraw"; readonly index: number; readonly messageId: MessageId }
   | { readonly _tag: "interrupt"; readonly index: number; readonly reason: string }
@@ -146,6 +148,8 @@ interface CallRecords {
   readonly invoked: ReadonlyMap<string, unknown>
   /** a refused call's input as the model sent it (`tool.failed` `input` / `inputText`), when the log has it */
   readonly refused: ReadonlyMap<string, { readonly input: unknown; readonly inputText: string }>
+  /** a call whose input a before hook changed: the input the model sent (the first such `hook.ran`'s `input`) */
+  readonly sent: ReadonlyMap<string, unknown>
   /** call id -> the index of its tool.pending */
   readonly ownerOf: ReadonlyMap<string, number>
   /** call id -> the index of its tool.failed, when it was refused after its step ended */
@@ -155,6 +159,7 @@ interface CallRecords {
 const callRecordsOf = (envelopes: ReadonlyArray<Envelope>): CallRecords => {
   const invoked = new Map<string, unknown>()
   const refused = new Map<string, { readonly input: unknown; readonly inputText: string }>()
+  const sent = new Map<string, unknown>()
   const ownerOf = new Map<string, number>()
   /** call id -> the index of the step.finished that ended its step */
   const stepEnd = new Map<string, number>()
@@ -163,6 +168,15 @@ const callRecordsOf = (envelopes: ReadonlyArray<Envelope>): CallRecords => {
   for (let i = 0; i < envelopes.length; i++) {
     const env = envelopes[i]!
     if (env.type === "tool.invoked") invoked.set(env.payload.callId, env.payload.input)
+    if (
+      env.type === "hook.ran" &&
+      env.payload.hook === "tool.execute.before" &&
+      env.payload.callId !== undefined &&
+      env.payload.input !== undefined &&
+      !sent.has(env.payload.callId) &&
+      !invoked.has(env.payload.callId)
+    )
+      sent.set(env.payload.callId, env.payload.input)
     if (env.type === "tool.failed" && (env.payload.input !== undefined || env.payload.inputText !== undefined)) {
       const { input, inputText } = env.payload
       refused.set(env.payload.callId, { input, inputText: inputText ?? JSON.stringify(input) })
@@ -182,7 +196,7 @@ const callRecordsOf = (envelopes: ReadonlyArray<Envelope>): CallRecords => {
       if (end !== undefined && end < i) failedAfterStep.set(env.payload.callId, i)
     }
   }
-  return { invoked, refused, ownerOf, failedAfterStep }
+  return { invoked, refused, sent, ownerOf, failedAfterStep }
 }
 
 /** Where a manual compaction's events begin: the session busy before its `compaction.done` at `at` (its failed attempts' retries between). */
@@ -223,8 +237,8 @@ const inputPointsOf = (envelopes: ReadonlyArray<Envelope>, calls: CallRecords) =
     }
     const env = envelopes[i]!
     if (env.type === "user.message") {
-      const { text, mode, messageId } = env.payload
-      inputs.push({ _tag: "send", index: i, text, mode, messageId })
+      const { text, mode, messageId, context } = env.payload
+      inputs.push({ _tag: "send", index: i, text, mode, messageId, ...(context !== undefined ? { context } : {}) })
     } else if (env.type === "user.withdrawn") {
       inputs.push({ _tag: "withdraw", index: i, messageId: env.payload.messageId })
     } else if (env.type === "compaction.done" && env.payload.trigger === "manual") {
@@ -298,7 +312,9 @@ const pendingCallEvents = (scan: RequestScan, env: EnvelopeOf<"tool.pending">, i
   const events: Array<RecordedEvent> = [{ event: ModelEvent.ToolInputStart({ callId, tool }), inputsBefore: before }]
   const sent = scan.calls.refused.get(callId)
   if (scan.calls.invoked.has(callId) || sent !== undefined) {
-    const input = sent !== undefined ? sent.input : scan.calls.invoked.get(callId)
+    // what the model sent: a before hook may have changed what ran (RerunHooks.ts does it again)
+    const changed = scan.calls.sent.get(callId)
+    const input = sent !== undefined ? sent.input : changed !== undefined ? changed : scan.calls.invoked.get(callId)
     const inputText = sent !== undefined ? sent.inputText : JSON.stringify(input)
     events.push({ event: ModelEvent.ToolCall({ callId, tool, input, inputText }), inputsBefore: before })
   }

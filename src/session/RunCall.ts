@@ -27,6 +27,7 @@ import {
   type FileReads,
   type FileStamp,
   type HookCall,
+  type HookRun,
   LOG_UNAVAILABLE,
   type PreparedCall,
   type ToolContext,
@@ -283,10 +284,13 @@ const callRecords = (options: RunCallOptions, input: CallInput, call: StepCall) 
     journal
       .append([make("tool.failed", { callId, error: capText(error), ...extra, ...readsMade() })])
       .pipe(Effect.as({ callId, ok: false }))
-  /** a call refused before it ran: its input is kept as the model sent it (no tool.invoked holds it) */
-  const refuse = (error: string) =>
+  /**
+   * a call refused before it ran: its input is kept as the model sent it (no tool.invoked holds
+   * it), after the hook runs that refused it
+   */
+  const refuse = (error: string, hookRuns: ReadonlyArray<HookRun> = []) =>
     journal
-      .append([make("tool.failed", { callId, error: capText(error), ...sentInput(call) })])
+      .append([...hookRan(hookRuns), make("tool.failed", { callId, error: capText(error), ...sentInput(call) })])
       .pipe(Effect.as({ callId, ok: false }))
   const stoppedMetadata = () => (self.stoppedRecord === undefined ? {} : { metadata: self.stoppedRecord.metadata })
   const withOutputSoFar = (error: string) => {
@@ -357,6 +361,23 @@ const callRecords = (options: RunCallOptions, input: CallInput, call: StepCall) 
 }
 type CallRecords = ReturnType<typeof callRecords>
 
+/** The `hook.ran` records of hook runs (docs/extensions.md). */
+export const hookRan = (runs: ReadonlyArray<HookRun>) =>
+  runs.map((run) =>
+    make("hook.ran", {
+      source: run.source,
+      hook: run.hook,
+      ...(run.callId !== undefined ? { callId: run.callId } : {}),
+      ...(run.tool !== undefined ? { tool: run.tool } : {}),
+      outcome: run.outcome,
+      changed: run.changed,
+      ...(run.error !== undefined ? { error: run.error } : {}),
+      ...(run.reason !== undefined ? { reason: run.reason } : {}),
+      ...(run.input !== undefined ? { input: run.input } : {}),
+      ms: run.ms
+    })
+  )
+
 /** A call admitted to run: its hooks' input and timeout, and what its permission allows. */
 interface Admitted {
   readonly _tag: "Admitted"
@@ -373,7 +394,11 @@ const admit = (
   options: RunCallOptions,
   input: CallInput,
   call: StepCall
-): Effect.Effect<Admitted | { readonly _tag: "Refused"; readonly error: string }, RestoreError> =>
+): Effect.Effect<
+  | Admitted
+  | { readonly _tag: "Refused"; readonly error: string; readonly hookRuns?: ReadonlyArray<HookRun> | undefined },
+  RestoreError
+> =>
   Effect.gen(function* () {
     const { tools, gate } = options
     if (call.input === undefined) {
@@ -392,14 +417,8 @@ const admit = (
     if (decoded._tag === "Refused") return decoded
     const permission: Permission = yield* gate.check(input, call, decoded.tool, decoded.input)
     if (permission._tag === "Denied") return { _tag: "Refused" as const, error: permission.error }
-    const prepared = yield* tools.before(hookCall, decoded).pipe(
-      Effect.catchAllDefect((defect) =>
-        Effect.succeed({
-          _tag: "Refused" as const,
-          error: `A tool.execute.before hook crashed, so the tool did not run: ${describeDefect(Cause.die(defect))}`
-        })
-      )
-    )
+    // each hook is bounded and its failure is its call's refusal (Tools.before)
+    const prepared = yield* tools.before(hookCall, decoded)
     if (prepared._tag === "Refused") return prepared
     return { _tag: "Admitted" as const, hookCall, prepared, permission }
   })
@@ -537,21 +556,16 @@ const settle = (
     if (result._tag === "Failed") {
       return yield* fail(result.error, result.metadata !== undefined ? { metadata: result.metadata } : {})
     }
-    const finished = yield* options.tools
-      .finish({ ...admitted.hookCall, input: admitted.prepared.input }, result.output)
-      .pipe(
-        Effect.map((output) => ({ _tag: "Ok" as const, output })),
-        Effect.catchAllDefect((defect) =>
-          Effect.succeed({ _tag: "Crashed" as const, error: describeDefect(Cause.die(defect)) })
-        )
-      )
-    if (finished._tag === "Crashed") {
-      return yield* fail(`The tool ran, but a tool.execute.after hook crashed on its output: ${finished.error}`)
-    }
+    // an after hook that fails is skipped (Tools.finish): the output as it was, the run recorded
+    const finished = yield* options.tools.finish(
+      { ...admitted.hookCall, input: admitted.prepared.input },
+      result.output
+    )
     const output = finished.output
     // handed over, not awaited: the writer commits it at once, and it goes no later than the
     // batch's next awaited append (the next step's `step.started`, before the model sees it)
     yield* input.journal.appendLater([
+      ...hookRan(finished.hookRuns),
       make("tool.finished", {
         callId,
         output: output.output,
@@ -571,8 +585,10 @@ export const makeRunCall =
     const records = callRecords(options, input, call)
     return Effect.gen(function* () {
       const admitted = yield* admit(options, input, call)
-      if (admitted._tag === "Refused") return yield* records.refuse(admitted.error)
+      if (admitted._tag === "Refused") return yield* records.refuse(admitted.error, admitted.hookRuns)
+      // the hooks' runs first: the write-ahead record holds the input they made
       yield* journal.append([
+        ...hookRan(admitted.prepared.hookRuns),
         make("tool.invoked", { messageId: input.messageId, callId, tool: call.tool, input: admitted.prepared.input })
       ])
       if (observer !== undefined && admitted.prepared.tool.snapshotWorkspace === true) {

@@ -68,6 +68,7 @@ import {
 } from "./Compaction.js"
 import { Instructions } from "./Instructions.js"
 import { Processor, signalSteer } from "./Processor.js"
+import { hookRanEvents, PromptBlocked, SessionHooks, type SessionHooksService } from "./SessionHooks.js"
 import {
   type Driver,
   type LeftoverCommandsNotice,
@@ -80,6 +81,7 @@ import {
 import type { StepLimits } from "./StepLimits.js"
 import { lastTurnFigures, makeTurnLoop, type TurnOutcome } from "./TurnLoop.js"
 
+export { PromptBlocked } from "./SessionHooks.js"
 export { ownerId, ownerIsDead, SessionUnavailable } from "./SessionOpen.js"
 export type { TurnOutcome } from "./TurnLoop.js"
 
@@ -131,6 +133,11 @@ export interface CreateOptions {
 export interface SendOptions {
   /** default `prompt` (taken as `steer` while a turn runs) */
   readonly mode?: UserMode | undefined
+  /**
+   * context to record with the message as it is given (a re-run gives what was recorded); with it,
+   * the message's hooks (`SessionHooks`) do not run
+   */
+  readonly context?: string | undefined
 }
 
 /** Why a user message cannot be withdrawn: no such message waiting, or a turn or step delivered it. */
@@ -150,12 +157,16 @@ export interface SessionsService {
   readonly create: (options: CreateOptions) => Effect.Effect<SessionId, RestoreError | SessionUnavailable>
   /** Opens an existing session (lease, crash sweep); a no-op when this process has it open. */
   readonly open: (sessionId: SessionId) => Effect.Effect<SessionState, RestoreError | SessionUnavailable>
-  /** Records a user message and starts, steers or queues a turn (see the module doc). */
+  /**
+   * Records a user message and starts, steers or queues a turn (see the module doc). With
+   * `SessionHooks`, its hooks run first: one may block the message (`PromptBlocked`: nothing is
+   * recorded but the hook's run) or add context that goes with it.
+   */
   readonly send: (
     sessionId: SessionId,
     text: string,
     options?: SendOptions
-  ) => Effect.Effect<MessageId, RestoreError | SessionUnavailable>
+  ) => Effect.Effect<MessageId, RestoreError | SessionUnavailable | PromptBlocked>
   /**
    * Takes back a user message no turn or step has delivered yet (steered and waiting, or queued):
    * `user.withdrawn`, decided under the lock deliveries take, so it is either withdrawn or
@@ -212,6 +223,8 @@ interface SessionsEnv {
   readonly repairedAtStart: Ref.Ref<boolean>
   readonly compactor: Compactor
   readonly turns: TurnLoop
+  /** the hooks on messages and turns, when the program gives them */
+  readonly hooks: SessionHooksService | undefined
 }
 type Compactor = ReturnType<typeof makeCompactor>
 type TurnLoop = ReturnType<typeof makeTurnLoop>
@@ -227,6 +240,7 @@ const makeSessionsEnv = (options: SessionsOptions) =>
     const retry = yield* Retry
     const secrets = yield* Secrets
     const instructions = yield* Instructions
+    const hooks = Option.getOrUndefined(yield* Effect.serviceOption(SessionHooks))
     const compactor = makeCompactor(model, retry, {
       compaction: { ...defaultCompactionOptions, ...options.compaction },
       price: options.price,
@@ -245,7 +259,8 @@ const makeSessionsEnv = (options: SessionsOptions) =>
       leaseTtlMs: options.leaseTtlMs ?? 30_000,
       repairedAtStart: yield* Ref.make(false),
       compactor,
-      turns: makeTurnLoop({ processor, actions, compactor, model, tools, instructions, secrets, options })
+      turns: makeTurnLoop({ processor, actions, compactor, model, tools, instructions, secrets, options, hooks }),
+      hooks
     }
     return env
   })
@@ -352,13 +367,61 @@ const locked = <A, E>(env: SessionsEnv, sessionId: SessionId, f: (driver: Driver
     )
   )
 
+/**
+ * The session hooks on a message (docs/hooks.md): `SessionStart` at the session's first message,
+ * then `UserPromptSubmit`; the runs to record, and the context they add or the block.
+ */
+const messageHooks = (env: SessionsEnv, sessionId: SessionId, text: string) =>
+  Effect.gen(function* () {
+    const hooks = env.hooks
+    if (hooks === undefined) return { runs: [], context: undefined, block: undefined }
+    const driver = yield* driverOf(env, sessionId)
+    const first = !(yield* driver.journal.state).messages.some((m) => m.role === "user")
+    const context = { sessionId, cwd: driver.cwd }
+    const start = first ? yield* hooks.sessionStart(context) : { context: [], runs: [] }
+    const submit = yield* hooks.promptSubmit({ ...context, prompt: text })
+    const added = [...start.context, ...submit.context]
+    return {
+      runs: hookRanEvents([...start.runs, ...submit.runs]),
+      context: added.length === 0 ? undefined : added.join("\n\n"),
+      block: submit.block
+    }
+  })
+
 /** A user message: a new turn when none runs, else recorded as a steer (signalled) or queued. */
 const send = (env: SessionsEnv, sessionId: SessionId, text: string, sendOptions: SendOptions = {}) =>
+  Effect.flatMap(
+    sendOptions.context !== undefined
+      ? Effect.succeed({ runs: [], context: sendOptions.context, block: undefined })
+      : messageHooks(env, sessionId, text),
+    (hooked) =>
+      hooked.block !== undefined
+        ? locked(env, sessionId, (driver) =>
+            Effect.zipRight(
+              driver.journal.append(hooked.runs),
+              new PromptBlocked({
+                sessionId,
+                reason: hooked.block!,
+                message: `a UserPromptSubmit hook blocked the message, so nothing was sent: ${hooked.block}`
+              })
+            )
+          )
+        : sendMessage(env, sessionId, text, sendOptions, hooked)
+  )
+
+const sendMessage = (
+  env: SessionsEnv,
+  sessionId: SessionId,
+  text: string,
+  sendOptions: SendOptions,
+  hooked: { readonly runs: ReadonlyArray<NewEvent>; readonly context: string | undefined }
+) =>
   locked(env, sessionId, (driver) =>
     Effect.gen(function* () {
       const messageId = yield* makeMessageId
       const running = yield* Ref.get(driver.running)
       const asked = sendOptions.mode ?? "prompt"
+      const context = hooked.context === undefined ? {} : { context: hooked.context }
       if (!running) {
         const state = yield* driver.journal.state
         // messages an interrupt left waiting (queued, steered) go first, in the same turn
@@ -366,12 +429,12 @@ const send = (env: SessionsEnv, sessionId: SessionId, text: string, sendOptions:
           env,
           driver,
           [...undelivered(state), messageId],
-          [make("user.message", { messageId, text, mode: "prompt" })]
+          [...hooked.runs, make("user.message", { messageId, text, mode: "prompt", ...context })]
         )
         return messageId
       }
       const mode: UserMode = asked === "queue" ? "queue" : "steer"
-      yield* driver.journal.append([make("user.message", { messageId, text, mode })])
+      yield* driver.journal.append([...hooked.runs, make("user.message", { messageId, text, mode, ...context })])
       if (mode === "steer") {
         const steer = yield* Ref.get(driver.steer)
         if (steer !== undefined) yield* signalSteer(steer)

@@ -30,6 +30,7 @@ import type { Compactor } from "./Compaction.js"
 import { providerOf, toModelMessages } from "./History.js"
 import { type InstructionsService, warnSkipped } from "./Instructions.js"
 import { makeSteer, type Processor } from "./Processor.js"
+import { hookRanEvents, type SessionHooksService } from "./SessionHooks.js"
 import { type Driver, leaseLostError } from "./SessionOpen.js"
 import { defaultStepLimits, type StepLimits as Limits, OUTPUT_LIMIT, outputLimitMessage } from "./StepLimits.js"
 import { fullSystemPrompt } from "./SystemPrompt.js"
@@ -102,6 +103,8 @@ export interface TurnLoopDeps {
   /** masks the API keys in the system prompt */
   readonly secrets: SecretsService
   readonly options: TurnOptions
+  /** the `Stop` hooks (and the others `Sessions` runs), when the program gives them */
+  readonly hooks?: SessionHooksService | undefined
 }
 
 export interface TurnLoop {
@@ -256,6 +259,29 @@ const finishTurn = (
     })
   )
 
+/**
+ * The `Stop` hooks of a turn that would end (docs/hooks.md): when one blocks, its reason is
+ * recorded as a steered message, and the turn goes on with it (true) — at most
+ * `maxStopContinuations` times a turn; after that they are not run again in it.
+ */
+const stopHooks = (env: TurnEnv, driver: Driver, continuations: number) =>
+  Effect.gen(function* () {
+    const hooks = env.hooks
+    if (hooks === undefined || continuations >= hooks.maxStopContinuations) return false
+    const result = yield* hooks.stop({ sessionId: driver.id, cwd: driver.cwd, stopHookActive: continuations > 0 })
+    const runs = hookRanEvents(result.runs)
+    if (result.continueWith === undefined) {
+      if (runs.length > 0) yield* driver.journal.append(runs)
+      return false
+    }
+    const messageId = yield* makeMessageId
+    yield* driver.journal.append([
+      ...runs,
+      make("user.message", { messageId, text: `Stop hook feedback:\n${result.continueWith}`, mode: "steer" })
+    ])
+    return true
+  })
+
 /** Runs one (started) turn to its end: the steps, the tools and the closing events. */
 const runTurn = (env: TurnEnv, driver: Driver, turnId: TurnId) =>
   Effect.gen(function* () {
@@ -269,6 +295,8 @@ const runTurn = (env: TurnEnv, driver: Driver, turnId: TurnId) =>
     let finishReason: string | undefined
     /** the step number of the latest compaction of this turn: at most one per step */
     let compactedAt: number | undefined
+    /** how many times the Stop hooks made this turn go on */
+    let continuations = 0
     while (true) {
       // a process that stalled past its lease's ttl stops: another process may drive the session now
       if (yield* driver.leaseLost) {
@@ -311,6 +339,10 @@ const runTurn = (env: TurnEnv, driver: Driver, turnId: TurnId) =>
       const more = !limited && (result.calls.length > 0 || result.steered)
       if (more && steps < options.maxSteps) continue
       const reason: TurnOutcome["reason"] = limited ? "output-limit" : more ? "max-steps" : "stop"
+      if (reason === "stop" && (yield* stopHooks(env, driver, continuations))) {
+        continuations += 1
+        continue
+      }
       if (!(yield* finishTurn(driver, turnId, messageId, reason, finishReason))) continue
       return {
         turnId,

@@ -175,6 +175,64 @@ export interface SkillEntry extends EntryBase {
 /** The tool that loads skills (src/tools/skill.ts). */
 const SKILL_TOOL = "skill"
 
+/**
+ * A hook run that changed a call's input or output, blocked it, failed or timed out (`hook.ran`,
+ * docs/extensions.md). A before hook that changed the input: `from` is the input it got, `to` what it
+ * made (the next run's input, or the call's `tool.invoked`).
+ */
+export interface HookEntry extends EntryBase {
+  readonly kind: "hook"
+  readonly source: string
+  readonly hook: string
+  readonly callId?: string | undefined
+  readonly tool?: string | undefined
+  readonly outcome: "changed" | "blocked" | "failed" | "timeout"
+  readonly error?: string | undefined
+  readonly reason?: string | undefined
+  readonly from?: unknown
+  readonly to?: unknown
+  readonly ms: number
+}
+
+const shortJson = (value: unknown): string => {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text
+}
+
+/**
+ * A hook run in one line (audit, the screen, `sessions show`): `plugin:guard changed the input of
+ * bash: {…} → {…}`, `… blocked bash: reason`, `… failed on bash: error`.
+ */
+export const hookRunText = (run: {
+  readonly source: string
+  readonly hook: string
+  readonly tool?: string | undefined
+  readonly outcome: "changed" | "blocked" | "failed" | "timeout"
+  readonly error?: string | undefined
+  readonly reason?: string | undefined
+  readonly from?: unknown
+  readonly to?: unknown
+}): string => {
+  const tool = run.tool ?? "a call"
+  const after = run.hook === "tool.execute.after"
+  const firstLine = (text: string | undefined) => (text ?? "").split("\n")[0]
+  switch (run.outcome) {
+    case "changed": {
+      const change =
+        run.from !== undefined && run.to !== undefined ? `: ${shortJson(run.from)} → ${shortJson(run.to)}` : ""
+      return `${run.source} changed the ${after ? "output" : "input"} of ${tool}${change}`
+    }
+    case "blocked":
+      return `${run.source} blocked ${tool}: ${firstLine(run.reason)}`
+    case "failed":
+    case "timeout":
+      return (
+        `${run.source} (${run.hook}) ${run.outcome === "timeout" ? "timed out" : "failed"} on ${tool}` +
+        `${after ? ", skipped" : ", the call was not run"}: ${firstLine(run.error)}`
+      )
+  }
+}
+
 /** The prefix of an MCP server's tools (src/mcp/McpTools.ts). */
 const MCP_TOOL_PREFIX = "mcp__"
 
@@ -231,6 +289,7 @@ export const offeredMcpTools = (
 }
 
 export type AuditEntry =
+  | HookEntry
   | RefusedEntry
   | McpCallEntry
   | SkillEntry
@@ -253,6 +312,7 @@ export const auditKinds: ReadonlyArray<AuditKind> = [
   "mcp",
   "skill",
   "mcp-tools",
+  "hook",
   "permission",
   "retry",
   "model-error",
@@ -282,6 +342,7 @@ const AUDITED = new Set([
   "tool.finished",
   "tool.failed",
   "tool.timeout",
+  "hook.ran",
   "file.changed",
   "file.recovered",
   "permission.asked",
@@ -327,9 +388,10 @@ const commandEnd = (
 const keep = (entry: AuditEntry, filter: AuditFilter): boolean => {
   if (filter.since !== undefined && entry.at < filter.since) return false
   const kinds = filter.kinds ?? (filter.path !== undefined ? ["file", "recovery"] : undefined)
-  // a command the agent tried to run and was refused is one of the commands (what it tried)
-  const kind = entry.kind === "refused" && entry.tool === "bash" ? "command" : entry.kind
-  if (kinds !== undefined && !kinds.includes(kind)) return false
+  // a command the agent tried to run and was refused is one of the commands (what it tried), and
+  // so is a hook's run on a command (what changed it)
+  const kind = (entry.kind === "refused" || entry.kind === "hook") && entry.tool === "bash" ? "command" : entry.kind
+  if (kinds !== undefined && !kinds.includes(kind) && !kinds.includes(entry.kind)) return false
   if ((entry.kind === "file" || entry.kind === "recovery") && filter.path !== undefined && !filter.path(entry.path))
     return false
   return true
@@ -374,6 +436,8 @@ interface AuditState {
   /** the prompt versions seen, and the MCP tools of the last `mcp-tools` entry (name -> description) */
   readonly prompts: Set<string>
   offered: ReadonlyMap<string, string>
+  /** the index in `entries` of the last before hook that changed a call's input, until its `to` is known */
+  readonly changedInput: Map<string, number>
 }
 
 /** A new prompt version's MCP tools, as an entry when it offers any or stops offering some. */
@@ -407,10 +471,40 @@ const promptOffered = (
   a.offered = now
 }
 
+/** A hook's run; a before hook that changed the input gets what it made from the next run or the call. */
+const hookRan = (a: AuditState, env: EnvelopeOf<"hook.ran">, base: EntryBase): void => {
+  const p = env.payload
+  const callId = p.callId
+  if (callId !== undefined && p.hook === "tool.execute.before") settleChangedInput(a, callId, p.input)
+  if (callId !== undefined && p.outcome === "changed" && p.hook === "tool.execute.before")
+    a.changedInput.set(callId, a.entries.length)
+  a.entries.push({
+    kind: "hook",
+    ...base,
+    source: p.source,
+    hook: p.hook,
+    callId,
+    tool: p.tool ?? (callId === undefined ? undefined : a.tools.get(callId)),
+    outcome: p.outcome,
+    error: p.error,
+    reason: p.reason,
+    ...(p.input !== undefined ? { from: p.input } : {}),
+    ms: p.ms
+  })
+}
+
+const settleChangedInput = (a: AuditState, callId: string, to: unknown): void => {
+  const at = a.changedInput.get(callId)
+  if (at === undefined) return
+  a.changedInput.delete(callId)
+  if (to !== undefined) a.entries[at] = { ...(a.entries[at] as HookEntry), to }
+}
+
 /** A call invoked: a command's entry (bash) or an MCP call's, each with how it ends still to come. */
 const callInvoked = (a: AuditState, env: EnvelopeOf<"tool.invoked">, base: EntryBase): void => {
   const p = env.payload
   a.tools.set(p.callId, p.tool)
+  settleChangedInput(a, p.callId, p.input)
   if (p.tool === "bash") {
     const command = str(record(p.input).command) ?? JSON.stringify(p.input)
     a.commands.set(p.callId, a.entries.length)
@@ -619,6 +713,9 @@ const auditEnvelope = (a: AuditState, env: Envelope): void => {
         timeoutMs: env.payload.timeoutMs
       })
       break
+    case "hook.ran":
+      hookRan(a, env, base)
+      break
     case "file.changed":
     case "file.recovered":
       fileEvent(a, env, base)
@@ -650,7 +747,8 @@ export const makeAuditor = (filter: AuditFilter = {}): Auditor => {
     skillCalls: new Map(),
     questions: new Map(),
     prompts: new Set(),
-    offered: new Map()
+    offered: new Map(),
+    changedInput: new Map()
   }
   return {
     push: (env) => auditEnvelope(a, env),

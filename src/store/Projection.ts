@@ -321,7 +321,15 @@ const handlers: Handlers = {
   "user.message": (ctx, s, env) => {
     const p = env.payload
     if (findMessageIndex(ctx, s, p.messageId) >= 0) illegal(s, env, `message ${p.messageId} already exists`)
-    pushMessage(ctx, s, { role: "user", id: p.messageId, text: p.text, mode: p.mode, at: env.at, delivered: false })
+    pushMessage(ctx, s, {
+      role: "user",
+      id: p.messageId,
+      text: p.text,
+      mode: p.mode,
+      ...(p.context !== undefined ? { context: p.context } : {}),
+      at: env.at,
+      delivered: false
+    })
     if (p.mode === "queue") {
       const queued = ownArray(ctx, s.queued)
       queued.push(p.messageId)
@@ -480,6 +488,21 @@ const handlers: Handlers = {
   "tool.timeout": (ctx, s, env) => {
     const part = runningPart(s, env, env.payload.callId)
     setToolState(ctx, s, part, { ...(part.state as RunningState), timedOut: true })
+  },
+  // kept on the call's part (what `sessions show` shows); a run without a known call is in the log only
+  "hook.ran": (ctx, s, env) => {
+    const p = env.payload
+    if (p.callId === undefined) return
+    const part = s.toolParts.get(p.callId)
+    if (part === undefined) return
+    const run = {
+      source: p.source,
+      hook: p.hook,
+      outcome: p.outcome,
+      ...(p.error !== undefined ? { error: p.error } : {}),
+      ...(p.reason !== undefined ? { reason: p.reason } : {})
+    }
+    setToolPart(ownToolParts(ctx, s), fresh(ctx, { ...part, hooks: [...(part.hooks ?? []), run] }))
   },
   "tool.finished": (ctx, s, env) => {
     const p = env.payload

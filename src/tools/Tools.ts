@@ -12,8 +12,11 @@ import { Context, Effect, Either, JSONSchema, Layer, Option, ParseResult, Schema
 import type { TodoItem } from "../domain/Events.js"
 import type { CallId, SessionId } from "../domain/Ids.js"
 import type { ModelTool } from "../model/Model.js"
+import { DEFAULT_HOOK_TIMEOUT_MS, namedHooks, runAfterHooks, runBeforeHooks } from "./internal/hookRunner.js"
 import type { ProcessGroup } from "./processGroup.js"
 import type { SecretsService } from "./Secrets.js"
+
+export { DEFAULT_HOOK_TIMEOUT_MS, HookTimeout } from "./internal/hookRunner.js"
 
 /** A tool's expected failure; `message` is the error text the model reads. */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
@@ -149,6 +152,11 @@ export interface ToolDefinition<I = unknown> {
   readonly inputSchema?: Readonly<Record<string, unknown>> | undefined
   /** the timeout of a call with this input (ms); the registry's default when absent */
   readonly timeoutMs?: ((input: I) => number) | undefined
+  /**
+   * A tool someone else wrote (a plugin's): unless a rule names it, a call asks, as an MCP server's
+   * do. Without it a registered tool the rules do not name runs (its program means it to).
+   */
+  readonly asksByDefault?: boolean | undefined
   /** what a call with this input asks permission for (see `Permissions`); no subject when absent */
   readonly permission?: ((input: I) => PermissionSubject) | undefined
   /**
@@ -181,16 +189,68 @@ export interface HookCall {
   readonly input: unknown
 }
 
+/** What a before hook returns: the input to run with, or `{ block: reason }` to refuse the call. */
+export type BeforeResult =
+  | { readonly input: unknown }
+  | { readonly block: string }
+  /**
+   * the hook failed in a way that blocks nothing (a command hook's exit code other than 0 and 2):
+   * recorded as failed, the call goes on as it was
+   */
+  | { readonly failed: string }
+
 /**
- * `tool.execute.before`: runs after the input was decoded, before `tool.invoked`. Returns the input
- * to run with (changed or not), or `{ block: reason }` to refuse the call: the model reads the reason.
- * `tool.execute.after`: runs after a successful execution and may change the output.
+ * `tool.execute.before`: runs after the input was decoded and the permission check, before
+ * `tool.invoked`. Returns the input to run with (changed or not; nothing: unchanged), or
+ * `{ block: reason }` to refuse the call: the model reads the reason.
+ */
+export type BeforeHook = (call: HookCall) => Effect.Effect<BeforeResult | undefined, unknown>
+
+/**
+ * `tool.execute.after`: runs after a successful execution and may change the output (nothing:
+ * unchanged; a string: the text the model reads).
+ */
+export type AfterHook = (call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput | string | undefined, unknown>
+
+/**
+ * A hook with its name in the log (`plugin:guard`, `hook:PreToolUse[0]`) and its bound: a run
+ * past `timeoutMs` counts as failed (default: the registry's `hookTimeoutMs`).
+ */
+export interface NamedHook<F> {
+  readonly source: string
+  readonly timeoutMs?: number | undefined
+  readonly run: F
+}
+
+/**
+ * The hooks of the registry (docs/extensions.md): plain functions (named `tool.execute.before[i]` in the
+ * log) or named ones. Each run is bounded; a before hook that throws, fails, times out or returns
+ * something else than it may refuses its call; an after hook that does is skipped.
  */
 export interface ToolHooks {
-  readonly before?: ReadonlyArray<
-    (call: HookCall) => Effect.Effect<{ readonly input: unknown } | { readonly block: string }>
-  >
-  readonly after?: ReadonlyArray<(call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput>>
+  readonly before?: ReadonlyArray<BeforeHook | NamedHook<BeforeHook>>
+  readonly after?: ReadonlyArray<AfterHook | NamedHook<AfterHook>>
+}
+
+/**
+ * A hook run that changed something, blocked a call, failed or timed out (an unchanged run is not
+ * reported): what the kernel records as `hook.ran`.
+ */
+export interface HookRun {
+  readonly source: string
+  /** `tool.execute.before`, `tool.execute.after`, or another hook point's name */
+  readonly hook: string
+  readonly callId?: CallId | undefined
+  readonly tool?: string | undefined
+  readonly outcome: "changed" | "blocked" | "failed" | "timeout"
+  readonly changed: boolean
+  /** why it failed or timed out */
+  readonly error?: string | undefined
+  /** the reason a blocking hook gave */
+  readonly reason?: string | undefined
+  /** a before hook that changed the input: the input it was given (the next run's, or `tool.invoked`, holds what it made) */
+  readonly input?: unknown
+  readonly ms: number
 }
 
 /** The default timeout of a tool without its own (ms). */
@@ -201,6 +261,8 @@ export interface ToolsOptions {
   /** tools that join after the registry is built (an MCP server's, when it is ready); see `LateTools` */
   readonly late?: LateTools["Type"] | undefined
   readonly hooks?: ToolHooks | undefined
+  /** the bound of a hook run without its own (ms; default `DEFAULT_HOOK_TIMEOUT_MS`) */
+  readonly hookTimeoutMs?: number | undefined
   /** timeout of a tool that does not set its own (default `DEFAULT_TOOL_TIMEOUT_MS`) */
   readonly defaultTimeoutMs?: number | undefined
 }
@@ -210,10 +272,25 @@ export type DecodedCall =
   | { readonly _tag: "Decoded"; readonly tool: AnyTool; readonly input: unknown }
   | { readonly _tag: "Refused"; readonly error: string }
 
-/** A decoded call, ready to run; or why it cannot run (the model reads `error`). */
+/**
+ * A decoded call, ready to run; or why it cannot run (the model reads `error`). `hookRuns`: the
+ * before hooks' runs to record (`hook.ran`) before the call's `tool.invoked` or `tool.failed`.
+ */
 export type PreparedCall =
-  | { readonly _tag: "Ready"; readonly tool: AnyTool; readonly input: unknown; readonly timeoutMs: number }
-  | { readonly _tag: "Refused"; readonly error: string }
+  | {
+      readonly _tag: "Ready"
+      readonly tool: AnyTool
+      readonly input: unknown
+      readonly timeoutMs: number
+      readonly hookRuns: ReadonlyArray<HookRun>
+    }
+  | { readonly _tag: "Refused"; readonly error: string; readonly hookRuns?: ReadonlyArray<HookRun> | undefined }
+
+/** A successful call's output after the after hooks, and their runs to record (`hook.ran`). */
+export interface FinishedOutput {
+  readonly output: ToolOutput
+  readonly hookRuns: ReadonlyArray<HookRun>
+}
 
 /** JSON Schema of a tool's input, as providers accept it (an object schema, no `$schema`). */
 // biome-ignore lint/suspicious/noExplicitAny: any input Schema
@@ -244,7 +321,7 @@ export class Tools extends Context.Tag("logbook/Tools")<
       decoded: { readonly tool: AnyTool; readonly input: unknown }
     ) => Effect.Effect<PreparedCall>
     /** runs the after hooks on a successful output */
-    readonly finish: (call: HookCall, output: ToolOutput) => Effect.Effect<ToolOutput>
+    readonly finish: (call: HookCall, output: ToolOutput) => Effect.Effect<FinishedOutput>
   }
 >() {
   static readonly make = (options: ToolsOptions): Context.Tag.Service<Tools> => {
@@ -254,8 +331,9 @@ export class Tools extends Context.Tag("logbook/Tools")<
       byName.set(tool.name, tool)
     }
     const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS
-    const before = options.hooks?.before ?? []
-    const after = options.hooks?.after ?? []
+    const hookTimeoutMs = options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS
+    const before = namedHooks(options.hooks?.before ?? [], "tool.execute.before", hookTimeoutMs)
+    const after = namedHooks(options.hooks?.after ?? [], "tool.execute.after", hookTimeoutMs)
     const names = () =>
       allTools()
         .map((tool) => tool.name)
@@ -301,25 +379,20 @@ export class Tools extends Context.Tag("logbook/Tools")<
     ): Effect.Effect<PreparedCall> =>
       Effect.gen(function* () {
         const tool = decoded.tool
-        let input: unknown = decoded.input
-        for (const hook of before) {
-          const result = yield* hook({ ...call, input })
-          if ("block" in result) return { _tag: "Refused", error: `The call was blocked: ${result.block}` }
-          const again = ParseResult.decodeUnknownEither(tool.input)(result.input)
-          if (Either.isLeft(again)) {
-            return {
-              _tag: "Refused",
-              error: `A tool.execute.before hook produced invalid input for "${call.tool}": ${ParseResult.TreeFormatter.formatIssueSync(again.left)}`
-            }
-          }
-          input = again.right
-        }
+        const ran = yield* runBeforeHooks(before, { ...call, input: decoded.input }, (changed) => {
+          const again = ParseResult.decodeUnknownEither(tool.input)(changed)
+          return Either.isLeft(again)
+            ? { ok: false, error: ParseResult.TreeFormatter.formatIssueSync(again.left) }
+            : { ok: true, input: again.right }
+        })
+        if (ran._tag === "Refused") return { _tag: "Refused", error: ran.error, hookRuns: ran.runs }
+        const input = ran.input
         const timeoutMs = Math.max(1, Math.floor(tool.timeoutMs?.(input) ?? defaultTimeoutMs))
-        return { _tag: "Ready", tool, input, timeoutMs }
+        return { _tag: "Ready", tool, input, timeoutMs, hookRuns: ran.runs }
       })
 
-    const finish = (call: HookCall, output: ToolOutput): Effect.Effect<ToolOutput> =>
-      Effect.reduce(after, output, (current, hook) => hook(call, current))
+    const finish = (call: HookCall, output: ToolOutput): Effect.Effect<FinishedOutput> =>
+      Effect.map(runAfterHooks(after, call, output), (ran) => ({ output: ran.output, hookRuns: ran.runs }))
 
     return {
       // read at each request: late tools are offered from the first request after they joined

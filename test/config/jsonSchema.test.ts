@@ -26,11 +26,13 @@ describe("schema/config.schema.json", () => {
       [
         "$schema",
         "compaction",
+        "hooks",
         "maxSteps",
         "mcp",
         "mcpServers",
         "model",
         "permission",
+        "plugins",
         "provider",
         "retry",
         "snapshotEvery",

@@ -72,7 +72,7 @@ describe("logbook help", () => {
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('unknown command "nosuch"')
     expect(unknown.stderr).toContain(
-      "the commands are chat, run, sessions, events, audit, replay, rerun, diff, blob, verify, stats, compact, export, import, config, mcp\n"
+      "the commands are chat, run, sessions, events, audit, replay, rerun, diff, blob, verify, stats, compact, export, import, config, mcp, plugins, hooks\n"
     )
   })
 })

@@ -123,6 +123,35 @@ describe("notices", () => {
     ])
   })
 
+  it("a hook's run on a call: a one-line notice naming the hook, the tool and what it did", () => {
+    const log = new Log().created().startTurn("go")
+    log.add("tool.pending", { messageId: mid("a1"), callId: cid("c1"), tool: "bash" })
+    log.add("hook.ran", {
+      source: "plugin:guard",
+      hook: "tool.execute.before",
+      callId: cid("c1"),
+      outcome: "changed",
+      changed: true,
+      input: { command: "ls" },
+      ms: 3
+    })
+    log.add("tool.invoked", { messageId: mid("a1"), callId: cid("c1"), tool: "bash", input: { command: "ls -la" } })
+    log.add("hook.ran", {
+      source: "plugin:slow",
+      hook: "tool.execute.after",
+      callId: cid("c1"),
+      tool: "bash",
+      outcome: "timeout",
+      changed: false,
+      error: "it did not return within 10000 ms",
+      ms: 10_000
+    })
+    expect(notices(log)).toEqual([
+      "info: plugin:guard changed the input of bash",
+      "warn: plugin:slow (tool.execute.after) timed out on bash, skipped: it did not return within 10000 ms"
+    ])
+  })
+
   it("a turn stopped at a step's output bound says so and names the setting", () => {
     const log = new Log().created().startTurn("go")
     log.finishStep(0, usage(10, 1, 0), 1, "output-limit")

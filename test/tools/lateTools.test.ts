@@ -69,7 +69,22 @@ describe("LateTools", () => {
       const decoded = tools.decode(call("mcp__srv__echo", { message: "hi" }))
       if (decoded._tag !== "Decoded") throw new Error(decoded.error)
       const prepared = yield* tools.before(call("mcp__srv__echo", { message: "hi" }), decoded)
-      expect(prepared).toEqual({ _tag: "Refused", error: "The call was blocked: no echo" })
+      expect(prepared).toEqual({
+        _tag: "Refused",
+        error: "The call was blocked: no echo",
+        hookRuns: [
+          {
+            source: "tool.execute.before[0]",
+            hook: "tool.execute.before",
+            callId: "c",
+            tool: "mcp__srv__echo",
+            outcome: "blocked",
+            changed: false,
+            reason: "no echo",
+            ms: 0
+          }
+        ]
+      })
     })
   )
 
