@@ -26,8 +26,16 @@ type Handler = keyof PluginEventHandlers
 
 const describeError = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
+const deepFreeze = (value: unknown): unknown => {
+  if (typeof value === "object" && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child)
+    Object.freeze(value)
+  }
+  return value
+}
+
 /** A frozen copy of an envelope: a handler cannot change what other handlers see. */
-const frozen = (env: Envelope): unknown => Object.freeze(structuredClone(env))
+const frozen = (env: Envelope): unknown => deepFreeze(structuredClone(env))
 
 /**
  * The event hooks' runner, for the life of the layer. Without a plugin that has event hooks it does
