@@ -170,23 +170,56 @@ const pluginLog = (runtime: Runtime.Runtime<never>, name: () => string): PluginL
   }
 }
 
-/** One plugin tool as the registry holds it: its input any JSON object, checked by the plugin. */
+/** The JSON Schema a plugin tool's input is offered and checked with: an object schema. */
+const toolInputSchema = (schema: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> =>
+  schema === undefined
+    ? { type: "object", properties: {} }
+    : schema.type === "object"
+      ? { ...schema }
+      : { properties: {}, ...schema, type: "object" }
+
+type AjvClass = typeof import("ajv").Ajv
+
+// bundled, the CommonJS module's class is its default export
+const loadAjv = (): Promise<AjvClass> =>
+  import("ajv").then((m) => (typeof m.Ajv === "function" ? m.Ajv : (m.default as unknown as AjvClass)))
+
+/** Checks a call's input against a tool's JSON Schema: undefined when it holds, else what is wrong. */
+type InputValidator = (input: unknown) => string | undefined
+
+/**
+ * The validator of a JSON Schema, or why it is not one. Formats and unknown keywords are not
+ * checked: a schema written for a model need not be strict. One Ajv each: a schema's `$id` may repeat.
+ */
+const inputValidator = (Ajv: AjvClass, schema: Record<string, unknown>): InputValidator | string => {
+  try {
+    const ajv = new Ajv({ strict: false, validateFormats: false })
+    const validate = ajv.compile(schema)
+    return (input) =>
+      validate(input) ? undefined : ajv.errorsText(validate.errors, { dataVar: "input", separator: "; " })
+  } catch (error) {
+    return describeError(error)
+  }
+}
+
+/** One plugin tool as the registry holds it: its input a JSON object that its `inputSchema` holds for. */
 const pluginTool = (
   plugin: string,
   spec: PluginExport["tools"] extends ReadonlyArray<infer T> | undefined ? T : never,
+  validate: InputValidator,
   log: PluginLog
 ): AnyTool =>
   defineTool({
     name: spec.name,
     description: spec.description,
     asksByDefault: true,
-    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-    inputSchema:
-      spec.inputSchema === undefined
-        ? { type: "object", properties: {} }
-        : spec.inputSchema.type === "object"
-          ? spec.inputSchema
-          : { properties: {}, ...spec.inputSchema, type: "object" },
+    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+      Schema.filter((input) => {
+        const problem = validate(input)
+        return problem === undefined || `does not match the tool's input schema: ${problem}`
+      })
+    ),
+    inputSchema: toolInputSchema(spec.inputSchema),
     ...(spec.timeoutMs !== undefined ? { timeoutMs: () => spec.timeoutMs! } : {}),
     execute: (input, context) =>
       Effect.gen(function* () {
@@ -328,9 +361,17 @@ export const loadPlugin = Effect.fn("Plugin.load")(function* (options: LoadPlugi
     return yield* Effect.fail(fail(`its name "${name}" is not a name of letters, digits, _, . and -: give it one`))
   }
   const names = new Set<string>()
+  const validators = new Map<string, InputValidator>()
+  // loaded only for a plugin that has tools
+  const Ajv = (plugin.tools ?? []).length === 0 ? undefined : yield* Effect.promise(loadAjv)
   for (const tool of plugin.tools ?? []) {
     if (names.has(tool.name)) return yield* Effect.fail(fail(`it has two tools named "${tool.name}"`))
     names.add(tool.name)
+    const validator = inputValidator(Ajv!, toolInputSchema(tool.inputSchema))
+    if (typeof validator === "string") {
+      return yield* Effect.fail(fail(`the inputSchema of its tool "${tool.name}" is not a JSON Schema: ${validator}`))
+    }
+    validators.set(tool.name, validator)
   }
   const hooks = pluginHooks(name, plugin, options.timeoutMs)
   return {
@@ -338,7 +379,7 @@ export const loadPlugin = Effect.fn("Plugin.load")(function* (options: LoadPlugi
     file,
     before: hooks.before,
     after: hooks.after,
-    tools: (plugin.tools ?? []).map((spec) => pluginTool(name, spec, log)),
+    tools: (plugin.tools ?? []).map((spec) => pluginTool(name, spec, validators.get(spec.name)!, log)),
     events: {
       "session.start": plugin["session.start"],
       "session.end": plugin["session.end"],

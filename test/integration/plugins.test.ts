@@ -179,6 +179,51 @@ describe("plugin hooks", () => {
     expect(contentText(toolResult(server.requests[1]!, "call_w"))).toBe("sunny in Lisbon (cwd ok)")
   })
 
+  it("a plugin tool's input is checked against its inputSchema: the model reads what is wrong, nothing runs", async () => {
+    const server = await janitor.server()
+    const ws = makeWorkspace(server)
+    const ran = path.join(ws.dir, "ran.txt")
+    const { env, dir } = userPlugins(
+      {
+        "count.mjs": `import * as fs from "node:fs"
+        export default {
+          name: "count",
+          tools: [{
+            name: "count",
+            description: "Counts to n.",
+            inputSchema: { type: "object", properties: { n: { type: "integer", minimum: 1 } }, required: ["n"] },
+            execute: async (input) => { fs.appendFileSync(${JSON.stringify(ran)}, "ran\\n"); return String(input.n) }
+          }]
+        }`,
+        "broken.mjs": `export default {
+          name: "broken",
+          tools: [{ name: "broken", description: "b", inputSchema: { type: "object", properties: { a: { type: "nonsense" } } }, execute: () => "b" }]
+        }`
+      },
+      { permission: { count: "allow" } }
+    )
+    server.enqueue(
+      Reply.stream({ toolCalls: [toolCall("call_bad", "count", { n: "three" })] }),
+      Reply.stream({ toolCalls: [toolCall("call_good", "count", { n: 3 })] }),
+      Reply.text("Counted.")
+    )
+    const run = await runCli([...ws.runArgs, "count"], { env })
+    expect(run.code, run.stderr).toBe(0)
+    const told = contentText(toolResult(server.requests[1]!, "call_bad"))
+    expect(told).toContain("does not match the tool's input schema")
+    expect(told).toContain("input/n must be integer")
+    expect(contentText(toolResult(server.requests[2]!, "call_good"))).toBe("3")
+    expect(fs.readFileSync(ran, "utf8")).toBe("ran\n")
+    // a schema that is not one: the plugin is left out, named, and the session went on
+    const said = notices(run.stderr).find((line) => line.includes(path.join(dir, "broken.mjs")))
+    expect(said).toContain('the inputSchema of its tool "broken" is not a JSON Schema')
+    const names = (server.requests[0]!.body.tools as ReadonlyArray<{ function: { name: string } }>).map(
+      (tool) => tool.function.name
+    )
+    expect(names).toContain("count")
+    expect(names).not.toContain("broken")
+  })
+
   it("a plugin tool asks by default: without a terminal the call is refused", async () => {
     const server = await janitor.server()
     const ws = makeWorkspace(server)
