@@ -437,7 +437,7 @@ const startIncarnation = (
         const what =
           code === "ENOENT" && spec.type === "stdio"
             ? `its command "${spec.command}" was not found`
-            : incarnation.closed
+            : incarnation.closed && stdio !== undefined
               ? incarnation.ending()
               : causeText(cause)
         return fail(name, "Start", `MCP server "${name}" did not start: ${what}`, cause)

@@ -104,6 +104,9 @@ export class LogbookOAuthProvider implements OAuthClientProvider {
     storedRedirect: string | undefined
   ) {
     this.redirect = authorization?.redirectUrl ?? storedRedirect ?? placeholderRedirect
+    if (authorization !== undefined) {
+      this.saveClientInformation = (client) => this.store.update(this.url, (e) => ({ ...e, client }))
+    }
   }
 
   /** The provider of `url`, with its stored registration's redirect URL when a session needs one. */
@@ -143,7 +146,12 @@ export class LogbookOAuthProvider implements OAuthClientProvider {
   async clientInformation(): Promise<OAuthClientInformationMixed | undefined> {
     const stored = (await this.store.get(this.url)).client
     if (stored !== undefined) return stored
-    const given = this.authorization?.client
+    if (this.authorization === undefined) {
+      // registering first needs the user
+      this.needsLogin = true
+      return undefined
+    }
+    const given = this.authorization.client
     if (given === undefined) return undefined
     return {
       client_id: given.client_id,
@@ -151,9 +159,8 @@ export class LogbookOAuthProvider implements OAuthClientProvider {
     }
   }
 
-  saveClientInformation(client: OAuthClientInformationMixed): Promise<void> {
-    return this.store.update(this.url, (e) => ({ ...e, client }))
-  }
+  /** absent in a session: it registers no client it could not authorize (that is the login's) */
+  readonly saveClientInformation?: (client: OAuthClientInformationMixed) => Promise<void>
 
   async tokens(): Promise<OAuthTokens | undefined> {
     return (await this.store.get(this.url)).tokens
