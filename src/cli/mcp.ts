@@ -394,6 +394,7 @@ const mcpLogin = Command.make(
     }
     const auth = yield* authFileOf
     const waitMs = Duration.toMillis(LOGIN_WAIT)
+    let visited = false
     const tools = yield* Effect.scoped(
       Effect.gen(function* () {
         const server = yield* loopback
@@ -402,6 +403,7 @@ const mcpLogin = Command.make(
           redirectUrl: `http://127.0.0.1:${port}/callback`,
           visit: (url) =>
             new Promise<string>((resolve, reject) => {
+              visited = true
               const state = url.searchParams.get("state")
               const timer = setTimeout(() => {
                 server.waiting = undefined
@@ -438,7 +440,11 @@ const mcpLogin = Command.make(
       Effect.provide(McpClient.layer({ env: makeSecrets(toolSecrets(config)).env, authFile: auth })),
       Effect.catchTag("McpError", (error) => CliError.failed(error.message))
     )
-    yield* Console.log(`✓ Logged in to MCP server "${name}" (${tools} tools); its tokens are kept in ${auth}.`)
+    yield* Console.log(
+      visited
+        ? `✓ Logged in to MCP server "${name}" (${tools} tools); its tokens are kept in ${auth}.`
+        : `✓ MCP server "${name}" started without a new authorization (${tools} tools): it needs none, or the kept tokens still work.`
+    )
   })
 ).pipe(
   Command.withDescription(

@@ -112,6 +112,13 @@ describe("an MCP server that requires OAuth", () => {
     expect(oauth.refreshes()).toBe(1)
     expect(fs.statSync(authFile).mode & 0o777).toBe(0o600)
 
+    // a login with tokens that work asks for no authorization
+    const again = await runCli(["mcp", "login", "secure"], { env })
+    outputs.push(again.stdout, again.stderr)
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).toContain('MCP server "secure" started without a new authorization (1 tools)')
+    expect(oauth.registrations()).toBe(1)
+
     // no token in what logbook printed, nor in the log
     const id = await latestSession(ws.db, ws.dir)
     const log = JSON.stringify(await readLog(ws.db, id))
