@@ -45,9 +45,14 @@ export class AuthStore {
       if ((error as { code?: string }).code === "ENOENT") return { version: 1, servers: {} }
       throw error
     }
-    const value = JSON.parse(text) as Partial<FileShape>
+    let value: Partial<FileShape>
+    try {
+      value = JSON.parse(text) as Partial<FileShape>
+    } catch {
+      throw new Error(`${this.file} is not valid JSON; fix or remove it (then log in again)`)
+    }
     if (typeof value !== "object" || value === null || typeof value.servers !== "object" || value.servers === null) {
-      throw new Error(`${this.file} is not a logbook MCP auth file`)
+      throw new Error(`${this.file} is not a logbook MCP auth file; fix or remove it (then log in again)`)
     }
     return { version: 1, servers: value.servers }
   }
