@@ -564,7 +564,10 @@ const connectServer = (
           fail(name, "StartTimeout", `MCP server "${name}" did not start within ${spec.startTimeoutMs} ms`)
       })
     )
-    let current = yield* Effect.acquireRelease(start, (incarnation) => incarnation.stop)
+    // the start may be interrupted (Ctrl-C during a login's wait for the browser); a started one is stopped with the scope
+    let current = yield* Effect.uninterruptibleMask((restore) =>
+      restore(start).pipe(Effect.tap((incarnation) => Effect.addFinalizer(() => incarnation.stop)))
+    )
     const listed = yield* listTools(name, spec, current).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(spec.startTimeoutMs),

@@ -140,4 +140,24 @@ describe("an MCP server that requires OAuth", () => {
     expect(after.code).not.toBe(0)
     expect(after.stderr).toContain(needsLogin)
   })
+
+  it("Ctrl-C cancels a login that waits for the browser: it ends, the loopback server is gone, no token is kept", async () => {
+    const oauth = await startOAuthMcpServer()
+    oauthServer = oauth
+    const env = {
+      ...userConfigEnv({ mcpServers: { secure: { type: "http", url: oauth.url } } }),
+      XDG_DATA_HOME: scratchDir()
+    }
+    const login = spawnCli(["mcp", "login", "secure"], { env })
+    const lines = await login.waitForLines(5)
+    const shown = lines.find((line) => line.trim().startsWith("http://127.0.0.1"))
+    const redirectUri = new URL(shown!.trim()).searchParams.get("redirect_uri")!
+    login.child.kill("SIGINT")
+    const ended = await login.exited
+    expect(ended.code === 0 && ended.signal === null).toBe(false)
+    await expect(fetch(redirectUri)).rejects.toThrow()
+    const file = path.join(env.XDG_DATA_HOME, "logbook", "mcp-auth.json")
+    const kept = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+    expect(kept).not.toContain("access_token")
+  })
 })
