@@ -1,8 +1,8 @@
 /**
- * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (the one
- * module that imports it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
+ * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (only this
+ * module and its `internal/` ones import it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
  * process group, with a minimal environment, in the sandbox of `bash` where it can run; or
- * Streamable HTTP) and lists its tools; a
+ * Streamable HTTP, with OAuth where the server requires it: `internal/oauth.ts`) and lists its tools; a
  * connection calls a tool (interrupting the call sends the protocol's cancel) and is closed with
  * its scope. Everything is bounded: the start, each call, a message's size, the number of tools.
  * A server that dies during a call fails that call, and the next call starts it again, once.
