@@ -2,19 +2,21 @@
  * `logbook mcp`: the MCP servers of the user's config and of the project (docs/mcp.md). `list`
  * shows each with where it came from and whether it may start; `add` and `remove` edit the user's
  * config file; `test` starts one, lists its tools and stops it; `approve` lets a server a project
- * declares start, pinned to its definition as it is now.
+ * declares start, pinned to its definition as it is now; `login` authorizes logbook with an HTTP
+ * server that needs OAuth (the user's browser comes back to a loopback server) and `logout` forgets it.
  */
+import * as Http from "node:http"
 import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Console, Effect, Config as EffectConfig, Either, HashMap, Option } from "effect"
+import { Clock, Console, Duration, Effect, Config as EffectConfig, Either, HashMap, Option } from "effect"
 import { Config, type ConfigService, resolveSources, sandboxSettings, toolSecrets } from "../config/Config.js"
 import { parseJsonc } from "../config/Jsonc.js"
 import { approveMcpServer, type McpServerEntry, mcpServerEntries } from "../config/McpTrust.js"
-import { McpClient } from "../mcp/McpClient.js"
+import { type Authorization, authFile, forgetAuthorization, McpClient } from "../mcp/McpClient.js"
 import { mcpToolName } from "../mcp/McpTools.js"
 import { sanitize } from "../present/sanitize.js"
 import { probeSandbox } from "../tools/Sandbox.js"
@@ -30,6 +32,16 @@ const cwd = cwdOption("The workspace whose project servers (.mcp.json, logbook.j
 const nameArg = Args.text({ name: "name" }).pipe(Args.withDescription("The server's name (a key of mcpServers)."))
 
 const loadConfig = (dir: string) => Effect.provide(Config, Config.layer({ cwd: dir }))
+
+/** The OAuth store of HTTP servers, in logbook's data dir. */
+const authFileOf = Effect.gen(function* () {
+  const home = yield* EffectConfig.string("HOME").pipe(EffectConfig.withDefault(homedir()))
+  const xdg = yield* EffectConfig.string("XDG_DATA_HOME").pipe(EffectConfig.withDefault(""))
+  return authFile({ XDG_DATA_HOME: xdg, HOME: home })
+})
+
+/** How long `mcp login` waits for the browser to come back. */
+const LOGIN_WAIT = Duration.minutes(5)
 
 const entriesOf = (config: ConfigService, dir: string) => mcpServerEntries(config, dir)
 
@@ -253,6 +265,7 @@ const mcpTest = Command.make(
     const globalFile = config.files.find((file) => file.kind === "global")?.path
     const hidden = [...sandbox.hidden, ...(globalFile === undefined ? [] : [NodePath.dirname(globalFile)])]
     const status = sandbox.mode === "off" ? undefined : yield* probeSandbox({ network: sandbox.network })
+    const auth = yield* authFileOf
     const started = yield* Clock.currentTimeMillis
     const outcome = yield* Effect.scoped(
       Effect.gen(function* () {
@@ -267,7 +280,11 @@ const mcpTest = Command.make(
     ).pipe(
       // as a session starts it: without the API key variables
       Effect.provide(
-        McpClient.layer({ env: makeSecrets(toolSecrets(config)).env, sandbox: { ...sandbox, hidden, status } })
+        McpClient.layer({
+          env: makeSecrets(toolSecrets(config)).env,
+          sandbox: { ...sandbox, hidden, status },
+          authFile: auth
+        })
       ),
       Effect.catchTag("McpError", (error) => CliError.failed(error.message))
     )
@@ -316,15 +333,160 @@ const mcpApprove = Command.make(
   )
 )
 
+// ---------------------------------------------------------------------------------------------
+// login / logout
+
+/** An HTTP server that may use OAuth (not one given a bearer token), or why not. */
+const oauthServer = (config: ConfigService, dir: string, name: string) =>
+  Effect.gen(function* () {
+    const entry = yield* findEntry(config, dir, name)
+    const spec = entry.spec
+    if (spec.type !== "http") {
+      return yield* CliError.usage(`MCP server "${name}" is a command (stdio), not an HTTP server: it needs no login`)
+    }
+    if (spec.bearerTokenEnv !== undefined) {
+      return yield* CliError.usage(
+        `MCP server "${name}" is given a bearer token from ${spec.bearerTokenEnv}: it needs no login`
+      )
+    }
+    return { entry, spec }
+  })
+
+type Loopback = Http.Server & { waiting?: ((query: URLSearchParams) => boolean) | undefined }
+
+/**
+ * A loopback server on 127.0.0.1 (a free port) that the browser comes back to: `visit` prints the
+ * authorization URL and resolves to the code of the redirect whose `state` is the URL's.
+ */
+const loopback = Effect.acquireRelease(
+  Effect.async<Loopback, CliError>((resume) => {
+    const server: Loopback = Http.createServer((request, response) => {
+      const url = new URL(request.url ?? "/", "http://127.0.0.1")
+      const done = url.pathname === "/callback" && server.waiting?.(url.searchParams) === true
+      response.writeHead(done ? 200 : 400, { "content-type": "text/plain; charset=utf-8" })
+      response.end(
+        done
+          ? "logbook has the answer of the authorization; you can close this tab.\n"
+          : "This is not the authorization logbook is waiting for.\n"
+      )
+    })
+    server.once("error", (error) => resume(CliError.failed(`cannot listen on 127.0.0.1: ${error.message}`)))
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+  }),
+  (server) =>
+    Effect.async<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+)
+
+const mcpLogin = Command.make(
+  "login",
+  { name: nameArg, cwd },
+  Effect.fn("cli.mcp.login")(function* ({ name, cwd }) {
+    const dir = yield* resolveCwd(cwd)
+    const config = yield* loadConfig(dir)
+    const { entry, spec } = yield* oauthServer(config, dir, name)
+    if (!entry.approved) {
+      return yield* CliError.usage(
+        `MCP server "${name}" of ${entry.source} is not approved; approve it first with \`logbook mcp approve ${name}\``
+      )
+    }
+    const auth = yield* authFileOf
+    const waitMs = Duration.toMillis(LOGIN_WAIT)
+    let visited = false
+    const tools = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const server = yield* loopback
+        const port = (server.address() as { port: number }).port
+        const authorization: Authorization = {
+          redirectUrl: `http://127.0.0.1:${port}/callback`,
+          visit: (url) =>
+            new Promise<string>((resolve, reject) => {
+              visited = true
+              const state = url.searchParams.get("state")
+              const timer = setTimeout(() => {
+                server.waiting = undefined
+                reject(new Error(`the browser did not come back within ${Duration.format(LOGIN_WAIT)}`))
+              }, waitMs)
+              server.waiting = (query) => {
+                if (state !== null && query.get("state") !== state) return false
+                server.waiting = undefined
+                clearTimeout(timer)
+                const code = query.get("code")
+                if (code !== null) resolve(code)
+                else {
+                  const error = query.get("error_description") ?? query.get("error") ?? "no code"
+                  reject(new Error(`the authorization was refused: ${sanitize(error).slice(0, 200)}`))
+                }
+                return true
+              }
+              process.stdout.write(
+                `Open this URL in your browser to authorize logbook with MCP server "${name}":\n\n  ${url.href}\n\n` +
+                  `Waiting for the browser to come back to ${authorization.redirectUrl} ` +
+                  `(up to ${Duration.format(LOGIN_WAIT)}; Ctrl-C cancels)…\n`
+              )
+            })
+        }
+        const client = yield* McpClient
+        const connection = yield* client.connect(
+          name,
+          { ...spec, startTimeoutMs: spec.startTimeoutMs + waitMs },
+          { cwd: dir, authorization }
+        )
+        return connection.tools.length
+      })
+    ).pipe(
+      Effect.provide(McpClient.layer({ env: makeSecrets(toolSecrets(config)).env, authFile: auth })),
+      Effect.catchTag("McpError", (error) => CliError.failed(error.message))
+    )
+    yield* Console.log(
+      visited
+        ? `✓ Logged in to MCP server "${name}" (${tools} tools); its tokens are kept in ${auth}.`
+        : `✓ MCP server "${name}" started without a new authorization (${tools} tools): it needs none, or the kept tokens still work.`
+    )
+  })
+).pipe(
+  Command.withDescription(
+    "Authorize logbook with an HTTP MCP server that needs OAuth: prints the URL to open in your browser, " +
+      "waits for it to come back (on 127.0.0.1), and keeps the tokens in logbook's data dir.\n" +
+      "Example: logbook mcp login linear"
+  )
+)
+
+const mcpLogout = Command.make(
+  "logout",
+  { name: nameArg, cwd },
+  Effect.fn("cli.mcp.logout")(function* ({ name, cwd }) {
+    const dir = yield* resolveCwd(cwd)
+    const config = yield* loadConfig(dir)
+    const { spec } = yield* oauthServer(config, dir, name)
+    const auth = yield* authFileOf
+    const had = yield* forgetAuthorization(auth, spec, makeSecrets(toolSecrets(config)).env).pipe(
+      Effect.catchAll((error) => CliError.failed(`cannot update ${auth}: ${error.message}`))
+    )
+    yield* Console.log(
+      had
+        ? `Logged out of MCP server "${name}": its tokens and registration are forgotten.`
+        : `logbook holds no authorization of MCP server "${name}".`
+    )
+  })
+).pipe(
+  Command.withDescription(
+    "Forget the OAuth tokens and client registration logbook keeps for an HTTP MCP server.\n" +
+      "Example: logbook mcp logout linear"
+  )
+)
+
 export const mcp = Command.make("mcp", {}, () =>
   Console.log(
     "Usage: logbook mcp list | add <name> -- <command> [args…] | add <name> --url <url> | remove <name> | " +
-      "test <name> | approve <name>  (see `logbook mcp --help`)"
+      "test <name> | approve <name> | login <name> | logout <name>  (see `logbook mcp --help`)"
   )
 ).pipe(
   Command.withDescription(
     "The MCP servers whose tools the agent may use: list them, add or remove one in your config, start one " +
-      "to see its tools, approve one a project declares. See docs/mcp.md."
+      "to see its tools, approve one a project declares, log in to one that needs OAuth. See docs/mcp.md."
   ),
-  Command.withSubcommands([mcpList, mcpAdd, mcpRemove, mcpTest, mcpApprove])
+  Command.withSubcommands([mcpList, mcpAdd, mcpRemove, mcpTest, mcpApprove, mcpLogin, mcpLogout])
 )

@@ -9,7 +9,7 @@
 import { homedir } from "node:os"
 import * as NodePath from "node:path"
 import { Clock, Console, Effect, Config as EffectConfig, Layer, Option, Redacted } from "effect"
-import { McpClient, serverRecordsDir, sweepOrphanServers } from "../mcp/McpClient.js"
+import { authFile, McpClient, serverRecordsDir, sweepOrphanServers } from "../mcp/McpClient.js"
 import { McpServers } from "../mcp/McpServers.js"
 import { layerMcpTools } from "../mcp/McpTools.js"
 import { toolSearchBudget } from "../mcp/ToolSearch.js"
@@ -251,10 +251,11 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
   }
   const mcpServers = mcp.entries.filter((entry) => entry.enabled && (entry.approved || approvedNow.has(entry.name)))
   // what a killed logbook left of its servers is stopped first (docs/mcp.md, "Processes and bounds")
-  const recordsDir = serverRecordsDir({
+  const dataEnv = {
     XDG_DATA_HOME: yield* EffectConfig.string("XDG_DATA_HOME").pipe(EffectConfig.withDefault("")),
     HOME: home
-  })
+  }
+  const recordsDir = serverRecordsDir(dataEnv)
   yield* sweepOrphanServers(recordsDir, notify("stopping MCP servers a logbook process left running when it died…"))
   const unconfined = mcpServers.filter(
     (entry) =>
@@ -282,7 +283,9 @@ export const layerFromConfig = Effect.fn("AgentLayer.layerFromConfig")(function*
     toolSearchTokens: toolSearchBudget(settings.mcp.toolSearch, info.contextWindow?.value)
   }).pipe(
     // the environment without the API key variables: a server's `${NAME}` cannot name them either
-    Layer.provide(McpClient.layer({ env: secrets.env, sandbox: sandboxOptions, recordsDir }))
+    Layer.provide(
+      McpClient.layer({ env: secrets.env, sandbox: sandboxOptions, recordsDir, authFile: authFile(dataEnv) })
+    )
   )
   // the command hooks: the user's, and the project's the user approved as they are (docs/hooks.md)
   const hooks = yield* hookEntries(config, workspace, yield* approvedHooks(config, workspace))

@@ -1,8 +1,8 @@
 /**
- * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (the one
- * module that imports it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
+ * `McpClient`: logbook's own interface to MCP servers, over `@modelcontextprotocol/sdk` (only this
+ * module and its `internal/` ones import it, so the SDK can be swapped). `connect` starts a server (stdio, in its own
  * process group, with a minimal environment, in the sandbox of `bash` where it can run; or
- * Streamable HTTP) and lists its tools; a
+ * Streamable HTTP, with OAuth where the server requires it: `internal/oauth.ts`) and lists its tools; a
  * connection calls a tool (interrupting the call sends the protocol's cancel) and is closed with
  * its scope. Everything is bounded: the start, each call, a message's size, the number of tools.
  * A server that dies during a call fails that call, and the next call starts it again, once.
@@ -17,10 +17,12 @@ import { bwrapArgs, decide, makePlan, type SandboxOptions, sandboxDirs } from ".
 import { version } from "../version.js"
 import { cappedFetch } from "./internal/cappedFetch.js"
 import { type Environment, expand, expandAll, serverEnvironment } from "./internal/environment.js"
+import { type Authorization, AuthStore, LogbookOAuthProvider } from "./internal/oauth.js"
 import { type ServerRecords, serverRecords } from "./internal/serverRecords.js"
 import type { StdioProcessTransport } from "./internal/stdioTransport.js"
 import type { McpServerSpec } from "./McpSettings.js"
 
+export type { Authorization } from "./internal/oauth.js"
 export { sweepOrphanServers } from "./internal/serverRecords.js"
 
 /** Where the groups of running stdio servers are noted: `<data home>/logbook/mcp-servers` (the sandbox hides it). */
@@ -33,10 +35,36 @@ export const serverRecordsDir = (env: {
   return NodePath.join(dataHome, "logbook", "mcp-servers")
 }
 
+/** Where the OAuth tokens and client registrations of HTTP servers are kept: `<data home>/logbook/mcp-auth.json`. */
+export const authFile = (env: { readonly XDG_DATA_HOME?: string | undefined; readonly HOME: string }): string =>
+  NodePath.join(NodePath.dirname(serverRecordsDir(env)), "mcp-auth.json")
+
+/** Forgets what is stored of an HTTP server's authorization; whether anything was. */
+export const forgetAuthorization = (
+  file: string,
+  spec: McpServerSpec & { readonly type: "http" },
+  env: Environment
+): Effect.Effect<boolean, Error> => {
+  const url = expand(spec.url, env).value
+  const store = new AuthStore(file)
+  return Effect.tryPromise({
+    try: async () => {
+      const had = Object.keys(await store.get(url)).length > 0
+      if (had) await store.update(url, () => ({}))
+      return had
+    },
+    catch: (cause) => (cause instanceof Error ? cause : new Error(String(cause)))
+  })
+}
+
+/** The message of a server that needs the user's authorization and has none stored. */
+export const needsLoginMessage = (name: string): string =>
+  `MCP server "${name}" needs you to log in: run \`logbook mcp login ${name}\``
+
 /** Why an MCP server or one of its calls failed; `message` is a sentence for the user and the model. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
   server: Schema.String,
-  reason: Schema.Literal("Start", "StartTimeout", "Exited", "Timeout", "TooLarge", "Protocol"),
+  reason: Schema.Literal("Start", "StartTimeout", "Exited", "Timeout", "TooLarge", "Protocol", "NeedsLogin"),
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
@@ -133,6 +161,11 @@ export interface McpConnection {
 export interface McpConnectOptions {
   /** the workspace: a stdio server's working directory (its `cwd` is resolved against it) */
   readonly cwd: string
+  /**
+   * how an HTTP server's OAuth authorization URL is visited (`logbook mcp login`); without it a
+   * server that needs authorization and has no stored tokens fails with `NeedsLogin`
+   */
+  readonly authorization?: Authorization | undefined
 }
 
 export class McpClient extends Context.Tag("logbook/McpClient")<
@@ -151,7 +184,8 @@ export class McpClient extends Context.Tag("logbook/McpClient")<
     const context: ClientContext = {
       env: options.env,
       sandbox: options.sandbox,
-      records: options.recordsDir === undefined ? undefined : serverRecords(options.recordsDir)
+      records: options.recordsDir === undefined ? undefined : serverRecords(options.recordsDir),
+      auth: options.authFile === undefined ? undefined : new AuthStore(options.authFile)
     }
     return Layer.succeed(McpClient, { connect: (name, spec, connect) => connectServer(name, spec, connect, context) })
   }
@@ -167,12 +201,15 @@ export interface McpClientOptions {
   readonly sandbox?: SandboxOptions | undefined
   /** where the groups of running stdio servers are noted, for the sweep after a crash (`sweepOrphanServers`) */
   readonly recordsDir?: string | undefined
+  /** the OAuth store of HTTP servers (`authFile`); without it no OAuth is done */
+  readonly authFile?: string | undefined
 }
 
 interface ClientContext {
   readonly env: Environment
   readonly sandbox: SandboxOptions | undefined
   readonly records: ServerRecords | undefined
+  readonly auth: AuthStore | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +240,10 @@ interface Incarnation {
   /** what is known of why it ended, for an error message */
   readonly ending: () => string
   readonly tooLarge: () => boolean
+  /** the OAuth provider of an HTTP server */
+  readonly oauth: LogbookOAuthProvider | undefined
+  /** exchanges the code the authorization brought back for tokens */
+  readonly finishAuth: (code: string) => Promise<void>
 }
 
 const fail = (server: string, reason: McpError["reason"], message: string, cause?: unknown) =>
@@ -247,7 +288,15 @@ const makeTransport = (
   options: McpConnectOptions,
   context: ClientContext,
   onTooLarge: () => void
-): Effect.Effect<{ readonly transport: Transport; readonly stdio?: StdioProcessTransport }, McpError> => {
+): Effect.Effect<
+  {
+    readonly transport: Transport
+    readonly stdio?: StdioProcessTransport
+    readonly oauth?: LogbookOAuthProvider
+    readonly finishAuth?: (code: string) => Promise<void>
+  },
+  McpError
+> => {
   const env = context.env
   if (spec.type === "stdio") {
     const own = expandAll(spec.env, env)
@@ -294,11 +343,31 @@ const makeTransport = (
     return Effect.fail(fail(name, "Start", `MCP server "${name}" needs ${missing.join(", ")}, which is not set`))
   }
   const url = expand(spec.url, env).value
-  const transport = new sdk.StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: headers.values },
-    fetch: cappedFetch(spec.maxResultBytes + 64 * 1024, onTooLarge)
+  const store = context.auth
+  // a server given a bearer token or an Authorization header is not sent OAuth tokens
+  const oauthable =
+    store !== undefined &&
+    spec.bearerTokenEnv === undefined &&
+    !Object.keys(headers.values).some((key) => key.toLowerCase() === "authorization")
+  return Effect.gen(function* () {
+    const oauth = oauthable
+      ? yield* Effect.tryPromise({
+          try: () => LogbookOAuthProvider.make(store, url, options.authorization),
+          catch: (cause) =>
+            fail(name, "Start", `MCP server "${name}" did not start: its stored authorization: ${causeText(cause)}`)
+        })
+      : undefined
+    const transport = new sdk.StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: headers.values },
+      fetch: cappedFetch(spec.maxResultBytes + 64 * 1024, onTooLarge),
+      ...(oauth === undefined ? {} : { authProvider: oauth })
+    })
+    return {
+      transport,
+      ...(oauth === undefined ? {} : { oauth }),
+      finishAuth: (code: string) => transport.finishAuth(code)
+    }
   })
-  return Effect.succeed({ transport })
 }
 
 /** Starts one run of the server: the process (or HTTP session) and the protocol's initialization. */
@@ -307,7 +376,8 @@ const startIncarnation = (
   name: string,
   spec: McpServerSpec,
   options: McpConnectOptions,
-  context: ClientContext
+  context: ClientContext,
+  authorized = false
 ): Effect.Effect<Incarnation, McpError> =>
   Effect.gen(function* () {
     let tooLarge = false
@@ -341,31 +411,73 @@ const startIncarnation = (
         const tail = stdio.stderrTail
         return tail === "" ? how : `${how}; its last output: ${tail.slice(-500)}`
       },
-      tooLarge: () => tooLarge || (stdio?.tooLarge ?? false)
+      tooLarge: () => tooLarge || (stdio?.tooLarge ?? false),
+      oauth: made.oauth,
+      finishAuth: made.finishAuth ?? (() => Promise.reject(new Error("not an OAuth server")))
     }
     client.onclose = () => {
       incarnation.closed = true
     }
-    yield* Effect.tryPromise({
-      try: (signal) => client.connect(made.transport, { signal, timeout: spec.startTimeoutMs }),
+    const oauth = made.oauth
+    const code = yield* Effect.tryPromise({
+      try: (signal) =>
+        client.connect(made.transport, { signal, timeout: spec.startTimeoutMs }).then(
+          () => undefined,
+          (cause: unknown) => {
+            // the authorization brought a code back: exchanged, then started again with the tokens
+            const code = oauth?.pendingCode
+            if (code === undefined || authorized) throw cause
+            oauth!.pendingCode = undefined
+            return code
+          }
+        ),
       catch: (cause) => {
+        if (oauth?.needsLogin === true) return fail(name, "NeedsLogin", needsLoginMessage(name))
         const code = (cause as { code?: string }).code
         const what =
           code === "ENOENT" && spec.type === "stdio"
             ? `its command "${spec.command}" was not found`
-            : incarnation.closed
+            : incarnation.closed && stdio !== undefined
               ? incarnation.ending()
               : causeText(cause)
         return fail(name, "Start", `MCP server "${name}" did not start: ${what}`, cause)
       }
     }).pipe(Effect.onError(() => stop))
+    if (code !== undefined) {
+      yield* Effect.tryPromise({
+        try: () => incarnation.finishAuth(code),
+        catch: (cause) =>
+          fail(name, "Start", `MCP server "${name}" did not start: its authorization failed: ${causeText(cause)}`)
+      }).pipe(Effect.ensuring(stop))
+      return yield* startIncarnation(sdk, name, spec, options, context, true)
+    }
     return incarnation
   })
+
+/**
+ * Runs a request of an HTTP server; when it needed a new authorization (the server asked for more
+ * scope) and its visit brought a code back, the code is exchanged and the request made again, once.
+ */
+const reauthorizing = <A>(incarnation: Incarnation, run: () => Promise<A>): Promise<A> =>
+  run().catch(async (cause: unknown) => {
+    const oauth = incarnation.oauth
+    const code = oauth?.pendingCode
+    if (oauth === undefined || code === undefined) throw cause
+    oauth.pendingCode = undefined
+    await incarnation.finishAuth(code)
+    return run()
+  })
+
+/** A failed request's error: the server needs a login, or `otherwise`. */
+const requestError = (name: string, incarnation: Incarnation, cause: unknown, otherwise: string): McpError =>
+  incarnation.oauth?.needsLogin === true
+    ? fail(name, "NeedsLogin", needsLoginMessage(name), cause)
+    : fail(name, "Protocol", `${otherwise}: ${causeText(cause)}`, cause)
 
 const listTools = (
   name: string,
   spec: McpServerSpec,
-  client: Client
+  incarnation: Incarnation
 ): Effect.Effect<{ readonly tools: ReadonlyArray<McpToolInfo>; readonly leftOut: number }, McpError> =>
   Effect.gen(function* () {
     const tools: Array<McpToolInfo> = []
@@ -375,9 +487,13 @@ const listTools = (
     for (let page = 0; page < 100; page++) {
       const result = yield* Effect.tryPromise({
         try: (signal) =>
-          client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: spec.startTimeoutMs }),
-        catch: (cause) =>
-          fail(name, "Protocol", `MCP server "${name}" did not list its tools: ${causeText(cause)}`, cause)
+          reauthorizing(incarnation, () =>
+            incarnation.client.listTools(cursor === undefined ? {} : { cursor }, {
+              signal,
+              timeout: spec.startTimeoutMs
+            })
+          ),
+        catch: (cause) => requestError(name, incarnation, cause, `MCP server "${name}" did not list its tools`)
       })
       for (const tool of result.tools) {
         if (tools.length < spec.maxTools) {
@@ -397,18 +513,20 @@ const listTools = (
 const listPrompts = (
   name: string,
   spec: McpServerSpec,
-  client: Client
+  incarnation: Incarnation
 ): Effect.Effect<ReadonlyArray<McpPromptInfo>, McpError> =>
   Effect.gen(function* () {
+    const client = incarnation.client
     if (client.getServerCapabilities()?.prompts === undefined) return []
     const prompts: Array<McpPromptInfo> = []
     let cursor: string | undefined
     for (let page = 0; page < 100 && prompts.length < MAX_PROMPTS; page++) {
       const result = yield* Effect.tryPromise({
         try: (signal) =>
-          client.listPrompts(cursor === undefined ? {} : { cursor }, { signal, timeout: spec.startTimeoutMs }),
-        catch: (cause) =>
-          fail(name, "Protocol", `MCP server "${name}" did not list its prompts: ${causeText(cause)}`, cause)
+          reauthorizing(incarnation, () =>
+            client.listPrompts(cursor === undefined ? {} : { cursor }, { signal, timeout: spec.startTimeoutMs })
+          ),
+        catch: (cause) => requestError(name, incarnation, cause, `MCP server "${name}" did not list its prompts`)
       })
       for (const prompt of result.prompts.slice(0, MAX_PROMPTS - prompts.length)) {
         prompts.push({
@@ -446,8 +564,11 @@ const connectServer = (
           fail(name, "StartTimeout", `MCP server "${name}" did not start within ${spec.startTimeoutMs} ms`)
       })
     )
-    let current = yield* Effect.acquireRelease(start, (incarnation) => incarnation.stop)
-    const listed = yield* listTools(name, spec, current.client).pipe(
+    // the start may be interrupted (Ctrl-C during a login's wait for the browser); a started one is stopped with the scope
+    let current = yield* Effect.uninterruptibleMask((restore) =>
+      restore(start).pipe(Effect.tap((incarnation) => Effect.addFinalizer(() => incarnation.stop)))
+    )
+    const listed = yield* listTools(name, spec, current).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(spec.startTimeoutMs),
         onTimeout: () =>
@@ -455,7 +576,7 @@ const connectServer = (
       })
     )
     // a server whose prompts cannot be listed still offers its tools
-    const prompts = yield* listPrompts(name, spec, current.client).pipe(
+    const prompts = yield* listPrompts(name, spec, current).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(spec.startTimeoutMs),
         onTimeout: () =>
@@ -499,11 +620,14 @@ const connectServer = (
           // the SDK's own timeout is a backstop: the Effect's fires first, and its interruption aborts
           // the signal, which sends the server notifications/cancelled
           try: (signal) =>
-            incarnation.client.callTool({ name: tool, arguments: args }, undefined, {
-              signal,
-              timeout: timeoutMs + 60_000
-            }),
+            reauthorizing(incarnation, () =>
+              incarnation.client.callTool({ name: tool, arguments: args }, undefined, {
+                signal,
+                timeout: timeoutMs + 60_000
+              })
+            ),
           catch: (cause) => {
+            if (incarnation.oauth?.needsLogin === true) return fail(name, "NeedsLogin", needsLoginMessage(name), cause)
             if (incarnation.tooLarge()) {
               return fail(
                 name,
@@ -567,16 +691,18 @@ const connectServer = (
       Effect.gen(function* () {
         const incarnation = yield* running
         const result = yield* Effect.tryPromise({
-          try: (signal) => run(incarnation.client, signal),
+          try: (signal) => reauthorizing(incarnation, () => run(incarnation.client, signal)),
           catch: (cause) =>
-            incarnation.tooLarge()
-              ? fail(
-                  name,
-                  "TooLarge",
-                  `MCP server "${name}" sent ${what} larger than ${spec.maxResultBytes} bytes`,
-                  cause
-                )
-              : fail(name, "Protocol", `MCP server "${name}" failed ${what}: ${causeText(cause)}`, cause)
+            incarnation.oauth?.needsLogin === true
+              ? fail(name, "NeedsLogin", needsLoginMessage(name), cause)
+              : incarnation.tooLarge()
+                ? fail(
+                    name,
+                    "TooLarge",
+                    `MCP server "${name}" sent ${what} larger than ${spec.maxResultBytes} bytes`,
+                    cause
+                  )
+                : fail(name, "Protocol", `MCP server "${name}" failed ${what}: ${causeText(cause)}`, cause)
         }).pipe(
           Effect.timeoutFail({
             duration: Duration.millis(spec.timeoutMs),
