@@ -7,6 +7,7 @@
  * its scope. Everything is bounded: the start, each call, a message's size, the number of tools.
  * A server that dies during a call fails that call, and the next call starts it again, once.
  */
+import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -17,13 +18,13 @@ import { bwrapArgs, decide, makePlan, type SandboxOptions, sandboxDirs } from ".
 import { version } from "../version.js"
 import { cappedFetch } from "./internal/cappedFetch.js"
 import { type Environment, expand, expandAll, serverEnvironment } from "./internal/environment.js"
-import { type Authorization, AuthStore, LogbookOAuthProvider } from "./internal/oauth.js"
+import { AuthStore, LogbookOAuthProvider } from "./internal/oauth.js"
 import { type ServerRecords, serverRecords } from "./internal/serverRecords.js"
 import type { StdioProcessTransport } from "./internal/stdioTransport.js"
-import type { McpServerSpec } from "./McpSettings.js"
+import type { Authorization, McpServerSpec } from "./McpSettings.js"
 
-export type { Authorization } from "./internal/oauth.js"
 export { sweepOrphanServers } from "./internal/serverRecords.js"
+export type { Authorization } from "./McpSettings.js"
 
 /** Where the groups of running stdio servers are noted: `<data home>/logbook/mcp-servers` (the sandbox hides it). */
 export const serverRecordsDir = (env: {
@@ -264,7 +265,9 @@ const serverSandbox = (
   spec: McpServerSpec & { readonly type: "stdio" },
   workspace: string,
   cwd: string,
-  context: ClientContext
+  context: ClientContext,
+  /** what the server's command line and PATH name: its program and files */
+  named: ReadonlyArray<string>
 ): { readonly bwrap: string; readonly args: ReadonlyArray<string> } | undefined | McpError => {
   const settings = context.sandbox
   if (settings === undefined || spec.sandbox === false) return undefined
@@ -277,8 +280,32 @@ const serverSandbox = (
       `MCP server "${name}" was not started: tools.bash.sandbox is "on" and there is no sandbox here`
     )
   }
-  const plan = makePlan({ workspace, cwd, settings, env: context.env, dirs: sandboxDirs() })
+  const readOnly = hostTmpEntries(named)
+  const plan = makePlan({ workspace, cwd, settings, env: context.env, dirs: sandboxDirs(), readOnly })
   return { bwrap: decision.bwrap, args: bwrapArgs(plan) }
+}
+
+/**
+ * The entries of the host's `/tmp` that hold a server's program or files (a path there in its
+ * command, its arguments — also inside a shell command line — its cwd or its PATH): the sandbox's
+ * `/tmp` is private, so each is bound read-only, a whole entry (`/tmp/<name>`) so that what the
+ * file loads beside it is there too.
+ */
+const hostTmpEntries = (named: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const entries = new Set<string>()
+  const paths = named.flatMap((text) => [text, ...(text.match(/\/tmp\/[^\s'"`;|&<>()]+/g) ?? [])])
+  for (const path of paths) {
+    if (!NodePath.isAbsolute(path)) continue
+    let real: string
+    try {
+      real = fs.realpathSync(path)
+    } catch {
+      continue
+    }
+    const [first, name] = real.split("/").slice(1)
+    if (first === "tmp" && name !== undefined && name !== "") entries.add(`/tmp/${name}`)
+  }
+  return [...entries]
 }
 
 const makeTransport = (
@@ -308,9 +335,10 @@ const makeTransport = (
       )
     }
     const cwd = spec.cwd === undefined ? options.cwd : NodePath.resolve(options.cwd, spec.cwd)
-    const sandbox = serverSandbox(name, spec, options.cwd, cwd, context)
-    if (sandbox instanceof McpError) return Effect.fail(sandbox)
     const serverEnv = serverEnvironment(own.values, env)
+    const named = [spec.command, ...args.map((arg) => arg.value), cwd, ...(serverEnv.PATH ?? "").split(":")]
+    const sandbox = serverSandbox(name, spec, options.cwd, cwd, context, named)
+    if (sandbox instanceof McpError) return Effect.fail(sandbox)
     // bwrap reports a command it cannot find only as its own failure: looked up first, as it will
     const found = spec.command.includes("/")
       ? isExecutableFile(NodePath.resolve(cwd, spec.command))

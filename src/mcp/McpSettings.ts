@@ -53,3 +53,13 @@ export type McpServerSpec = McpStdioServer | McpHttpServer
 
 /** A server name: also the middle of its tools' names (`mcp__<server>__<tool>`). */
 export const serverNamePattern = /^(?!.*__)[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/
+
+/** How the authorization URL is visited: the user's browser (`logbook mcp login`) or a fetch (tests). */
+export interface Authorization {
+  /** where the authorization server sends the browser back */
+  readonly redirectUrl: string
+  /** visits the URL and resolves to the code the redirect carried */
+  readonly visit: (url: URL) => Promise<string>
+  /** a client registered beforehand (no dynamic registration) */
+  readonly client?: { readonly client_id: string; readonly client_secret?: string | undefined } | undefined
+}

@@ -182,6 +182,8 @@ export interface SandboxPlan {
   readonly emptyFile: string
   /** further writable paths (real paths; missing ones are skipped by bwrap) */
   readonly writable: ReadonlyArray<string>
+  /** paths under `/tmp` the command needs to see, bound read-only over the private `/tmp` */
+  readonly readOnly?: ReadonlyArray<string> | undefined
   /** hidden paths that exist (real paths), with their kind */
   readonly hide: ReadonlyArray<{ readonly path: string; readonly directory: boolean }>
   readonly network: boolean
@@ -213,14 +215,16 @@ const baseArgs = (network: boolean): ReadonlyArray<string> => [
 
 /**
  * The bwrap options (everything before `--`) of a plan. Later mounts cover earlier ones, so the
- * order is: the root read-only, fresh `/dev` and `/proc`, the private `/tmp`, the writable paths,
- * and last what is hidden — so a secret inside the workspace stays hidden.
+ * order is: the root read-only, fresh `/dev` and `/proc`, the private `/tmp` (and what of the host's
+ * `/tmp` the command must see, read-only), the writable paths, and last what is hidden — so a
+ * secret inside the workspace stays hidden.
  */
 export const bwrapArgs = (plan: SandboxPlan): ReadonlyArray<string> => [
   ...baseArgs(plan.network),
   "--bind",
   plan.tmp,
   "/tmp",
+  ...(plan.readOnly ?? []).flatMap((path) => ["--ro-bind-try", path, path]),
   "--bind",
   plan.workspace,
   plan.workspace,
@@ -254,6 +258,8 @@ export const makePlan = (options: {
   readonly settings: SandboxSettings
   readonly env: HiddenPathsEnv
   readonly dirs: { readonly tmp: string; readonly emptyFile: string }
+  /** host paths under `/tmp` to see read-only (real paths) */
+  readonly readOnly?: ReadonlyArray<string> | undefined
 }): SandboxPlan => {
   const workspace = realPath(options.workspace) ?? options.workspace
   const cwd = realPath(options.cwd) ?? options.cwd
@@ -266,7 +272,8 @@ export const makePlan = (options: {
     const path = realPath(wanted)
     if (path === undefined || path === "/" || isInside(workspace, path) || hide.has(path)) continue
     // the private /tmp is mounted over /tmp: what lies there is gone already, unless bound again
-    if (isInside(path, "/tmp") && !isInside(path, workspace) && !writable.some((dir) => isInside(path, dir))) continue
+    const bound = [workspace, ...writable, ...(options.readOnly ?? [])]
+    if (isInside(path, "/tmp") && !bound.some((dir) => isInside(path, dir))) continue
     let directory: boolean
     try {
       directory = fs.statSync(path).isDirectory()
@@ -281,6 +288,7 @@ export const makePlan = (options: {
     tmp: options.dirs.tmp,
     emptyFile: options.dirs.emptyFile,
     writable,
+    ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
     hide: [...hide].map(([path, directory]) => ({ path, directory })),
     network: options.settings.network
   }

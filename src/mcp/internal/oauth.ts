@@ -13,6 +13,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens
 } from "@modelcontextprotocol/sdk/shared/auth.js"
+import type { Authorization } from "../McpSettings.js"
 
 /** The largest auth file read: larger is not ours, and is left alone. */
 const MAX_FILE_BYTES = 1024 * 1024
@@ -78,16 +79,6 @@ export class AuthStore {
     this.queue = next.catch(() => undefined)
     return next
   }
-}
-
-/** How the authorization URL is visited: the user's browser (`logbook mcp login`) or a fetch (tests). */
-export interface Authorization {
-  /** where the authorization server sends the browser back */
-  readonly redirectUrl: string
-  /** visits the URL and resolves to the code the redirect carried */
-  readonly visit: (url: URL) => Promise<string>
-  /** a client registered beforehand (no dynamic registration) */
-  readonly client?: { readonly client_id: string; readonly client_secret?: string | undefined } | undefined
 }
 
 /** A redirect URL for a session that cannot authorize: never visited, only named in the registration. */
