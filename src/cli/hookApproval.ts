@@ -6,6 +6,7 @@
 import { Effect } from "effect"
 import type { HookEntry } from "../config/HookConfig.js"
 import type { PromptTerminal } from "./approvalPrompt.js"
+import { askYesNo } from "./mcpApproval.js"
 import type { Style } from "./render.js"
 
 export const askHookApproval =
@@ -19,26 +20,5 @@ export const askHookApproval =
         ` (at most ${definition.timeoutMs / 1000} s):\n` +
         `  ${style.bold(definition.command)}\n` +
         `  y run it, and remember this hook for this workspace · n not now — choose, then Enter › `
-      let selected: boolean | undefined
-      const answer = yield* terminal.question<boolean>(
-        text,
-        (key) => {
-          if (key === "\u0003") {
-            Effect.runFork(onCtrlC)
-            return undefined
-          }
-          if (key === "\u0004") return false
-          if (key === "y" || key === "Y" || key === "n" || key === "N") {
-            const next = key.toLowerCase() === "y"
-            if (next !== selected) terminal.echo(`${selected === undefined ? "" : "\b \b"}${next ? "y" : "n"}`)
-            selected = next
-            return undefined
-          }
-          if ((key === "\r" || key === "\n") && selected !== undefined) return selected
-          return undefined
-        },
-        `${style.dim("(not answered: interrupted)")}\n`
-      )
-      yield* terminal.write(answer ? `\n${style.green("approved")}\n` : `\n${style.red("not run")}\n`)
-      return answer
+      return yield* askYesNo(terminal, style, onCtrlC, text, "not run")
     })

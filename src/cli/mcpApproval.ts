@@ -12,7 +12,7 @@ import type { PromptTerminal } from "./approvalPrompt.js"
 import type { Style } from "./render.js"
 
 /** Asks `text` (ending with the choices) and reads `y` / `n` then Enter; Ctrl-D is no. */
-const askYesNo = (
+export const askYesNo = (
   terminal: PromptTerminal,
   style: Style,
   onCtrlC: Effect.Effect<void>,

@@ -1,12 +1,7 @@
 /**
- * The event hooks of plugins (docs/plugins.md, "Event hooks"): `event` for every committed event,
- * `session.start` the first time this process sees an event of a session, `turn.end` at a turn's
- * `turn.finished` / `turn.interrupted`, and `session.end` for each session seen when the agent
- * closes (after the events published so far, within one handler's bound). They run off the
- * kernel's path: a subscription to the event bus feeds a bounded queue (when it is full the newest
- * events are dropped, and that is logged), and one fiber calls the handlers in order, each bounded
- * by its timeout. What a handler throws goes to the diagnostic log; a handler gets a frozen copy,
- * and nothing it does reaches the event log.
+ * Plugins' event hooks (docs/plugins.md, "Event hooks"), off the kernel's path: the event bus feeds
+ * a bounded queue (newest dropped when full, logged) and one fiber calls each handler in order,
+ * bounded by its timeout, with a frozen copy. Errors go to the diagnostic log, never the event log.
  */
 import { Duration, Effect, Fiber, Layer, Queue, Stream, SubscriptionRef } from "effect"
 import type { Envelope } from "../domain/Events.js"

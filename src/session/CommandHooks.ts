@@ -1,12 +1,7 @@
 /**
- * Command hooks in Claude Code's shape (docs/hooks.md): shell commands run on `PreToolUse`,
- * `PostToolUse`, `UserPromptSubmit`, `SessionStart` and `Stop`, each given the event as JSON on
- * stdin (`runCommandHook`: sandboxed like `bash`, time-limited, output bounded). Its exit code and
- * stdout answer: 0 goes on (stdout may be JSON: `decision`, `reason`, `continue`, `stopReason`,
- * `hookSpecificOutput.{permissionDecision, permissionDecisionReason, updatedInput,
- * additionalContext}`), 2 blocks with stderr as the reason, any other code is an error that blocks
- * nothing (recorded). This module turns hook definitions into the tool hooks (`ToolHooks`) and the
- * session hooks (`SessionHooks`) the kernel runs.
+ * Command hooks in Claude Code's shape (docs/hooks.md, which has the exit codes and JSON answers):
+ * hook definitions turned into the tool hooks (`ToolHooks`) and session hooks (`SessionHooks`) the
+ * kernel runs, each run by `runCommandHook` (sandboxed like `bash`, time-limited, output bounded).
  */
 import { Effect } from "effect"
 import type { SessionId } from "../domain/Ids.js"
